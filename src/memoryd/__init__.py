@@ -1,0 +1,65 @@
+"""memoryd: local-first long-term memory for AI coding agents.
+
+The SDK is the engine itself::
+
+    from memoryd import Engine
+    with Engine.open() as engine:
+        engine.memorize("本專案用 PostgreSQL 16 做主資料庫", source="user")
+        hits = engine.recall("PostgreSQL 連線池").hits
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AuthorizationRequired",
+    "Conflict",
+    "Engine",
+    "IntegrityError",
+    "InvalidInput",
+    "MemorydError",
+    "NotFound",
+    "Scope",
+    "Settings",
+    "StorageBusy",
+    "StorageError",
+    "__version__",
+    "infer_scope",
+]
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .engine import Engine
+    from .errors import (
+        AuthorizationRequired,
+        Conflict,
+        IntegrityError,
+        InvalidInput,
+        MemorydError,
+        NotFound,
+        StorageBusy,
+        StorageError,
+    )
+    from .models import Scope
+    from .scope import infer_scope
+
+_LAZY = {
+    "Engine": "engine", "Settings": "config", "Scope": "models", "infer_scope": "scope",
+    **{name: "errors" for name in (
+        "AuthorizationRequired", "Conflict", "IntegrityError", "InvalidInput", "MemorydError", "NotFound",
+        "StorageBusy", "StorageError",
+    )},
+}  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy so that `memoryd-mcp` starts without importing the engine's heavier dependencies.
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memoryd' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f".{module}", __name__), name)

@@ -1,0 +1,38 @@
+"""Settings: the one configuration object, built at the entry points and passed down."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["Settings"]
+
+
+def _default_home() -> Path:
+    return Path(platformdirs.user_data_dir("memoryd", appauthor=False))
+
+
+class Settings(BaseSettings):
+    """Every setting memoryd reads; each is also an environment variable `MEMORYD_<NAME>`."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMORYD_", extra="ignore")
+
+    home: Path = Field(default_factory=_default_home, description="Data root: database and vault.")
+    embedder: Literal["e5", "hash"] = Field(
+        "e5", description="Embedding model: e5 (bundled multilingual-e5-small) or hash (deterministic, tests)."
+    )
+    max_content_chars: int = Field(8000, description="Longest memory accepted, in characters.")
+    busy_timeout_ms: int = Field(5000, description="How long a write waits for a locked database.")
+    dura_reject_below: float = Field(0.35, description="DURA average below which a save is rejected as junk.")
+    dura_pending_below: float = Field(
+        0.6, description="DURA average below which an agent save waits for review (memoryd profile)."
+    )
+    brief_max_chars: int = Field(4000, description="Upper bound on the size of the agent brief.")
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / "memoryd.db"

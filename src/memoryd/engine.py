@@ -1,0 +1,567 @@
+"""Engine: the single service layer. Every surface (MCP, CLI, hooks) calls these methods."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import threading
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from ulid import ULID
+
+from .config import Settings
+from .errors import InvalidInput, NotFound
+from .models import (
+    ATOM_TYPES,
+    CORRECT_ACTIONS,
+    GOVERN_ACTIONS,
+    Atom,
+    Brief,
+    ChainReport,
+    CorrectResult,
+    Event,
+    GovernResult,
+    HandoffResult,
+    Hit,
+    IndexCoverage,
+    MemorizeResult,
+    RecallResult,
+    Scope,
+    Stats,
+)
+from .scope import infer_scope
+from .search import fusion
+from .search.embed import Embedder, make_embedder
+from .search.tokenize import normalize, to_simplified, tokens
+from .search.vector import VectorIndex
+from .storage.base import Store
+from .storage.sqlite import SqliteStore, chain_hash, content_hash
+from .write.admission import score_dura
+from .write.admission import infer_type as _infer_type
+from .write.classify import classify
+from .write.entities import extract_entities
+from .write.redact import redact
+
+__all__ = ["Engine", "PLACEHOLDERS"]
+
+log = logging.getLogger("memoryd")
+
+PLACEHOLDERS = {
+    "quarantined": "[quarantined: content hidden pending review]",
+    "sealed": "[sealed: content visible to audit only]",
+    "tombstoned": "[tombstoned: content destroyed]",
+}
+_CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+def _norm_hash(content: str) -> str:
+    return hashlib.sha256(normalize(content).encode()).hexdigest()
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def visible_content(atom: Atom) -> str:
+    """What a reader may see of an atom: its content, or a placeholder for hidden states."""
+    return PLACEHOLDERS.get(atom.status, atom.content)
+
+
+class Engine:
+    """memoryd's service layer over one store.
+
+    Open it with `Engine.open()`; it infers the current scope from the working directory.
+    Writes are redacted, deduplicated, admitted, classified and persisted in one
+    transaction with their audit event; reads fuse keyword, semantic and entity signals.
+    """
+
+    def __init__(self, settings: Settings, store: Store, embedder: Embedder, scope: Scope) -> None:
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+        self.scope = scope
+        self._index = VectorIndex(embedder.dim)
+        self._index_lock = threading.Lock()
+        self._index_snapshot = -1
+
+    @classmethod
+    def open(
+        cls,
+        settings: Settings | None = None,
+        *,
+        cwd: str | Path | None = None,
+        embedder: Embedder | None = None,
+    ) -> Engine:
+        """Open the store named by `settings` (default: environment) for the scope of `cwd`."""
+        settings = settings or Settings()
+        store = SqliteStore(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms)
+        return cls(settings, store, embedder or make_embedder(settings.embedder), infer_scope(cwd))
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _recall_scopes(self, scope: Scope | None) -> list[str]:
+        scope = scope or self.scope
+        hashes = [scope.scope_hash, scope.global_scope().scope_hash]
+        return list(dict.fromkeys(hashes))
+
+    def _embed(self, text: str) -> Any:
+        try:
+            return self.embedder.passages([text])[0]
+        except Exception:  # a broken model must not lose the write; coverage shows the gap
+            log.exception("embedding failed; stored without a vector")
+            return None
+
+    def _validate_content(self, content: object, what: str = "content") -> str | None:
+        """Return a rejection reason, or None when the text is acceptable."""
+        if not isinstance(content, str):
+            return f"{what} must be a string"
+        if not content.strip():
+            return f"{what} is empty"
+        if len(content) > self.settings.max_content_chars:
+            return f"{what} is {len(content)} characters; the limit is {self.settings.max_content_chars}"
+        return None
+
+    def _new_atom(
+        self, content: str, *, type: str, source: str, scope: Scope, status: str = "active",
+        title: str | None = None, tags: Sequence[str] = (), triggers: Sequence[str] = (),
+        supersedes: str | None = None,
+    ) -> tuple[Atom, list[str]]:  # fmt: skip
+        c = classify(content)
+        entities = [e.id for e in extract_entities(content)]
+        now = _now()
+        atom = Atom(
+            id=str(ULID()), content=content, type=type, source=source, scope=scope,
+            scope_hash=scope.scope_hash, epistemic=c.epistemic, polarity=c.polarity, status=status,
+            created_at=now, updated_at=now, title=title, tags=list(tags), triggers=list(triggers),
+            supersedes=supersedes, entities=entities,
+        )  # fmt: skip
+        return atom, entities
+
+    def _persist(self, tx: Any, atom: Atom, *, actor: str, action: str, reason: str | None) -> None:
+        extra = " ".join([atom.title or "", *atom.tags, *atom.triggers]).strip()
+        vector = self._embed(atom.content)
+        terms = tokens(f"{atom.content} {extra}" if extra else atom.content)
+        tx.insert_atom(atom, norm_hash=_norm_hash(atom.content), terms=terms, vector=vector)
+        for entity_id in atom.entities:
+            tx.link(atom.id, entity_id, "mentions")
+        tx.append_event(atom_id=atom.id, actor=actor, action=action, reason=reason, content=atom.content)
+        if vector is not None:
+            with self._index_lock:
+                self._index.add([(0, atom.id, atom.scope_hash, vector)])
+
+    def get(self, atom_id: str) -> Atom:
+        """The atom with this id (content as stored). Raises NotFound."""
+        atom = self.store.get_atoms([atom_id]).get(atom_id)
+        if atom is None:
+            raise NotFound(f"no atom with id {atom_id!r}")
+        return atom
+
+    # -- write path --------------------------------------------------------------------------
+
+    def memorize(
+        self,
+        content: str,
+        *,
+        source: str = "agent",
+        type: str | None = None,
+        title: str | None = None,
+        tags: Sequence[str] = (),
+        triggers: Sequence[str] = (),
+        gate: str = "admit",
+        scope: Scope | None = None,
+        actor: str | None = None,
+    ) -> MemorizeResult:
+        """Write one memory through the full write path (SPEC §2).
+
+        `gate` is "admit" (junk rejected, the rest stored), "review" (grey-zone saves wait as
+        `pending`), or "trusted" (no DURA gate: importers, passive capture).
+        """
+        problem = self._validate_content(content)
+        if problem is None and type is not None and type not in ATOM_TYPES:
+            problem = f"unknown type {type!r}; expected one of {', '.join(ATOM_TYPES)}"
+        if problem is None and gate not in ("admit", "review", "trusted"):
+            problem = f"unknown gate {gate!r}"
+        if problem is None and (not isinstance(source, str) or not source.strip()):
+            problem = "source must be a non-empty string"
+        if problem is not None:
+            return MemorizeResult(effect="rejected", reason=problem)
+        scope = scope or self.scope
+        clean = redact(content.strip()).text
+        duplicate = self.store.find_duplicate(scope.scope_hash, _norm_hash(clean))
+        if duplicate is not None:
+            return MemorizeResult(
+                atom_id=duplicate.id, effect="no_op", deduped_with=duplicate.id, status=duplicate.status,
+                reason="identical content already stored in this scope",
+            )  # fmt: skip
+        kind = type or _infer_type(clean)
+        status = "active"
+        dura = None
+        if gate != "trusted":
+            d = score_dura(clean, source=source, entity_count=len(extract_entities(clean)))
+            dura = d.as_dict()
+            if d.average < self.settings.dura_reject_below:
+                return MemorizeResult(effect="rejected", reason=f"not worth keeping: {d.reasoning}", dura=dura)
+            if gate == "review" and d.average < self.settings.dura_pending_below:
+                status = "pending"
+        atom, _ = self._new_atom(
+            clean, type=kind, source=source, scope=scope, status=status, title=title, tags=tags, triggers=triggers
+        )
+        with self.store.transaction() as tx:
+            self._persist(tx, atom, actor=actor or source, action="create", reason=None)
+        if status == "pending":
+            return MemorizeResult(
+                atom_id=atom.id, effect="applied", status="pending", promotion_id=atom.id, dura=dura,
+                reason="held for review: the DURA score is in the grey zone",
+            )  # fmt: skip
+        return MemorizeResult(atom_id=atom.id, effect="applied", status="active", dura=dura)
+
+    def handoff(self, summary: str, *, source: str = "agent", scope: Scope | None = None) -> HandoffResult:
+        """Write a session handoff; the next session's brief shows the latest one first."""
+        problem = self._validate_content(summary, "summary")
+        if problem is not None:
+            return HandoffResult(effect="rejected", reason=problem)
+        scope = scope or self.scope
+        atom, _ = self._new_atom(redact(summary.strip()).text, type="handoff", source=source, scope=scope)
+        with self.store.transaction() as tx:
+            self._persist(tx, atom, actor=source, action="handoff", reason=None)
+        return HandoffResult(atom_id=atom.id, effect="applied")
+
+    def correct(
+        self, target_atom: str, action: str, reason: str, new_content: str | None = None, *, actor: str = "agent"
+    ) -> CorrectResult:
+        """Apply an append-only correction; refusals come back as effect "rejected"."""
+
+        def reject(why: str) -> CorrectResult:
+            return CorrectResult(effect="rejected", target_atom=target_atom, reason=why)
+
+        if action not in CORRECT_ACTIONS:
+            return reject(f"unknown action {action!r}; expected one of {', '.join(CORRECT_ACTIONS)}")
+        if not isinstance(reason, str) or not reason.strip():
+            return reject("reason is required")
+        atom = self.store.get_atoms([target_atom]).get(target_atom)
+        if atom is None:
+            return reject(f"no atom with id {target_atom!r}")
+        if atom.status == "superseded":
+            return reject(f"atom is superseded by {atom.superseded_by}; correct the head of the chain instead")
+        if atom.status not in ("active", "pending"):
+            return reject(f"atom is {atom.status}; only active atoms can be corrected")
+        reason = redact(reason.strip()).text
+        if action == "replace":
+            if new_content is None:
+                return reject("new_content is required for replace")
+            problem = self._validate_content(new_content, "new_content")
+            if problem is not None:
+                return reject(problem)
+            clean = redact(new_content.strip()).text
+            if normalize(clean) == normalize(atom.content):
+                return reject("new_content is identical to the current content")
+            new, _ = self._new_atom(
+                clean, type=atom.type, source=atom.source, scope=atom.scope, title=atom.title,
+                tags=atom.tags, triggers=atom.triggers, supersedes=atom.id,
+            )  # fmt: skip
+            with self.store.transaction() as tx:
+                self._persist(tx, new, actor=actor, action="replace", reason=reason)
+                tx.update_atom(atom.id, status="superseded", superseded_by=new.id)
+                tx.link(new.id, atom.id, "supersedes")
+                tx.append_event(atom_id=atom.id, actor=actor, action="superseded", reason=reason, content=None)
+            return CorrectResult(effect="applied", target_atom=atom.id, new_atom_id=new.id)
+        if new_content is not None:
+            return reject(f"new_content is only accepted with replace, not {action}")
+        fields: dict[str, Any]
+        if action == "negate":
+            if atom.status == "negated":
+                return reject("atom is already negated")
+            fields = {"status": "negated"}
+        else:
+            target = {"confirm_actual": "actual", "confirm_necessary": "necessary", "demote": "possible"}[action]
+            fields = {"epistemic": target}
+        with self.store.transaction() as tx:
+            tx.update_atom(atom.id, **fields)
+            tx.append_event(atom_id=atom.id, actor=actor, action=action, reason=reason, content=None)
+        return CorrectResult(effect="applied", target_atom=atom.id)
+
+    def govern(
+        self, target_atom: str, action: str, reason: str, lesson_content: str | None = None, *, actor: str = "agent"
+    ) -> GovernResult:
+        """Quarantine, seal, tombstone or derive a lesson; refusals come back as "rejected"."""
+
+        def reject(why: str) -> GovernResult:
+            return GovernResult(effect="rejected", target_atom=target_atom, reason=why)
+
+        if action not in GOVERN_ACTIONS:
+            return reject(f"unknown action {action!r}; expected one of {', '.join(GOVERN_ACTIONS)}")
+        if not isinstance(reason, str) or not reason.strip():
+            return reject("reason is required")
+        atom = self.store.get_atoms([target_atom]).get(target_atom)
+        if atom is None:
+            return reject(f"no atom with id {target_atom!r}")
+        if atom.status == "tombstoned":
+            return reject("atom is tombstoned; nothing is left to govern")
+        reason = redact(reason.strip()).text
+        if action == "quarantine":
+            if atom.status in ("quarantined", "sealed"):
+                return reject(f"atom is already {atom.status}")
+            with self.store.transaction() as tx:
+                tx.update_atom(atom.id, status="quarantined", prior_status=atom.status)
+                tx.append_event(atom_id=atom.id, actor=actor, action="quarantine", reason=reason, content=None)
+            return GovernResult(effect="applied", target_atom=atom.id)
+        if action == "seal":
+            if atom.status == "sealed":
+                return reject("atom is already sealed")
+            with self.store.transaction() as tx:
+                tx.update_atom(atom.id, status="sealed", prior_status=atom.status)
+                tx.append_event(atom_id=atom.id, actor=actor, action="seal", reason=reason, content=None)
+            return GovernResult(effect="applied", target_atom=atom.id)
+        if action == "tombstone":
+            with self.store.transaction() as tx:
+                tx.scrub_atom(atom.id)
+                tx.update_atom(atom.id, status="tombstoned", prior_status=atom.status)
+                tx.append_event(atom_id=atom.id, actor=actor, action="tombstone", reason=reason, content=None)
+            with self._index_lock:
+                self._index.remove(atom.id)
+            return GovernResult(effect="applied", target_atom=atom.id)
+        # derive_lesson
+        if lesson_content is None:
+            return reject("lesson_content is required for derive_lesson")
+        problem = self._validate_content(lesson_content, "lesson_content")
+        if problem is not None:
+            return reject(problem)
+        lesson, _ = self._new_atom(redact(lesson_content.strip()).text, type="lesson", source=actor, scope=atom.scope)
+        with self.store.transaction() as tx:
+            self._persist(tx, lesson, actor=actor, action="derive_lesson", reason=reason)
+            tx.link(lesson.id, atom.id, "derived_from")
+            if atom.status != "sealed":
+                tx.update_atom(atom.id, status="sealed", prior_status=atom.status)
+                tx.append_event(atom_id=atom.id, actor=actor, action="seal", reason=reason, content=None)
+        return GovernResult(effect="applied", target_atom=atom.id, lesson_atom_id=lesson.id)
+
+    def restore(self, atom_id: str, reason: str, *, actor: str = "user") -> GovernResult:
+        """Bring a quarantined atom back to the state it had before (SDK and CLI only)."""
+        atom = self.store.get_atoms([atom_id]).get(atom_id)
+        if atom is None:
+            return GovernResult(effect="rejected", target_atom=atom_id, reason=f"no atom with id {atom_id!r}")
+        if atom.status != "quarantined":
+            return GovernResult(
+                effect="rejected", target_atom=atom_id, reason=f"atom is {atom.status}; only quarantined atoms restore"
+            )
+        if not reason.strip():
+            return GovernResult(effect="rejected", target_atom=atom_id, reason="reason is required")
+        with self.store.transaction() as tx:
+            tx.update_atom(atom.id, status=atom.prior_status or "active", prior_status=None)
+            tx.append_event(atom_id=atom.id, actor=actor, action="restore", reason=reason.strip(), content=None)
+        return GovernResult(effect="applied", target_atom=atom_id)
+
+    # -- read path -------------------------------------------------------------------------
+
+    def _refresh_index(self) -> None:
+        version = self.store.snapshot_version()
+        with self._index_lock:
+            if version == self._index_snapshot:
+                return
+            self._index.add(self.store.vectors_after(self._index.last_rowid))
+            self._index_snapshot = version
+
+    def recall(
+        self,
+        query: str,
+        *,
+        max_results: int = 10,
+        include_negated: bool = False,
+        types: Sequence[str] | None = None,
+        entity_ids: Sequence[str] | None = None,
+        scope: Scope | None = None,
+        statuses: Sequence[str] | None = None,
+    ) -> RecallResult:
+        """Hybrid search over the current repository and the tenant-global scope.
+
+        Raises:
+            InvalidInput: empty query, or max_results outside 1..100.
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInput("query is empty")
+        if not isinstance(max_results, int) or not 1 <= max_results <= 100:
+            raise InvalidInput(f"max_results must be between 1 and 100, got {max_results!r}")
+        if types is not None:
+            unknown = [t for t in types if t not in ATOM_TYPES]
+            if unknown:
+                raise InvalidInput(f"unknown type(s) {unknown}; expected any of {', '.join(ATOM_TYPES)}")
+        statuses = list(statuses or (["active", "negated"] if include_negated else ["active"]))
+        scopes = self._recall_scopes(scope)
+        q_terms = list(dict.fromkeys(tokens(query, query=True)))
+        q_entities = [e.id for e in extract_entities(query)]
+        boost = list(entity_ids or [])
+        pool = max(50, max_results * 5)
+
+        candidates: dict[str, float | None] = {}
+        for atom_id in self.store.keyword_candidates(q_terms, scope_hashes=scopes, statuses=statuses, limit=pool):
+            candidates[atom_id] = None
+        q_vec = None
+        try:
+            q_vec = self.embedder.query(query)
+        except Exception:
+            log.exception("query embedding failed; keyword and entity signals only")
+        if q_vec is not None:
+            self._refresh_index()
+            with self._index_lock:
+                for atom_id, cos in self._index.search(q_vec, scope_hashes=scopes, k=pool):
+                    candidates[atom_id] = cos
+        for atom_id in self.store.atoms_for_entities(
+            list(dict.fromkeys(q_entities + boost)), scope_hashes=scopes, statuses=statuses, limit=pool
+        ):
+            candidates.setdefault(atom_id, None)
+        atoms = self.store.get_atoms(candidates)
+        total, df = self.store.term_stats(q_terms)
+        hits: list[Hit] = []
+        for atom_id, cos in candidates.items():
+            atom = atoms.get(atom_id)
+            if atom is None or atom.status not in statuses or atom.scope_hash not in scopes:
+                continue
+            if types is not None and atom.type not in types:
+                continue
+            if cos is None and q_vec is not None:
+                with self._index_lock:
+                    vec = self._index.vector(atom_id)
+                cos = float(vec @ q_vec) if vec is not None else None
+            extra = " ".join([atom.title or "", *atom.tags, *atom.triggers])
+            signals = {
+                "keyword": fusion.keyword_score(q_terms, tokens(f"{atom.content} {extra}"), total, df),
+                "semantic": fusion.semantic_score(cos),
+                "entity": max(
+                    fusion.entity_score(q_entities, atom.entities), fusion.entity_score(boost, atom.entities)
+                ),
+            }
+            score = fusion.fuse(signals)
+            if atom.status == "negated":
+                score = round(score * 0.8, 4)  # shown on request, never above live knowledge
+            if score > 0:
+                hits.append(Hit(atom=atom, score=score, signals={k: round(v, 4) for k, v in signals.items()}))
+        hits.sort(key=lambda h: (-h.score, h.atom.id))
+        return RecallResult(hits=hits[:max_results])
+
+    def history(self, atom_id: str) -> list[Event]:
+        """Every audit event of an atom, oldest first. Raises NotFound."""
+        events = self.store.events(atom_id)
+        if not events:
+            raise NotFound(f"no atom with id {atom_id!r}")
+        return events
+
+    def verify_chain(self) -> ChainReport:
+        """Recompute the hash chain, payload hashes and each live atom's content hash."""
+        events = self.store.events()
+        prev = "0" * 64
+        last_content: dict[str, str] = {}
+        for e in events:
+            at = e.at.isoformat(timespec="microseconds").replace("+00:00", "Z")
+            expected = chain_hash(prev, e.id, e.atom_id, e.actor, e.action, e.reason, at, e.content_hash)
+            if e.prev_hash != prev:
+                return ChainReport(ok=False, events=len(events), first_bad_seq=e.seq, problem="broken link to previous event")
+            if e.hash != expected:
+                return ChainReport(ok=False, events=len(events), first_bad_seq=e.seq, problem="event hash mismatch")
+            if e.content is not None and content_hash(e.content) != e.content_hash:
+                return ChainReport(ok=False, events=len(events), first_bad_seq=e.seq, problem="payload does not match its hash")
+            if e.atom_id and e.content_hash:
+                last_content[e.atom_id] = e.content_hash
+            prev = e.hash
+        atoms = self.store.get_atoms(last_content)
+        for atom_id, expected_hash in last_content.items():
+            atom = atoms.get(atom_id)
+            if atom is None or atom.status == "tombstoned":
+                continue
+            if content_hash(atom.content) != expected_hash:
+                return ChainReport(ok=False, events=len(events), problem=f"atom {atom_id} content differs from its audit chain")
+        return ChainReport(ok=True, events=len(events))
+
+    def stats(self) -> Stats:
+        c = self.store.counts()
+        return Stats(
+            atoms=c["atoms"], edges=c["edges"], snapshot_version=self.store.snapshot_version(), by_status=c["by_status"],
+            indexes=IndexCoverage(semantic=c["semantic"], keyword=c["keyword"], temporal=c["temporal"],
+                                  categorical=c["categorical"]),
+        )  # fmt: skip
+
+    def export(self, out: IO[str]) -> int:
+        """Write every atom, then every event, as JSON lines. Returns the number of lines."""
+        n = 0
+        for atom in self.store.list_atoms(limit=-1, newest_first=False):
+            out.write(json.dumps({"kind": "atom", **atom.model_dump(mode="json")}, ensure_ascii=False) + "\n")
+            n += 1
+        for event in self.store.events():
+            out.write(json.dumps({"kind": "event", **event.model_dump(mode="json")}, ensure_ascii=False) + "\n")
+            n += 1
+        return n
+
+    def agent_brief(self, scope: Scope | None = None) -> Brief:
+        """The session-start brief: latest handoff, constraints, preferences, recent decisions."""
+        scopes = self._recall_scopes(scope)
+        active = ["active"]
+        handoffs = self.store.list_atoms(scope_hashes=scopes, statuses=active, types=["handoff"], limit=1)
+        constraints = self.store.list_atoms(scope_hashes=scopes, statuses=active, epistemic="necessary", limit=10)
+        prefs = self.store.list_atoms(scope_hashes=scopes, statuses=active, types=["preference"], limit=10)
+        decisions = self.store.list_atoms(scope_hashes=scopes, statuses=active, types=["decision"], limit=5)
+        pending = len(self.store.list_atoms(scope_hashes=scopes, statuses=["pending"], limit=1000))
+        constraints = [a for a in constraints if a.type != "handoff"]
+        prefs = [a for a in prefs if a not in constraints]
+        decisions = [a for a in decisions if a not in constraints]
+        everything = [*handoffs, *constraints, *prefs, *decisions]
+        if not everything and not pending:
+            return Brief(text=_GUIDE, empty_store=True)
+        sample = " ".join(a.content for a in everything)
+        labels = _labels(sample)
+        limit = self.settings.brief_max_chars
+        parts: list[str] = []
+        used = 0
+
+        def add(line: str) -> bool:
+            nonlocal used
+            if used + len(line) + 1 > limit:
+                return False
+            parts.append(line)
+            used += len(line) + 1
+            return True
+
+        for title, atoms in zip(labels[:4], (handoffs, constraints, prefs, decisions), strict=True):
+            if not atoms:
+                continue
+            if not add(f"## {title}"):
+                break
+            for a in atoms:
+                text = a.content if len(a.content) <= 600 else a.content[:597] + "…"
+                if not add(f"- {text} ({a.id})"):
+                    break
+        if pending:
+            add(labels[4].format(n=pending))
+        return Brief(
+            text="\n".join(parts), handoff=handoffs[0] if handoffs else None, constraints=constraints,
+            preferences=prefs, decisions=decisions, pending_review=pending,
+        )  # fmt: skip
+
+
+_GUIDE = (
+    "memoryd: no memories for this project yet.\n"
+    "- Save what you learn that will still matter later (decisions, constraints, preferences, "
+    "facts, warnings) with memory_memorize / mem_save, one self-contained sentence each.\n"
+    "- Before answering from assumptions, search with memory_recall / mem_search using noun phrases.\n"
+    "- Fix outdated memories with memory_correct (replace), and end a task with memory_handoff."
+)
+
+
+def _labels(sample: str) -> tuple[str, str, str, str, str]:
+    if len(_CJK.findall(sample)) * 2 < len(sample.replace(" ", "")) * 0.3:
+        return ("Latest handoff", "Constraints", "Preferences", "Recent decisions", "Pending review: {n}")
+    if to_simplified(sample) != sample:
+        return ("最近交接", "約束", "偏好", "近期決策", "待審核：{n} 條")
+    return ("最近交接", "约束", "偏好", "近期决策", "待审核：{n} 条")

@@ -1,0 +1,81 @@
+"""The one error tree memoryd raises on purpose, with stable codes.
+
+    MemorydError            code="internal"
+    ├── InvalidInput        code="invalid_input"      bad arguments from a caller
+    ├── NotFound            code="not_found"          no atom/session/promotion with that id
+    ├── Conflict            code="conflict"           the target is in the wrong state
+    ├── AuthorizationRequired code="authorization_required"  sensitive scope without a grant
+    ├── StorageError        code="storage_error"      the database failed or is corrupt
+    │   └── StorageBusy     code="storage_busy"       the database stayed locked past the timeout
+    └── IntegrityError      code="integrity_error"    the audit chain does not verify
+
+Codes are part of the API: surfaces map them once (MCP, CLI exit codes) and never
+branch on message text.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = [
+    "AuthorizationRequired",
+    "Conflict",
+    "IntegrityError",
+    "InvalidInput",
+    "MemorydError",
+    "NotFound",
+    "StorageBusy",
+    "StorageError",
+    "EXIT_CODES",
+]
+
+
+class MemorydError(Exception):
+    """Base for every error memoryd raises on purpose."""
+
+    code: ClassVar[str] = "internal"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidInput(MemorydError):
+    code = "invalid_input"
+
+
+class NotFound(MemorydError):
+    code = "not_found"
+
+
+class Conflict(MemorydError):
+    code = "conflict"
+
+
+class AuthorizationRequired(MemorydError):
+    code = "authorization_required"
+
+
+class StorageError(MemorydError):
+    code = "storage_error"
+
+
+class StorageBusy(StorageError):
+    code = "storage_busy"
+
+
+class IntegrityError(MemorydError):
+    code = "integrity_error"
+
+
+# CLI exit codes, one per code (0 is success, 1 is reserved for unexpected crashes).
+EXIT_CODES: dict[str, int] = {
+    "invalid_input": 2,
+    "not_found": 3,
+    "conflict": 4,
+    "authorization_required": 5,
+    "storage_error": 6,
+    "storage_busy": 7,
+    "integrity_error": 8,
+    "internal": 1,
+}

@@ -1,0 +1,93 @@
+"""What every profile's handlers share: the lazily opened engine and the error mapping."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+import anyio.to_thread
+from mcp.shared.exceptions import MCPError
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel, Field
+
+from ..errors import AuthorizationRequired, InvalidInput, MemorydError
+
+if TYPE_CHECKING:
+    from ..config import Settings
+    from ..engine import Engine
+
+__all__ = ["AUTHORIZATION_REQUIRED", "EngineHandle", "ScopeInput", "call", "result"]
+
+T = TypeVar("T")
+
+# JSON-RPC error code for AuthorizationRequired (server-defined range, stable).
+AUTHORIZATION_REQUIRED = -32001
+
+
+class ScopeInput(BaseModel):
+    """Accepted for compatibility and ignored: memoryd infers the scope from the working directory."""
+
+    tenant_id: str | None = Field(None, description="Tenant (local user); ignored, inferred.")
+    workspace: str | None = Field(None, description="Workspace (git remote owner); ignored, inferred.")
+    repository: str | None = Field(None, description="Repository name; ignored, inferred.")
+    branch: str | None = Field(None, description="Branch; ignored, inferred.")
+
+
+class EngineHandle:
+    """Opens the engine on a background thread so `initialize` never waits for imports."""
+
+    def __init__(self, settings: Settings | None, cwd: str | Path | None) -> None:
+        self._settings = settings
+        self._cwd = cwd
+        self._engine: Engine | None = None
+        self._error: BaseException | None = None
+        self._ready = threading.Event()
+        threading.Thread(target=self._open, name="memoryd-engine-open", daemon=True).start()
+
+    def _open(self) -> None:
+        try:
+            from ..engine import Engine  # deferred: pulls numpy, the tokenizer and the detector
+
+            self._engine = Engine.open(self._settings, cwd=self._cwd)
+        except BaseException as exc:
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    def get(self) -> Engine:
+        self._ready.wait()
+        if self._engine is None:
+            raise MemorydError(f"memoryd could not open its store: {self._error}")
+        return self._engine
+
+    def close(self) -> None:
+        if self._ready.is_set() and self._engine is not None:
+            self._engine.close()
+
+
+def result(model: BaseModel) -> CallToolResult:
+    """Structured content without the fields a result leaves out (e.g. no reason when applied)."""
+    data = model.model_dump(mode="json", exclude_none=True)
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(data, ensure_ascii=False))], structured_content=data
+    )
+
+
+def _error(exc: MemorydError) -> CallToolResult:
+    data = {"code": exc.code, "message": exc.message}
+    return CallToolResult(content=[TextContent(type="text", text=f"{exc.code}: {exc.message}")],
+                          structured_content=data, is_error=True)  # fmt: skip
+
+
+async def call(handle: EngineHandle, fn: Callable[[Engine], BaseModel]) -> CallToolResult:
+    """Run one engine call off the event loop and map memoryd errors once, for every tool."""
+    try:
+        model = await anyio.to_thread.run_sync(lambda: fn(handle.get()))
+    except AuthorizationRequired as exc:
+        raise MCPError(AUTHORIZATION_REQUIRED, f"AuthorizationRequired: {exc.message}") from exc
+    except (InvalidInput, MemorydError) as exc:
+        return _error(exc)
+    return result(model)

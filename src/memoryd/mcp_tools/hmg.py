@@ -1,0 +1,195 @@
+"""The HMG profile: the six `memory_*` tools of seed 000, with its exact fields and defaults."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from .common import EngineHandle, ScopeInput, call
+
+__all__ = ["TOOL_NAMES", "register"]
+
+TOOL_NAMES = ["memory_memorize", "memory_recall", "memory_correct", "memory_govern", "memory_handoff", "memory_stats"]
+
+
+class MemorizeOut(BaseModel):
+    atom_id: str | None = Field(None, description="ULID of the atom; the existing one when deduplicated.")
+    effect: Literal["applied", "no_op", "rejected"]
+    reason: str | None = Field(None, description="Why it was deduplicated or rejected (absent when applied).")
+    deduped_with: str | None = Field(None, description="The existing atom's id (no_op only).")
+
+
+class RecalledAtom(BaseModel):
+    atom_id: str
+    content: str = Field(description="The memory; a placeholder for quarantined or sealed atoms.")
+    score: float = Field(description="Relevance, 0.0 to 1.0.")
+    created_at: datetime
+    source: str
+
+
+class RecallOut(BaseModel):
+    atoms: list[RecalledAtom] = Field(description="Best match first.")
+
+
+class CorrectOut(BaseModel):
+    effect: Literal["applied", "rejected"]
+    target_atom: str
+    new_atom_id: str | None = Field(None, description="The replacement atom (replace only).")
+    reason: str | None = Field(None, description="Why it was rejected (rejected only).")
+
+
+class GovernOut(BaseModel):
+    effect: Literal["applied", "rejected"]
+    target_atom: str
+    lesson_atom_id: str | None = Field(None, description="The lesson atom (derive_lesson only).")
+    reason: str | None = Field(None, description="Why it was rejected (rejected only).")
+
+
+class HandoffOut(BaseModel):
+    atom_id: str | None = None
+    effect: Literal["applied", "rejected"]
+    reason: str | None = None
+
+
+class Indexes(BaseModel):
+    semantic: int
+    keyword: int
+    temporal: int
+    categorical: int
+
+
+class StatsOut(BaseModel):
+    atoms: int
+    edges: int
+    indexes: Indexes
+    snapshot_version: int
+
+
+_SCOPE = Field(description="Injected by the host; anything passed here is ignored.")
+
+
+def register(mcp: MCPServer, handle: EngineHandle) -> None:
+    """Add the six HMG tools to `mcp`, all served by the engine behind `handle`."""
+
+    @mcp.tool(
+        description=(
+            "Save one long-term memory: a self-contained sentence worth knowing in a later session "
+            "(decision, constraint, preference, fact, warning), in the user's language. No need to recall "
+            "first: identical content is deduplicated. To update a memory you have seen, use memory_correct "
+            "(replace) instead."
+        ),
+        annotations=ToolAnnotations(title="Memorize", idempotent_hint=True, destructive_hint=False),
+    )
+    async def memory_memorize(
+        content: Annotated[str, Field(description="The memory, one self-contained sentence.")],
+        source: Annotated[str | None, Field(description="user (the user said it) / agent (you concluded it) / custom.")] = None,
+        scope: Annotated[ScopeInput | None, _SCOPE] = None,
+    ) -> Annotated[CallToolResult, MemorizeOut]:
+        def run(engine):  # type: ignore[no-untyped-def]
+            r = engine.memorize(content, source=source or "agent", gate="admit")
+            return MemorizeOut(atom_id=r.atom_id, effect=r.effect, reason=r.reason, deduped_with=r.deduped_with)
+
+        return await call(handle, run)
+
+    @mcp.tool(
+        description=(
+            "Search long-term memory for this repository and your global preferences. Use noun phrases that keep "
+            "key entities (people, projects, technologies, file names), not chatty questions. One call is usually "
+            "enough: keyword, semantic and entity signals are combined."
+        ),
+        annotations=ToolAnnotations(title="Recall", read_only_hint=True, idempotent_hint=True),
+    )
+    async def memory_recall(
+        query: Annotated[str, Field(description="What to look for, e.g. 'PostgreSQL 連線池配置'.")],
+        max_results: Annotated[int, Field(description="Maximum number of memories to return.", ge=1, le=100)] = 10,
+        include_negated: Annotated[bool, Field(description="Also return memories marked false.")] = False,
+        scope: Annotated[ScopeInput | None, _SCOPE] = None,
+    ) -> Annotated[CallToolResult, RecallOut]:
+        def run(engine):  # type: ignore[no-untyped-def]
+            from ..engine import visible_content
+
+            hits = engine.recall(query, max_results=max_results, include_negated=include_negated).hits
+            return RecallOut(
+                atoms=[
+                    RecalledAtom(atom_id=h.atom.id, content=visible_content(h.atom), score=h.score,
+                                 created_at=h.atom.created_at, source=h.atom.source)  # fmt: skip
+                    for h in hits
+                ]
+            )
+
+        return await call(handle, run)
+
+    @mcp.tool(
+        description=(
+            "Correct a memory (append-only; history is kept). action: negate (false, no undo), confirm_actual, "
+            "confirm_necessary (a hard constraint), demote (only possible), replace (needs new_content; only the "
+            "latest version can be replaced). Take target_atom from memory_recall."
+        ),
+        annotations=ToolAnnotations(title="Correct", destructive_hint=False, idempotent_hint=False),
+    )
+    async def memory_correct(
+        target_atom: Annotated[str, Field(description="Atom id from memory_recall.")],
+        action: Annotated[str, Field(description="negate | confirm_actual | confirm_necessary | demote | replace")],
+        reason: Annotated[str, Field(description="Why; written to the audit chain.")],
+        new_content: Annotated[str | None, Field(description="The corrected memory (replace only).")] = None,
+        scope: Annotated[ScopeInput | None, Field(description="Inherited from the target atom; ignored.")] = None,
+    ) -> Annotated[CallToolResult, CorrectOut]:
+        def run(engine):  # type: ignore[no-untyped-def]
+            r = engine.correct(target_atom, action, reason, new_content)
+            return CorrectOut(**r.model_dump())
+
+        return await call(handle, run)
+
+    @mcp.tool(
+        description=(
+            "Govern a memory's lifecycle. action: quarantine (hide from recall, restorable), seal (audit only), "
+            "tombstone (destroy the content), derive_lesson (needs lesson_content: a redacted lesson; the original "
+            "is sealed). A secret saved by mistake: derive_lesson if there is a lesson, else seal or tombstone."
+        ),
+        annotations=ToolAnnotations(title="Govern", destructive_hint=True, idempotent_hint=False),
+    )
+    async def memory_govern(
+        target_atom: Annotated[str, Field(description="Atom id to govern.")],
+        action: Annotated[str, Field(description="quarantine | seal | tombstone | derive_lesson")],
+        reason: Annotated[str, Field(description="Why; written to the audit chain.")],
+        lesson_content: Annotated[str | None, Field(description="The lesson (derive_lesson only).")] = None,
+        scope: Annotated[ScopeInput | None, Field(description="Inherited from the target atom; ignored.")] = None,
+    ) -> Annotated[CallToolResult, GovernOut]:
+        def run(engine):  # type: ignore[no-untyped-def]
+            return GovernOut(**engine.govern(target_atom, action, reason, lesson_content).model_dump())
+
+        return await call(handle, run)
+
+    @mcp.tool(
+        description=(
+            "Write a session handoff when a task, milestone or session ends: what was done, why, how it was "
+            "verified, risks, next steps. The next session's brief shows it first. Use memory_memorize for single "
+            "facts."
+        ),
+        annotations=ToolAnnotations(title="Handoff", destructive_hint=False, idempotent_hint=False),
+    )
+    async def memory_handoff(
+        summary: Annotated[str, Field(description="The handoff summary.")],
+        source: Annotated[str | None, Field(description="user / agent / custom.")] = None,
+        scope: Annotated[ScopeInput | None, _SCOPE] = None,
+    ) -> Annotated[CallToolResult, HandoffOut]:
+        def run(engine):  # type: ignore[no-untyped-def]
+            return HandoffOut(**engine.handoff(summary, source=source or "agent").model_dump())
+
+        return await call(handle, run)
+
+    @mcp.tool(
+        description="Store overview: atom and edge counts, index coverage, snapshot version. Rarely needed.",
+        annotations=ToolAnnotations(title="Stats", read_only_hint=True, idempotent_hint=True),
+    )
+    async def memory_stats() -> Annotated[CallToolResult, StatsOut]:
+        def run(engine):  # type: ignore[no-untyped-def]
+            s = engine.stats()
+            return StatsOut(atoms=s.atoms, edges=s.edges, indexes=Indexes(**s.indexes.model_dump()),
+                            snapshot_version=s.snapshot_version)  # fmt: skip
+
+        return await call(handle, run)

@@ -1,0 +1,188 @@
+"""Domain and I/O models shared by the engine and every surface."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+__all__ = [
+    "ATOM_TYPES",
+    "Atom",
+    "AtomType",
+    "Brief",
+    "ChainReport",
+    "CorrectAction",
+    "CorrectResult",
+    "Effect",
+    "Epistemic",
+    "Event",
+    "GovernAction",
+    "GovernResult",
+    "HandoffResult",
+    "Hit",
+    "IndexCoverage",
+    "MemorizeResult",
+    "Polarity",
+    "RecallResult",
+    "Scope",
+    "Stats",
+    "Status",
+]
+
+AtomType = Literal["session", "decision", "preference", "fact", "playbook", "warning", "handoff", "lesson"]
+ATOM_TYPES: tuple[str, ...] = AtomType.__args__  # type: ignore[attr-defined]
+Epistemic = Literal["actual", "necessary", "possible"]
+Polarity = Literal["affirmative", "negative", "conditional"]
+Status = Literal["active", "negated", "superseded", "quarantined", "sealed", "tombstoned", "pending"]
+Effect = Literal["applied", "no_op", "rejected"]
+CorrectAction = Literal["negate", "confirm_actual", "confirm_necessary", "demote", "replace"]
+GovernAction = Literal["quarantine", "seal", "tombstone", "derive_lesson"]
+CORRECT_ACTIONS: tuple[str, ...] = CorrectAction.__args__  # type: ignore[attr-defined]
+GOVERN_ACTIONS: tuple[str, ...] = GovernAction.__args__  # type: ignore[attr-defined]
+
+GLOBAL_REPOSITORY = "*"
+
+
+class Scope(BaseModel):
+    """Where a memory belongs. Inferred from the working directory, never taken from an agent."""
+
+    tenant_id: str
+    workspace: str = ""
+    repository: str = GLOBAL_REPOSITORY
+    branch: str = ""
+    root: str = Field("", description="Absolute directory the scope was inferred from (empty for global).")
+
+    @property
+    def is_global(self) -> bool:
+        return self.repository == GLOBAL_REPOSITORY
+
+    @property
+    def scope_hash(self) -> str:
+        # Non-git directories share no remote, so their path keeps two same-named folders apart.
+        key = f"{self.tenant_id}\x1f{self.workspace}\x1f{self.repository}"
+        if self.workspace == "local":
+            key += f"\x1f{self.root}"
+        return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+    @property
+    def name(self) -> str:
+        if self.is_global:
+            return f"{self.tenant_id}/global"
+        return f"{self.workspace}/{self.repository}" if self.workspace else self.repository
+
+    def global_scope(self) -> Scope:
+        return Scope(tenant_id=self.tenant_id)
+
+
+class Atom(BaseModel):
+    """One stored memory, as the engine sees it."""
+
+    id: str
+    content: str
+    type: AtomType
+    source: str
+    scope: Scope
+    scope_hash: str
+    epistemic: Epistemic
+    polarity: Polarity
+    status: Status
+    created_at: datetime
+    updated_at: datetime
+    title: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    triggers: list[str] = Field(default_factory=list)
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    prior_status: Status | None = None
+    entities: list[str] = Field(default_factory=list)
+
+
+class Event(BaseModel):
+    """One entry of the append-only, hash-chained audit log."""
+
+    seq: int
+    id: str
+    atom_id: str | None
+    actor: str
+    action: str
+    reason: str | None
+    at: datetime
+    content_hash: str | None
+    content: str | None = Field(None, description="The content at this event, unless scrubbed.")
+    prev_hash: str
+    hash: str
+
+
+class ChainReport(BaseModel):
+    ok: bool
+    events: int
+    first_bad_seq: int | None = None
+    problem: str | None = None
+
+
+class MemorizeResult(BaseModel):
+    atom_id: str | None = Field(None, description="ULID of the atom (the existing one when deduplicated).")
+    effect: Effect
+    reason: str | None = Field(None, description="Why it was deduplicated, held or rejected.")
+    deduped_with: str | None = Field(None, description="The existing atom's id (no_op only).")
+    status: Status | None = Field(None, description="Stored status: active, or pending when held for review.")
+    promotion_id: str | None = None
+    dura: dict[str, float] | None = None
+
+
+class Hit(BaseModel):
+    atom: Atom
+    score: float
+    signals: dict[str, float] = Field(default_factory=dict)
+
+
+class RecallResult(BaseModel):
+    hits: list[Hit]
+
+
+class CorrectResult(BaseModel):
+    effect: Literal["applied", "rejected"]
+    target_atom: str
+    new_atom_id: str | None = None
+    reason: str | None = None
+
+
+class GovernResult(BaseModel):
+    effect: Literal["applied", "rejected"]
+    target_atom: str
+    lesson_atom_id: str | None = None
+    reason: str | None = None
+
+
+class HandoffResult(BaseModel):
+    atom_id: str | None = None
+    effect: Literal["applied", "rejected"]
+    reason: str | None = None
+
+
+class IndexCoverage(BaseModel):
+    semantic: int
+    keyword: int
+    temporal: int
+    categorical: int
+
+
+class Stats(BaseModel):
+    atoms: int
+    edges: int
+    indexes: IndexCoverage
+    snapshot_version: int
+    by_status: dict[str, int] = Field(default_factory=dict)
+
+
+class Brief(BaseModel):
+    text: str
+    handoff: Atom | None = None
+    constraints: list[Atom] = Field(default_factory=list)
+    preferences: list[Atom] = Field(default_factory=list)
+    decisions: list[Atom] = Field(default_factory=list)
+    pending_review: int = 0
+    empty_store: bool = False

@@ -1,0 +1,1 @@
+"""Retrieval components the engine composes: tokenizer, embedders, vector index, fusion."""

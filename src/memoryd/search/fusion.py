@@ -1,0 +1,54 @@
+"""Scoring: calibrated per-signal scores in 0..1 and their fusion. Pure functions.
+
+- keyword: IDF-weighted share of the query's terms found in the memory (1.0 = every
+  query term present);
+- semantic: the embedding cosine mapped linearly from the band where e5 places unrelated
+  text (≤ SEM_FLOOR) to where it places paraphrases (≥ SEM_CEIL);
+- entity: share of the query's entities the memory mentions (or the `entity_ids` boost).
+
+Fusion is a noisy-OR, so one strong signal is enough for a good score and agreeing signals
+push it towards 1.0; a score of 0.5 means "one signal is moderately sure".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+__all__ = ["SEM_CEIL", "SEM_FLOOR", "WEIGHTS", "entity_score", "fuse", "keyword_score", "semantic_score"]
+
+SEM_FLOOR = 0.80
+SEM_CEIL = 0.92
+WEIGHTS = {"semantic": 0.85, "keyword": 0.80, "entity": 0.45}
+
+
+def idf(total: int, df: int) -> float:
+    return math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+
+
+def keyword_score(query_terms: Iterable[str], doc_terms: Iterable[str], total: int, df: Mapping[str, int]) -> float:
+    q = set(query_terms)
+    if not q:
+        return 0.0
+    d = set(doc_terms)
+    weights = {t: idf(total, df.get(t, 0)) for t in q}
+    denom = sum(weights.values())
+    return sum(w for t, w in weights.items() if t in d) / denom if denom else 0.0
+
+
+def semantic_score(cosine: float | None) -> float:
+    if cosine is None:
+        return 0.0
+    return min(1.0, max(0.0, (cosine - SEM_FLOOR) / (SEM_CEIL - SEM_FLOOR)))
+
+
+def entity_score(query_entities: Iterable[str], doc_entities: Iterable[str]) -> float:
+    q = set(query_entities)
+    return len(q & set(doc_entities)) / len(q) if q else 0.0
+
+
+def fuse(signals: Mapping[str, float]) -> float:
+    miss = 1.0
+    for name, value in signals.items():
+        miss *= 1.0 - WEIGHTS.get(name, 0.0) * min(1.0, max(0.0, value))
+    return round(1.0 - miss, 4)

@@ -1,0 +1,5 @@
+"""Storage backends behind the narrow `Store` protocol."""
+
+from .base import Store, StoreTx
+
+__all__ = ["Store", "StoreTx"]

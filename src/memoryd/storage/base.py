@@ -1,0 +1,83 @@
+"""The `Store` protocol: everything the engine needs from a database, and nothing more.
+
+Arguments and results are memoryd models or plain values, never driver objects, so a
+second backend (PostgreSQL) implements the same surface. Writes happen inside
+`transaction()`: one transaction, one `snapshot_version` increment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..models import Atom, Event
+
+__all__ = ["Store", "StoreTx", "VectorRow"]
+
+VectorRow = tuple[int, str, str, np.ndarray]  # (rowid, atom_id, scope_hash, vector)
+
+
+class StoreTx(Protocol):
+    """The write half, valid inside one `Store.transaction()`."""
+
+    def insert_atom(self, atom: Atom, *, norm_hash: str, terms: Sequence[str], vector: np.ndarray | None) -> None: ...
+
+    def update_atom(self, atom_id: str, **fields: Any) -> None: ...
+
+    def link(self, src: str, dst: str, kind: str) -> None: ...
+
+    def append_event(
+        self, *, atom_id: str | None, actor: str, action: str, reason: str | None, content: str | None
+    ) -> Event: ...
+
+    def scrub_atom(self, atom_id: str) -> None:
+        """Destroy an atom's content everywhere: row, keyword index, vector, edges, payloads."""
+        ...
+
+
+class Store(Protocol):
+    def transaction(self) -> AbstractContextManager[StoreTx]: ...
+
+    def get_atoms(self, atom_ids: Iterable[str]) -> dict[str, Atom]: ...
+
+    def find_duplicate(self, scope_hash: str, norm_hash: str) -> Atom | None: ...
+
+    def list_atoms(
+        self,
+        *,
+        scope_hashes: Sequence[str] | None = None,
+        statuses: Sequence[str] | None = None,
+        types: Sequence[str] | None = None,
+        epistemic: str | None = None,
+        limit: int = 100,
+        newest_first: bool = True,
+    ) -> list[Atom]: ...
+
+    def keyword_candidates(
+        self, terms: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str], limit: int
+    ) -> list[str]: ...
+
+    def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """(number of indexed atoms, document frequency of each term)."""
+        ...
+
+    def atoms_for_entities(
+        self, entity_ids: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str], limit: int
+    ) -> list[str]: ...
+
+    def vectors_after(self, rowid: int) -> Iterator[VectorRow]: ...
+
+    def events(self, atom_id: str | None = None) -> list[Event]: ...
+
+    def counts(self) -> dict[str, Any]: ...
+
+    def snapshot_version(self) -> int: ...
+
+    def checkpoint(self) -> None:
+        """Flush and compact so deleted content leaves the files on disk."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,84 @@
+"""Numbered schema migrations, applied in order when a database is opened."""
+
+from __future__ import annotations
+
+__all__ = ["MIGRATIONS"]
+
+_V1 = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO meta (key, value) VALUES ('snapshot_version', '0');
+
+CREATE TABLE atoms (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    content TEXT NOT NULL,
+    norm_hash TEXT,
+    type TEXT NOT NULL,
+    source TEXT NOT NULL,
+    tenant_id TEXT NOT NULL,
+    workspace TEXT NOT NULL,
+    repository TEXT NOT NULL,
+    branch TEXT NOT NULL,
+    scope_root TEXT NOT NULL,
+    scope_hash TEXT NOT NULL,
+    epistemic TEXT NOT NULL,
+    polarity TEXT NOT NULL,
+    status TEXT NOT NULL,
+    prior_status TEXT,
+    title TEXT,
+    tags TEXT NOT NULL DEFAULT '[]',
+    triggers TEXT NOT NULL DEFAULT '[]',
+    supersedes TEXT,
+    superseded_by TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    embedding BLOB
+);
+CREATE INDEX atoms_scope_status ON atoms (scope_hash, status, created_at);
+CREATE INDEX atoms_dedup ON atoms (scope_hash, norm_hash);
+
+CREATE TABLE entities (id TEXT PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL);
+
+CREATE TABLE edges (
+    src TEXT NOT NULL,
+    dst TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (src, dst, kind)
+);
+CREATE INDEX edges_dst ON edges (dst, kind);
+
+CREATE TABLE events (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    atom_id TEXT,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    reason TEXT,
+    at TEXT NOT NULL,
+    content_hash TEXT,
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL
+);
+CREATE INDEX events_atom ON events (atom_id, seq);
+
+-- Content lives apart from the chain so tombstoning can destroy it; the chain keeps hashes.
+CREATE TABLE event_payloads (
+    event_id TEXT PRIMARY KEY REFERENCES events (id),
+    content TEXT
+);
+
+CREATE VIRTUAL TABLE atom_fts USING fts5 (terms, tokenize = "unicode61 tokenchars '_.-+#/'");
+CREATE VIRTUAL TABLE atom_fts_vocab USING fts5vocab (atom_fts, 'row');
+
+-- Events are append-only: the database itself refuses to rewrite or drop them.
+CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+"""
+
+# (version, name, SQL script). Never edit a released entry: append a new one.
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (1, "initial schema: atoms, events, payloads, entities, edges, keyword index", _V1),
+]

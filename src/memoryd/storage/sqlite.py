@@ -1,0 +1,442 @@
+"""SqliteStore: the embedded default backend, and the only module that holds SQL."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from ulid import ULID
+
+from ..errors import StorageBusy, StorageError
+from ..models import Atom, Event, Scope
+from .base import VectorRow
+from .migrations import MIGRATIONS
+
+__all__ = ["SqliteStore", "chain_hash", "content_hash"]
+
+GENESIS = "0" * 64
+_ATOM_COLUMNS = (
+    "seq, id, content, type, source, tenant_id, workspace, repository, branch, scope_root, scope_hash, "
+    "epistemic, polarity, status, prior_status, title, tags, triggers, supersedes, superseded_by, "
+    "created_at, updated_at"
+)
+_UPDATABLE = {
+    "content", "norm_hash", "type", "epistemic", "polarity", "status", "prior_status", "title",
+    "tags", "triggers", "supersedes", "superseded_by", "updated_at",
+}  # fmt: skip
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def content_hash(content: str) -> str:
+    return hashlib.sha256(content.encode()).hexdigest()
+
+
+def chain_hash(prev_hash: str, event_id: str, atom_id: str | None, actor: str, action: str,
+               reason: str | None, at: str, c_hash: str | None) -> str:  # fmt: skip
+    body = json.dumps([prev_hash, event_id, atom_id, actor, action, reason, at, c_hash], ensure_ascii=False)
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def _placeholders(values: Sequence[Any]) -> str:
+    return ",".join("?" * len(values))
+
+
+def _parse_time(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def _row_to_atom(row: sqlite3.Row, entities: list[str] | None = None) -> Atom:
+    scope = Scope(
+        tenant_id=row["tenant_id"],
+        workspace=row["workspace"],
+        repository=row["repository"],
+        branch=row["branch"],
+        root=row["scope_root"],
+    )
+    return Atom(
+        id=row["id"],
+        content=row["content"],
+        type=row["type"],
+        source=row["source"],
+        scope=scope,
+        scope_hash=row["scope_hash"],
+        epistemic=row["epistemic"],
+        polarity=row["polarity"],
+        status=row["status"],
+        prior_status=row["prior_status"],
+        created_at=_parse_time(row["created_at"]),
+        updated_at=_parse_time(row["updated_at"]),
+        title=row["title"],
+        tags=json.loads(row["tags"]),
+        triggers=json.loads(row["triggers"]),
+        supersedes=row["supersedes"],
+        superseded_by=row["superseded_by"],
+        entities=entities or [],
+    )
+
+
+def _translate(exc: sqlite3.Error) -> StorageError:
+    if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+        return StorageBusy(f"database is locked by another writer: {exc}")
+    return StorageError(f"database error: {exc}")
+
+
+class _Tx:
+    """Write operations bound to one open transaction."""
+
+    def __init__(self, conn: sqlite3.Connection, execute: Callable[..., sqlite3.Cursor]) -> None:
+        self._conn = conn
+        self._execute = execute
+        self.scrubbed = False
+
+    def insert_atom(self, atom: Atom, *, norm_hash: str, terms: Sequence[str], vector: np.ndarray | None) -> None:
+        s = atom.scope
+        cur = self._execute(
+            "INSERT INTO atoms (id, content, norm_hash, type, source, tenant_id, workspace, repository, branch,"
+            " scope_root, scope_hash, epistemic, polarity, status, prior_status, title, tags, triggers,"
+            " supersedes, superseded_by, created_at, updated_at, embedding)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                atom.id, atom.content, norm_hash, atom.type, atom.source, s.tenant_id, s.workspace,
+                s.repository, s.branch, s.root, atom.scope_hash, atom.epistemic, atom.polarity,
+                atom.status, atom.prior_status, atom.title, json.dumps(atom.tags, ensure_ascii=False),
+                json.dumps(atom.triggers, ensure_ascii=False), atom.supersedes, atom.superseded_by,
+                atom.created_at.isoformat().replace("+00:00", "Z"),
+                atom.updated_at.isoformat().replace("+00:00", "Z"),
+                None if vector is None else np.asarray(vector, dtype=np.float32).tobytes(),
+            ),
+        )  # fmt: skip
+        if terms:
+            self._execute("INSERT INTO atom_fts (rowid, terms) VALUES (?, ?)", (cur.lastrowid, " ".join(terms)))
+
+    def update_atom(self, atom_id: str, **fields: Any) -> None:
+        unknown = set(fields) - _UPDATABLE
+        if unknown:
+            raise ValueError(f"not updatable: {sorted(unknown)}")
+        for key in ("tags", "triggers"):
+            if key in fields:
+                fields[key] = json.dumps(fields[key], ensure_ascii=False)
+        fields.setdefault("updated_at", now_iso())
+        sets = ", ".join(f"{k} = ?" for k in fields)
+        self._execute(f"UPDATE atoms SET {sets} WHERE id = ?", (*fields.values(), atom_id))
+
+    def link(self, src: str, dst: str, kind: str) -> None:
+        if dst.startswith("entity:"):
+            _, ekind, name = dst.split(":", 2)
+            self._execute("INSERT OR IGNORE INTO entities (id, kind, name) VALUES (?,?,?)", (dst, ekind, name))
+        self._execute(
+            "INSERT OR IGNORE INTO edges (src, dst, kind, created_at) VALUES (?,?,?,?)", (src, dst, kind, now_iso())
+        )
+
+    def append_event(
+        self, *, atom_id: str | None, actor: str, action: str, reason: str | None, content: str | None
+    ) -> Event:
+        row = self._execute("SELECT hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+        prev = row[0] if row else GENESIS
+        event_id = str(ULID())
+        at = now_iso()
+        c_hash = None if content is None else content_hash(content)
+        digest = chain_hash(prev, event_id, atom_id, actor, action, reason, at, c_hash)
+        cur = self._execute(
+            "INSERT INTO events (id, atom_id, actor, action, reason, at, content_hash, prev_hash, hash)"
+            " VALUES (?,?,?,?,?,?,?,?,?)",
+            (event_id, atom_id, actor, action, reason, at, c_hash, prev, digest),
+        )
+        if content is not None:
+            self._execute("INSERT INTO event_payloads (event_id, content) VALUES (?, ?)", (event_id, content))
+        return Event(
+            seq=int(cur.lastrowid or 0), id=event_id, atom_id=atom_id, actor=actor, action=action,
+            reason=reason, at=_parse_time(at), content_hash=c_hash, content=content, prev_hash=prev, hash=digest,
+        )  # fmt: skip
+
+    def scrub_atom(self, atom_id: str) -> None:
+        row = self._execute("SELECT seq FROM atoms WHERE id = ?", (atom_id,)).fetchone()
+        if row is None:
+            return
+        self._execute("DELETE FROM atom_fts WHERE rowid = ?", (row[0],))
+        self._execute(
+            "UPDATE atoms SET content = '', norm_hash = NULL, title = NULL, tags = '[]', triggers = '[]',"
+            " embedding = NULL WHERE id = ?",
+            (atom_id,),
+        )
+        self._execute(
+            "UPDATE event_payloads SET content = NULL"
+            " WHERE event_id IN (SELECT id FROM events WHERE atom_id = ?)",
+            (atom_id,),
+        )
+        self._execute("DELETE FROM edges WHERE src = ? AND dst LIKE 'entity:%'", (atom_id,))
+        self.scrubbed = True
+
+
+class SqliteStore:
+    """One SQLite file in WAL mode; every statement passes through `_execute`."""
+
+    def __init__(self, path: Path, *, busy_timeout_ms: int = 5000,
+                 tracer: Callable[[str, Sequence[Any]], None] | None = None) -> None:  # fmt: skip
+        self.path = Path(path)
+        self.tracer = tracer
+        self._lock = threading.RLock()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = sqlite3.connect(
+                str(self.path), timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
+            )
+            self._conn.row_factory = sqlite3.Row
+            for pragma in (
+                "journal_mode = WAL",
+                f"busy_timeout = {int(busy_timeout_ms)}",
+                "foreign_keys = ON",
+                "synchronous = NORMAL",
+                # Tombstoned content must not linger in freed pages.
+                "secure_delete = ON",
+            ):
+                self._conn.execute(f"PRAGMA {pragma}")
+            self._migrate()
+        except sqlite3.Error as exc:
+            raise _translate(exc) from exc
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        if self.tracer is not None:
+            self.tracer(sql, params)
+        return self._conn.execute(sql, params)
+
+    def _migrate(self) -> None:
+        with self._lock:
+            self._execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations"
+                " (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+            done = {r[0] for r in self._execute("SELECT version FROM schema_migrations")}
+            for version, name, script in MIGRATIONS:
+                if version in done:
+                    continue
+                self._execute("BEGIN IMMEDIATE")
+                try:
+                    # executescript would commit implicitly; run statement by statement instead.
+                    for statement in _split_sql(script):
+                        self._execute(statement)
+                    self._execute(
+                        "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?,?,?)",
+                        (version, name, now_iso()),
+                    )
+                    self._execute("COMMIT")
+                except BaseException:
+                    self._execute("ROLLBACK")
+                    raise
+
+    def applied_migrations(self) -> list[tuple[int, str]]:
+        with self._lock:
+            return [(r[0], r[1]) for r in self._execute("SELECT version, name FROM schema_migrations ORDER BY 1")]
+
+    @contextmanager
+    def transaction(self) -> Iterator[_Tx]:
+        with self._lock:
+            try:
+                self._execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise _translate(exc) from exc
+            tx = _Tx(self._conn, self._execute)
+            try:
+                yield tx
+                self._execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'snapshot_version'")
+                self._execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._execute("ROLLBACK")
+                raise _translate(exc) from exc
+            except BaseException:
+                self._execute("ROLLBACK")
+                raise
+            if tx.scrubbed:
+                self.checkpoint()
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def _entities_of(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {i: [] for i in ids}
+        if not ids:
+            return out
+        for r in self._execute(
+            f"SELECT src, dst FROM edges WHERE kind = 'mentions' AND src IN ({_placeholders(ids)})", tuple(ids)
+        ):
+            out[r[0]].append(r[1])
+        return out
+
+    def _atoms(self, sql: str, params: Sequence[Any]) -> list[Atom]:
+        rows = self._execute(sql, params).fetchall()
+        ents = self._entities_of([r["id"] for r in rows])
+        return [_row_to_atom(r, ents[r["id"]]) for r in rows]
+
+    def get_atoms(self, atom_ids: Iterable[str]) -> dict[str, Atom]:
+        ids = list(dict.fromkeys(atom_ids))
+        if not ids:
+            return {}
+        with self._lock:
+            atoms = self._atoms(f"SELECT {_ATOM_COLUMNS} FROM atoms WHERE id IN ({_placeholders(ids)})", ids)
+        return {a.id: a for a in atoms}
+
+    def find_duplicate(self, scope_hash: str, norm_hash: str) -> Atom | None:
+        with self._lock:
+            found = self._atoms(
+                f"SELECT {_ATOM_COLUMNS} FROM atoms WHERE scope_hash = ? AND norm_hash = ?"
+                " AND status IN ('active', 'pending') ORDER BY seq LIMIT 1",
+                (scope_hash, norm_hash),
+            )
+        return found[0] if found else None
+
+    def list_atoms(
+        self,
+        *,
+        scope_hashes: Sequence[str] | None = None,
+        statuses: Sequence[str] | None = None,
+        types: Sequence[str] | None = None,
+        epistemic: str | None = None,
+        limit: int = 100,
+        newest_first: bool = True,
+    ) -> list[Atom]:
+        where: list[str] = []
+        params: list[Any] = []
+        for column, values in (("scope_hash", scope_hashes), ("status", statuses), ("type", types)):
+            if values is not None:
+                where.append(f"{column} IN ({_placeholders(values)})")
+                params.extend(values)
+        if epistemic is not None:
+            where.append("epistemic = ?")
+            params.append(epistemic)
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        order = "DESC" if newest_first else "ASC"
+        with self._lock:
+            return self._atoms(
+                f"SELECT {_ATOM_COLUMNS} FROM atoms {clause} ORDER BY seq {order} LIMIT ?", (*params, limit)
+            )
+
+    def keyword_candidates(
+        self, terms: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str], limit: int
+    ) -> list[str]:
+        unique = list(dict.fromkeys(terms))
+        if not unique:
+            return []
+        match = " OR ".join(f'"{t}"' for t in unique)
+        with self._lock:
+            rows = self._execute(
+                "SELECT a.id FROM atom_fts JOIN atoms a ON a.seq = atom_fts.rowid"
+                f" WHERE atom_fts MATCH ? AND a.scope_hash IN ({_placeholders(scope_hashes)})"
+                f" AND a.status IN ({_placeholders(statuses)}) ORDER BY bm25(atom_fts) LIMIT ?",
+                (match, *scope_hashes, *statuses, limit),
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        unique = list(dict.fromkeys(terms))
+        with self._lock:
+            total = self._execute("SELECT count(*) FROM atom_fts").fetchone()[0]
+            df = {t: 0 for t in unique}
+            for t in unique:
+                row = self._execute("SELECT doc FROM atom_fts_vocab WHERE term = ?", (t,)).fetchone()
+                if row:
+                    df[t] = int(row[0])
+        return int(total), df
+
+    def atoms_for_entities(
+        self, entity_ids: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str], limit: int
+    ) -> list[str]:
+        if not entity_ids:
+            return []
+        with self._lock:
+            rows = self._execute(
+                "SELECT a.id, count(*) AS n FROM edges e JOIN atoms a ON a.id = e.src"
+                f" WHERE e.kind = 'mentions' AND e.dst IN ({_placeholders(entity_ids)})"
+                f" AND a.scope_hash IN ({_placeholders(scope_hashes)})"
+                f" AND a.status IN ({_placeholders(statuses)})"
+                " GROUP BY a.id ORDER BY n DESC, a.seq DESC LIMIT ?",
+                (*entity_ids, *scope_hashes, *statuses, limit),
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def vectors_after(self, rowid: int) -> Iterator[VectorRow]:
+        with self._lock:
+            rows = self._execute(
+                "SELECT seq, id, scope_hash, embedding FROM atoms WHERE seq > ? AND embedding IS NOT NULL ORDER BY seq",
+                (rowid,),
+            ).fetchall()
+        for r in rows:
+            yield int(r[0]), r[1], r[2], np.frombuffer(r[3], dtype=np.float32)
+
+    def events(self, atom_id: str | None = None) -> list[Event]:
+        sql = (
+            "SELECT e.seq, e.id, e.atom_id, e.actor, e.action, e.reason, e.at, e.content_hash, e.prev_hash,"
+            " e.hash, p.content FROM events e LEFT JOIN event_payloads p ON p.event_id = e.id"
+        )
+        params: tuple[Any, ...] = ()
+        if atom_id is not None:
+            sql += " WHERE e.atom_id = ?"
+            params = (atom_id,)
+        with self._lock:
+            rows = self._execute(sql + " ORDER BY e.seq", params).fetchall()
+        return [
+            Event(
+                seq=r[0], id=r[1], atom_id=r[2], actor=r[3], action=r[4], reason=r[5], at=_parse_time(r[6]),
+                content_hash=r[7], prev_hash=r[8], hash=r[9], content=r[10],
+            )  # fmt: skip
+            for r in rows
+        ]
+
+    def counts(self) -> dict[str, Any]:
+        with self._lock:
+            q = self._execute
+            by_status = {r[0]: r[1] for r in q("SELECT status, count(*) FROM atoms GROUP BY status")}
+            live = "status != 'tombstoned'"
+            return {
+                "atoms": sum(by_status.values()),
+                "by_status": by_status,
+                "edges": q("SELECT count(*) FROM edges").fetchone()[0],
+                "semantic": q(f"SELECT count(*) FROM atoms WHERE embedding IS NOT NULL AND {live}").fetchone()[0],
+                "keyword": q("SELECT count(*) FROM atom_fts").fetchone()[0],
+                "temporal": q(f"SELECT count(*) FROM atoms WHERE created_at IS NOT NULL AND {live}").fetchone()[0],
+                "categorical": q(f"SELECT count(*) FROM atoms WHERE type IS NOT NULL AND {live}").fetchone()[0],
+            }
+
+    def snapshot_version(self) -> int:
+        with self._lock:
+            return int(self._execute("SELECT value FROM meta WHERE key = 'snapshot_version'").fetchone()[0])
+
+    def checkpoint(self) -> None:
+        with self._lock:
+            self._execute("INSERT INTO atom_fts (atom_fts) VALUES ('optimize')")
+            self._execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def close(self) -> None:
+        with self._lock:
+            try:
+                self._conn.execute("PRAGMA optimize")
+            except sqlite3.Error:
+                pass  # closing must not fail because of a best-effort hint
+            self._conn.close()
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration script into statements, keeping trigger bodies whole."""
+    statements: list[str] = []
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        if line.strip().startswith("--"):
+            continue
+        buf += line
+        if sqlite3.complete_statement(buf):
+            statements.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        statements.append(buf.strip())
+    return statements

@@ -1,0 +1,1 @@
+"""The write path's policies: redaction, classification, entity extraction, admission."""
