@@ -539,6 +539,7 @@ def main(argv=None):
             "latency_calls": a.latency_calls,
             "env": thread_env(),
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "loadavg_at_start": [round(x, 2) for x in os.getloadavg()],
         },
         "candidates": [],
         "threads_sweep": [],
@@ -561,6 +562,7 @@ def main(argv=None):
             print(f"[error] {name}: {e}", file=sys.stderr)
             results["candidates"].append({"name": name, "error": str(e)[-2000:]})
             continue
+        r["loadavg_1m_after"] = round(os.getloadavg()[0], 2)
         r["load"] = {
             "runs_s": [x["import_load_s"] for x in loads],
             "median_s": statistics.median(x["import_load_s"] for x in loads),
@@ -585,12 +587,19 @@ def main(argv=None):
             print(f"[run] {name}: threads={n} ...", file=sys.stderr, flush=True)
             env = {"OMP_NUM_THREADS": str(n), "OPENBLAS_NUM_THREADS": str(n)}
             r = run_child(["--_child", name, "--_threads", str(n), *child_common, "--quick"], env_extra=env)
+            r["loadavg_1m_after"] = round(os.getloadavg()[0], 2)
             r["threads_label"] = f"OMP_NUM_THREADS={n}" + (f", USE(threads={n})" if base == "use-m3" else "")
             for k in ("per_query",):
                 r.pop(k, None)
             results["threads_sweep"].append(r)
 
+    results["config"]["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     print_tables(results)
+    la = results["config"]
+    print(
+        f"\n(load average 1/5/15 min at start {la['loadavg_at_start']}, at end {la['loadavg_at_end']}; "
+        f"values well above 0 mean something else shared the {os.cpu_count()} cores and timings are inflated)"
+    )
     if a.json:
         with open(a.json, "w", encoding="utf-8") as f:
             json.dump(results, f, ensure_ascii=False, indent=1)

@@ -22,8 +22,7 @@ class Redaction:
     kinds: tuple[str, ...]  # what was found, in order of appearance, duplicates removed
 
 
-# (kind, pattern, group): the group's span is what gets replaced. Group 0 marks a token with
-# a recognisable format; those get boundary checks and are widened to the whole token.
+# Tokens with a recognisable format; the whole match is the secret.
 _OWN_TOKENS = [
     ("anthropic_key", r"sk-ant-[A-Za-z0-9_-]{20,}"),
     ("openai_key", r"sk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_-]{0,64}?\d)[A-Za-z0-9_-]{20,}"),
@@ -54,9 +53,11 @@ _DS_PLUGINS = [
     ("square_oauth", "SquareOAuthDetector", "square_oauth", None),
 ]
 
+# Secrets recognised by their context; only the group named v is the secret.
 _Q = r"[\"'`“”‘’]?"
 _CONTEXT_RULES = [
-    ("connection_string", r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s:/@]*:(?P<v>[^\s/]+)@[\w.-]+(?::\d+)?(?![\w.@-])"),
+    ("connection_string",
+     r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s:/@]*:(?P<v>[^\s/]+)@[\w.-]+(?::\d+)?(?![\w.@-])"),
     ("azure_storage_key", r"\bAccountKey=(?P<v>[A-Za-z0-9+/]{20,}={0,2})"),
     ("slack_webhook", r"hooks\.slack\.com/services/(?P<v>T\w+/B\w+/\w+)"),
     ("bearer_token", r"\b[Bb]earer\s+(?P<v>(?=[\w.~+/-]*\d)[\w.~+/-]{12,}=*)"),
@@ -64,9 +65,11 @@ _CONTEXT_RULES = [
      r"(?i:\bAuthorization)[\"']?\s*[:=]\s*[\"']?(?:Basic|Token|Bot|Digest|ApiKey)\s+(?P<v>[\w.~+/-]{8,}=*)"),
     ("basic_auth", r"\bcurl\b[^\n]{0,300}?\s(?:-u|--user)[ =]?['\"]?[^\s:'\"]+:(?P<v>[^\s'\"]+)"),
     ("password", r"\bmysql\w*\b[^\n]{0,300}?\s-p['\"]?(?P<v>[^\s'\"]+)"),
-    ("password", r"(?:(?i:\b(?:password|passwd|passphrase)\s+(?:is|was)):?|(?:密码|密碼|口令)(?:是|为|為))"
-                 rf"\s*{_Q}(?P<v>(?=\S*[A-Za-z])(?=\S*\d)[!-~]{{6,}})"),
-    ("password", rf"(?:密碼|密码|口令|密鑰|密钥|秘钥|秘鑰)[ \t]*[：:=][ \t]*{_Q}(?P<v>[!-~]+)"),
+    # "the password is X" only when X mixes letters and digits, so prose stays untouched
+    ("password",
+     r"(?:(?i:\b(?:password|passwd|passphrase)\s+(?:is|was)):?|(?:密码|密碼|口令)(?:是|为|為))"
+     rf"\s*{_Q}(?P<v>(?=\S*[A-Za-z])(?=\S*\d)[!-~]{{6,}})"),
+    ("password", rf"(?:密碼|密码|口令|密鑰|密钥|秘钥|秘鑰)[ \t]*[：:=][ \t]*{_Q}(?P<v>[!-~]{{1,512}})"),
 ]
 
 # key (maybe a --flag), optional closing quote/bracket, separator, then a quoted or bare value.
@@ -111,6 +114,7 @@ _REFERENCE = re.compile(
 
 @cache
 def _rules() -> list[tuple[str, re.Pattern[str], int | str]]:
+    """(kind, pattern, group) in priority order; group 0 marks a format token, "v" a context rule."""
     # Imported lazily: detect-secrets pulls in requests (~150 ms). Only the plugins' compiled
     # regexes are used, never scan_line/settings, so no baseline or config file is ever read,
     # no verification request is ever sent, and the noisy high-entropy plugins stay out.
@@ -206,7 +210,8 @@ def _spans(text: str) -> list[tuple[int, int, int, str]]:
             start, end = m.span(group)
             if group == 0:
                 # a token glued to a longer word is not that token ("task-..." is no "sk-" key)
-                if start < covered or _ALNUM.match(text, start - 1 if start else len(text)):
+                glued = start and _ALNUM.match(text, start - 1) and _ALNUM.match(text, start)
+                if start < covered or glued:
                     continue
                 end = covered = _TOKEN_TAIL.match(text, end).end()
             else:

@@ -1,0 +1,102 @@
+"""Streamable HTTP transport: loopback by default, bearer token required elsewhere."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+pytestmark = pytest.mark.anyio
+
+SERVER = str(Path(sys.executable).with_name("memoryd-mcp"))
+INIT = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+}  # fmt: skip
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def http_server(tmp_path: Path, host: str, token: str | None) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    port = free_port()
+    env = {**os.environ, "MEMORYD_HOME": str(tmp_path / "home")}
+    env.pop("MEMORYD_TOKEN", None)
+    if token:
+        env["MEMORYD_TOKEN"] = token
+    proc = subprocess.Popen(
+        [SERVER, "--profile", "hmg", "--transport", "http", "--host", host, "--port", str(port)],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise AssertionError(proc.stderr.read().decode() if proc.stderr else "server exited")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield port, proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_non_loopback_bind_without_token_refuses_to_start(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "MEMORYD_TOKEN"}
+    r = subprocess.run(
+        [SERVER, "--profile", "hmg", "--transport", "http", "--host", "0.0.0.0", "--port", str(free_port())],
+        env={**env, "MEMORYD_HOME": str(tmp_path)}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert r.returncode != 0
+    assert "binding 0.0.0.0 needs MEMORYD_TOKEN" in r.stderr
+
+
+async def test_loopback_http_serves_the_tools(tmp_path: Path) -> None:
+    with http_server(tmp_path, "127.0.0.1", None) as (port, _):
+        async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                names = [t.name for t in (await s.list_tools()).tools]
+                assert "memory_recall" in names
+                r = await s.call_tool("memory_memorize", {"content": "HTTP clients must send the bearer token on every request"})
+                assert r.structured_content and r.structured_content["effect"] == "applied"
+
+
+async def test_token_is_required_when_bound_elsewhere(tmp_path: Path) -> None:
+    token = "t0ken-for-tests-only"
+    with http_server(tmp_path, "0.0.0.0", token) as (port, _):
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with httpx2.AsyncClient() as client:
+            missing = await client.post(url, json=INIT, headers=HEADERS)
+            assert missing.status_code == 401
+            wrong = await client.post(url, json=INIT, headers={**HEADERS, "Authorization": "Bearer nope"})
+            assert wrong.status_code == 401 and wrong.json() == {"error": "unauthorized"}
+        authed = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
+        async with authed, streamable_http_client(url, http_client=authed) as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                stats = await s.call_tool("memory_stats", {})
+                assert stats.structured_content and stats.structured_content["atoms"] == 0
