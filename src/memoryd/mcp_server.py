@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import MCPServer
 
-from .mcp_tools import hmg
+from .mcp_tools import hmg, mem
 from .mcp_tools.common import EngineHandle
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PROFILES", "build_server", "list_tool_names", "main"]
 
-PROFILES = ("hmg",)
+PROFILES = ("memoryd", "hmg")
 
 _INSTRUCTIONS = (
     "memoryd keeps long-term memory for this repository. Recall before relying on assumptions; memorize "
@@ -31,7 +31,7 @@ _INSTRUCTIONS = (
 
 
 def build_server(
-    profile: str = "hmg",
+    profile: str = "memoryd",
     *,
     include_admin: bool = False,
     settings: Settings | None = None,
@@ -57,7 +57,10 @@ def build_server(
         lifespan=lifespan,
     )  # fmt: skip
     handle = EngineHandle(settings, cwd)
-    hmg.register(mcp, handle)
+    if profile == "hmg":
+        hmg.register(mcp, handle)
+    else:
+        mem.register(mcp, handle, include_admin=include_admin)
     return mcp
 
 
@@ -77,7 +80,10 @@ def _is_loopback(host: str) -> bool:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="memoryd-mcp", description="Serve memoryd over MCP (stdio by default).")
-    parser.add_argument("--profile", choices=PROFILES, default="hmg", help="tool surface to serve (default: hmg)")
+    parser.add_argument(
+        "--profile", choices=PROFILES, default="memoryd",
+        help="tool surface: memoryd (22 mem_* tools, default) or hmg (6 memory_* tools)",
+    )  # fmt: skip
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8766, help="HTTP port (default: 8766)")

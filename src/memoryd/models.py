@@ -26,7 +26,9 @@ __all__ = [
     "IndexCoverage",
     "MemorizeResult",
     "Polarity",
+    "Promotion",
     "RecallResult",
+    "Session",
     "Scope",
     "Stats",
     "Status",
@@ -98,6 +100,8 @@ class Atom(BaseModel):
     superseded_by: str | None = None
     prior_status: Status | None = None
     entities: list[str] = Field(default_factory=list)
+    last_accessed_at: datetime | None = None
+    vault_path: str | None = Field(None, description="Markdown file, relative to the vault root.")
 
 
 class Event(BaseModel):
@@ -129,7 +133,7 @@ class MemorizeResult(BaseModel):
     reason: str | None = Field(None, description="Why it was deduplicated, held or rejected.")
     deduped_with: str | None = Field(None, description="The existing atom's id (no_op only).")
     status: Status | None = Field(None, description="Stored status: active, or pending when held for review.")
-    promotion_id: str | None = None
+    promotion_id: int | None = None
     dura: dict[str, float] | None = None
 
 
@@ -186,3 +190,31 @@ class Brief(BaseModel):
     decisions: list[Atom] = Field(default_factory=list)
     pending_review: int = 0
     empty_store: bool = False
+
+
+class Session(BaseModel):
+    id: str = Field(description="Also the id of the session's memory (type session).")
+    source: str
+    title: str
+    scope_hash: str
+    started_at: datetime
+    ended_at: datetime | None = None
+    summary: str | None = None
+
+
+class Promotion(BaseModel):
+    """A candidate long-term memory awaiting review, with its DURA scores."""
+
+    id: int
+    atom_id: str
+    scope_hash: str
+    origin: str = Field(description="save (agent save in the grey zone) or observation (transcript).")
+    durability: float
+    utility: float
+    relevance: float
+    accuracy: float
+    average: float
+    reasoning: str
+    status: Literal["pending", "promoted", "rejected"]
+    created_at: datetime
+    decided_at: datetime | None = None

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+import logging
+
 import anyio.to_thread
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["AUTHORIZATION_REQUIRED", "EngineHandle", "ScopeInput", "call", "result"]
 
 T = TypeVar("T")
+log = logging.getLogger("memoryd")
 
 # JSON-RPC error code for AuthorizationRequired (server-defined range, stable).
 AUTHORIZATION_REQUIRED = -32001
@@ -51,10 +54,23 @@ class EngineHandle:
         try:
             from ..engine import Engine  # deferred: pulls numpy, the tokenizer and the detector
 
-            self._engine = Engine.open(self._settings, cwd=self._cwd)
+            engine = Engine.open(self._settings, cwd=self._cwd, enforce_sensitive=True)
         except BaseException as exc:
             self._error = exc
+            self._ready.set()
+            return
+        try:
+            report = engine.vault_sync()  # hand edits made while the server was down
+        except Exception:  # the store still serves; doctor and `memoryd vault sync` report the gap
+            log.exception("vault sync at start failed")
+        else:
+            changes = {k: len(v) for k, v in report.items() if v}
+            if changes:
+                log.warning("vault sync at start: %s", changes)
+            for broken in report["broken"]:
+                log.warning("vault file left untouched: %s: %s", broken["path"], broken["error"])
         finally:
+            self._engine = engine
             self._ready.set()
 
     def get(self) -> Engine:

@@ -78,7 +78,55 @@ CREATE TRIGGER events_no_delete BEFORE DELETE ON events
 BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 """
 
+_V2 = """
+ALTER TABLE atoms ADD COLUMN last_accessed_at TEXT;
+ALTER TABLE atoms ADD COLUMN vault_path TEXT;
+ALTER TABLE atoms ADD COLUMN vault_digest TEXT;
+
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY REFERENCES atoms (id),
+    source TEXT NOT NULL,
+    title TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    ended_at TEXT,
+    summary TEXT
+);
+
+CREATE TABLE promotions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    atom_id TEXT NOT NULL UNIQUE,
+    scope_hash TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    durability REAL NOT NULL,
+    utility REAL NOT NULL,
+    relevance REAL NOT NULL,
+    accuracy REAL NOT NULL,
+    average REAL NOT NULL,
+    reasoning TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    decided_at TEXT
+);
+CREATE INDEX promotions_status ON promotions (status, scope_hash, average);
+
+CREATE TABLE sensitive_scopes (scope_hash TEXT PRIMARY KEY, name TEXT NOT NULL, marked_at TEXT NOT NULL);
+CREATE TABLE grants (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    scope_hash TEXT NOT NULL,
+    granted_by TEXT NOT NULL,
+    granted_at TEXT NOT NULL,
+    expires_at TEXT NOT NULL
+);
+CREATE TABLE access_requests (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    scope_hash TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    requested_at TEXT NOT NULL
+);
+"""
+
 # (version, name, SQL script). Never edit a released entry: append a new one.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial schema: atoms, events, payloads, entities, edges, keyword index", _V1),
+    (2, "vault paths, access times, sessions, promotions, sensitive scopes", _V2),
 ]

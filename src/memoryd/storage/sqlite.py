@@ -16,7 +16,7 @@ import numpy as np
 from ulid import ULID
 
 from ..errors import StorageBusy, StorageError
-from ..models import Atom, Event, Scope
+from ..models import Atom, Event, Promotion, Scope, Session
 from .base import VectorRow
 from .migrations import MIGRATIONS
 
@@ -26,11 +26,12 @@ GENESIS = "0" * 64
 _ATOM_COLUMNS = (
     "seq, id, content, type, source, tenant_id, workspace, repository, branch, scope_root, scope_hash, "
     "epistemic, polarity, status, prior_status, title, tags, triggers, supersedes, superseded_by, "
-    "created_at, updated_at"
+    "created_at, updated_at, last_accessed_at, vault_path"
 )
 _UPDATABLE = {
     "content", "norm_hash", "type", "epistemic", "polarity", "status", "prior_status", "title",
-    "tags", "triggers", "supersedes", "superseded_by", "updated_at",
+    "tags", "triggers", "supersedes", "superseded_by", "updated_at", "vault_path", "vault_digest",
+    "tenant_id", "workspace", "repository", "branch", "scope_root", "scope_hash",
 }  # fmt: skip
 
 
@@ -46,6 +47,19 @@ def chain_hash(prev_hash: str, event_id: str, atom_id: str | None, actor: str, a
                reason: str | None, at: str, c_hash: str | None) -> str:  # fmt: skip
     body = json.dumps([prev_hash, event_id, atom_id, actor, action, reason, at, c_hash], ensure_ascii=False)
     return hashlib.sha256(body.encode()).hexdigest()
+
+
+def _iso(value: datetime) -> str:
+    return value.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _row_to_promotion(r: sqlite3.Row) -> Promotion:
+    return Promotion(
+        id=r["id"], atom_id=r["atom_id"], scope_hash=r["scope_hash"], origin=r["origin"],
+        durability=r["durability"], utility=r["utility"], relevance=r["relevance"], accuracy=r["accuracy"],
+        average=r["average"], reasoning=r["reasoning"], status=r["status"], created_at=_parse_time(r["created_at"]),
+        decided_at=_parse_time(r["decided_at"]) if r["decided_at"] else None,
+    )  # fmt: skip
 
 
 def _placeholders(values: Sequence[Any]) -> str:
@@ -83,6 +97,8 @@ def _row_to_atom(row: sqlite3.Row, entities: list[str] | None = None) -> Atom:
         supersedes=row["supersedes"],
         superseded_by=row["superseded_by"],
         entities=entities or [],
+        last_accessed_at=_parse_time(row["last_accessed_at"]) if row["last_accessed_at"] else None,
+        vault_path=row["vault_path"],
     )
 
 
@@ -159,6 +175,79 @@ class _Tx:
             seq=int(cur.lastrowid or 0), id=event_id, atom_id=atom_id, actor=actor, action=action,
             reason=reason, at=_parse_time(at), content_hash=c_hash, content=content, prev_hash=prev, hash=digest,
         )  # fmt: skip
+
+    def replace_terms(self, atom_id: str, terms: Sequence[str], vector: np.ndarray | None) -> None:
+        """Re-index an atom whose content, title, tags or triggers changed in place."""
+        row = self._execute("SELECT seq FROM atoms WHERE id = ?", (atom_id,)).fetchone()
+        self._execute("DELETE FROM atom_fts WHERE rowid = ?", (row[0],))
+        if terms:
+            self._execute("INSERT INTO atom_fts (rowid, terms) VALUES (?, ?)", (row[0], " ".join(terms)))
+        if vector is not None:
+            blob = np.asarray(vector, dtype=np.float32).tobytes()
+            self._execute("UPDATE atoms SET embedding = ? WHERE id = ?", (blob, atom_id))
+
+    def unlink_entities(self, atom_id: str) -> None:
+        self._execute("DELETE FROM edges WHERE src = ? AND kind = 'mentions'", (atom_id,))
+
+    def delete_atom(self, atom_id: str) -> None:
+        """Remove an atom's row after scrubbing its content; its audit events stay (hashes only)."""
+        self.scrub_atom(atom_id)
+        self._execute("DELETE FROM edges WHERE src = ? OR dst = ?", (atom_id, atom_id))
+        self._execute("DELETE FROM sessions WHERE id = ?", (atom_id,))
+        self._execute("DELETE FROM promotions WHERE atom_id = ?", (atom_id,))
+        self._execute("DELETE FROM atoms WHERE id = ?", (atom_id,))
+
+    def insert_session(self, session: Session) -> None:
+        self._execute(
+            "INSERT INTO sessions (id, source, title, started_at) VALUES (?,?,?,?)",
+            (session.id, session.source, session.title, _iso(session.started_at)),
+        )
+
+    def end_session(self, session_id: str, summary: str) -> None:
+        self._execute(
+            "UPDATE sessions SET ended_at = ?, summary = ? WHERE id = ?", (now_iso(), summary, session_id)
+        )
+
+    def insert_promotion(self, *, atom_id: str, scope_hash: str, origin: str, scores: dict[str, float],
+                         reasoning: str) -> int:  # fmt: skip
+        cur = self._execute(
+            "INSERT INTO promotions (atom_id, scope_hash, origin, durability, utility, relevance, accuracy,"
+            " average, reasoning, status, created_at) VALUES (?,?,?,?,?,?,?,?,?,'pending',?)",
+            (atom_id, scope_hash, origin, scores["durability"], scores["utility"], scores["relevance"],
+             scores["accuracy"], scores["average"], reasoning, now_iso()),
+        )  # fmt: skip
+        return int(cur.lastrowid or 0)
+
+    def decide_promotion(self, promotion_id: int, status: str) -> None:
+        self._execute(
+            "UPDATE promotions SET status = ?, decided_at = ? WHERE id = ?", (status, now_iso(), promotion_id)
+        )
+
+    def mark_sensitive(self, scope_hash: str, name: str, sensitive: bool) -> None:
+        if sensitive:
+            self._execute(
+                "INSERT OR REPLACE INTO sensitive_scopes (scope_hash, name, marked_at) VALUES (?,?,?)",
+                (scope_hash, name, now_iso()),
+            )
+        else:
+            self._execute("DELETE FROM sensitive_scopes WHERE scope_hash = ?", (scope_hash,))
+            self._execute("DELETE FROM grants WHERE scope_hash = ?", (scope_hash,))
+
+    def add_grant(self, scope_hash: str, granted_by: str, expires_at: datetime) -> None:
+        self._execute(
+            "INSERT INTO grants (scope_hash, granted_by, granted_at, expires_at) VALUES (?,?,?,?)",
+            (scope_hash, granted_by, now_iso(), _iso(expires_at)),
+        )
+
+    def rescope_promotions(self, old: str, new: str) -> None:
+        self._execute("UPDATE promotions SET scope_hash = ? WHERE scope_hash = ?", (new, old))
+
+    def add_access_request(self, scope_hash: str, reason: str) -> int:
+        cur = self._execute(
+            "INSERT INTO access_requests (scope_hash, reason, requested_at) VALUES (?,?,?)",
+            (scope_hash, reason, now_iso()),
+        )
+        return int(cur.lastrowid or 0)
 
     def scrub_atom(self, atom_id: str) -> None:
         row = self._execute("SELECT seq FROM atoms WHERE id = ?", (atom_id,)).fetchone()
@@ -392,6 +481,148 @@ class SqliteStore:
             )  # fmt: skip
             for r in rows
         ]
+
+    def neighbors(self, atom_id: str, *, scope_hash: str, n: int) -> tuple[list[Atom], list[Atom]]:
+        """Active atoms created just before and just after `atom_id` in the same scope."""
+        with self._lock:
+            row = self._execute("SELECT seq FROM atoms WHERE id = ?", (atom_id,)).fetchone()
+            if row is None:
+                return [], []
+            base = f"SELECT {_ATOM_COLUMNS} FROM atoms WHERE scope_hash = ? AND status = 'active' AND "
+            before = self._atoms(base + "seq < ? ORDER BY seq DESC LIMIT ?", (scope_hash, row[0], n))
+            after = self._atoms(base + "seq > ? ORDER BY seq ASC LIMIT ?", (scope_hash, row[0], n))
+        return list(reversed(before)), after
+
+    def atoms_since(self, *, scope_hashes: Sequence[str], since: datetime, types: Sequence[str] | None,
+                    limit: int) -> list[Atom]:  # fmt: skip
+        params: list[Any] = [*scope_hashes, _iso(since)]
+        type_clause = ""
+        if types:
+            type_clause = f" AND type IN ({_placeholders(types)})"
+            params.extend(types)
+        with self._lock:
+            return self._atoms(
+                f"SELECT {_ATOM_COLUMNS} FROM atoms WHERE scope_hash IN ({_placeholders(scope_hashes)})"
+                f" AND status = 'active' AND created_at >= ?{type_clause} ORDER BY seq DESC LIMIT ?",
+                (*params, limit),
+            )
+
+    def vault_digests(self) -> dict[str, tuple[str, str | None, str | None]]:
+        """atom id → (status, vault_path, vault_digest) for every atom."""
+        with self._lock:
+            rows = self._execute("SELECT id, status, vault_path, vault_digest FROM atoms").fetchall()
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+    def get_session(self, session_id: str) -> Session | None:
+        with self._lock:
+            r = self._execute(
+                "SELECT s.id, s.source, s.title, s.started_at, s.ended_at, s.summary, a.scope_hash"
+                " FROM sessions s JOIN atoms a ON a.id = s.id WHERE s.id = ?",
+                (session_id,),
+            ).fetchone()
+        if r is None:
+            return None
+        return Session(
+            id=r[0], source=r[1], title=r[2], started_at=_parse_time(r[3]),
+            ended_at=_parse_time(r[4]) if r[4] else None, summary=r[5], scope_hash=r[6],
+        )  # fmt: skip
+
+    def list_promotions(
+        self, *, scope_hashes: Sequence[str] | None, status: str = "pending", min_score: float = 0.0,
+        max_score: float = 1.0, types: Sequence[str] | None = None, limit: int = 10,
+    ) -> list[Promotion]:  # fmt: skip
+        sql = "SELECT p.* FROM promotions p JOIN atoms a ON a.id = p.atom_id WHERE p.status = ?"
+        params: list[Any] = [status]
+        sql += " AND p.average >= ? AND p.average <= ?"
+        params += [min_score, max_score]
+        if scope_hashes is not None:
+            sql += f" AND p.scope_hash IN ({_placeholders(scope_hashes)})"
+            params += list(scope_hashes)
+        if types:
+            sql += f" AND a.type IN ({_placeholders(types)})"
+            params += list(types)
+        with self._lock:
+            rows = self._execute(sql + " ORDER BY p.average ASC, p.id ASC LIMIT ?", (*params, limit)).fetchall()
+        return [_row_to_promotion(r) for r in rows]
+
+    def get_promotions(self, ids: Sequence[int]) -> dict[int, Promotion]:
+        if not ids:
+            return {}
+        with self._lock:
+            rows = self._execute(f"SELECT * FROM promotions WHERE id IN ({_placeholders(ids)})", tuple(ids)).fetchall()
+        return {r["id"]: _row_to_promotion(r) for r in rows}
+
+    def is_sensitive(self, scope_hash: str) -> bool:
+        with self._lock:
+            return self._execute("SELECT 1 FROM sensitive_scopes WHERE scope_hash = ?", (scope_hash,)).fetchone() is not None
+
+    def grant_expiry(self, scope_hash: str) -> datetime | None:
+        """The latest expiry of a grant on `scope_hash` that is still running, if any."""
+        with self._lock:
+            row = self._execute(
+                "SELECT max(expires_at) FROM grants WHERE scope_hash = ? AND expires_at > ?", (scope_hash, now_iso())
+            ).fetchone()
+        return _parse_time(row[0]) if row and row[0] else None
+
+    def sensitive_scopes(self) -> list[tuple[str, str]]:
+        with self._lock:
+            return [(r[0], r[1]) for r in self._execute("SELECT scope_hash, name FROM sensitive_scopes ORDER BY 2")]
+
+    def access_requests(self) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._execute("SELECT id, scope_hash, reason, requested_at FROM access_requests ORDER BY id")
+            return [dict(zip(("id", "scope_hash", "reason", "requested_at"), r, strict=True)) for r in rows]
+
+    def touch(self, atom_ids: Sequence[str]) -> None:
+        """Record that atoms were read (feeds decay). Not a memory write: no event, no snapshot bump."""
+        if not atom_ids:
+            return
+        with self._lock:
+            try:
+                self._execute(
+                    f"UPDATE atoms SET last_accessed_at = ? WHERE id IN ({_placeholders(atom_ids)})",
+                    (now_iso(), *atom_ids),
+                )
+            except sqlite3.OperationalError:
+                pass  # busy: access times are a hint, never worth failing a read
+
+    def group_counts(self, scope_hashes: Sequence[str] | None) -> dict[str, Any]:
+        def where(prefix: str) -> str:
+            clause = f"{prefix}status != 'tombstoned'"
+            if scope_hashes is not None:
+                clause += f" AND {prefix}scope_hash IN ({_placeholders(scope_hashes)})"
+            return clause
+
+        params = list(scope_hashes or [])
+        name = (
+            "CASE WHEN repository = '*' THEN tenant_id || '/global' WHEN workspace = '' THEN repository"
+            " ELSE workspace || '/' || repository END"
+        )
+        with self._lock:
+            q = self._execute
+            by_type = {r[0]: r[1] for r in q(f"SELECT type, count(*) FROM atoms WHERE {where('')} GROUP BY 1", params)}
+            by_scope = {
+                r[0]: {"name": r[1], "count": r[2]}
+                for r in q(f"SELECT scope_hash, {name}, count(*) FROM atoms WHERE {where('')} GROUP BY 1, 2", params)
+            }
+            top = q(
+                "SELECT e.dst, count(*) FROM edges e JOIN atoms a ON a.id = e.src"
+                f" WHERE e.kind = 'mentions' AND {where('a.')} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 10",
+                params,
+            ).fetchall()
+        return {"by_type": by_type, "by_scope": by_scope, "top_entities": [{"id": r[0], "count": r[1]} for r in top]}
+
+    def integrity(self) -> str:
+        with self._lock:
+            return str(self._execute("PRAGMA quick_check").fetchone()[0])
+
+    def dangling_edges(self) -> int:
+        with self._lock:
+            return int(self._execute(
+                "SELECT count(*) FROM edges WHERE src NOT IN (SELECT id FROM atoms)"
+                " OR (dst LIKE 'entity:%' AND dst NOT IN (SELECT id FROM entities))"
+                " OR (dst NOT LIKE 'entity:%' AND dst NOT IN (SELECT id FROM atoms))"
+            ).fetchone()[0])  # fmt: skip
 
     def counts(self) -> dict[str, Any]:
         with self._lock:

@@ -1,4 +1,4 @@
-"""Engine: the single service layer. Every surface (MCP, CLI, hooks) calls these methods."""
+"""The engine's core: construction, the write path, recall, corrections, governance, audit."""
 
 from __future__ import annotations
 
@@ -7,16 +7,19 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Self
 
 from ulid import ULID
 
-from .config import Settings
-from .errors import InvalidInput, NotFound
-from .models import (
+from ..config import Settings
+from .. import vault
+from ..errors import AuthorizationRequired, InvalidInput, NotFound
+from ..lifecycle.decay import decay_state
+from ..models import (
     ATOM_TYPES,
     CORRECT_ACTIONS,
     GOVERN_ACTIONS,
@@ -34,20 +37,20 @@ from .models import (
     Scope,
     Stats,
 )
-from .scope import infer_scope
-from .search import fusion
-from .search.embed import Embedder, make_embedder
-from .search.tokenize import normalize, to_simplified, tokens
-from .search.vector import VectorIndex
-from .storage.base import Store
-from .storage.sqlite import SqliteStore, chain_hash, content_hash
-from .write.admission import score_dura
-from .write.admission import infer_type as _infer_type
-from .write.classify import classify
-from .write.entities import extract_entities
-from .write.redact import redact
+from ..scope import infer_scope
+from ..search import fusion
+from ..search.embed import Embedder, make_embedder
+from ..search.tokenize import normalize, to_simplified, tokens
+from ..search.vector import VectorIndex
+from ..storage.base import Store
+from ..storage.sqlite import SqliteStore, _iso, chain_hash, content_hash
+from ..write.admission import score_dura
+from ..write.admission import infer_type as _infer_type
+from ..write.classify import classify
+from ..write.entities import extract_entities
+from ..write.redact import redact
 
-__all__ = ["Engine", "PLACEHOLDERS"]
+__all__ = ["EngineCore", "PLACEHOLDERS", "visible_content"]
 
 log = logging.getLogger("memoryd")
 
@@ -57,6 +60,8 @@ PLACEHOLDERS = {
     "tombstoned": "[tombstoned: content destroyed]",
 }
 _CJK = re.compile(r"[\u3400-\u9fff]")
+# Soft-forgotten memories rank lower but are never dropped from recall.
+_DECAY_WEIGHT = {"fresh": 1.0, "stale": 0.95, "soft_forgotten": 0.85}
 
 
 def _norm_hash(content: str) -> str:
@@ -67,24 +72,34 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _clean(text: str) -> str:
+    """What is stored of a text: LF newlines, no surrounding blanks, secrets redacted."""
+    return redact(text.replace("\r\n", "\n").replace("\r", "\n").strip()).text
+
+
 def visible_content(atom: Atom) -> str:
     """What a reader may see of an atom: its content, or a placeholder for hidden states."""
     return PLACEHOLDERS.get(atom.status, atom.content)
 
 
-class Engine:
-    """memoryd's service layer over one store.
+class EngineCore:
+    """memoryd's service layer over one store (see `memoryd.engine.Engine`).
 
     Open it with `Engine.open()`; it infers the current scope from the working directory.
     Writes are redacted, deduplicated, admitted, classified and persisted in one
-    transaction with their audit event; reads fuse keyword, semantic and entity signals.
+    transaction with their audit event and markdown file; reads fuse keyword, semantic and
+    entity signals.
     """
 
-    def __init__(self, settings: Settings, store: Store, embedder: Embedder, scope: Scope) -> None:
+    def __init__(
+        self, settings: Settings, store: Store, embedder: Embedder, scope: Scope, *, enforce_sensitive: bool = False
+    ) -> None:
         self.settings = settings
         self.store = store
         self.embedder = embedder
         self.scope = scope
+        self.enforce_sensitive = enforce_sensitive
+        self.vault_root = settings.home / "vault"
         self._index = VectorIndex(embedder.dim)
         self._index_lock = threading.Lock()
         self._index_snapshot = -1
@@ -96,20 +111,67 @@ class Engine:
         *,
         cwd: str | Path | None = None,
         embedder: Embedder | None = None,
-    ) -> Engine:
-        """Open the store named by `settings` (default: environment) for the scope of `cwd`."""
+        enforce_sensitive: bool = False,
+    ) -> Self:
+        """Open the store named by `settings` (default: environment) for the scope of `cwd`.
+
+        `enforce_sensitive` makes every read of a sensitive scope without a grant raise
+        AuthorizationRequired (agent surfaces set it; a person at the CLI is the authority).
+        """
         settings = settings or Settings()
         store = SqliteStore(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms)
-        return cls(settings, store, embedder or make_embedder(settings.embedder), infer_scope(cwd))
+        return cls(
+            settings, store, embedder or make_embedder(settings.embedder), infer_scope(cwd),
+            enforce_sensitive=enforce_sensitive,
+        )  # fmt: skip
 
     def close(self) -> None:
         self.store.close()
 
-    def __enter__(self) -> Engine:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[Any]:
+        """One write transaction; every atom it touches gets its markdown file synced before commit."""
+        with self.store.transaction() as tx:
+            tracked = _TrackedTx(tx)
+            yield tracked
+            for atom_id in tracked.touched:
+                self._sync_file(tx, atom_id)
+
+    def _sync_file(self, tx: Any, atom_id: str) -> None:
+        """Make the vault match the database for one atom: active → file written, else removed."""
+        atom = self.store.get_atoms([atom_id]).get(atom_id)
+        old = atom.vault_path if atom is not None else None
+        if atom is None or atom.status != "active":
+            if old:
+                vault.remove(self.vault_root / old)
+            if atom is not None and old:
+                tx.update_atom(atom.id, vault_path=None, vault_digest=None, updated_at=_iso(atom.updated_at))
+            return
+        rel = str(vault.relative_path(atom))
+        digest = vault.write_atomic(self.vault_root / rel, vault.render(atom))
+        if old and old != rel:
+            vault.remove(self.vault_root / old)
+        tx.update_atom(atom.id, vault_path=rel, vault_digest=digest, updated_at=_iso(atom.updated_at))
+
+    def _guard_read(self, scope_hash: str, name: str | None = None) -> None:
+        """Refuse reads of a sensitive scope without a running grant (agent surfaces only)."""
+        if not self.enforce_sensitive or not self.store.is_sensitive(scope_hash):
+            return
+        if self.store.grant_expiry(scope_hash) is None:
+            raise AuthorizationRequired(
+                f"scope {name or scope_hash} is sensitive and has no running grant; a person can grant access with "
+                f"`memoryd scope grant --minutes 30` in that repository, or call mem_request_sensitive_read"
+            )
+
+    def path_of(self, atom: Atom) -> Path | None:
+        """Absolute path of an atom's markdown file, if it has one."""
+        return self.vault_root / atom.vault_path if atom.vault_path else None
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -164,10 +226,11 @@ class Engine:
                 self._index.add([(0, atom.id, atom.scope_hash, vector)])
 
     def get(self, atom_id: str) -> Atom:
-        """The atom with this id (content as stored). Raises NotFound."""
+        """The atom with this id (content as stored). Raises NotFound, AuthorizationRequired."""
         atom = self.store.get_atoms([atom_id]).get(atom_id)
         if atom is None:
             raise NotFound(f"no atom with id {atom_id!r}")
+        self._guard_read(atom.scope_hash, atom.scope.name)
         return atom
 
     # -- write path --------------------------------------------------------------------------
@@ -184,6 +247,7 @@ class Engine:
         gate: str = "admit",
         scope: Scope | None = None,
         actor: str | None = None,
+        origin: str = "save",
     ) -> MemorizeResult:
         """Write one memory through the full write path (SPEC §2).
 
@@ -200,7 +264,7 @@ class Engine:
         if problem is not None:
             return MemorizeResult(effect="rejected", reason=problem)
         scope = scope or self.scope
-        clean = redact(content.strip()).text
+        clean = _clean(content)
         duplicate = self.store.find_duplicate(scope.scope_hash, _norm_hash(clean))
         if duplicate is not None:
             return MemorizeResult(
@@ -209,23 +273,28 @@ class Engine:
             )  # fmt: skip
         kind = type or _infer_type(clean)
         status = "active"
-        dura = None
+        d = None
         if gate != "trusted":
             d = score_dura(clean, source=source, entity_count=len(extract_entities(clean)))
-            dura = d.as_dict()
             if d.average < self.settings.dura_reject_below:
-                return MemorizeResult(effect="rejected", reason=f"not worth keeping: {d.reasoning}", dura=dura)
+                return MemorizeResult(effect="rejected", reason=f"not worth keeping: {d.reasoning}", dura=d.as_dict())
             if gate == "review" and d.average < self.settings.dura_pending_below:
                 status = "pending"
         atom, _ = self._new_atom(
             clean, type=kind, source=source, scope=scope, status=status, title=title, tags=tags, triggers=triggers
         )
-        with self.store.transaction() as tx:
+        promotion_id = None
+        with self._write() as tx:
             self._persist(tx, atom, actor=actor or source, action="create", reason=None)
-        if status == "pending":
+            if status == "pending" and d is not None:
+                promotion_id = tx.insert_promotion(
+                    atom_id=atom.id, scope_hash=atom.scope_hash, origin=origin, scores=d.as_dict(), reasoning=d.reasoning
+                )
+        dura = d.as_dict() if d is not None else None
+        if promotion_id is not None:
             return MemorizeResult(
-                atom_id=atom.id, effect="applied", status="pending", promotion_id=atom.id, dura=dura,
-                reason="held for review: the DURA score is in the grey zone",
+                atom_id=atom.id, effect="applied", status="pending", promotion_id=promotion_id, dura=dura,
+                reason=f"held for review: the DURA score is in the grey zone ({d.reasoning if d else ''})",
             )  # fmt: skip
         return MemorizeResult(atom_id=atom.id, effect="applied", status="active", dura=dura)
 
@@ -235,8 +304,8 @@ class Engine:
         if problem is not None:
             return HandoffResult(effect="rejected", reason=problem)
         scope = scope or self.scope
-        atom, _ = self._new_atom(redact(summary.strip()).text, type="handoff", source=source, scope=scope)
-        with self.store.transaction() as tx:
+        atom, _ = self._new_atom(_clean(summary), type="handoff", source=source, scope=scope)
+        with self._write() as tx:
             self._persist(tx, atom, actor=source, action="handoff", reason=None)
         return HandoffResult(atom_id=atom.id, effect="applied")
 
@@ -266,14 +335,14 @@ class Engine:
             problem = self._validate_content(new_content, "new_content")
             if problem is not None:
                 return reject(problem)
-            clean = redact(new_content.strip()).text
+            clean = _clean(new_content)
             if normalize(clean) == normalize(atom.content):
                 return reject("new_content is identical to the current content")
             new, _ = self._new_atom(
                 clean, type=atom.type, source=atom.source, scope=atom.scope, title=atom.title,
                 tags=atom.tags, triggers=atom.triggers, supersedes=atom.id,
             )  # fmt: skip
-            with self.store.transaction() as tx:
+            with self._write() as tx:
                 self._persist(tx, new, actor=actor, action="replace", reason=reason)
                 tx.update_atom(atom.id, status="superseded", superseded_by=new.id)
                 tx.link(new.id, atom.id, "supersedes")
@@ -289,7 +358,7 @@ class Engine:
         else:
             target = {"confirm_actual": "actual", "confirm_necessary": "necessary", "demote": "possible"}[action]
             fields = {"epistemic": target}
-        with self.store.transaction() as tx:
+        with self._write() as tx:
             tx.update_atom(atom.id, **fields)
             tx.append_event(atom_id=atom.id, actor=actor, action=action, reason=reason, content=None)
         return CorrectResult(effect="applied", target_atom=atom.id)
@@ -315,19 +384,19 @@ class Engine:
         if action == "quarantine":
             if atom.status in ("quarantined", "sealed"):
                 return reject(f"atom is already {atom.status}")
-            with self.store.transaction() as tx:
+            with self._write() as tx:
                 tx.update_atom(atom.id, status="quarantined", prior_status=atom.status)
                 tx.append_event(atom_id=atom.id, actor=actor, action="quarantine", reason=reason, content=None)
             return GovernResult(effect="applied", target_atom=atom.id)
         if action == "seal":
             if atom.status == "sealed":
                 return reject("atom is already sealed")
-            with self.store.transaction() as tx:
+            with self._write() as tx:
                 tx.update_atom(atom.id, status="sealed", prior_status=atom.status)
                 tx.append_event(atom_id=atom.id, actor=actor, action="seal", reason=reason, content=None)
             return GovernResult(effect="applied", target_atom=atom.id)
         if action == "tombstone":
-            with self.store.transaction() as tx:
+            with self._write() as tx:
                 tx.scrub_atom(atom.id)
                 tx.update_atom(atom.id, status="tombstoned", prior_status=atom.status)
                 tx.append_event(atom_id=atom.id, actor=actor, action="tombstone", reason=reason, content=None)
@@ -340,8 +409,8 @@ class Engine:
         problem = self._validate_content(lesson_content, "lesson_content")
         if problem is not None:
             return reject(problem)
-        lesson, _ = self._new_atom(redact(lesson_content.strip()).text, type="lesson", source=actor, scope=atom.scope)
-        with self.store.transaction() as tx:
+        lesson, _ = self._new_atom(_clean(lesson_content), type="lesson", source=actor, scope=atom.scope)
+        with self._write() as tx:
             self._persist(tx, lesson, actor=actor, action="derive_lesson", reason=reason)
             tx.link(lesson.id, atom.id, "derived_from")
             if atom.status != "sealed":
@@ -360,7 +429,7 @@ class Engine:
             )
         if not reason.strip():
             return GovernResult(effect="rejected", target_atom=atom_id, reason="reason is required")
-        with self.store.transaction() as tx:
+        with self._write() as tx:
             tx.update_atom(atom.id, status=atom.prior_status or "active", prior_status=None)
             tx.append_event(atom_id=atom.id, actor=actor, action="restore", reason=reason.strip(), content=None)
         return GovernResult(effect="applied", target_atom=atom_id)
@@ -400,6 +469,8 @@ class Engine:
             if unknown:
                 raise InvalidInput(f"unknown type(s) {unknown}; expected any of {', '.join(ATOM_TYPES)}")
         statuses = list(statuses or (["active", "negated"] if include_negated else ["active"]))
+        current = scope or self.scope
+        self._guard_read(current.scope_hash, current.name)
         scopes = self._recall_scopes(scope)
         q_terms = list(dict.fromkeys(tokens(query, query=True)))
         q_entities = [e.id for e in extract_entities(query)]
@@ -425,6 +496,7 @@ class Engine:
             candidates.setdefault(atom_id, None)
         atoms = self.store.get_atoms(candidates)
         total, df = self.store.term_stats(q_terms)
+        now = _now()
         hits: list[Hit] = []
         for atom_id, cos in candidates.items():
             atom = atoms.get(atom_id)
@@ -444,13 +516,16 @@ class Engine:
                     fusion.entity_score(q_entities, atom.entities), fusion.entity_score(boost, atom.entities)
                 ),
             }
-            score = fusion.fuse(signals)
+            score = fusion.fuse(signals) * _DECAY_WEIGHT[decay_state(atom, now)]
             if atom.status == "negated":
-                score = round(score * 0.8, 4)  # shown on request, never above live knowledge
+                score *= 0.8  # shown on request, never above live knowledge
+            score = round(score, 4)
             if score > 0:
                 hits.append(Hit(atom=atom, score=score, signals={k: round(v, 4) for k, v in signals.items()}))
         hits.sort(key=lambda h: (-h.score, h.atom.id))
-        return RecallResult(hits=hits[:max_results])
+        hits = hits[:max_results]
+        self.store.touch([h.atom.id for h in hits])
+        return RecallResult(hits=hits)
 
     def history(self, atom_id: str) -> list[Event]:
         """Every audit event of an atom, oldest first. Raises NotFound."""
@@ -565,3 +640,26 @@ def _labels(sample: str) -> tuple[str, str, str, str, str]:
     if to_simplified(sample) != sample:
         return ("最近交接", "約束", "偏好", "近期決策", "待審核：{n} 條")
     return ("最近交接", "约束", "偏好", "近期决策", "待审核：{n} 条")
+
+
+class _TrackedTx:
+    """A transaction that remembers which atoms it wrote, so their files follow."""
+
+    def __init__(self, tx: Any) -> None:
+        self._tx = tx
+        self.touched: dict[str, None] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tx, name)
+
+    def insert_atom(self, atom: Atom, **kwargs: Any) -> None:
+        self._tx.insert_atom(atom, **kwargs)
+        self.touched[atom.id] = None
+
+    def update_atom(self, atom_id: str, **fields: Any) -> None:
+        self._tx.update_atom(atom_id, **fields)
+        self.touched[atom_id] = None
+
+    def scrub_atom(self, atom_id: str) -> None:
+        self._tx.scrub_atom(atom_id)
+        self.touched[atom_id] = None

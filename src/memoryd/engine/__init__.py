@@ -1,0 +1,21 @@
+"""Engine: the single service layer. Every surface (MCP, CLI, hooks) calls these methods.
+
+The class is assembled from themed parts, each in its own module: the write path, recall and
+lifecycle (`core`), memory operations of the memoryd profile (`memories`), sessions,
+promotion review, judgments, administration and sensitive scopes, and the markdown vault.
+"""
+
+from __future__ import annotations
+
+from .admin import AdminOps
+from .core import PLACEHOLDERS, EngineCore, visible_content
+from .memories import MemoryOps
+from .review import ReviewOps
+from .sessions import SessionOps
+from .vault_sync import VaultOps
+
+__all__ = ["Engine", "PLACEHOLDERS", "visible_content"]
+
+
+class Engine(VaultOps, AdminOps, ReviewOps, SessionOps, MemoryOps, EngineCore):
+    """memoryd's service layer over one store; see the module docstring for its parts."""

@@ -1,0 +1,145 @@
+"""Promotion review (pending → promoted or rejected) and supersede judgments."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidInput
+from ..models import Atom, Promotion
+
+if TYPE_CHECKING:
+    from ..llm import LLM
+    from ..write.judge import Judgment
+    from .memories import MemoryOps
+
+    _Base = MemoryOps
+else:
+    _Base = object
+
+__all__ = ["ReviewOps"]
+
+
+def _check_unit(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 1.0:
+        raise InvalidInput(f"{name} must be a number between 0.0 and 1.0, got {value!r}")
+    return float(value)
+
+
+class ReviewOps(_Base):
+    def _review_scopes(self, scope: str | None) -> list[str] | None:
+        """`global` (the default) reviews every scope; `auto` the current one; else a scope hash."""
+        if scope in (None, "global"):
+            return None
+        if scope == "auto":
+            return [self.scope.scope_hash]
+        return [scope]
+
+    def review_pending(
+        self,
+        *,
+        scope: str | None = "global",
+        limit: int = 10,
+        min_score: float = 0.0,
+        max_score: float = 1.0,
+        types: Sequence[str] | None = None,
+    ) -> list[tuple[Promotion, Atom]]:
+        """Pending promotions, least certain (lowest DURA average) first."""
+        lo, hi = _check_unit("min_score", min_score), _check_unit("max_score", max_score)
+        if lo > hi:
+            raise InvalidInput(f"min_score {lo} is above max_score {hi}")
+        if not isinstance(limit, int) or not 1 <= limit <= 100:
+            raise InvalidInput(f"limit must be between 1 and 100, got {limit!r}")
+        self._check_types(types)
+        scopes = self._review_scopes(scope)
+        for h in scopes or []:
+            self._guard_read(h)
+        rows = self.store.list_promotions(scope_hashes=scopes, min_score=lo, max_score=hi, types=types, limit=limit)
+        atoms = self.store.get_atoms(p.atom_id for p in rows)
+        out = []
+        for p in rows:
+            if scopes is None and self.enforce_sensitive and self.store.is_sensitive(p.scope_hash) \
+                    and self.store.grant_expiry(p.scope_hash) is None:  # fmt: skip
+                continue  # listing everything never leaks a sensitive scope
+            out.append((p, atoms[p.atom_id]))
+        return out
+
+    def _decide(self, ids: Sequence[int], to: str, actor: str) -> tuple[list[int], list[dict[str, Any]]]:
+        found = self.store.get_promotions(list(ids))
+        done: list[int] = []
+        skipped: list[dict[str, Any]] = []
+        with self._write() as tx:
+            for pid in dict.fromkeys(ids):
+                p = found.get(pid)
+                if p is None:
+                    skipped.append({"promotion_id": pid, "reason": f"no promotion with id {pid}"})
+                    continue
+                if p.status != "pending":
+                    skipped.append({"promotion_id": pid, "reason": f"promotion {pid} is already {p.status}"})
+                    continue
+                tx.decide_promotion(pid, to)
+                atom_status = "active" if to == "promoted" else "sealed"
+                tx.update_atom(p.atom_id, status=atom_status, prior_status="pending")
+                action = "promote" if to == "promoted" else "reject"
+                tx.append_event(atom_id=p.atom_id, actor=actor, action=action, reason=f"promotion {pid}", content=None)
+                done.append(pid)
+        return done, skipped
+
+    def promote(
+        self,
+        promotion_ids: Sequence[int] | None = None,
+        *,
+        auto_high: bool = False,
+        threshold: float = 0.85,
+        scope: str | None = "global",
+        actor: str = "agent",
+    ) -> tuple[list[int], list[dict[str, Any]]]:
+        """Promote by ids, or every pending candidate with DURA average ≥ threshold (in scope)."""
+        threshold = _check_unit("threshold", threshold)
+        if not promotion_ids and not auto_high:
+            raise InvalidInput("pass promotion_ids, or auto_high=true to promote every candidate above threshold")
+        ids = list(promotion_ids or [])
+        if auto_high:
+            high = self.store.list_promotions(scope_hashes=self._review_scopes(scope), min_score=threshold, limit=10_000)
+            ids += [p.id for p in high]
+        return self._decide(ids, "promoted", actor)
+
+    def reject(self, promotion_ids: Sequence[int], *, actor: str = "agent") -> tuple[list[int], list[dict[str, Any]]]:
+        """Reject candidates: no markdown file, the atom is sealed, the audit record stays."""
+        if not promotion_ids:
+            raise InvalidInput("promotion_ids is empty")
+        return self._decide(list(promotion_ids), "rejected", actor)
+
+    # -- judgments --------------------------------------------------------------------------
+
+    @cached_property
+    def llm(self) -> LLM | None:
+        from ..llm import llm_from_env
+
+        return llm_from_env()
+
+    def judge(self, new_text: str, old_memory_id: str) -> tuple[Judgment, str]:
+        """Does `new_text` supersede the memory? Returns (judgment, band); applies nothing."""
+        from ..write.judge import band, judge
+
+        problem = self._validate_content(new_text, "new_text")
+        if problem:
+            raise InvalidInput(problem)
+        old = self.get(old_memory_id)
+        j = judge(new_text, old.content, llm=self.llm)
+        return j, band(j.confidence, j.type)
+
+    def compare(self, memory_id_a: str, memory_id_b: str) -> tuple[Atom, Atom, list[str], Judgment, str]:
+        """Diff two memories and judge the newer against the older; applies nothing."""
+        from ..write.judge import band, judge
+
+        a, b = self.get(memory_id_a), self.get(memory_id_b)
+        old, new = (a, b) if a.id <= b.id else (b, a)  # ULIDs sort by creation time
+        diff = [
+            line.rstrip("\n")
+            for line in difflib.unified_diff(a.content.splitlines(), b.content.splitlines(), "a", "b", lineterm="", n=1)
+        ]
+        j = judge(new.content, old.content, llm=self.llm)
+        return a, b, diff, j, band(j.confidence, j.type)

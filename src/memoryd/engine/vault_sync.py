@@ -1,0 +1,127 @@
+"""Keep the markdown vault and the database in step; import what people edit by hand.
+
+memoryd writes each active memory's file inside the write transaction and records its
+digest. A file whose bytes no longer match that digest was edited on disk; a recorded file
+that is gone was deleted on disk; a file with an id the database does not know (or none)
+is new. Broken files are reported with their path and never touched.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .. import vault
+from ..models import Scope
+
+if TYPE_CHECKING:
+    from .admin import AdminOps
+
+    _Base = AdminOps
+else:
+    _Base = object
+
+__all__ = ["VaultOps"]
+
+_REPORT_KEYS = ("imported", "edited", "retagged", "deleted", "written", "orphaned", "broken")
+
+
+class VaultOps(_Base):
+    def _vault_plan(self) -> tuple[dict[str, list[Any]], list[vault.VaultFile]]:
+        files, errors = vault.scan(self.vault_root)
+        db = self.store.vault_digests()
+        plan: dict[str, list[Any]] = {k: [] for k in _REPORT_KEYS}
+        plan["broken"] = [{"path": str(e.path), "error": str(e)} for e in errors]
+        broken_paths = {str(e.path) for e in errors}
+        on_disk: dict[str, vault.VaultFile] = {}
+        for f in files:
+            atom_id = f.frontmatter.get("id")
+            if not atom_id or atom_id not in db:
+                plan["imported"].append(f)
+                continue
+            status, rel, digest = db[atom_id]
+            if status != "active":
+                plan["orphaned"].append(f)  # left alone: it may hold a person's edit
+                continue
+            if rel and (self.vault_root / rel) != f.path and (self.vault_root / rel).exists():
+                plan["orphaned"].append(f)  # a copy of a memory whose own file is still in place
+                continue
+            on_disk[atom_id] = f
+            if f.digest != digest:
+                plan["edited"].append(f)
+        for atom_id, (status, rel, _) in db.items():
+            if status != "active" or atom_id in on_disk:
+                continue
+            path = self.vault_root / rel if rel else None
+            if path is not None and str(path) in broken_paths:
+                continue
+            if rel:
+                plan["deleted"].append(atom_id)
+            else:
+                plan["written"].append(atom_id)
+        return plan, files
+
+    def _scope_from_frontmatter(self, fm: dict[str, Any]) -> Scope:
+        """The scope a file names (a copy from another checkout), else the current one."""
+        s = fm.get("scope")
+        if isinstance(s, dict) and s.get("hash") == self.scope.scope_hash:
+            return self.scope
+        if isinstance(s, dict) and s.get("tenant_id") and s.get("repository"):
+            return Scope(tenant_id=s["tenant_id"], workspace=s.get("workspace") or "",
+                         repository=s["repository"], branch=s.get("branch") or "")  # fmt: skip
+        return self.scope
+
+    def vault_check(self) -> dict[str, list[str]]:
+        """What `vault_sync` would do, as paths or ids, without changing anything."""
+        plan, _ = self._vault_plan()
+        return {k: [str(getattr(x, "path", x)) if not isinstance(x, dict) else x["path"] for x in v]
+                for k, v in plan.items()}  # fmt: skip
+
+    def vault_sync(self) -> dict[str, list[Any]]:
+        """Import hand edits (replace, reason "edited on disk"), deletions and new files."""
+        plan, _ = self._vault_plan()
+        report: dict[str, list[Any]] = {k: [] for k in _REPORT_KEYS}
+        report["broken"] = plan["broken"]
+        report["orphaned"] = [str(f.path) for f in plan["orphaned"]]
+        for f in plan["edited"]:
+            atom = self.store.get_atoms([f.frontmatter["id"]])[f.frontmatter["id"]]
+            fm = f.frontmatter
+            tags = [str(t) for t in fm.get("tags") or []]
+            triggers = [str(t) for t in fm.get("triggers") or []]
+            title = fm.get("title")
+            if f.body.strip() != atom.content:
+                r = self.correct(atom.id, "replace", "edited on disk", f.body, actor="vault")
+                if r.effect != "applied":
+                    report["broken"].append({"path": str(f.path), "error": r.reason})
+                    continue
+                new_id = r.new_atom_id or atom.id
+                if (tags, triggers, title) != (atom.tags, atom.triggers, atom.title):
+                    self.update(new_id, tags=tags, triggers=triggers, title=title, actor="vault",
+                                reason="edited on disk")  # fmt: skip
+                report["edited"].append({"path": str(f.path), "memory_id": atom.id, "new_memory_id": new_id})
+            elif (tags, triggers, title) != (atom.tags, atom.triggers, atom.title):
+                self.update(atom.id, tags=tags, triggers=triggers, title=title, actor="vault", reason="edited on disk")
+                report["retagged"].append({"path": str(f.path), "memory_id": atom.id})
+            else:  # only formatting changed: write our rendering back and record its digest
+                with self._write() as tx:
+                    tx.touched[atom.id] = None
+        for atom_id in plan["deleted"]:
+            self.delete(atom_id, actor="vault", reason="deleted on disk")
+            report["deleted"].append(atom_id)
+        for f in plan["imported"]:
+            fm = f.frontmatter
+            r = self.memorize(
+                f.body, source="vault", type=fm.get("type") or "fact", title=fm.get("title"),
+                tags=[str(t) for t in fm.get("tags") or []], triggers=[str(t) for t in fm.get("triggers") or []],
+                gate="trusted", actor="vault", scope=self._scope_from_frontmatter(fm),
+            )  # fmt: skip
+            if r.effect == "rejected":
+                report["broken"].append({"path": str(f.path), "error": r.reason})
+                continue
+            if r.atom_id and self.path_of(self.store.get_atoms([r.atom_id])[r.atom_id]) != f.path:
+                vault.remove(f.path)  # its content now lives in the memory's own file
+            report["imported"].append({"path": str(f.path), "memory_id": r.atom_id, "effect": r.effect})
+        for atom_id in plan["written"]:
+            with self._write() as tx:
+                tx.touched[atom_id] = None
+            report["written"].append(atom_id)
+        return report

@@ -1,0 +1,1 @@
+"""Lifecycle policies: pure functions that decide; the engine applies their decisions."""

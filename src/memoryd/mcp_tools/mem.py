@@ -1,0 +1,517 @@
+"""The memoryd profile: the 22 `mem_*` tools of seed 004 (16 agent tier + 6 admin tier)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from .common import EngineHandle, call
+
+__all__ = ["ADMIN_TOOLS", "AGENT_TOOLS", "register"]
+
+AGENT_TOOLS = [
+    "mem_save", "mem_update", "mem_delete", "mem_get", "mem_search", "mem_context", "mem_timeline",
+    "mem_session_start", "mem_session_end", "mem_session_summary", "mem_capture_passive",
+    "mem_judge", "mem_compare", "mem_review_pending", "mem_promote", "mem_reject", "mem_request_sensitive_read",
+]  # fmt: skip
+ADMIN_TOOLS = [
+    "mem_stats", "mem_merge_projects", "mem_current_project", "mem_doctor", "mem_save_prompt", "mem_suggest_topic_key",
+]  # fmt: skip
+
+MemType = Literal["session", "decision", "preference", "fact", "playbook", "warning"]
+Scope = Annotated[str, Field(description='"auto" = this repository (from the working directory), "global" = all your projects.')]
+
+
+# -- output models ---------------------------------------------------------------------------
+
+
+class SaveOut(BaseModel):
+    status: Literal["saved", "pending", "rejected", "duplicate"]
+    memory_id: str | None = None
+    path: str | None = Field(None, description="The memory's markdown file.")
+    promotion_id: int | None = Field(None, description="For pending saves: approve with mem_promote.")
+    deduped_with: str | None = None
+    reasoning: str | None = Field(None, description="DURA scores and cues (pending / rejected).")
+
+
+class UpdateOut(BaseModel):
+    memory_id: str
+    status: Literal["updated"]
+    path: str | None = None
+    updated_fields: list[str]
+
+
+class DeleteOut(BaseModel):
+    memory_id: str
+    deleted: bool
+    path: str | None = None
+
+
+class GetOut(BaseModel):
+    memory_id: str
+    type: str
+    scope_hash: str
+    status: str
+    frontmatter: dict[str, Any]
+    body: str = Field(description="The memory; a placeholder for quarantined, sealed or tombstoned ones.")
+    path: str | None = None
+
+
+class Brief(BaseModel):
+    memory_id: str
+    type: str
+    title: str | None = None
+    content_preview: str
+    created_at: datetime
+
+
+class Result(Brief):
+    score: float = Field(description="Relevance, 0.0 to 1.0.")
+    tags: list[str]
+    scope_hash: str
+    path: str | None = None
+
+
+class SearchOut(BaseModel):
+    results: list[Result]
+
+
+class ContextOut(BaseModel):
+    before: list[Brief]
+    anchor: Brief
+    after: list[Brief]
+
+
+class TimelineOut(BaseModel):
+    memories: list[Brief]
+    since: datetime
+
+
+class SessionStartOut(BaseModel):
+    session_id: str
+    path: str | None = None
+
+
+class SessionEndOut(BaseModel):
+    session_id: str
+    status: Literal["closed", "already_closed"]
+    summary: str | None = None
+
+
+class SessionSummaryOut(BaseModel):
+    session_id: str
+    body: str
+
+
+class JudgmentOut(BaseModel):
+    type: Literal["supersedes", "contradicts", "duplicates", "refines", "unrelated"]
+    confidence: float
+    reason: str
+    source: Literal["llm", "heuristic"]
+
+
+class JudgeOut(BaseModel):
+    judgment: JudgmentOut
+    band: Literal["auto", "review", "ignore"]
+    source: Literal["llm", "heuristic"]
+
+
+class CompareOut(BaseModel):
+    a: Brief
+    b: Brief
+    diff_lines: list[str]
+    judgment: JudgmentOut
+    band: Literal["auto", "review", "ignore"]
+
+
+class Dura(BaseModel):
+    durability: float
+    utility: float
+    relevance: float
+    accuracy: float
+    average: float
+
+
+class PendingItem(BaseModel):
+    promotion_id: int
+    memory_id: str
+    type: str
+    content: str
+    scope_hash: str
+    dura: Dura
+    reasoning: str
+    created_at: datetime
+
+
+class ReviewOut(BaseModel):
+    pending: list[PendingItem]
+    count: int
+
+
+class Skipped(BaseModel):
+    promotion_id: int
+    reason: str
+
+
+class PromoteOut(BaseModel):
+    promoted: list[int]
+    skipped: list[Skipped]
+
+
+class RejectOut(BaseModel):
+    rejected: list[int]
+    skipped: list[Skipped]
+
+
+class AccessRequestOut(BaseModel):
+    request_id: int | None
+    scope_hash: str
+    status: Literal["pending", "granted", "not_needed"]
+    message: str
+
+
+class StatsOut(BaseModel):
+    total: int
+    by_type: dict[str, int]
+    by_scope: dict[str, dict[str, Any]]
+    by_decay: dict[str, int]
+    top_entities: list[dict[str, Any]]
+
+
+class MergeOut(BaseModel):
+    would_move: int
+    would_dedup: int
+    samples: list[dict[str, Any]]
+    dry_run: bool
+    moved: int | None = None
+    deduped: int | None = None
+
+
+class CurrentProjectOut(BaseModel):
+    scope_hash: str
+    scope_name: str
+    scope_root: str
+
+
+class DoctorOut(BaseModel):
+    data_root: str
+    index_db: str
+    embeddings: str
+    llm: str
+    kg: str
+    sync: str
+
+
+class PromptOut(BaseModel):
+    name: str
+    path: str
+
+
+class TopicKeyOut(BaseModel):
+    topic_key: str
+    source: Literal["llm", "heuristic"]
+
+
+# -- shaping helpers ---------------------------------------------------------------------------
+
+
+def _brief(engine: Any, atom: Any) -> Brief:
+    from ..engine import visible_content
+
+    text = visible_content(atom)
+    return Brief(memory_id=atom.id, type=atom.type, title=atom.title, content_preview=text[:200],
+                 created_at=atom.created_at)  # fmt: skip
+
+
+def _path(engine: Any, atom: Any) -> str | None:
+    p = engine.path_of(atom)
+    return str(p) if p else None
+
+
+def _judgment(j: Any) -> JudgmentOut:
+    return JudgmentOut(type=j.type, confidence=j.confidence, reason=j.reason, source=j.source)
+
+
+def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> None:
+    """Add the agent-tier tools, and the admin tier when asked, all served by one engine."""
+
+    def tool(description: str, *, read_only: bool = False, destructive: bool = False,
+             idempotent: bool = False) -> Callable[[Any], Any]:  # fmt: skip
+        ann = ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive, idempotent_hint=idempotent)
+        return mcp.tool(description=description, annotations=ann)
+
+    @tool("Save one long-term memory (decision, preference, fact, playbook, warning, session note) as a self-"
+          "contained sentence. Useful saves are stored; unclear ones wait for review (status pending); junk is "
+          "rejected with reasoning. Returns memory_id and the markdown path.", idempotent=True)  # fmt: skip
+    async def mem_save(
+        content: Annotated[str, Field(description="The memory, one self-contained statement.")],
+        type: Annotated[MemType, Field(description="session | decision | preference | fact | playbook | warning")] = "fact",
+        scope: Scope = "auto",
+        tags: Annotated[list[str] | None, Field(description="Labels, e.g. ['frontend'].")] = None,
+        triggers: Annotated[list[str] | None, Field(description="Words that should recall it.")] = None,
+        title: Annotated[str | None, Field(description="Short title.")] = None,
+    ) -> Annotated[CallToolResult, SaveOut]:
+        def run(e: Any) -> SaveOut:
+            r = e.memorize(content, source="agent", type=type, title=title, tags=tags or [], triggers=triggers or [],
+                           gate="review", scope=e.resolve_scope(scope))  # fmt: skip
+            if r.effect == "rejected":
+                return SaveOut(status="rejected", reasoning=r.reason)
+            atom = e.store.get_atoms([r.atom_id])[r.atom_id]
+            if r.effect == "no_op":
+                return SaveOut(status="duplicate", memory_id=atom.id, path=_path(e, atom), deduped_with=r.deduped_with)
+            if r.status == "pending":
+                return SaveOut(status="pending", memory_id=atom.id, promotion_id=r.promotion_id, reasoning=r.reason)
+            return SaveOut(status="saved", memory_id=atom.id, path=_path(e, atom))
+
+        return await call(handle, run)
+
+    @tool("Patch a memory in place: its body (content), tags, triggers or title. Pass only what changes.")
+    async def mem_update(
+        memory_id: str,
+        content: str | None = None,
+        tags: list[str] | None = None,
+        triggers: list[str] | None = None,
+        title: str | None = None,
+    ) -> Annotated[CallToolResult, UpdateOut]:
+        def run(e: Any) -> UpdateOut:
+            before = e.get(memory_id)
+            atom = e.update(memory_id, content=content, tags=tags, triggers=triggers, title=title)
+            changed = [k for k in ("content", "tags", "triggers", "title")
+                       if getattr(atom, k) != getattr(before, k)]  # fmt: skip
+            return UpdateOut(memory_id=atom.id, status="updated", path=_path(e, atom), updated_fields=changed)
+
+        return await call(handle, run)
+
+    @tool("Delete a memory for good: its markdown file and its row (an audit event remains).", destructive=True)
+    async def mem_delete(memory_id: str) -> Annotated[CallToolResult, DeleteOut]:
+        def run(e: Any) -> DeleteOut:
+            path = e.delete(memory_id)
+            return DeleteOut(memory_id=memory_id, deleted=True, path=path or None)
+
+        return await call(handle, run)
+
+    @tool("Get one memory in full: frontmatter and markdown body.", read_only=True, idempotent=True)
+    async def mem_get(memory_id: str) -> Annotated[CallToolResult, GetOut]:
+        def run(e: Any) -> GetOut:
+            from .. import vault
+            from ..engine import visible_content
+
+            atom = e.get(memory_id)
+            fm = vault.atom_frontmatter(atom)
+            return GetOut(memory_id=atom.id, type=atom.type, scope_hash=atom.scope_hash, status=atom.status,
+                          frontmatter=fm, body=visible_content(atom), path=_path(e, atom))  # fmt: skip
+
+        return await call(handle, run)
+
+    @tool("Search memories (keyword + semantic + entity). Use noun phrases with key names; types filters the "
+          "results, entity_ids (e.g. entity:library:Solid) boosts memories that mention them.",
+          read_only=True, idempotent=True)  # fmt: skip
+    async def mem_search(
+        query: str,
+        scope: Scope = "auto",
+        top_k: Annotated[int, Field(ge=1, le=100, description="How many results.")] = 10,
+        types: list[MemType] | None = None,
+        entity_ids: list[str] | None = None,
+    ) -> Annotated[CallToolResult, SearchOut]:
+        def run(e: Any) -> SearchOut:
+            hits = e.search(query, scope=scope, top_k=top_k, types=types, entity_ids=entity_ids).hits
+            return SearchOut(results=[
+                Result(**_brief(e, h.atom).model_dump(), score=h.score, tags=h.atom.tags, scope_hash=h.atom.scope_hash,
+                       path=_path(e, h.atom))
+                for h in hits
+            ])  # fmt: skip
+
+        return await call(handle, run)
+
+    @tool("The memories saved just before and after one memory, in the same scope.", read_only=True, idempotent=True)
+    async def mem_context(
+        memory_id: str, neighbors: Annotated[int, Field(ge=0, le=50, description="How many on each side.")] = 3
+    ) -> Annotated[CallToolResult, ContextOut]:
+        def run(e: Any) -> ContextOut:
+            before, anchor, after = e.context(memory_id, neighbors=neighbors)
+            return ContextOut(before=[_brief(e, a) for a in before], anchor=_brief(e, anchor),
+                              after=[_brief(e, a) for a in after])  # fmt: skip
+
+        return await call(handle, run)
+
+    @tool("Recent memories of a scope, newest first (soft-forgotten ones left out). since: 30d, 2w, 6m or 1y.",
+          read_only=True, idempotent=True)  # fmt: skip
+    async def mem_timeline(
+        scope: Scope = "auto",
+        since: Annotated[str, Field(description="How far back: <n>d, <n>w, <n>m or <n>y.")] = "30d",
+        types: list[MemType] | None = None,
+        limit: Annotated[int, Field(ge=1, le=1000)] = 100,
+    ) -> Annotated[CallToolResult, TimelineOut]:
+        def run(e: Any) -> TimelineOut:
+            from ..engine.core import _now
+            from ..lifecycle.decay import parse_since
+
+            start = parse_since(since, _now())
+            atoms = e.timeline(scope=scope, since=since, types=types, limit=limit)
+            return TimelineOut(memories=[_brief(e, a) for a in atoms], since=start)
+
+        return await call(handle, run)
+
+    @tool("Open a session record at the start of an agent session; keep the session_id for mem_session_end.")
+    async def mem_session_start(
+        scope: Scope = "auto",
+        source: Annotated[str, Field(description="Who runs the session: claude-code, codex, manual, …")] = "manual",
+        title: str | None = None,
+    ) -> Annotated[CallToolResult, SessionStartOut]:
+        def run(e: Any) -> SessionStartOut:
+            s = e.session_start(scope=scope, source=source, title=title)
+            return SessionStartOut(session_id=s.id, path=_path(e, e.get(s.id)))
+
+        return await call(handle, run)
+
+    @tool("Close a session with its summary. Idempotent: a second call keeps the first summary.", idempotent=True)
+    async def mem_session_end(session_id: str, summary: str) -> Annotated[CallToolResult, SessionEndOut]:
+        def run(e: Any) -> SessionEndOut:
+            s, closed = e.session_end(session_id, summary)
+            return SessionEndOut(session_id=s.id, status="closed" if closed else "already_closed", summary=s.summary)
+
+        return await call(handle, run)
+
+    @tool("The session's markdown body (title, start, summary).", read_only=True, idempotent=True)
+    async def mem_session_summary(session_id: str) -> Annotated[CallToolResult, SessionSummaryOut]:
+        def run(e: Any) -> SessionSummaryOut:
+            return SessionSummaryOut(session_id=session_id, body=e.session_summary(session_id))
+
+        return await call(handle, run)
+
+    @tool("Save an observation from a trusted mirror or importer, skipping review (not for ordinary agent saves).",
+          idempotent=True)  # fmt: skip
+    async def mem_capture_passive(
+        content: str,
+        source: Annotated[str, Field(description="The trusted source, e.g. openclaw.")],
+        scope: Scope = "auto",
+        type: Literal["fact", "decision", "preference", "playbook", "warning"] = "fact",
+        tags: list[str] | None = None,
+        triggers: list[str] | None = None,
+    ) -> Annotated[CallToolResult, SaveOut]:
+        def run(e: Any) -> SaveOut:
+            r = e.capture_passive(content, source=source, scope=scope, type=type, tags=tags or [],
+                                  triggers=triggers or [])  # fmt: skip
+            if r.effect == "rejected":
+                return SaveOut(status="rejected", reasoning=r.reason)
+            atom = e.store.get_atoms([r.atom_id])[r.atom_id]
+            status: Literal["saved", "duplicate"] = "duplicate" if r.effect == "no_op" else "saved"
+            return SaveOut(status=status, memory_id=atom.id, path=_path(e, atom), deduped_with=r.deduped_with)
+
+        return await call(handle, run)
+
+    @tool("Judge whether new_text supersedes, contradicts, duplicates or refines an existing memory. Applies "
+          "nothing: band auto (≥0.85) / review / ignore tells you how sure it is.", read_only=True, idempotent=True)
+    async def mem_judge(new_text: str, old_memory_id: str) -> Annotated[CallToolResult, JudgeOut]:
+        def run(e: Any) -> JudgeOut:
+            j, band = e.judge(new_text, old_memory_id)
+            return JudgeOut(judgment=_judgment(j), band=band, source=j.source)
+
+        return await call(handle, run)
+
+    @tool("Diff two memories and judge whether the newer supersedes the older. Applies nothing.",
+          read_only=True, idempotent=True)  # fmt: skip
+    async def mem_compare(memory_id_a: str, memory_id_b: str) -> Annotated[CallToolResult, CompareOut]:
+        def run(e: Any) -> CompareOut:
+            a, b, diff, j, band = e.compare(memory_id_a, memory_id_b)
+            return CompareOut(a=_brief(e, a), b=_brief(e, b), diff_lines=diff, judgment=_judgment(j), band=band)
+
+        return await call(handle, run)
+
+    @tool("List saves waiting for review, least certain first, with DURA scores and reasoning. Then approve with "
+          "mem_promote or drop with mem_reject.", read_only=True, idempotent=True)  # fmt: skip
+    async def mem_review_pending(
+        scope: Annotated[str, Field(description='"global" = every scope, "auto" = this repository.')] = "global",
+        limit: Annotated[int, Field(ge=1, le=100)] = 10,
+        min_score: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0,
+        max_score: Annotated[float, Field(ge=0.0, le=1.0)] = 1.0,
+        types: list[MemType] | None = None,
+    ) -> Annotated[CallToolResult, ReviewOut]:
+        def run(e: Any) -> ReviewOut:
+            rows = e.review_pending(scope=scope, limit=limit, min_score=min_score, max_score=max_score, types=types)
+            items = [
+                PendingItem(promotion_id=p.id, memory_id=a.id, type=a.type, content=a.content, scope_hash=p.scope_hash,
+                            dura=Dura(durability=p.durability, utility=p.utility, relevance=p.relevance,
+                                      accuracy=p.accuracy, average=p.average),
+                            reasoning=p.reasoning, created_at=p.created_at)
+                for p, a in rows
+            ]  # fmt: skip
+            return ReviewOut(pending=items, count=len(items))
+
+        return await call(handle, run)
+
+    @tool("Approve pending saves: by promotion_ids, or auto_high=true for every candidate with DURA average ≥ "
+          "threshold (limited to scope unless it is global).")  # fmt: skip
+    async def mem_promote(
+        promotion_ids: list[int] | None = None,
+        auto_high: bool = False,
+        threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.85,
+        scope: Annotated[str, Field(description='"global" = every scope, "auto" = this repository.')] = "global",
+    ) -> Annotated[CallToolResult, PromoteOut]:
+        def run(e: Any) -> PromoteOut:
+            done, skipped = e.promote(promotion_ids, auto_high=auto_high, threshold=threshold, scope=scope)
+            return PromoteOut(promoted=done, skipped=[Skipped(**s) for s in skipped])
+
+        return await call(handle, run)
+
+    @tool("Reject pending saves: no markdown file is written, the audit record stays.")
+    async def mem_reject(promotion_ids: list[int]) -> Annotated[CallToolResult, RejectOut]:
+        def run(e: Any) -> RejectOut:
+            done, skipped = e.reject(promotion_ids)
+            return RejectOut(rejected=done, skipped=[Skipped(**s) for s in skipped])
+
+        return await call(handle, run)
+
+    @tool("Ask the user for a time-limited grant to read a sensitive scope (after an AuthorizationRequired "
+          "error). Say what you need and why; the user grants it from the memoryd CLI.")  # fmt: skip
+    async def mem_request_sensitive_read(
+        reason: Annotated[str, Field(description="What you need to read and why.")], scope: Scope = "auto"
+    ) -> Annotated[CallToolResult, AccessRequestOut]:
+        def run(e: Any) -> AccessRequestOut:
+            return AccessRequestOut(**e.request_sensitive_read(reason, scope=scope))
+
+        return await call(handle, run)
+
+    if not include_admin:
+        return
+
+    @tool("Counts by type, scope, decay state, and the most mentioned entities. scope: a scope_hash, or empty "
+          "for all.", read_only=True, idempotent=True)  # fmt: skip
+    async def mem_stats(scope: str | None = None) -> Annotated[CallToolResult, StatsOut]:
+        return await call(handle, lambda e: StatsOut(**e.stats_detail(scope)))
+
+    @tool("Merge scope_b into scope_a (scope hashes or owner/repo names). dry_run=true (default) only previews; "
+          "the real run is irreversible.", destructive=True)  # fmt: skip
+    async def mem_merge_projects(scope_a: str, scope_b: str, dry_run: bool = True) -> Annotated[CallToolResult, MergeOut]:
+        return await call(handle, lambda e: MergeOut(**e.merge_projects(scope_a, scope_b, dry_run=dry_run)))
+
+    @tool("Which scope a directory maps to (default: the server's working directory).", read_only=True,
+          idempotent=True)  # fmt: skip
+    async def mem_current_project(cwd: str | None = None) -> Annotated[CallToolResult, CurrentProjectOut]:
+        return await call(handle, lambda e: CurrentProjectOut(**e.current_project(cwd)))
+
+    @tool("Health check of data root, index database, embeddings, LLM, knowledge graph and vault sync.",
+          read_only=True, idempotent=True)  # fmt: skip
+    async def mem_doctor() -> Annotated[CallToolResult, DoctorOut]:
+        return await call(handle, lambda e: DoctorOut(**e.doctor()))
+
+    @tool("Store a prompt template as <data_root>/prompts/<name>.md (overwrites a prompt of the same name).",
+          idempotent=True)  # fmt: skip
+    async def mem_save_prompt(
+        name: Annotated[str, Field(description="File name: letters, digits, '.', '_' or '-'.")], content: str
+    ) -> Annotated[CallToolResult, PromptOut]:
+        return await call(handle, lambda e: PromptOut(name=name, path=str(e.save_prompt(name, content))))
+
+    @tool("Suggest a stable kebab-case topic key for a text (LLM when configured, else a heuristic).",
+          read_only=True, idempotent=True)  # fmt: skip
+    async def mem_suggest_topic_key(content: str) -> Annotated[CallToolResult, TopicKeyOut]:
+        def run(e: Any) -> TopicKeyOut:
+            key, source = e.suggest_topic_key(content)
+            return TopicKeyOut(topic_key=key, source=source)
+
+        return await call(handle, run)

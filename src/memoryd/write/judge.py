@@ -1,0 +1,374 @@
+"""How a new memory relates to an older one, and a stable topic key for a memory.
+
+`judge()` asks the LLM when one is configured and falls back to `judge_heuristic()`, whose
+rules are deterministic and explainable. Both texts are first folded: NFKC, case-folded,
+English contractions expanded (don't → do not), Traditional/Taiwan Chinese to mainland
+Simplified (資料庫 → 数据库, 換成 → 换成), so every Chinese cue and glossary word below is
+written once, in Simplified. Signals:
+
+- *terms*: ``tokens(query=True)`` of each text minus filler (use, 用, 是 …); J = Jaccard of the
+  two term sets, C = share of OLD's terms found in NEW;
+- *entities*: `extract_entities` ids, compared case-insensitively;
+- *polarity*: `classify`; a conditional text is classified again without its condition
+  ("Never squash when merging" → negative);
+- *replacement cue*: a `REPLACEMENT_CUES` (or weaker `WEAK_CUES`: now, 现在, from X to Y,
+  从…到) match in NEW that OLD does not also have.
+
+Rules, first match wins:
+1. Same text once punctuation, spacing, case and script are ignored → duplicates.
+2. No shared entity, no shared term and no two technologies of one kind (`CATEGORIES`: React
+   and Solid are both frontend frameworks) → unrelated.
+3. A replacement cue in NEW → supersedes (auto band only with a strong cue and a shared
+   entity or J ≥ 0.3).
+4. Opposite polarity (negative vs affirmative) on the same topic (J ≥ 0.3, or a shared entity
+   and half of one side's terms found in the other) → contradicts.
+5. J ≥ 0.8 → duplicates (a rewording); NEW's terms nearly all in OLD → duplicates (adds nothing).
+6. C ≥ 0.6 and NEW adds terms → refines.
+7. J ≥ 0.2 or a shared kind of technology, and each side names a technology or a version the
+   other lacks → supersedes, review band only ("We use Vitest" vs "We use Jest", "PostgreSQL 17"
+   vs "PostgreSQL 16": usually a replacement whose cue was left out).
+8. Otherwise unrelated (they share a word or a name but say different things).
+Confidence grows with the overlap; `band()` turns it into auto / review / ignore.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from functools import lru_cache
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel
+
+from memoryd.llm import LLM, LLMError
+from memoryd.search.tokenize import tokens
+from memoryd.write.classify import classify
+from memoryd.write.entities import extract_entities
+
+__all__ = ["JUDGE_SYSTEM", "TOPIC_SYSTEM", "Judgment", "JudgmentType", "band", "judge",
+           "judge_heuristic", "suggest_topic_key"]
+
+JudgmentType = Literal["supersedes", "contradicts", "duplicates", "refines", "unrelated"]
+TYPES = get_args(JudgmentType)
+
+# ---------------------------------------------------------------- cue tables (folded text)
+
+# Traditional forms (換成, 遷移到, 替換, 棄用, 現在用, 從…到 …) fold to these before matching.
+REPLACEMENT_CUES = (
+    r"改用|改成|改为|换成|换用|换到|切到|切换到|切换成|迁移到|迁到|不再|取代|替换|替代|弃用|废弃|"
+    r"现在用|现在改|升级到|升到|"
+    r"\b(?:switch(?:ed|ing)? (?:to|from)|mov(?:e|ed|ing) to|migrat(?:e|ed|ing) to|upgraded to|bumped to|"
+    r"no longer|instead of|replac(?:e|ed|es|ing)|deprecated|is gone|now us(?:e|es|ing))\b"
+)
+# Weaker: often a replacement, sometimes just a time ("from 9 to 5", "now also …").
+WEAK_CUES = r"现在|从[^，,。；;]{1,40}?(?:到|换|切|迁|改)|\b(?:now|from [\w.+#-]+ to)\b"
+FILLER = frozenset("use us be has have 用 使用 是 有 的 了 在 也 都 就 和".split())
+# Polarity is judged separately, so negators do not count as topic terms.
+POLARITY_TERMS = re.compile(r"^(?:never|alway|.*[不没].*)$")
+CONTRACTIONS = {"can't": "cannot", "won't": "will not", "n't": " not"}
+CONDITION = (
+    r"\b(?:when|whenever|if|unless|once|as long as)\b[^,;.]*|"
+    r"(?:如果|若|只要|一旦|除非|当)[^，,。；;]*|[^，,。；;]*(?:的时候|的话)"
+)
+
+# Technologies that fill the same slot, so one can replace another ("现在用 Solid" vs "前端用 React").
+CATEGORIES = {
+    line.split(":")[0]: set(line.split(":")[1].lower().split(","))
+    for line in """
+    frontend framework:React,Vue,Angular,Svelte,Solid,Next.js,Nuxt,SvelteKit,Remix,Astro,jQuery,htmx
+    database:PostgreSQL,MySQL,SQLite,MongoDB,MariaDB,Cassandra,DynamoDB,CockroachDB,Supabase,Firebase
+    cache:Redis,Memcached
+    search engine:Elasticsearch,OpenSearch,Meilisearch,Typesense,Qdrant,Milvus,pgvector,FAISS
+    task queue:Celery,RQ,Dramatiq,Kafka,RabbitMQ
+    test runner:pytest,unittest,Jest,Vitest,Mocha,Cypress,Playwright,Selenium,Puppeteer
+    package manager:pip,Poetry,uv,Conda,npm,pnpm,Yarn,Bun
+    linter:Ruff,Flake8,pylint,isort,ESLint,Prettier
+    type checker:mypy,Pyright
+    CI service:GitHub Actions,GitLab CI,Jenkins,CircleCI,Travis CI
+    hosting:Heroku,Vercel,Netlify,AWS,GCP,Azure,Cloudflare,AWS Lambda
+    bundler:Vite,webpack,esbuild,Rollup,Turborepo
+    backend framework:Django,FastAPI,Flask,Starlette,Express,NestJS,Rails,Laravel,Spring Boot,Gin,Axum
+    ORM:SQLAlchemy,Prisma,TypeORM,Sequelize,Drizzle,Hibernate
+    auth provider:Auth0,Keycloak
+    CSS framework:Tailwind CSS,Bootstrap
+    state library:Redux,Zustand""".strip().splitlines()
+}
+
+# zh → English words for topic keys, "zh:en" pairs; Traditional/Taiwan forms (資料庫, 連線池, 快取,
+# 日誌, 權限, 測試 …) fold to the Simplified key first.
+GLOSSARY = dict(pair.split(":") for pair in """
+    前端:frontend 后端:backend 数据库:database 部署:deploy 测试:testing 单测:testing 连接池:connection-pool
+    决策:decision 迁移:migration 切换:migration 缓存:cache 日志:logging 权限:auth 鉴权:auth 认证:auth
+    登录:login 配置:config 环境变量:env-vars 依赖:dependencies 包管理:packaging 版本:version 发布:release
+    构建:build 接口:api 监控:monitoring 告警:alerting 性能:performance 安全:security 备份:backup
+    限流:rate-limit 队列:queue 索引:index 事务:transaction 分支:branch 合并:merge 提交:commit
+    代码审查:code-review 代码检查:lint 文档:docs 格式:format 错误:errors 重试:retry 超时:timeout
+    并发:concurrency 线程:threads 容器:container 服务器:server 密钥:secrets 会话:session 搜索:search
+    向量:vector 状态管理:state-management 路由:routing 样式:styling 组件:components 脚本:scripts
+    定时任务:cron 生产环境:production 预发:staging 钩子:hooks""".split())
+# English words folded onto one key word, so "switched"/"migrated" key like 切换/迁移.
+EN_KEY_WORDS = dict(pair.split(":") for pair in """
+    switch:migration switched:migration migrate:migration migrated:migration moved:migration
+    replaced:migration decided:decision tests:testing test:testing logs:logging deploys:deploy
+    deployed:deploy deployment:deploy caching:cache authentication:auth permissions:auth""".split())
+EN_STOP = frozenset(
+    """a an and are as at be been by can do does for from has have how i if in into is it its of
+    on or our should that the their then there these this to too use used uses using via was we
+    were what when where which who will with you your must never always only also not no all any
+    now new old just more most run runs make set get they them than so but each every one two
+    don doesn isn aren per instead longer after before follow follows loaded goes lives""".split()
+)
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CUE = re.compile(REPLACEMENT_CUES, re.ASCII)
+_WEAK_CUE = re.compile(WEAK_CUES, re.ASCII)
+_CONDITION = re.compile(CONDITION, re.ASCII)
+_HAS_CJK = re.compile(f"[{_CJK}]")
+_GLOSSARY = re.compile("|".join(sorted(GLOSSARY, key=len, reverse=True)))
+_EN_WORD = re.compile(r"[a-z][a-z0-9]+")
+_KEY = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+){0,4}")
+
+
+class Judgment(BaseModel):
+    type: JudgmentType
+    confidence: float
+    reason: str
+    source: Literal["llm", "heuristic"]
+
+
+def band(confidence: float, type: str) -> Literal["auto", "review", "ignore"]:
+    """What to do with a judgment: apply it, ask a human, or drop it."""
+    if type == "unrelated":
+        return "ignore"
+    return "auto" if confidence >= 0.85 else "review" if confidence >= 0.5 else "ignore"
+
+
+# ---------------------------------------------------------------- signals
+
+
+@lru_cache(maxsize=1)
+def _tw2sp():  # type: ignore[no-untyped-def]
+    import opencc
+
+    return opencc.OpenCC("tw2sp")
+
+
+@lru_cache(maxsize=4096)
+def _fold(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).casefold().replace("\u2019", "'")
+    for short, long in CONTRACTIONS.items():
+        text = text.replace(short, long)
+    if _HAS_CJK.search(text):
+        text = str(_tw2sp().convert(text))
+    return " ".join(text.split())
+
+
+def _canon(text: str) -> str:  # for "same text": no punctuation, no spaces
+    return re.sub(r"[\W_]+", "", _fold(text))
+
+
+def _terms(text: str) -> set[str]:
+    return {t for t in tokens(_fold(text), query=True) if t not in FILLER and not POLARITY_TERMS.match(t)}
+
+
+def _phrases(text: str, terms: set[str], limit: int = 3) -> str:
+    """Some of `terms` in text order, with overlapping Chinese bigrams joined back (连接, 接池 → 连接池)."""
+    out: list[str] = []
+    prev = ""
+    for t in dict.fromkeys(tokens(_fold(text), query=True)):
+        joins = prev and _HAS_CJK.match(t) and len(t) == 2 and prev[-1] == t[0]
+        if t in terms:
+            out[-1:] = [out[-1] + t[1]] if joins else [*out[-1:], t]
+        prev = t if t in terms else ""
+    return ", ".join(out[:limit])
+
+
+def _entities(text: str) -> dict[str, str]:
+    return {e.id.lower(): e.name for e in extract_entities(text)}
+
+
+def _polarity(text: str) -> str:
+    polarity = classify(text).polarity
+    if polarity == "conditional":
+        rest = _CONDITION.sub(" ", _fold(text)).strip(" ,;.，。；")
+        polarity = classify(rest).polarity if rest else polarity
+    return polarity
+
+
+def _cues(text: str, pattern: re.Pattern[str]) -> set[str]:
+    return {m.group() for m in pattern.finditer(_fold(text))}
+
+
+def _categories(entities: dict[str, str]) -> set[str]:
+    names = {name.lower() for name in entities.values()}
+    return {cat.strip() for cat, members in CATEGORIES.items() if names & members}
+
+
+def _names(ids: set[str], names: dict[str, str]) -> str:
+    return ", ".join(sorted(names[i] for i in ids))
+
+
+# ---------------------------------------------------------------- judgment
+
+
+def judge_heuristic(new_text: str, old_text: str) -> Judgment:
+    """Judge NEW against OLD by the rules in the module docstring."""
+
+    def result(type_: JudgmentType, confidence: float, reason: str) -> Judgment:
+        return Judgment(type=type_, confidence=round(min(max(confidence, 0.0), 1.0), 2),
+                        reason=reason, source="heuristic")
+
+    if _canon(new_text) == _canon(old_text):
+        return result("duplicates", 0.97, "Same text once punctuation, spacing, case and script are ignored.")
+    new_t, old_t = _terms(new_text), _terms(old_text)
+    new_e, old_e = _entities(new_text), _entities(old_text)
+    shared_t, shared_e = new_t & old_t, set(new_e) & set(old_e)
+    jac = len(shared_t) / len(new_t | old_t) if new_t | old_t else 0.0
+    cover_old = len(shared_t) / len(old_t) if old_t else 0.0
+    cover_new = len(shared_t) / len(new_t) if new_t else 0.0
+    shared_c = _categories(new_e) & _categories(old_e)
+    overlap = f"Jaccard {jac:.2f}" + (f", shared {_names(shared_e, new_e)}" if shared_e else "")
+    overlap += f", both name a {sorted(shared_c)[0]}" if shared_c and not shared_e else ""
+    if not shared_t and not shared_e and not shared_c:
+        return result("unrelated", 0.9, "No shared entity, kind of technology or topic term.")
+
+    strong_cues = _cues(new_text, _CUE) - _cues(old_text, _CUE)
+    cues = strong_cues or _cues(new_text, _WEAK_CUE) - _cues(old_text, _WEAK_CUE)
+    if cues:
+        strong = bool(shared_e) or jac >= 0.3
+        conf = 0.6 + 0.1 * bool(strong_cues) + 0.15 * strong + 0.05 * bool(set(new_e) - set(old_e))
+        cue = sorted(cues)[0]
+        return result("supersedes", conf, f"Replacement cue {cue!r} in the new one, same topic ({overlap}).")
+
+    pols = {_polarity(new_text), _polarity(old_text)}
+    same_topic = jac >= 0.3 or (bool(shared_e) and max(cover_new, cover_old) >= 0.5)
+    if pols == {"affirmative", "negative"} and same_topic:
+        conf = 0.6 + 0.3 * min(1.0, jac / 0.6) + 0.05 * bool(shared_e)
+        neg = "new" if _polarity(new_text) == "negative" else "old"
+        why = f"Opposite polarity (the {neg} one is negated) on the same topic, no replacement cue"
+        return result("contradicts", conf, f"{why} ({overlap}).")
+
+    if jac >= 0.8:
+        return result("duplicates", 0.85 + 0.5 * (jac - 0.8), f"Near-identical terms ({overlap}).")
+    if cover_new >= 0.8 and len(new_t) < len(old_t):
+        return result("duplicates", 0.6, f"The new memory adds nothing the old one lacks ({overlap}).")
+    if cover_old >= 0.6 and new_t - old_t:
+        why = f"Holds {cover_old:.0%} of the old memory's terms and adds {_phrases(new_text, new_t - old_t)}"
+        return result("refines", 0.6 + 0.3 * cover_old, f"{why} ({overlap}).")
+
+    swap = _swap(new_t - old_t, old_t - new_t, new_e, old_e)
+    if (jac >= 0.2 or shared_c) and swap:
+        return result("supersedes", 0.55, f"Same topic ({overlap}) with {swap}, but no replacement cue.")
+    return result("unrelated", 0.6, f"Some overlap ({overlap}) but different statements.")
+
+
+def _swap(new_only: set[str], old_only: set[str], new_e: dict[str, str], old_e: dict[str, str]) -> str:
+    """'X in place of Y' when each side has a technology (or a version number) the other lacks."""
+    if (e_new := set(new_e) - set(old_e)) and (e_old := set(old_e) - set(new_e)):
+        return f"{_names(e_new, new_e)} in place of {_names(e_old, old_e)}"
+    new_n, old_n = ({t for t in terms if t[0].isdigit()} for terms in (new_only, old_only))
+    if new_n and old_n:
+        return f"{', '.join(sorted(new_n))} in place of {', '.join(sorted(old_n))}"
+    return ""
+
+
+JUDGE_SYSTEM = """You compare two memories an AI coding agent saved about one software project.
+OLD was saved earlier, NEW just now. Decide how NEW relates to OLD:
+- "supersedes": NEW replaces OLD - a later decision or state of the same thing
+  (switched, migrated, no longer, now uses ...).
+- "contradicts": same subject, NEW says the opposite of OLD, with no sign that anything changed.
+- "duplicates": the same meaning, possibly worded differently or in another language or script.
+- "refines": same subject, NEW adds detail to OLD or narrows it, without replacing it.
+- "unrelated": different subjects (mentioning the same technology is not enough).
+Answer with one JSON object only:
+{"type": "<one of the five>", "confidence": <number 0..1>,
+ "reason": "<one or two sentences naming the words that decided it>"}"""
+
+TOPIC_SYSTEM = """Give a topic key for a memory an AI coding agent saved about a software project.
+The key names the subject (technologies, component, concern), not the wording, so that memories
+about the same subject get the same key. Lower-case ASCII kebab-case, English, 1 to 5 words,
+e.g. "frontend-react-solid-migration" or "database-connection-pool".
+Answer with one JSON object only: {"topic_key": "<key>"}"""
+
+
+def _from_llm(answer: dict[str, Any]) -> Judgment | None:
+    type_, conf, reason = answer.get("type"), answer.get("confidence"), answer.get("reason")
+    if type_ not in TYPES or isinstance(conf, bool) or not isinstance(conf, int | float):
+        return None
+    reason = reason.strip() if isinstance(reason, str) and reason.strip() else "The LLM gave no reason."
+    return Judgment(type=type_, confidence=min(max(float(conf), 0.0), 1.0), reason=reason, source="llm")
+
+
+def judge(new_text: str, old_text: str, *, llm: LLM | None) -> Judgment:
+    """The LLM's judgment when one is given and answers sensibly, else the heuristic's."""
+    if llm is None:
+        return judge_heuristic(new_text, old_text)
+    try:
+        answer = llm.complete_json(JUDGE_SYSTEM, f"OLD: {old_text}\nNEW: {new_text}", max_tokens=300)
+        judgment = _from_llm(answer)
+        note = f"{llm.name} answered an unusable judgment"
+    except Exception as exc:  # any LLM failure degrades to the heuristic, never fails the write
+        detail = str(exc) if isinstance(exc, LLMError) else f"{llm.name} failed: {type(exc).__name__}: {exc}"
+        judgment, note = None, detail[:200].rstrip(".")
+    if judgment is not None:
+        return judgment
+    fallback = judge_heuristic(new_text, old_text)
+    return fallback.model_copy(update={"reason": f"{fallback.reason} [LLM fallback: {note}.]"})
+
+
+# ---------------------------------------------------------------- topic keys
+
+
+def _slug(text: str) -> str:
+    return "-".join(_EN_WORD.findall(text.lower().replace("+", "p").replace("#", "sharp")))
+
+
+def _key_words(content: str) -> list[str]:
+    """Key words in three tiers: technologies and files, glossary words, other English words."""
+    folded = _fold(content)
+    tiers: list[list[tuple[int, str]]] = [[], [], []]
+    masked = folded
+    # The leading "» " lifts the sentence-start guard: "React → Solid" names React here.
+    for e in extract_entities("» " + content):
+        if e.kind in ("library", "file"):
+            name = e.name.rsplit("/", 1)[-1].rsplit(".", 1)[0] if e.kind == "file" else e.name
+            pos = folded.find(e.name.lower())
+            tiers[0].append((pos if pos >= 0 else len(folded), _slug(name)))
+            masked = masked.replace(e.name.lower(), " " * len(e.name))
+    tiers[1] += [(m.start(), GLOSSARY[m.group()]) for m in _GLOSSARY.finditer(masked)]
+    for m in _EN_WORD.finditer(masked):
+        word = m.group()
+        if word in EN_KEY_WORDS:
+            tiers[1].append((m.start(), EN_KEY_WORDS[word]))
+        elif word not in EN_STOP and len(word) > 2 and not word.isdigit():
+            tiers[2].append((m.start(), word))
+    words: list[str] = []
+    for tier in tiers:
+        for _, part in sorted(tier):
+            if part and part.rstrip("s") not in {w.rstrip("s") for w in words}:
+                words.append(part)
+    return words
+
+
+def heuristic_topic_key(content: str) -> str:
+    """Up to 5 words from `_key_words`; a short hash of the text when none is found."""
+    key: list[str] = []
+    for part in _key_words(content):
+        if len(key) + len(part.split("-")) <= 5:
+            key += part.split("-")
+    if not key:
+        return "topic-" + hashlib.sha1(_canon(content).encode()).hexdigest()[:6]
+    return "-".join(key)
+
+
+def suggest_topic_key(content: str, *, llm: LLM | None) -> tuple[str, Literal["llm", "heuristic"]]:
+    """A kebab-case ASCII topic key (≤ 5 words) and who chose it."""
+    if llm is not None:
+        try:
+            key = llm.complete_json(TOPIC_SYSTEM, content, max_tokens=60).get("topic_key")
+        except Exception:  # fall back below
+            key = None
+        if isinstance(key, str) and _KEY.fullmatch(key.strip().lower()):
+            return key.strip().lower(), "llm"
+    return heuristic_topic_key(content), "heuristic"
