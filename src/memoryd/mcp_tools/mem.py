@@ -169,7 +169,7 @@ class RejectOut(BaseModel):
 
 
 class AccessRequestOut(BaseModel):
-    request_id: int | None
+    request_id: int | None = None
     scope_hash: str
     status: Literal["pending", "granted", "not_needed"]
     message: str

@@ -304,16 +304,18 @@ class SqliteStore:
 
     def _migrate(self) -> None:
         with self._lock:
-            self._execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations"
-                " (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-            )
-            done = {r[0] for r in self._execute("SELECT version FROM schema_migrations")}
-            for version, name, script in MIGRATIONS:
-                if version in done:
-                    continue
-                self._execute("BEGIN IMMEDIATE")
-                try:
+            # One write-locked transaction: processes opening a new store at once must not
+            # both apply the same migration.
+            self._execute("BEGIN IMMEDIATE")
+            try:
+                self._execute(
+                    "CREATE TABLE IF NOT EXISTS schema_migrations"
+                    " (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+                )
+                done = {r[0] for r in self._execute("SELECT version FROM schema_migrations")}
+                for version, name, script in MIGRATIONS:
+                    if version in done:
+                        continue
                     # executescript would commit implicitly; run statement by statement instead.
                     for statement in _split_sql(script):
                         self._execute(statement)
@@ -321,10 +323,10 @@ class SqliteStore:
                         "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?,?,?)",
                         (version, name, now_iso()),
                     )
-                    self._execute("COMMIT")
-                except BaseException:
-                    self._execute("ROLLBACK")
-                    raise
+                self._execute("COMMIT")
+            except BaseException:
+                self._execute("ROLLBACK")
+                raise
 
     def applied_migrations(self) -> list[tuple[int, str]]:
         with self._lock:

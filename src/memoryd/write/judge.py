@@ -39,7 +39,7 @@ import unicodedata
 from functools import lru_cache
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from memoryd.llm import LLM, LLMError
 from memoryd.search.tokenize import tokens
@@ -47,7 +47,7 @@ from memoryd.write.classify import classify
 from memoryd.write.entities import extract_entities
 
 __all__ = ["JUDGE_SYSTEM", "TOPIC_SYSTEM", "Judgment", "JudgmentType", "band", "judge",
-           "judge_heuristic", "suggest_topic_key"]
+           "heuristic_topic_key", "judge_heuristic", "suggest_topic_key"]
 
 JudgmentType = Literal["supersedes", "contradicts", "duplicates", "refines", "unrelated"]
 TYPES = get_args(JudgmentType)
@@ -74,25 +74,19 @@ CONDITION = (
 
 # Technologies that fill the same slot, so one can replace another ("现在用 Solid" vs "前端用 React").
 CATEGORIES = {
-    line.split(":")[0]: set(line.split(":")[1].lower().split(","))
-    for line in """
-    frontend framework:React,Vue,Angular,Svelte,Solid,Next.js,Nuxt,SvelteKit,Remix,Astro,jQuery,htmx
-    database:PostgreSQL,MySQL,SQLite,MongoDB,MariaDB,Cassandra,DynamoDB,CockroachDB,Supabase,Firebase
-    cache:Redis,Memcached
-    search engine:Elasticsearch,OpenSearch,Meilisearch,Typesense,Qdrant,Milvus,pgvector,FAISS
-    task queue:Celery,RQ,Dramatiq,Kafka,RabbitMQ
-    test runner:pytest,unittest,Jest,Vitest,Mocha,Cypress,Playwright,Selenium,Puppeteer
-    package manager:pip,Poetry,uv,Conda,npm,pnpm,Yarn,Bun
-    linter:Ruff,Flake8,pylint,isort,ESLint,Prettier
-    type checker:mypy,Pyright
-    CI service:GitHub Actions,GitLab CI,Jenkins,CircleCI,Travis CI
-    hosting:Heroku,Vercel,Netlify,AWS,GCP,Azure,Cloudflare,AWS Lambda
-    bundler:Vite,webpack,esbuild,Rollup,Turborepo
-    backend framework:Django,FastAPI,Flask,Starlette,Express,NestJS,Rails,Laravel,Spring Boot,Gin,Axum
-    ORM:SQLAlchemy,Prisma,TypeORM,Sequelize,Drizzle,Hibernate
-    auth provider:Auth0,Keycloak
-    CSS framework:Tailwind CSS,Bootstrap
-    state library:Redux,Zustand""".strip().splitlines()
+    kind.strip(): set(members.lower().split(","))
+    for kind, _, members in (group.partition(":") for group in """
+    frontend framework:React,Vue,Angular,Svelte,Solid,Next.js,Nuxt,SvelteKit,Remix,Astro,jQuery,htmx;
+    database:PostgreSQL,MySQL,SQLite,MongoDB,MariaDB,Cassandra,DynamoDB,CockroachDB,Supabase,Firebase;
+    search engine:Elasticsearch,OpenSearch,Meilisearch,Typesense,Qdrant,Milvus,pgvector,FAISS;
+    test runner:pytest,unittest,Jest,Vitest,Mocha,Cypress,Playwright,Selenium,Puppeteer;
+    backend framework:Django,FastAPI,Flask,Starlette,Express,NestJS,Rails,Laravel,Spring Boot,Gin,Axum;
+    package manager:pip,Poetry,uv,Conda,npm,pnpm,Yarn,Bun; cache:Redis,Memcached; type checker:mypy,Pyright;
+    task queue:Celery,RQ,Dramatiq,Kafka,RabbitMQ; linter:Ruff,Flake8,pylint,isort,ESLint,Prettier;
+    CI service:GitHub Actions,GitLab CI,Jenkins,CircleCI,Travis CI; bundler:Vite,webpack,esbuild,Rollup;
+    hosting:Heroku,Vercel,Netlify,AWS,GCP,Azure,Cloudflare,AWS Lambda; auth provider:Auth0,Keycloak;
+    ORM:SQLAlchemy,Prisma,TypeORM,Sequelize,Drizzle,Hibernate; state library:Redux,Zustand;
+    CSS framework:Tailwind CSS,Bootstrap""".split(";"))
 }
 
 # zh → English words for topic keys, "zh:en" pairs; Traditional/Taiwan forms (資料庫, 連線池, 快取,
@@ -132,7 +126,7 @@ _KEY = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+){0,4}")
 
 class Judgment(BaseModel):
     type: JudgmentType
-    confidence: float
+    confidence: float = Field(ge=0.0, le=1.0)
     reason: str
     source: Literal["llm", "heuristic"]
 
@@ -177,10 +171,14 @@ def _phrases(text: str, terms: set[str], limit: int = 3) -> str:
     out: list[str] = []
     prev = ""
     for t in dict.fromkeys(tokens(_fold(text), query=True)):
-        joins = prev and _HAS_CJK.match(t) and len(t) == 2 and prev[-1] == t[0]
-        if t in terms:
-            out[-1:] = [out[-1] + t[1]] if joins else [*out[-1:], t]
-        prev = t if t in terms else ""
+        if t not in terms:
+            prev = ""
+            continue
+        if prev and len(t) == 2 and _HAS_CJK.match(t) and prev[-1] == t[0]:
+            out[-1] += t[1]  # the next bigram of the same Chinese run
+        else:
+            out.append(t)
+        prev = t
     return ", ".join(out[:limit])
 
 
@@ -202,7 +200,7 @@ def _cues(text: str, pattern: re.Pattern[str]) -> set[str]:
 
 def _categories(entities: dict[str, str]) -> set[str]:
     names = {name.lower() for name in entities.values()}
-    return {cat.strip() for cat, members in CATEGORIES.items() if names & members}
+    return {kind for kind, members in CATEGORIES.items() if names & members}
 
 
 def _names(ids: set[str], names: dict[str, str]) -> str:

@@ -16,7 +16,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from memoryd.mcp_server import build_server, list_tool_names
 
-from .conftest import make_repo
+from ..conftest import make_repo
 
 pytestmark = pytest.mark.anyio
 
