@@ -16,10 +16,10 @@ install: $(STAMP)
 
 ## Run the MCP server over stdio on the embedded default store (the platform data dir, or MEMORYD_HOME).
 serve: $(STAMP)
-	$(VENV)/bin/memoryd-mcp --profile hmg
+	$(VENV)/bin/memoryd-mcp
 
 serve-http: $(STAMP)
-	$(VENV)/bin/memoryd-mcp --profile hmg --transport http --port 8766
+	$(VENV)/bin/memoryd-mcp --transport http --port 8766
 
 ## The whole test suite, slow end-to-end suites included (what CI runs).
 test: $(STAMP)

@@ -59,3 +59,32 @@ def test_govern_restore_and_export(cli, tmp_path: Path) -> None:  # type: ignore
     cli("export", str(out))
     kinds = [json.loads(line)["kind"] for line in out.read_text().splitlines()]
     assert kinds.count("atom") == 2 and kinds.count("event") == 4
+
+
+def test_vault_scope_review_timeline_show_doctor(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    atom = json.loads(cli("memorize", "Backups run nightly at 02:00 UTC to the object store", "--json"))["atom_id"]
+    shown = json.loads(cli("show", atom, "--json"))
+    path = Path(shown["path"])
+    assert path.exists() and [h["action"] for h in shown["history"]] == ["create"]
+    path.write_text(path.read_text().replace("02:00", "03:00"))
+    assert json.loads(cli("vault", "check", "--json"))["edited"] == [str(path)]
+    synced = json.loads(cli("vault", "sync", "--json"))
+    assert synced["edited"][0]["memory_id"] == atom
+    bad = path.parent / "broken.md"
+    bad.write_text("no frontmatter here\n")
+    assert "broken:" in cli("vault", "sync", code=4) and bad.read_text() == "no frontmatter here\n"
+    assert "03:00" in cli("timeline", "--since", "1w")
+    assert "since must look like" in cli("timeline", "--since", "soon", code=2)
+    scope = json.loads(cli("scope", "show", "--json"))
+    assert scope["scope_name"] == "acme/widgets" and scope["sensitive"] is False
+    assert "not marked sensitive" in cli("scope", "grant", code=2)
+    assert "is sensitive" in cli("scope", "mark-sensitive")
+    assert "agents may read acme/widgets until" in cli("scope", "grant", "--minutes", "5")
+    assert "minutes must be between 1 and 1440" in cli("scope", "grant", "--minutes", "0", code=2)
+    assert "no requests" in cli("scope", "requests")
+    assert "no longer sensitive" in cli("scope", "unmark")
+    assert "nothing pending" in cli("review")
+    assert "pass promotion_ids" in cli("promote", code=2)
+    assert "skipped #7: no promotion with id 7" in cli("reject", "7")
+    doc = json.loads(cli("doctor", "--json"))
+    assert doc["index_db"].startswith("ok") and doc["sync"] == "warn: 1 broken (see `memoryd vault check`)"

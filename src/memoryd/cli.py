@@ -197,6 +197,150 @@ def export(
         typer.echo(f"wrote {n} lines to {output}", err=True)
 
 
+vault_app = typer.Typer(help="The markdown vault: one file per active memory.", no_args_is_help=True)
+scope_app = typer.Typer(help="Scopes: which project you are in, sensitive scopes and read grants.",
+                        no_args_is_help=True)  # fmt: skip
+app.add_typer(vault_app, name="vault")
+app.add_typer(scope_app, name="scope")
+
+
+@vault_app.command("sync")
+def vault_sync(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
+    """Import hand edits (as replace corrections), deletions and new files; report broken files."""
+    r = _run(cwd, lambda e: e.vault_sync())
+    _emit(r, json_, lambda: "\n".join(
+        [f"{k}: {len(v)}" for k, v in r.items()] + [f"broken: {b['path']}: {b['error']}" for b in r["broken"]]
+    ))  # fmt: skip
+    if r["broken"]:
+        raise typer.Exit(REJECTED_EXIT)
+
+
+@vault_app.command("check")
+def vault_check(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
+    """Show what `vault sync` would do, changing nothing."""
+    r = _run(cwd, lambda e: e.vault_check())
+    _emit(r, json_, lambda: "\n".join(f"{k}: {len(v)}" + "".join(f"\n  {x}" for x in v) for k, v in r.items()))
+
+
+@scope_app.command("show")
+def scope_show(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
+    """The scope of this directory: hash, name, root, and whether it is sensitive."""
+    def run(e: Any) -> dict[str, Any]:
+        return {**e.current_project(), "sensitive": e.store.is_sensitive(e.scope.scope_hash)}
+
+    r = _run(cwd, run)
+    _emit(r, json_, lambda: "\n".join(f"{k}: {v}" for k, v in r.items()))
+
+
+@scope_app.command("mark-sensitive")
+def scope_mark(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
+    """Mark this scope sensitive: agents then need a grant for every read."""
+    s = _run(cwd, lambda e: e.mark_sensitive(True))
+    _emit({"scope_hash": s.scope_hash, "sensitive": True}, json_, lambda: f"{s.name} ({s.scope_hash}) is sensitive")
+
+
+@scope_app.command("unmark")
+def scope_unmark(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
+    """Make this scope ordinary again (drops its grants)."""
+    s = _run(cwd, lambda e: e.mark_sensitive(False))
+    _emit({"scope_hash": s.scope_hash, "sensitive": False}, json_, lambda: f"{s.name} is no longer sensitive")
+
+
+@scope_app.command("grant")
+def scope_grant(
+    minutes: Annotated[int, typer.Option("--minutes", "-m", help="How long agents may read (1-1440).")] = 30,
+    json_: JsonOpt = False,
+    cwd: CwdOpt = None,
+) -> None:
+    """Let agents read this sensitive scope for a while."""
+    r = _run(cwd, lambda e: e.grant(minutes, by="cli"))
+    _emit(r, json_, lambda: f"agents may read {r['scope_name']} until {r['expires_at']}")
+
+
+@scope_app.command("requests")
+def scope_requests(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
+    """Read requests agents filed with mem_request_sensitive_read."""
+    rows = _run(cwd, lambda e: e.store.access_requests())
+    _emit(rows, json_, lambda: "\n".join(f"#{r['id']} {r['requested_at']} {r['scope_hash']}: {r['reason']}"
+                                         for r in rows) or "no requests")  # fmt: skip
+
+
+@app.command()
+def review(
+    limit: Annotated[int, typer.Option("--limit", "-n")] = 10, json_: JsonOpt = False, cwd: CwdOpt = None
+) -> None:
+    """Saves waiting for review, least certain first."""
+    rows = _run(cwd, lambda e: e.review_pending(limit=limit))
+    data = [{"promotion_id": p.id, "average": p.average, "content": a.content, "reasoning": p.reasoning}
+            for p, a in rows]  # fmt: skip
+    _emit(data, json_, lambda: "\n".join(f"#{d['promotion_id']} ({d['average']:.2f}) {d['content']}\n    {d['reasoning']}"
+                                         for d in data) or "nothing pending")  # fmt: skip
+
+
+@app.command()
+def promote(
+    ids: Annotated[list[int] | None, typer.Argument(help="Promotion ids.")] = None,
+    auto_high: Annotated[bool, typer.Option(help="Promote everything at or above --threshold.")] = False,
+    threshold: float = 0.85,
+    json_: JsonOpt = False,
+    cwd: CwdOpt = None,
+) -> None:
+    """Approve pending saves."""
+    done, skipped = _run(cwd, lambda e: e.promote(ids or [], auto_high=auto_high, threshold=threshold, actor="cli"))
+    _emit({"promoted": done, "skipped": skipped}, json_,
+          lambda: f"promoted: {done}" + "".join(f"\nskipped #{s['promotion_id']}: {s['reason']}" for s in skipped))
+
+
+@app.command()
+def reject(
+    ids: Annotated[list[int], typer.Argument(help="Promotion ids.")], json_: JsonOpt = False, cwd: CwdOpt = None
+) -> None:
+    """Reject pending saves (no file; the audit record stays)."""
+    done, skipped = _run(cwd, lambda e: e.reject(ids, actor="cli"))
+    _emit({"rejected": done, "skipped": skipped}, json_,
+          lambda: f"rejected: {done}" + "".join(f"\nskipped #{s['promotion_id']}: {s['reason']}" for s in skipped))
+
+
+@app.command()
+def timeline(
+    since: Annotated[str, typer.Option(help="30d, 2w, 6m or 1y.")] = "30d",
+    limit: Annotated[int, typer.Option("--limit", "-n")] = 100,
+    json_: JsonOpt = False,
+    cwd: CwdOpt = None,
+) -> None:
+    """This project's memories, newest first."""
+    atoms = _run(cwd, lambda e: e.timeline(since=since, limit=limit))
+    data = [{"memory_id": a.id, "type": a.type, "created_at": a.created_at.isoformat(), "content": a.content}
+            for a in atoms]  # fmt: skip
+    _emit(data, json_, lambda: "\n".join(f"{d['created_at'][:16]}  {d['type']:<10} {d['content']}" for d in data)
+          or "nothing in that window")  # fmt: skip
+
+
+@app.command()
+def show(atom_id: Annotated[str, typer.Argument(help="Memory id.")], json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
+    """One memory with its file path and history."""
+    def run(e: Any) -> dict[str, Any]:
+        a = e.get(atom_id)
+        return {"memory": a.model_dump(mode="json"), "path": str(e.path_of(a) or ""),
+                "history": [ev.model_dump(mode="json") for ev in e.history(atom_id)]}  # fmt: skip
+
+    r = _run(cwd, run)
+    m = r["memory"]
+    _emit(r, json_, lambda: f"{m['id']}  {m['type']}  {m['status']}  {m['epistemic']}/{m['polarity']}\n"
+          f"{m['content']}\nfile: {r['path'] or '-'}\n" + "\n".join(
+              f"  {e['at'][:19]}  {e['action']} by {e['actor']}" + (f": {e['reason']}" if e["reason"] else "")
+              for e in r["history"]))  # fmt: skip
+
+
+@app.command()
+def doctor(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
+    """Health of data root, database, embeddings, LLM, graph and vault; exits 6 on any error."""
+    r = _run(cwd, lambda e: e.doctor())
+    _emit(r, json_, lambda: "\n".join(f"{k:<11} {v}" for k, v in r.items()))
+    if any(v.startswith("error") for v in r.values()):
+        raise typer.Exit(EXIT_CODES["storage_error"])
+
+
 def main() -> None:
     app()
 

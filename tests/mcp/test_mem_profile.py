@@ -306,3 +306,19 @@ async def test_one_store_across_profiles(where: tuple[Path, Path]) -> None:
         assert not old_path.exists()
         assert "PostgreSQL 16" in Path(new["path"]).read_text()
         assert new["type"] == "decision"
+
+
+async def test_server_start_imports_hand_edits(where: tuple[Path, Path]) -> None:
+    home, repo = where
+    with sdk(home, repo) as e:
+        mid = e.memorize("Deploys go through the blue/green switch in deploy.sh").atom_id
+        path = e.path_of(e.get(mid))
+    assert path is not None
+    path.write_text(path.read_text().replace("blue/green switch", "canary rollout"))
+    (path.parent / "broken.md").write_text("---\nid: [\n---\n\nbody\n")
+    async with open_session("stdio", home, repo) as s:
+        got = await ok(s, "mem_get", {"memory_id": mid})
+        assert got["status"] == "superseded"
+        hit = (await ok(s, "mem_search", {"query": "canary rollout deploy.sh"}))["results"][0]
+        assert "canary rollout" in hit["content_preview"]
+    assert (path.parent / "broken.md").read_text() == "---\nid: [\n---\n\nbody\n"

@@ -149,7 +149,7 @@ class AdminOps(_Base):
         problems = {k: v for k, v in report.items() if v}
         out["sync"] = "ok: vault matches the database" if not problems else "warn: " + ", ".join(
             f"{len(v)} {k}" for k, v in problems.items()
-        ) + " (run `memoryd vault sync`)"
+        ) + " (see `memoryd vault check`)"
         return out
 
     def save_prompt(self, name: str, content: str) -> Path:
