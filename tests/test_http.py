@@ -3,12 +3,7 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx2
@@ -16,9 +11,10 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from .mcp.clients import SERVER, free_port, http_server
+
 pytestmark = pytest.mark.anyio
 
-SERVER = str(Path(sys.executable).with_name("memoryd-mcp"))
 INIT = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",
     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
@@ -29,39 +25,6 @@ HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "app
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def http_server(tmp_path: Path, host: str, token: str | None) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
-    port = free_port()
-    env = {**os.environ, "MEMORYD_HOME": str(tmp_path / "home")}
-    env.pop("MEMORYD_TOKEN", None)
-    if token:
-        env["MEMORYD_TOKEN"] = token
-    proc = subprocess.Popen(
-        [SERVER, "--profile", "hmg", "--transport", "http", "--host", host, "--port", str(port)],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise AssertionError(proc.stderr.read().decode() if proc.stderr else "server exited")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield port, proc
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_non_loopback_bind_without_token_refuses_to_start(tmp_path: Path) -> None:
@@ -75,7 +38,7 @@ def test_non_loopback_bind_without_token_refuses_to_start(tmp_path: Path) -> Non
 
 
 async def test_loopback_http_serves_the_tools(tmp_path: Path) -> None:
-    with http_server(tmp_path, "127.0.0.1", None) as (port, _):
+    with http_server(tmp_path / "home", tmp_path, "--profile", "hmg") as port:
         async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write):
             async with ClientSession(read, write) as s:
                 await s.initialize()
@@ -87,7 +50,7 @@ async def test_loopback_http_serves_the_tools(tmp_path: Path) -> None:
 
 async def test_token_is_required_when_bound_elsewhere(tmp_path: Path) -> None:
     token = "t0ken-for-tests-only"
-    with http_server(tmp_path, "0.0.0.0", token) as (port, _):
+    with http_server(tmp_path / "home", tmp_path, "--profile", "hmg", host="0.0.0.0", MEMORYD_TOKEN=token) as port:
         url = f"http://127.0.0.1:{port}/mcp"
         async with httpx2.AsyncClient() as client:
             missing = await client.post(url, json=INIT, headers=HEADERS)

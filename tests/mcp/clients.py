@@ -7,8 +7,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +40,20 @@ async def open_session(transport: str, home: Path, cwd: Path, *args: str) -> Asy
             await s.initialize()
             yield s
         return
+    with http_server(home, cwd, *args) as port:
+        async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                yield s
+
+
+@contextmanager
+def http_server(home: Path, cwd: Path, *args: str, host: str = "127.0.0.1", **env: str) -> Iterator[int]:
+    """`memoryd-mcp ARGS --transport http` on a free port, until the block ends; yields the port."""
     port = free_port()
     proc = subprocess.Popen(
-        [SERVER, *args, "--transport", "http", "--port", str(port)], cwd=cwd, env=server_env(home),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [SERVER, *args, "--transport", "http", "--host", host, "--port", str(port)], cwd=cwd,
+        env=server_env(home, **env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 30
@@ -57,10 +67,7 @@ async def open_session(transport: str, home: Path, cwd: Path, *args: str) -> Asy
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
-        async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write):
-            async with ClientSession(read, write) as s:
-                await s.initialize()
-                yield s
+        yield port
     finally:
         proc.terminate()
         proc.wait(timeout=10)
