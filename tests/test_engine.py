@@ -323,3 +323,16 @@ def test_explicit_global_scope_via_sdk(engine: Engine) -> None:
     assert isinstance(g, Scope) and g.is_global
     r = engine.memorize("I prefer concise answers with code first", scope=g)
     assert engine.get(r.atom_id).scope_hash == g.scope_hash
+
+
+def test_two_engines_on_one_store_see_each_others_vector_changes(
+    settings: Settings, repo: Path, embedder: object
+) -> None:
+    with Engine.open(settings, cwd=repo, embedder=embedder) as a, Engine.open(settings, cwd=repo, embedder=embedder) as b:  # type: ignore[arg-type]
+        mid = a.memorize("The cache layer uses Redis 7 with a 5 minute TTL").atom_id
+        assert b.recall("Redis cache TTL").hits[0].atom.id == mid  # b catches up with a's insert
+        a.update(mid, content="Sessions are stored in DynamoDB with on-demand capacity")
+        hit = b.recall("DynamoDB on-demand sessions").hits[0]
+        assert hit.atom.id == mid and hit.signals["semantic"] > 0.5  # b sees the new vector
+        a.govern(mid, "tombstone", "gone")
+        assert b.recall("DynamoDB on-demand sessions").hits == []

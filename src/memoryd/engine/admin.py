@@ -99,9 +99,6 @@ class AdminOps(_Base):
                 tx.append_event(atom_id=dup, actor=actor, action="merge_dedup", reason=f"{reason}; same as {keep}",
                                 content=None)  # fmt: skip
             tx.rescope_promotions(b, a)
-        with self._index_lock:  # scope codes changed: rebuild from the store on next search
-            self._index_snapshot = -1
-            self._index = type(self._index)(self._index.dim)
         return {**report, "moved": len(moves), "deduped": len(dups)}
 
     def current_project(self, cwd: str | None = None) -> dict[str, str]:

@@ -6,7 +6,6 @@ import hashlib
 import json
 import logging
 import re
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -41,7 +40,6 @@ from ..scope import infer_scope
 from ..search import fusion
 from ..search.embed import Embedder, make_embedder
 from ..search.tokenize import normalize, to_simplified, tokens
-from ..search.vector import VectorIndex
 from ..storage.base import Store
 from ..storage.sqlite import SqliteStore, _iso, chain_hash, content_hash
 from ..write.admission import score_dura
@@ -100,9 +98,6 @@ class EngineCore:
         self.scope = scope
         self.enforce_sensitive = enforce_sensitive
         self.vault_root = settings.home / "vault"
-        self._index = VectorIndex(embedder.dim)
-        self._index_lock = threading.Lock()
-        self._index_snapshot = -1
 
     @classmethod
     def open(
@@ -221,9 +216,6 @@ class EngineCore:
         for entity_id in atom.entities:
             tx.link(atom.id, entity_id, "mentions")
         tx.append_event(atom_id=atom.id, actor=actor, action=action, reason=reason, content=atom.content)
-        if vector is not None:
-            with self._index_lock:
-                self._index.add([(0, atom.id, atom.scope_hash, vector)])
 
     def get(self, atom_id: str) -> Atom:
         """The atom with this id (content as stored). Raises NotFound, AuthorizationRequired."""
@@ -400,8 +392,6 @@ class EngineCore:
                 tx.scrub_atom(atom.id)
                 tx.update_atom(atom.id, status="tombstoned", prior_status=atom.status)
                 tx.append_event(atom_id=atom.id, actor=actor, action="tombstone", reason=reason, content=None)
-            with self._index_lock:
-                self._index.remove(atom.id)
             return GovernResult(effect="applied", target_atom=atom.id)
         # derive_lesson
         if lesson_content is None:
@@ -435,14 +425,6 @@ class EngineCore:
         return GovernResult(effect="applied", target_atom=atom_id)
 
     # -- read path -------------------------------------------------------------------------
-
-    def _refresh_index(self) -> None:
-        version = self.store.snapshot_version()
-        with self._index_lock:
-            if version == self._index_snapshot:
-                return
-            self._index.add(self.store.vectors_after(self._index.last_rowid))
-            self._index_snapshot = version
 
     def recall(
         self,
@@ -486,15 +468,16 @@ class EngineCore:
         except Exception:
             log.exception("query embedding failed; keyword and entity signals only")
         if q_vec is not None:
-            self._refresh_index()
-            with self._index_lock:
-                for atom_id, cos in self._index.search(q_vec, scope_hashes=scopes, k=pool):
-                    candidates[atom_id] = cos
+            for atom_id, cos in self.store.vector_candidates(q_vec, scope_hashes=scopes, k=pool):
+                candidates[atom_id] = cos
         for atom_id in self.store.atoms_for_entities(
             list(dict.fromkeys(q_entities + boost)), scope_hashes=scopes, statuses=statuses, limit=pool
         ):
             candidates.setdefault(atom_id, None)
         atoms = self.store.get_atoms(candidates)
+        if q_vec is not None:
+            missing = [i for i, cos in candidates.items() if cos is None]
+            candidates.update(self.store.cosines(q_vec, missing))
         total, df = self.store.term_stats(q_terms)
         now = _now()
         hits: list[Hit] = []
@@ -504,10 +487,6 @@ class EngineCore:
                 continue
             if types is not None and atom.type not in types:
                 continue
-            if cos is None and q_vec is not None:
-                with self._index_lock:
-                    vec = self._index.vector(atom_id)
-                cos = float(vec @ q_vec) if vec is not None else None
             extra = " ".join([atom.title or "", *atom.tags, *atom.triggers])
             signals = {
                 "keyword": fusion.keyword_score(q_terms, tokens(f"{atom.content} {extra}"), total, df),

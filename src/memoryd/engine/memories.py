@@ -43,9 +43,6 @@ class MemoryOps(_Base):
         tx.unlink_entities(atom.id)
         for entity_id in atom.entities:
             tx.link(atom.id, entity_id, "mentions")
-        if vector is not None:
-            with self._index_lock:
-                self._index.add([(0, atom.id, atom.scope_hash, vector)])
 
     def update(
         self,
@@ -106,8 +103,6 @@ class MemoryOps(_Base):
             tx.append_event(atom_id=atom.id, actor=actor, action="delete", reason=reason, content=None)
             if path is not None:
                 vault.remove(path)
-        with self._index_lock:
-            self._index.remove(atom.id)
         return str(path) if path else ""
 
     def search(

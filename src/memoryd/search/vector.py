@@ -1,8 +1,8 @@
 """In-memory exact vector index over the store's embeddings, refreshed incrementally.
 
 The database is the truth: the index only proposes candidates, and the engine drops any
-whose status or scope no longer fits. Rows are appended as `vectors_after(last_rowid)`
-returns them, so several processes sharing one store each catch up before a search.
+whose status or scope no longer fits. The store feeds it every vector change in order
+(`vec_seq`), so several processes sharing one database each catch up before a search.
 """
 
 from __future__ import annotations
@@ -11,13 +11,11 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ..storage.base import VectorRow
-
 __all__ = ["VectorIndex"]
 
 
 class VectorIndex:
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int = 384) -> None:
         self.dim = dim
         self._matrix = np.zeros((1024, dim), dtype=np.float32)
         self._ids: list[str] = []
@@ -26,7 +24,6 @@ class VectorIndex:
         self._codes: dict[str, int] = {}
         self._alive = np.zeros(1024, dtype=bool)
         self._row_of: dict[str, int] = {}
-        self.last_rowid = 0
 
     def __len__(self) -> int:
         return int(self._alive[: len(self._ids)].sum())
@@ -42,8 +39,9 @@ class VectorIndex:
         alive[:cap] = self._alive
         self._alive = alive
 
-    def add(self, rows: Iterable[VectorRow]) -> None:
-        for rowid, atom_id, scope_hash, vector in rows:
+    def add(self, rows: Iterable[tuple[str, str, np.ndarray]]) -> None:
+        """Insert or overwrite (atom_id, scope_hash, vector) rows."""
+        for atom_id, scope_hash, vector in rows:
             if vector.shape[0] != self.dim:
                 continue  # written by another model; re-embedding is a migration, not a search concern
             i = self._row_of.get(atom_id)
@@ -56,7 +54,6 @@ class VectorIndex:
             self._matrix[i] = vector
             self._scope_codes[i] = self._codes.setdefault(scope_hash, len(self._codes))
             self._alive[i] = True
-            self.last_rowid = max(self.last_rowid, rowid)
 
     def remove(self, atom_id: str) -> None:
         i = self._row_of.get(atom_id)

@@ -7,7 +7,7 @@ second backend (PostgreSQL) implements the same surface. Writes happen inside
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -15,9 +15,7 @@ import numpy as np
 
 from ..models import Atom, Event
 
-__all__ = ["Store", "StoreTx", "VectorRow"]
-
-VectorRow = tuple[int, str, str, np.ndarray]  # (rowid, atom_id, scope_hash, vector)
+__all__ = ["Store", "StoreTx"]
 
 
 class StoreTx(Protocol):
@@ -68,7 +66,13 @@ class Store(Protocol):
         self, entity_ids: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str], limit: int
     ) -> list[str]: ...
 
-    def vectors_after(self, rowid: int) -> Iterator[VectorRow]: ...
+    def vector_candidates(self, query: np.ndarray, *, scope_hashes: Sequence[str], k: int) -> list[tuple[str, float]]:
+        """The k atoms (of these scopes) whose vectors are closest to `query`, with cosines."""
+        ...
+
+    def cosines(self, query: np.ndarray, atom_ids: Sequence[str]) -> dict[str, float]:
+        """Cosine of `query` with each listed atom's vector (atoms without one are left out)."""
+        ...
 
     def events(self, atom_id: str | None = None) -> list[Event]: ...
 

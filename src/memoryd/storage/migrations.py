@@ -125,8 +125,17 @@ CREATE TABLE access_requests (
 );
 """
 
+# vec_seq orders every change to an atom's vector (new, re-embedded, re-scoped, destroyed), so
+# each process's in-memory index catches up with writes made by any other process.
+_V3 = """
+ALTER TABLE atoms ADD COLUMN vec_seq INTEGER;
+UPDATE atoms SET vec_seq = seq WHERE embedding IS NOT NULL;
+CREATE INDEX atoms_vec_seq ON atoms (vec_seq);
+"""
+
 # (version, name, SQL script). Never edit a released entry: append a new one.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial schema: atoms, events, payloads, entities, edges, keyword index", _V1),
     (2, "vault paths, access times, sessions, promotions, sensitive scopes", _V2),
+    (3, "vector change sequence", _V3),
 ]

@@ -17,7 +17,7 @@ from ulid import ULID
 
 from ..errors import StorageBusy, StorageError
 from ..models import Atom, Event, Promotion, Scope, Session
-from .base import VectorRow
+from ..search.vector import VectorIndex
 from .migrations import MIGRATIONS
 
 __all__ = ["SqliteStore", "chain_hash", "content_hash"]
@@ -121,8 +121,8 @@ class _Tx:
         cur = self._execute(
             "INSERT INTO atoms (id, content, norm_hash, type, source, tenant_id, workspace, repository, branch,"
             " scope_root, scope_hash, epistemic, polarity, status, prior_status, title, tags, triggers,"
-            " supersedes, superseded_by, created_at, updated_at, embedding)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " supersedes, superseded_by, created_at, updated_at, embedding, vec_seq)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 atom.id, atom.content, norm_hash, atom.type, atom.source, s.tenant_id, s.workspace,
                 s.repository, s.branch, s.root, atom.scope_hash, atom.epistemic, atom.polarity,
@@ -131,10 +131,14 @@ class _Tx:
                 atom.created_at.isoformat().replace("+00:00", "Z"),
                 atom.updated_at.isoformat().replace("+00:00", "Z"),
                 None if vector is None else np.asarray(vector, dtype=np.float32).tobytes(),
+                None if vector is None else self._next_vec_seq(),
             ),
         )  # fmt: skip
         if terms:
             self._execute("INSERT INTO atom_fts (rowid, terms) VALUES (?, ?)", (cur.lastrowid, " ".join(terms)))
+
+    def _next_vec_seq(self) -> int:
+        return int(self._execute("SELECT coalesce(max(vec_seq), 0) + 1 FROM atoms").fetchone()[0])
 
     def update_atom(self, atom_id: str, **fields: Any) -> None:
         unknown = set(fields) - _UPDATABLE
@@ -144,6 +148,8 @@ class _Tx:
             if key in fields:
                 fields[key] = json.dumps(fields[key], ensure_ascii=False)
         fields.setdefault("updated_at", now_iso())
+        if "scope_hash" in fields:  # the vector index keys candidates by scope
+            fields["vec_seq"] = self._next_vec_seq()
         sets = ", ".join(f"{k} = ?" for k in fields)
         self._execute(f"UPDATE atoms SET {sets} WHERE id = ?", (*fields.values(), atom_id))
 
@@ -184,7 +190,9 @@ class _Tx:
             self._execute("INSERT INTO atom_fts (rowid, terms) VALUES (?, ?)", (row[0], " ".join(terms)))
         if vector is not None:
             blob = np.asarray(vector, dtype=np.float32).tobytes()
-            self._execute("UPDATE atoms SET embedding = ? WHERE id = ?", (blob, atom_id))
+            self._execute(
+                "UPDATE atoms SET embedding = ?, vec_seq = ? WHERE id = ?", (blob, self._next_vec_seq(), atom_id)
+            )
 
     def unlink_entities(self, atom_id: str) -> None:
         self._execute("DELETE FROM edges WHERE src = ? AND kind = 'mentions'", (atom_id,))
@@ -256,8 +264,8 @@ class _Tx:
         self._execute("DELETE FROM atom_fts WHERE rowid = ?", (row[0],))
         self._execute(
             "UPDATE atoms SET content = '', norm_hash = NULL, title = NULL, tags = '[]', triggers = '[]',"
-            " embedding = NULL WHERE id = ?",
-            (atom_id,),
+            " embedding = NULL, vec_seq = ? WHERE id = ?",
+            (self._next_vec_seq(), atom_id),
         )
         self._execute(
             "UPDATE event_payloads SET content = NULL"
@@ -276,6 +284,8 @@ class SqliteStore:
         self.path = Path(path)
         self.tracer = tracer
         self._lock = threading.RLock()
+        self._vectors = VectorIndex()
+        self._vec_seen = 0
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._conn = sqlite3.connect(
@@ -456,14 +466,33 @@ class SqliteStore:
             ).fetchall()
         return [r[0] for r in rows]
 
-    def vectors_after(self, rowid: int) -> Iterator[VectorRow]:
+    def _catch_up_vectors(self) -> None:
+        """Apply every vector change made since the last look, by this process or another."""
+        rows = self._execute(
+            "SELECT vec_seq, id, scope_hash, embedding FROM atoms WHERE vec_seq > ? ORDER BY vec_seq",
+            (self._vec_seen,),
+        ).fetchall()
+        for seq, atom_id, scope_hash, blob in rows:
+            if blob is None:
+                self._vectors.remove(atom_id)
+            else:
+                self._vectors.add([(atom_id, scope_hash, np.frombuffer(blob, dtype=np.float32))])
+            self._vec_seen = max(self._vec_seen, int(seq))
+
+    def vector_candidates(self, query: np.ndarray, *, scope_hashes: Sequence[str], k: int) -> list[tuple[str, float]]:
         with self._lock:
-            rows = self._execute(
-                "SELECT seq, id, scope_hash, embedding FROM atoms WHERE seq > ? AND embedding IS NOT NULL ORDER BY seq",
-                (rowid,),
-            ).fetchall()
-        for r in rows:
-            yield int(r[0]), r[1], r[2], np.frombuffer(r[3], dtype=np.float32)
+            self._catch_up_vectors()
+            return self._vectors.search(query, scope_hashes=scope_hashes, k=k)
+
+    def cosines(self, query: np.ndarray, atom_ids: Sequence[str]) -> dict[str, float]:
+        with self._lock:
+            self._catch_up_vectors()
+            out: dict[str, float] = {}
+            for atom_id in atom_ids:
+                vec = self._vectors.vector(atom_id)
+                if vec is not None:
+                    out[atom_id] = float(vec @ query)
+            return out
 
     def events(self, atom_id: str | None = None) -> list[Event]:
         sql = (
