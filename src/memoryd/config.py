@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["Settings"]
@@ -22,8 +22,12 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MEMORYD_", extra="ignore")
 
     home: Path = Field(default_factory=_default_home, description="Data root: database and vault.")
-    embedder: Literal["e5", "hash"] = Field(
-        "e5", description="Embedding model: e5 (bundled multilingual-e5-small) or hash (deterministic, tests)."
+    db: str | None = Field(
+        None, description="postgresql://… selects PostgreSQL; default the SQLite file in home."
+    )
+    embedder: Literal["e5", "use", "hash"] = Field(
+        "e5",
+        description="Embedding model: e5 (multilingual-e5-small), use (USE multilingual v3), or hash (lexical fake).",
     )
     max_content_chars: int = Field(8000, description="Longest memory accepted, in characters.")
     busy_timeout_ms: int = Field(5000, description="How long a write waits for a locked database.")
@@ -32,6 +36,15 @@ class Settings(BaseSettings):
         0.6, description="DURA average below which an agent save waits for review (memoryd profile)."
     )
     brief_max_chars: int = Field(4000, description="Upper bound on the size of the agent brief.")
+
+    @field_validator("db")
+    @classmethod
+    def _known_database(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("MEMORYD_DB must be a postgresql://… URL (unset = the SQLite file in MEMORYD_HOME)")
+        return value
 
     @property
     def db_path(self) -> Path:

@@ -2,7 +2,8 @@
 
 The class is assembled from themed parts, each in its own module: the write path, recall and
 lifecycle (`core`), memory operations of the memoryd profile (`memories`), sessions,
-promotion review, judgments, administration and sensitive scopes, and the markdown vault.
+promotion review, judgments, administration and sensitive scopes, the markdown vault, and
+observations from agent transcripts.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from .admin import AdminOps
 from .core import PLACEHOLDERS, EngineCore, visible_content
 from .memories import MemoryOps
+from .observations import ObservationOps
 from .review import ReviewOps
 from .sessions import SessionOps
 from .vault_sync import VaultOps
@@ -17,5 +19,5 @@ from .vault_sync import VaultOps
 __all__ = ["Engine", "PLACEHOLDERS", "visible_content"]
 
 
-class Engine(VaultOps, AdminOps, ReviewOps, SessionOps, MemoryOps, EngineCore):
+class Engine(ObservationOps, VaultOps, AdminOps, ReviewOps, SessionOps, MemoryOps, EngineCore):
     """memoryd's service layer over one store; see the module docstring for its parts."""

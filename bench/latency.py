@@ -1,0 +1,560 @@
+#!/usr/bin/env python3
+"""memoryd latency and memory: memorize / recall p50 & p95 and peak RSS per store size, cold start.
+
+Per size (default 1000 and 10000; 100000 with --sizes 1000,10000,100000), in its own fresh
+subprocess (so peak RSS is that size's own), single process, the real e5 embedder:
+
+* fill: deterministic zh-Hans / zh-Hant / en / mixed project memories from templates (seed 7),
+  written one by one through `engine.memorize(..., gate="trusted")` — the normal write path,
+  model call included, for stores up to --engine-fill-max (2000). Larger stores are filled the
+  same way except that the model call is served from a bank of 2000 real e5 vectors
+  (batch-embedded fill texts, reused with small noise): the search cost depends on the number
+  of vectors, not their values, and a 10k fill through the model would take the whole time
+  budget on 2 noisy cores. Everything else in the write path still runs; fill mode is reported.
+* memorize: --write-sample (100) further writes with the real model at the full size, p50/p95.
+* recall: --queries (200) generated queries (zh/en/identifiers), max_results=10, after 5 warm-up
+  calls, p50/p95; the query-embedding share (embedder.query alone on the same queries) and
+  with --profile the top functions of recall under cProfile.
+* vector search alone (the in-memory exact index, k=50) on the same query vectors;
+* what-if, same process and queries: recall with the Snowball stemmer memoized (lru_cache on
+  stemWord), timed between two plain passes so drift shows;
+* RSS: VmHWM (peak) and VmRSS at the end, from /proc/self/status.
+
+Embedder threads: query / passage latency of the e5 model with the default OpenMP settings vs
+OMP_NUM_THREADS=1 vs OMP_WAIT_POLICY=passive, each in its own process, alternated.
+
+Cold start (--cold-runs, default 11, interleaved): spawn `memoryd-mcp` over stdio with the MCP
+SDK client on the 1000-memory store, time to the `initialize` answer and to the first answered
+`mem_search`; the same for a minimal two-tool MCPServer (bench/_floor_server.py), to
+`initialize` and its first tool call; and `memoryd-mcp` with the engine opened on first use
+(bench/_server_lazy.py, an experiment) to see what the background open costs `initialize`. Medians. Plus `python -X importtime` of the server's
+imports and an in-process breakdown of what the first recall waits for.
+
+    .venv/bin/python bench/latency.py                   # 1k + 10k + cold start (~12 min)
+    .venv/bin/python bench/latency.py --quick           # 500 memories, 50 queries, 5 cold runs
+    .venv/bin/python bench/latency.py --sizes 1000,10000,100000 --json out.json
+    OMP_NUM_THREADS=1 .venv/bin/python bench/latency.py --skip-cold   # thread-count comparison
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+PY = sys.executable
+SERVER = str(Path(sys.executable).with_name("memoryd-mcp"))
+
+# --------------------------------------------------------------------------- text generation
+
+PROJECTS = ["billing", "web-app", "mobile", "data-pipeline", "infra", "auth", "search", "ml-serving", "devctl",
+            "gateway", "notifications", "payments", "checkout", "reporting", "admin-console", "scheduler"]  # fmt: skip
+TECHS = ["PostgreSQL 16", "Redis", "Kafka", "ClickHouse", "OpenSearch", "Terraform", "Helm", "Vite", "Solid", "Flutter",
+         "FastAPI", "gRPC", "Airflow", "dbt", "Triton", "Argo CD", "Prometheus", "Loki", "SQLite", "RabbitMQ", "Go",
+         "Rust", "TypeScript", "Python 3.12", "Docker", "Kubernetes", "MySQL 8", "MongoDB", "React", "Django"]  # fmt: skip
+FILES = ["auth/login.py", "internal/fx/convert.go", "src/routes.tsx", "lib/router/app_router.dart",
+         "dags/orders_daily.py", "charts/api/values.yaml", "config/tax_rates.yaml", "crates/devctl/src/main.rs",
+         "src/api/client.ts", "db/migrations/0042_add_index.sql", "config/settings.toml", "docker-compose.yml",
+         ".github/workflows/ci.yml", "scripts/deploy.sh", "src/store/session.ts", "pkg/queue/worker.go",
+         "app/models/invoice.rb", "services/notify/sender.py", "infra/modules/vpc/main.tf", "Makefile"]  # fmt: skip
+FUNCS = ["get_session()", "retry_with_backoff()", "parse_config()", "build_index()", "refresh_token()", "sync_vault()",
+         "render_invoice()", "load_plugins()", "flush_metrics()", "open_pool()", "verify_signature()", "schedule_job()"]  # fmt: skip
+PEOPLE = ["Alice", "Bob", "Lin", "Chen", "Priya", "Mateo", "Yuki", "Omar", "Sofia", "Wei"]
+CMDS = ["make test-fast", "pnpm install --frozen-lockfile", "go test ./...", "cargo clippy -- -D warnings",
+        "terraform plan", "dbt run --select orders+", "helm upgrade --install api charts/api", "pytest -m 'not slow'",
+        "make db-up", "docker compose up redis", "kubectl rollout restart deploy/api", "npm run lint"]  # fmt: skip
+REASON_EN = ["it needs multi-row transactions", "the build got too slow", "the license changed", "the team knows it better",
+             "it halves the memory use", "on-call load was too high", "the vendor ended support", "latency doubled at peak"]  # fmt: skip
+REASON_HANS = ["需要事务支持", "构建太慢", "许可证变了", "团队更熟悉", "内存占用减半", "值班压力太大", "厂商停止维护", "高峰期延迟翻倍"]
+REASON_HANT = ["需要交易支援", "建置太慢", "授權條款改了", "團隊比較熟", "記憶體用量減半", "值班壓力太大", "廠商停止維護", "尖峰延遲加倍"]
+
+TEMPLATES = [
+    "In {p}, we decided to use {t} instead of {t2} because {ren}.",
+    "Never change {f} without running `{c}` first; it broke {p} in release {v}.",
+    "{who} prefers small pull requests in {p}; keep them under {n} changed lines.",
+    "The {p} service reads its settings from {f}; the request timeout is {k} seconds.",
+    "{fn} in {f} returns None when the {p} cache entry has expired after {n} seconds.",
+    "Run `{c}` before pushing changes to {p}; the CI pipeline takes about {k} minutes.",
+    "Warning: keep {t} in {p} below version {v} until the deadlock in {fn} is fixed.",
+    "{p} 决定从 {t2} 换成 {t}，原因是{rhans}，迁移预计 {k} 周完成。",
+    "修改 {f} 之前先跑 `{c}`，否则 {p} 的集成测试会失败，上次耽误了 {k} 小时。",
+    "{who} 偏好在 {p} 里用 {t}，不要引入新的依赖，版本固定在 {v}。",
+    "{p} 的 {t} 连接池大小设为 {n}，超过会触发告警并通知值班。",
+    "注意：{fn} 在 {f} 里处理超时，最多重试 {k} 次，间隔 {n} 毫秒。",
+    "{p} 部署前一定要確認 {f} 的設定，{t} 的版本要是 {v}。",
+    "我們在 {p} 改用 {t}，因為{rhant}，舊的 {t2} 保留 {k} 個月。",
+    "{who} 說 {p} 的 {t} 每天凌晨 {h} 點備份，保留 {n} 天。",
+    "不要在 {p} 的正式環境直接執行 `{c}`，要先在 staging 測過 {k} 次。",
+    "{p} 的 retry policy 改成 exponential backoff，{fn} 最多重试 {k} 次，上限 {n} 毫秒。",
+    "Code review 时 {p} 组要求 PR 附上 {t} 的 benchmark，diff 不超過 {n} 行。",
+    "{p} 的 {f} 里有 feature flag，default 是 off，release {v} 之前记得打开。",
+    "The {p} team uses {t} for {t2} replacement work; {who} owns the migration plan until v{v}.",
+]
+QUERY_TEMPLATES = [
+    "which database does {p} use", "how do I run the tests for {p}", "what does {fn} return when the cache expired",
+    "timeout setting in {f}", "{t} version constraint in {p}", "why did {p} switch to {t}",
+    "{p} 用什么数据库", "{p} 的测试怎么跑", "{f} 的設定要注意什麼", "{t} 连接池多大", "{p} 為什麼改用 {t}",
+    "{p} 的 retry 最多几次", "{f}", "{fn}", "`{c}`", "{who} 的偏好",
+]  # fmt: skip
+
+
+def _slots(rng: random.Random) -> dict[str, Any]:
+    t, t2 = rng.sample(TECHS, 2)
+    return {
+        "p": rng.choice(PROJECTS), "t": t, "t2": t2, "f": rng.choice(FILES), "fn": rng.choice(FUNCS),
+        "who": rng.choice(PEOPLE), "c": rng.choice(CMDS), "ren": rng.choice(REASON_EN), "rhans": rng.choice(REASON_HANS),
+        "rhant": rng.choice(REASON_HANT), "n": rng.randint(2, 5000), "k": rng.randint(2, 90), "h": rng.randint(0, 23),
+        "v": f"{rng.randint(1, 9)}.{rng.randint(0, 30)}.{rng.randint(0, 20)}",
+    }  # fmt: skip
+
+
+def gen_texts(n: int, seed: int = 7) -> list[str]:
+    rng = random.Random(seed)
+    out: list[str] = []
+    seen: set[str] = set()
+    while len(out) < n:
+        text = rng.choice(TEMPLATES).format(**_slots(rng))
+        if text not in seen:
+            seen.add(text)
+            out.append(text)
+    return out
+
+
+def gen_queries(n: int, seed: int = 11) -> list[str]:
+    rng = random.Random(seed)
+    return [rng.choice(QUERY_TEMPLATES).format(**_slots(rng)) for _ in range(n)]
+
+
+# --------------------------------------------------------------------------- child: one size
+
+
+def _status_kb(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return -1
+
+
+class _Precomputed:
+    """Serves fill-time passage vectors from a table of real e5 vectors; anything else goes to the model."""
+
+    def __init__(self, inner: Any, table: dict[str, Any]) -> None:
+        self.inner, self.table, self.name, self.dim = inner, table, inner.name, inner.dim
+
+    def passages(self, texts: Any) -> Any:
+        import numpy as np
+
+        if all(t in self.table for t in texts):
+            return np.stack([self.table[t] for t in texts])
+        return self.inner.passages(texts)
+
+    def query(self, text: str) -> Any:
+        return self.inner.query(text)
+
+
+def child(args: argparse.Namespace) -> dict[str, Any]:
+    import numpy as np
+
+    from memoryd import Engine
+    from memoryd.config import Settings
+    from memoryd.search.embed import E5Embedder
+
+    n = args.child_size
+    root = Path(args.child_home)
+    home, cwd = root / "home", root / "project"
+    home.mkdir(parents=True, exist_ok=True)
+    cwd.mkdir(parents=True, exist_ok=True)
+    texts = gen_texts(n + args.write_sample)
+    fill, sample = texts[:n], texts[n:]
+    queries = gen_queries(args.queries)
+    t = time.perf_counter()
+    e5 = E5Embedder()
+    load_s = time.perf_counter() - t
+    out: dict[str, Any] = {"size": n, "model_load_s": load_s, "rss_after_model_kb": _status_kb("VmRSS")}
+
+    embedder: Any = e5
+    fill_mode = "engine"
+    if n > args.engine_fill_max:
+        fill_mode = "bank"
+        bank_n = min(n, args.engine_fill_max)
+        t = time.perf_counter()
+        bank = np.concatenate([e5.passages(fill[i : i + 32]) for i in range(0, bank_n, 32)])
+        out["bank_embed_s"] = time.perf_counter() - t
+        rng = np.random.default_rng(3)
+        table = {}
+        for i, text in enumerate(fill):
+            v = bank[i % bank_n]
+            if i >= bank_n:
+                v = v + rng.normal(0, 0.02, v.shape).astype(np.float32)
+                v = v / np.linalg.norm(v)
+            table[text] = v.astype(np.float32)
+        embedder = _Precomputed(e5, table)
+    eng = Engine.open(Settings(home=home), cwd=cwd, embedder=embedder)
+    fill_ms = []
+    t_fill = time.perf_counter()
+    for text in fill:
+        t = time.perf_counter()
+        r = eng.memorize(text, source="agent", gate="trusted")
+        fill_ms.append((time.perf_counter() - t) * 1000)
+        assert r.effect == "applied", r
+    out["fill"] = {"mode": fill_mode, "s": time.perf_counter() - t_fill, "p50_ms": C.med(fill_ms),
+                   "p95_ms": C.pct(fill_ms, 95), "first1k_p50_ms": C.med(fill_ms[:1000]),
+                   "last1k_p50_ms": C.med(fill_ms[-1000:])}  # fmt: skip
+    write_ms = []
+    for text in sample:  # real model, full-size store
+        t = time.perf_counter()
+        r = eng.memorize(text, source="agent", gate="trusted")
+        write_ms.append((time.perf_counter() - t) * 1000)
+    out["memorize"] = {"n": len(write_ms), "p50_ms": C.med(write_ms), "p95_ms": C.pct(write_ms, 95)}
+    embed_ms = []
+    for text in sample[:50]:
+        t = time.perf_counter()
+        e5.passages([text])
+        embed_ms.append((time.perf_counter() - t) * 1000)
+    out["memorize"]["passage_embed_p50_ms"] = C.med(embed_ms)
+
+    for q in queries[:5]:
+        eng.recall(q, max_results=10)
+    rec_ms, nhits = [], []
+    for q in queries:
+        t = time.perf_counter()
+        h = eng.recall(q, max_results=10).hits
+        rec_ms.append((time.perf_counter() - t) * 1000)
+        nhits.append(len(h))
+    q_ms, qvecs = [], []
+    for q in queries:
+        t = time.perf_counter()
+        qvecs.append(e5.query(q))
+        q_ms.append((time.perf_counter() - t) * 1000)
+    scopes = eng._recall_scopes(None)  # read-only use of internals: time the vector part alone
+    vs_ms = []
+    for qv in qvecs:
+        t = time.perf_counter()
+        with eng._index_lock:
+            eng._index.search(qv, scope_hashes=scopes, k=50)
+        vs_ms.append((time.perf_counter() - t) * 1000)
+    out["vector_search"] = {"p50_ms": C.med(vs_ms), "p95_ms": C.pct(vs_ms, 95), "vectors": len(eng._index)}
+    from functools import lru_cache
+
+    from memoryd.search import tokenize as tk
+
+    plain = tk._stemmer
+
+    class _Cached:
+        stemWord = staticmethod(lru_cache(maxsize=100_000)(plain.stemWord))
+
+    passes = {}
+    for name, stem in (("plain_a", plain), ("stem_cache", _Cached), ("plain_b", plain)):
+        tk._stemmer = stem
+        ms = []
+        for q in queries:
+            t = time.perf_counter()
+            eng.recall(q, max_results=10)
+            ms.append((time.perf_counter() - t) * 1000)
+        passes[name] = {"p50_ms": C.med(ms), "p95_ms": C.pct(ms, 95)}
+    tk._stemmer = plain
+    out["what_if_stem_cache"] = passes
+    out["recall"] = {"n": len(rec_ms), "p50_ms": C.med(rec_ms), "p95_ms": C.pct(rec_ms, 95),
+                     "query_embed_p50_ms": C.med(q_ms), "query_embed_p95_ms": C.pct(q_ms, 95),
+                     "mean_hits": statistics.mean(nhits)}  # fmt: skip
+    if args.profile:
+        import cProfile
+        import io
+        import pstats
+
+        pr = cProfile.Profile()
+        pr.enable()
+        for q in queries[:50]:
+            eng.recall(q, max_results=10)
+        pr.disable()
+        s = io.StringIO()
+        st = pstats.Stats(pr, stream=s)
+        rows = []
+        for (file, line, fn), (cc, nc, tt, ct, _) in st.stats.items():
+            rows.append({"fn": f"{Path(file).name}:{line}:{fn}", "tottime_ms_per_recall": tt * 1000 / 50,
+                         "cumtime_ms_per_recall": ct * 1000 / 50, "calls_per_recall": nc / 50})  # fmt: skip
+        rows.sort(key=lambda r: -r["tottime_ms_per_recall"])
+        out["profile_top"] = rows[:15]
+    eng.close()
+    out["rss_peak_kb"] = _status_kb("VmHWM")
+    out["rss_end_kb"] = _status_kb("VmRSS")
+    out["db_mb"] = (home / "memoryd.db").stat().st_size / 1e6
+    return out
+
+
+def run_size(n: int, home: Path, args: argparse.Namespace) -> dict[str, Any]:
+    cmd = [PY, __file__, "--child-size", str(n), "--child-home", str(home), "--queries", str(args.queries),
+           "--write-sample", str(args.write_sample), "--engine-fill-max", str(args.engine_fill_max)]  # fmt: skip
+    if args.profile:
+        cmd.append("--profile")
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"size {n} failed:\n{p.stderr[-4000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+# --------------------------------------------------------------------------- cold start
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    env.pop("ANTHROPIC_API_KEY", None)
+    env["MEMORYD_HOME"] = str(home)
+    return env
+
+
+async def _one_start(command: str, argv: list[str], cwd: Path, env: dict[str, str], tool: str, targs: dict) -> tuple[float, float]:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=command, args=argv, cwd=str(cwd), env=env)
+    t0 = time.perf_counter()
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+        await s.initialize()
+        t1 = time.perf_counter()
+        r = await s.call_tool(tool, targs)
+        t2 = time.perf_counter()
+        if r.is_error:
+            raise RuntimeError(f"{tool} failed: {r.content}")
+    return t1 - t0, t2 - t0
+
+
+def cold_start(store_root: Path, runs: int) -> dict[str, Any]:
+    import anyio
+
+    home, cwd = store_root / "home", store_root / "project"
+    env = _env(home)
+    res: dict[str, list[tuple[float, float]]] = {"memoryd": [], "memoryd-lazy-open": [], "floor": []}
+    q = {"query": "why did billing switch to PostgreSQL 16"}
+    lazy = [str(HERE / "_server_lazy.py")]
+
+    async def go() -> None:
+        # one untimed warm-up of each (page cache, .pyc), then interleaved timed runs
+        await _one_start(SERVER, [], cwd, env, "mem_search", {"query": "why did billing switch to PostgreSQL 16"})
+        await _one_start(PY, [str(HERE / "_floor_server.py")], cwd, env, "add", {"a": 1, "b": 2})
+        for _ in range(runs):
+            res["memoryd"].append(await _one_start(SERVER, [], cwd, env, "mem_search", q))
+            res["memoryd-lazy-open"].append(await _one_start(PY, lazy, cwd, env, "mem_search", q))
+            res["floor"].append(await _one_start(PY, [str(HERE / "_floor_server.py")], cwd, env, "add", {"a": 1, "b": 2}))
+
+    anyio.run(go)
+    out = {}
+    for k, v in res.items():
+        out[k] = {"initialize_s": C.med([a for a, _ in v]), "first_call_s": C.med([b for _, b in v]),
+                  "initialize_all": [a for a, _ in v], "first_call_all": [b for _, b in v]}  # fmt: skip
+    out["initialize_ratio"] = out["memoryd"]["initialize_s"] / out["floor"]["initialize_s"]
+    return out
+
+
+def importtime(stmt: str) -> dict[str, Any]:
+    p = subprocess.run([PY, "-X", "importtime", "-c", stmt], capture_output=True, text=True)
+    rows = []
+    for line in p.stderr.splitlines():
+        m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)", line)
+        if m:
+            rows.append((int(m.group(1)), int(m.group(2)), len(m.group(3)) // 2, m.group(4)))
+    top = [r for r in rows if r[2] == 0]
+    total_us = sum(r[1] for r in top)
+    # biggest packages by cumulative time at depth <= 1 (depth 0 = imported directly)
+    by_root: dict[str, int] = {}
+    for self_us, cum_us, depth, name in rows:
+        root = name.split(".")[0]
+        by_root[root] = by_root.get(root, 0) + self_us
+    biggest = sorted(by_root.items(), key=lambda kv: -kv[1])[:12]
+    return {"stmt": stmt, "total_ms": total_us / 1000, "self_ms_by_top_package": {k: v / 1000 for k, v in biggest},
+            "modules": {name: self_us for self_us, _, _, name in rows}}  # fmt: skip
+
+
+def import_diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Modules `a` imports that `b` does not, with their self time (ms)."""
+    extra = {k: v for k, v in a["modules"].items() if k not in b["modules"]}
+    return {"n": len(extra), "self_ms": sum(extra.values()) / 1000,
+            "top": sorted(((k, v / 1000) for k, v in extra.items()), key=lambda kv: -kv[1])[:8]}  # fmt: skip
+
+
+STAGES = r"""
+import json, sys, time
+t0 = time.perf_counter(); r = {}
+import memoryd.mcp_server; r["import memoryd.mcp_server"] = time.perf_counter() - t0
+t = time.perf_counter(); from memoryd.mcp_server import build_server; s = build_server(); r["build_server (starts engine thread)"] = time.perf_counter() - t
+t = time.perf_counter(); import memoryd.engine; r["import memoryd.engine (in main thread, may overlap)"] = time.perf_counter() - t
+from memoryd.search.embed import E5Embedder
+t = time.perf_counter(); e = E5Embedder(); r["E5Embedder() load"] = time.perf_counter() - t
+t = time.perf_counter(); e.query("warm up"); r["first e5 query"] = time.perf_counter() - t
+from memoryd import Engine
+from memoryd.config import Settings
+t = time.perf_counter(); eng = Engine.open(Settings(home=sys.argv[1]), cwd=sys.argv[2], embedder=e); r["Engine.open"] = time.perf_counter() - t
+t = time.perf_counter(); eng.vault_sync(); r["vault_sync (1k files)"] = time.perf_counter() - t
+t = time.perf_counter(); eng.recall("why did billing switch to PostgreSQL 16"); r["first recall (index load + query)"] = time.perf_counter() - t
+t = time.perf_counter(); eng.recall("which database does billing use"); r["second recall"] = time.perf_counter() - t
+r["total"] = time.perf_counter() - t0
+print(json.dumps(r))
+"""
+
+
+def stages(store_root: Path, runs: int = 3) -> dict[str, float]:
+    acc: dict[str, list[float]] = {}
+    for _ in range(runs):
+        p = subprocess.run([PY, "-c", STAGES, str(store_root / "home"), str(store_root / "project")],
+                           capture_output=True, text=True, env=_env(store_root / "home"))  # fmt: skip
+        if p.returncode != 0:
+            raise SystemExit(p.stderr[-3000:])
+        for k, v in json.loads(p.stdout.strip().splitlines()[-1]).items():
+            acc.setdefault(k, []).append(v)
+    return {k: C.med(v) for k, v in acc.items()}
+
+
+OMP_PROBE = r'''
+import json, statistics, sys, time
+from memoryd.search.embed import E5Embedder
+e = E5Embedder()
+qs = ["why did billing switch to PostgreSQL 16", "前端为什么要换掉 React？", "帳單服務的本地整合測試怎麼跑？", "auth/login.py get_session()"]
+p = "In billing, we decided to use PostgreSQL 16 instead of MySQL 8 because it needs multi-row transactions."
+for _ in range(3):
+    e.query(qs[0])
+tq, tp = [], []
+for i in range(int(sys.argv[1])):
+    t = time.perf_counter(); e.query(qs[i % 4]); tq.append((time.perf_counter() - t) * 1000)
+    t = time.perf_counter(); e.passages([p]); tp.append((time.perf_counter() - t) * 1000)
+print(json.dumps({"q": tq, "p": tp}))
+'''
+
+OMP_CONFIGS = {"default": {}, "OMP_NUM_THREADS=1": {"OMP_NUM_THREADS": "1"},
+               "OMP_WAIT_POLICY=passive": {"OMP_WAIT_POLICY": "passive"}}  # fmt: skip
+
+
+def omp_study(rounds: int = 3, calls: int = 40) -> dict[str, Any]:
+    acc: dict[str, dict[str, list[float]]] = {k: {"q": [], "p": []} for k in OMP_CONFIGS}
+    for _ in range(rounds):
+        for name, extra in OMP_CONFIGS.items():
+            env = {k: v for k, v in os.environ.items() if not k.startswith("OMP_")}
+            env.update(extra)
+            p = subprocess.run([PY, "-c", OMP_PROBE, str(calls)], capture_output=True, text=True, env=env)
+            r = json.loads(p.stdout.strip().splitlines()[-1])
+            acc[name]["q"] += r["q"]
+            acc[name]["p"] += r["p"]
+    return {k: {"query_p50_ms": C.med(v["q"]), "query_p95_ms": C.pct(v["q"], 95),
+                "passage_p50_ms": C.med(v["p"]), "passage_p95_ms": C.pct(v["p"], 95)} for k, v in acc.items()}  # fmt: skip
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1000,10000")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--write-sample", type=int, default=100)
+    ap.add_argument("--engine-fill-max", type=int, default=2000)
+    ap.add_argument("--cold-runs", type=int, default=11)
+    ap.add_argument("--skip-cold", action="store_true")
+    ap.add_argument("--skip-omp", action="store_true", help="skip the embedder thread-settings study")
+    ap.add_argument("--skip-sizes", action="store_true")
+    ap.add_argument("--profile", action="store_true", help="cProfile 50 recalls per size")
+    ap.add_argument("--quick", action="store_true", help="500 memories, 50 queries, 5 cold runs")
+    ap.add_argument("--json")
+    ap.add_argument("--child-size", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--child-home", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child_size:
+        print(json.dumps(child(args)))
+        return
+    if args.quick:
+        args.sizes, args.queries, args.cold_runs, args.write_sample = "500", 50, 5, 30
+
+    m = C.machine()
+    C.print_machine(m)
+    t0 = time.perf_counter()
+    tmp = Path(tempfile.mkdtemp(prefix="memoryd-latency-"))
+    sizes = [int(s) for s in args.sizes.split(",")]
+    out: dict[str, Any] = {"machine": m, "sizes": {}}
+    try:
+        store_for_cold = None
+        if not args.skip_sizes:
+            for n in sizes:
+                t = time.perf_counter()
+                r = run_size(n, tmp / f"s{n}", args)
+                out["sizes"][n] = r
+                if store_for_cold is None:
+                    store_for_cold = tmp / f"s{n}"
+                else:
+                    shutil.rmtree(tmp / f"s{n}", ignore_errors=True)
+                print(f"size {n}: done in {time.perf_counter() - t:.0f}s", flush=True)
+            print("\n## per store size (single process, real e5)")
+            rows = []
+            for n, r in out["sizes"].items():
+                rows.append([n, r["fill"]["mode"], C.fmt(r["memorize"]["p50_ms"], 1), C.fmt(r["memorize"]["p95_ms"], 1),
+                             C.fmt(r["memorize"]["passage_embed_p50_ms"], 1), C.fmt(r["recall"]["p50_ms"], 1),
+                             C.fmt(r["recall"]["p95_ms"], 1), C.fmt(r["recall"]["query_embed_p50_ms"], 1),
+                             f"{r['rss_peak_kb'] / 1024:.0f}", f"{r['db_mb']:.0f}", C.fmt(r["fill"]["p50_ms"], 1)])  # fmt: skip
+            print(C.table(["memories", "fill", "memorize p50", "p95", "(embed p50)", "recall p50", "p95",
+                           "(query embed p50)", "peak RSS MB", "db MB", "fill p50 ms"], rows))  # fmt: skip
+            print("\n## recall parts and what-if (ms, p50 / p95)")
+            print(C.table(["memories", "vector search k=50", "recall pass A", "stemWord memoized", "recall pass B"],
+                          [[n, f"{C.fmt(r['vector_search']['p50_ms'], 2)} / {C.fmt(r['vector_search']['p95_ms'], 2)}",
+                            *(f"{C.fmt(r['what_if_stem_cache'][k]['p50_ms'], 1)} / {C.fmt(r['what_if_stem_cache'][k]['p95_ms'], 1)}"
+                              for k in ("plain_a", "stem_cache", "plain_b"))] for n, r in out["sizes"].items()]))  # fmt: skip
+            if args.profile:
+                for n, r in out["sizes"].items():
+                    print(f"\n### recall profile at {n} (ms per recall, by own time)")
+                    print(C.table(["function", "own", "cumulative", "calls"],
+                                  [[p["fn"], C.fmt(p["tottime_ms_per_recall"], 2), C.fmt(p["cumtime_ms_per_recall"], 2),
+                                    C.fmt(p["calls_per_recall"], 1)] for p in r["profile_top"][:12]]))  # fmt: skip
+        if not args.skip_cold:
+            if store_for_cold is None:
+                store_for_cold = tmp / "s1000"
+                run_size(1000, store_for_cold, args)
+            cs = cold_start(store_for_cold, args.cold_runs)
+            out["cold_start"] = cs
+            out["stages"] = stages(store_for_cold)
+            out["importtime"] = [importtime("import memoryd.mcp_server"), importtime("import memoryd.engine"),
+                                 importtime("import mcp.server.mcpserver")]  # fmt: skip
+            print(f"\n## cold start over stdio (median of {args.cold_runs}, store of {sizes[0] if not args.skip_sizes else 1000} memories)")
+            print(C.table(["server", "initialize s", "first tool call s"],
+                          [["memoryd-mcp (mem_search)", C.fmt(cs["memoryd"]["initialize_s"]), C.fmt(cs["memoryd"]["first_call_s"])],
+                           ["experiment: engine opened on first use", C.fmt(cs["memoryd-lazy-open"]["initialize_s"]),
+                            C.fmt(cs["memoryd-lazy-open"]["first_call_s"])],
+                           ["floor: 2-tool MCPServer", C.fmt(cs["floor"]["initialize_s"]), C.fmt(cs["floor"]["first_call_s"])]]))  # fmt: skip
+            print(f"initialize ratio memoryd/floor = {cs['initialize_ratio']:.2f} (target <= 1.15); "
+                  f"first mem_search {cs['memoryd']['first_call_s']:.2f} s (target <= 2.5)")
+            print("\n## where the first recall's time goes (in-process, median of 3)")
+            print(C.table(["stage", "s"], [[k, C.fmt(v)] for k, v in out["stages"].items()]))
+            print("\n## python -X importtime (self time by top-level package, ms)")
+            for it in out["importtime"]:
+                print(f"{it['stmt']}: total {it['total_ms']:.0f} ms; "
+                      + ", ".join(f"{k} {v:.0f}" for k, v in it["self_ms_by_top_package"].items()))  # fmt: skip
+            d = import_diff(out["importtime"][0], out["importtime"][2])
+            out["import_diff_server_vs_floor"] = d
+            print(f"memoryd.mcp_server imports {d['n']} modules the floor does not, {d['self_ms']:.0f} ms self time: "
+                  + ", ".join(f"{k} {v:.1f}" for k, v in d["top"]))
+            for it in out["importtime"]:
+                it.pop("modules")
+        if not args.skip_omp:
+            out["omp"] = omp_study(rounds=2 if args.quick else 3)
+            print("\n## e5 embedder thread settings (ms; each in its own process, alternated)")
+            print(C.table(["setting", "query p50", "query p95", "passage p50", "passage p95"],
+                          [[k, C.fmt(v["query_p50_ms"], 1), C.fmt(v["query_p95_ms"], 1), C.fmt(v["passage_p50_ms"], 1),
+                            C.fmt(v["passage_p95_ms"], 1)] for k, v in out["omp"].items()]))  # fmt: skip
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    out["wall_s"] = time.perf_counter() - t0
+    print(f"\nwall time {out['wall_s']:.0f}s")
+    C.write_json(args.json, out)
+
+
+if __name__ == "__main__":
+    main()

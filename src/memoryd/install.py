@@ -1,0 +1,767 @@
+"""Register memoryd with Claude Code and Codex, and take it out again.
+
+Claude Code (formats from the Claude Code docs: MCP scopes and the hooks reference):
+
+- MCP server: `<project>/.mcp.json` (project scope, shared) or `~/.claude.json` (user scope), both
+  `{"mcpServers": {"<name>": {"type": "stdio", "command": "...", "args": [...]}}}`. A project's
+  `.mcp.json` servers wait for the user's approval (`enabledMcpjsonServers` /
+  `enableAllProjectMcpServers` in the user's settings); install says so and never approves silently.
+- Hooks: `<project>/.claude/settings.json` or `~/.claude/settings.json`,
+  `{"hooks": {"<Event>": [{"matcher": "<regex>", "hooks": [{"type": "command", "command": "...",
+  "timeout": <seconds>}]}]}}`. memoryd adds SessionStart, PreToolUse (matcher = its own tools,
+  `mcp__memoryd__.*` or `mcp__hmg__.*`), SessionEnd and PreCompact, each running
+  `<abs path>/memoryd hook <event>`.
+
+Codex: `$CODEX_HOME/config.toml` (default `~/.codex/config.toml`), table
+`[mcp_servers.<name>]` with `command` and `args`, edited with tomlkit so comments, order and the
+other tables stay as they were.
+
+Every edit merges (other servers and hooks are never touched), is idempotent (a second install
+changes nothing), keeps `<file>.memoryd-backup` of the file as it was before memoryd's first
+change, and is reversed by uninstall: when nothing else changed in between the original bytes
+come back exactly; otherwise only memoryd's entries are taken out (and whatever they replaced is
+put back). A file that does not parse is reported by name and left untouched.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .errors import InvalidInput
+
+__all__ = [
+    "BACKUP_SUFFIX",
+    "HOOK_EVENTS",
+    "Change",
+    "InstallError",
+    "InstallReport",
+    "default_executable",
+    "install_claude",
+    "install_codex",
+    "uninstall_claude",
+    "uninstall_codex",
+]
+
+BACKUP_SUFFIX = ".memoryd-backup"
+# The backup of a file install created: not JSON or TOML, so never mistaken for a real original.
+ABSENT_MARK = b"# memoryd: this file did not exist before `memoryd install`; uninstall deletes it\n"
+Scope = Literal["project", "user"]
+Profile = Literal["memoryd", "hmg"]
+PROFILES: tuple[str, ...] = ("memoryd", "hmg")
+
+# Claude Code event -> (memoryd hook name, timeout in seconds). SessionEnd hooks share a 1.5 s
+# budget unless a hook declares a longer timeout, so every entry declares one.
+HOOK_EVENTS: dict[str, tuple[str, int]] = {
+    "SessionStart": ("session-start", 10),
+    "PreToolUse": ("pre-tool-use", 5),
+    "SessionEnd": ("session-end", 15),
+    "PreCompact": ("pre-compact", 30),
+}
+_SHARED_EVENTS = ("SessionStart", "SessionEnd", "PreCompact")  # one entry serves both profiles
+_OUR_HOOK = re.compile(
+    r"""(?:^|[\s/\\"'])memoryd(?:\.exe|\.hooks)?["']?\s+hook\s+(?:session-start|pre-tool-use|session-end|pre-compact)\b"""
+)
+
+
+class InstallError(InvalidInput):
+    """A configuration file memoryd cannot safely edit (it does not parse, or has the wrong shape)."""
+
+
+@dataclass
+class Change:
+    """What happened to one file."""
+
+    path: str
+    action: Literal["created", "updated", "unchanged", "restored", "deleted"]
+    items: list[str] = field(default_factory=list)
+    backup: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "action": self.action, "items": self.items, "backup": self.backup}
+
+
+@dataclass
+class InstallReport:
+    """The outcome of one install or uninstall: files touched, and what a person should know."""
+
+    agent: Literal["claude", "codex"]
+    operation: Literal["install", "uninstall"]
+    profile: str
+    scope: str
+    server_name: str
+    changes: list[Change] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return any(c.action != "unchanged" for c in self.changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "agent": self.agent, "operation": self.operation, "profile": self.profile, "scope": self.scope,
+            "server_name": self.server_name, "changed": self.changed, "dry_run": self.dry_run,
+            "changes": [c.as_dict() for c in self.changes], "notes": self.notes,
+        }  # fmt: skip
+
+    def render(self) -> str:
+        head = f"{self.operation} {self.agent} ({self.scope}, server {self.server_name!r})"
+        if self.dry_run:
+            head += " [dry run: nothing written]"
+        lines = [head]
+        for c in self.changes:
+            detail = f": {', '.join(c.items)}" if c.items else ""
+            lines.append(f"  {c.action:<9} {c.path}{detail}")
+            if c.backup:
+                lines.append(f"            backup: {c.backup}")
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+# -- executables -------------------------------------------------------------------------------
+
+
+def default_executable(name: str) -> str:
+    """Absolute path of a console script installed next to the running interpreter.
+
+    Falls back to PATH, then to the path where it would be (the report notes if it is missing).
+    """
+    bindir = Path(sys.executable).parent
+    for candidate in (bindir / name, bindir / f"{name}.exe"):
+        if candidate.exists():
+            return str(candidate.absolute())
+    found = shutil.which(name)
+    return str(Path(found).absolute()) if found else str((bindir / name).absolute())
+
+
+def _hook_executable(command: str | None, hook_command: str | None) -> tuple[str, str | None]:
+    """The shell prefix the hooks run (`<prefix> hook <event>`), and the file it needs (for a note).
+
+    `hook_command` is taken as a shell fragment as given (e.g. `/venv/bin/python -m memoryd.hooks`);
+    the default is the memoryd CLI next to `command`, else next to this interpreter, quoted.
+    """
+    if hook_command:
+        return hook_command, None
+    exe = None
+    if command:
+        sibling = Path(command).with_name("memoryd" + Path(command).suffix)
+        if sibling.exists():
+            exe = str(sibling)
+    exe = exe or default_executable("memoryd")
+    return shlex.quote(exe), exe
+
+
+def _check_profile(profile: str) -> str:
+    if profile not in PROFILES:
+        raise InvalidInput(f"unknown profile {profile!r}; expected one of {', '.join(PROFILES)}")
+    return profile
+
+
+def _server_args(profile: str) -> list[str]:
+    return ["--profile", "hmg"] if profile == "hmg" else []
+
+
+def _missing_note(path: str, what: str) -> list[str]:
+    return [] if Path(path).exists() else [f"{what} {path} does not exist (yet); the agent will fail to start it"]
+
+
+# -- file plumbing -------------------------------------------------------------------------------
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` in one rename, keeping the old file's permissions."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o7777 if path.exists() else None
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _backup_path(path: Path) -> Path:
+    return path.with_name(path.name + BACKUP_SUFFIX)
+
+
+class _Format:
+    """How a JSON file was laid out, so a rewrite looks like the original."""
+
+    def __init__(self, raw: bytes | None) -> None:
+        text = raw.decode("utf-8-sig") if raw else ""
+        self.indent: int | str | None = 2
+        self.newline = True if raw is None else text.endswith("\n")
+        if text.strip() and re.sub(r"\s", "", text) not in ("{}", "[]"):
+            m = re.search(r"^[{\[][ \t]*\r?\n([ \t]+)\S", text, re.MULTILINE)
+            if m:
+                ws = m.group(1)
+                self.indent = ws if "\t" in ws else len(ws)
+            elif "\n" not in text.strip():
+                self.indent = None
+
+    def dump(self, data: Any) -> bytes:
+        text = json.dumps(data, indent=self.indent, ensure_ascii=False)
+        return (text + ("\n" if self.newline else "")).encode("utf-8")
+
+
+def _load_json(path: Path, raw: bytes | None) -> dict[str, Any]:
+    if raw is None or not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise InstallError(f"{path} is not UTF-8 text ({exc}); left untouched") from exc
+    except json.JSONDecodeError as exc:
+        raise InstallError(
+            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); left untouched — "
+            "fix or move the file and run the command again"
+        ) from exc
+    if not isinstance(data, dict):
+        raise InstallError(f"{path} holds a JSON {type(data).__name__}, not an object; left untouched")
+    return data
+
+
+def _expect_dict(path: Path, data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InstallError(f"{path}: {key!r} is a {type(value).__name__}, expected an object; left untouched")
+    return value
+
+
+@dataclass
+class _Plan:
+    path: Path
+    raw: bytes | None
+    new: bytes | None  # None = delete the file
+    action: str
+    items: list[str]
+    restore_backup: bool = False
+    uninstall: bool = False
+
+
+def _apply(plan: _Plan, *, dry_run: bool, notes: list[str]) -> Change:
+    """Write one planned edit: back up before the first change, restore or delete on the way out."""
+    backup = _backup_path(plan.path)
+    change = Change(path=str(plan.path), action=plan.action, items=plan.items)  # type: ignore[arg-type]
+    if plan.action == "unchanged" or dry_run:
+        return change
+    if not plan.uninstall:
+        if not backup.exists():  # the file as it was before memoryd's first change
+            if plan.raw is None:
+                plan.path.parent.mkdir(parents=True, exist_ok=True)
+                backup.write_bytes(ABSENT_MARK)
+            else:
+                shutil.copy2(plan.path, backup)
+        change.backup = str(backup)
+    if plan.new is None:
+        plan.path.unlink(missing_ok=True)
+        if backup.exists():
+            backup.unlink()
+        parent = plan.path.parent
+        try:
+            if parent.name in (".claude", ".codex") and not any(parent.iterdir()):
+                parent.rmdir()  # the folder install created for this file
+        except OSError:
+            pass
+        return change
+    _atomic_write(plan.path, plan.new)
+    if plan.restore_backup:
+        backup.unlink(missing_ok=True)
+    elif plan.uninstall and backup.exists():
+        notes.append(f"{plan.path} has other changes since memoryd's first install (another profile, or edits), "
+                     f"so only these entries were taken out; the pre-install copy stays at {backup}")  # fmt: skip
+    return change
+
+
+def _plan_install_json(path: Path, edit: Callable[[dict[str, Any]], list[str]]) -> _Plan:
+    raw = _read(path)
+    data = _load_json(path, raw)
+    new = copy.deepcopy(data)
+    items = edit(new)
+    if raw is not None and new == data:
+        return _Plan(path, raw, raw, "unchanged", [])
+    return _Plan(path, raw, _Format(raw).dump(new), "created" if raw is None else "updated", items)
+
+
+def _plan_uninstall_json(path: Path, edit: Callable[[dict[str, Any], dict[str, Any] | None], list[str]]) -> _Plan:
+    """Take memoryd's entries out; give the original bytes back when the result is the original."""
+    raw = _read(path)
+    if raw is None:
+        return _Plan(path, raw, raw, "unchanged", [])
+    data = _load_json(path, raw)
+    braw = _read(_backup_path(path))
+    original: dict[str, Any] | None = None
+    if braw == ABSENT_MARK:
+        original = {}
+    elif braw is not None:
+        try:
+            original = _load_json(path, braw)
+        except InstallError:
+            original = None  # a mangled backup is ignored, never trusted
+    new = copy.deepcopy(data)
+    items = edit(new, original)
+    if new == data:
+        return _Plan(path, raw, raw, "unchanged", [])
+    if new == {} and braw in (None, ABSENT_MARK):
+        return _Plan(path, raw, None, "deleted", items, uninstall=True)  # install created this file
+    if braw is not None and braw != ABSENT_MARK and original is not None and new == original:
+        return _Plan(path, raw, braw, "restored", items, restore_backup=True, uninstall=True)
+    return _Plan(path, raw, _Format(raw).dump(new), "updated", items, uninstall=True)
+
+
+# -- Claude Code -----------------------------------------------------------------------------------
+
+
+def _claude_paths(scope: str, home: Path, project_dir: Path) -> tuple[Path, Path]:
+    if scope == "project":
+        return project_dir / ".mcp.json", project_dir / ".claude" / "settings.json"
+    if scope == "user":
+        return home / ".claude.json", home / ".claude" / "settings.json"
+    raise InvalidInput(f"unknown scope {scope!r}; expected project or user")
+
+
+def _server_entry(command: str, profile: str) -> dict[str, Any]:
+    return {"type": "stdio", "command": command, "args": _server_args(profile)}
+
+
+def _matcher(profile: str) -> str:
+    return f"mcp__{profile}__.*"
+
+
+def _hook_group(event: str, exe: str, profile: str) -> dict[str, Any]:
+    name, timeout = HOOK_EVENTS[event]
+    handler = {"type": "command", "command": f"{exe} hook {name}", "timeout": timeout}
+    group: dict[str, Any] = {"hooks": [handler]}
+    if event == "PreToolUse":
+        group = {"matcher": _matcher(profile), **group}
+    return group
+
+
+def _is_our_handler(handler: Any) -> bool:
+    return (
+        isinstance(handler, dict) and handler.get("type", "command") == "command"
+        and isinstance(handler.get("command"), str) and _OUR_HOOK.search(handler["command"]) is not None
+    )  # fmt: skip
+
+
+def _is_our_group(group: Any, event: str, profile: str | None = None) -> bool:
+    """A matcher group memoryd wrote: only memoryd hook commands (PreToolUse: this profile's matcher)."""
+    if not isinstance(group, dict) or not isinstance(group.get("hooks"), list) or not group["hooks"]:
+        return False
+    if not all(_is_our_handler(h) for h in group["hooks"]):
+        return False
+    if event == "PreToolUse" and profile is not None:
+        return group.get("matcher") == _matcher(profile)
+    return True
+
+
+def _hooks_table(path: Path, data: dict[str, Any], *, create: bool) -> dict[str, Any] | None:
+    hooks = data.get("hooks")
+    if hooks is None:
+        if not create:
+            return None
+        hooks = data["hooks"] = {}
+    if not isinstance(hooks, dict):
+        raise InstallError(f"{path}: 'hooks' is a {type(hooks).__name__}, expected an object; left untouched")
+    for event in HOOK_EVENTS:
+        if event in hooks and not isinstance(hooks[event], list):
+            raise InstallError(f"{path}: 'hooks.{event}' is not a list; left untouched")
+    return hooks
+
+
+def _add_hooks(path: Path, data: dict[str, Any], exe: str, profile: str) -> list[str]:
+    hooks = _hooks_table(path, data, create=True)
+    assert hooks is not None
+    items = []
+    for event in HOOK_EVENTS:
+        want = _hook_group(event, exe, profile)
+        groups = hooks.setdefault(event, [])
+        ours = [i for i, g in enumerate(groups) if _is_our_group(g, event, profile)]
+        if any(groups[i] == want for i in ours):
+            continue
+        if ours:
+            groups[ours[0]] = want  # an older memoryd entry (moved venv, other timeout): refresh in place
+        else:
+            groups.append(want)
+        items.append(f"hooks.{event}")
+    return items
+
+
+def _remove_hooks(path: Path, data: dict[str, Any], original: dict[str, Any] | None, profile: str) -> list[str]:
+    hooks = _hooks_table(path, data, create=False)
+    if hooks is None:
+        return []
+    other = [p for p in PROFILES if p != profile]
+    still_used = any(
+        _is_our_group(g, "PreToolUse", p) for p in other for g in hooks.get("PreToolUse", [])
+    )  # the other profile's install still needs the shared entries
+    orig_hooks = (original or {}).get("hooks") if isinstance((original or {}).get("hooks"), dict) else {}
+    items = []
+    for event in HOOK_EVENTS:
+        if event not in hooks or (event in _SHARED_EVENTS and still_used):
+            continue
+        groups = hooks[event]
+        kept = [g for g in groups if not _is_our_group(g, event, profile)]
+        # Older memoryd entries the backup had (a previous install) come back as they were.
+        kept += [g for g in (orig_hooks or {}).get(event, []) if _is_our_group(g, event, profile) and g not in kept]
+        if kept != groups:
+            items.append(f"hooks.{event}")
+        if kept or event in (orig_hooks or {}):
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if not hooks and "hooks" not in (original or {}):
+        del data["hooks"]
+    return items
+
+
+def _add_server(path: Path, data: dict[str, Any], name: str, entry: dict[str, Any]) -> list[str]:
+    servers = _expect_dict(path, data, "mcpServers")
+    data["mcpServers"] = servers
+    if servers.get(name) == entry:
+        return []
+    servers[name] = entry
+    return [f"mcpServers.{name}"]
+
+
+def _remove_server(path: Path, data: dict[str, Any], original: dict[str, Any] | None, name: str) -> list[str]:
+    servers = data.get("mcpServers")
+    if not isinstance(servers, dict) or name not in servers:
+        return []
+    orig_servers = (original or {}).get("mcpServers")
+    orig_servers = orig_servers if isinstance(orig_servers, dict) else {}
+    if name in orig_servers:
+        if servers[name] == orig_servers[name]:
+            return []
+        servers[name] = copy.deepcopy(orig_servers[name])  # what install replaced comes back
+    else:
+        del servers[name]
+        if not servers and "mcpServers" not in (original or {}):
+            del data["mcpServers"]
+    return [f"mcpServers.{name}"]
+
+
+def _approval_notes(name: str, scope: str, home: Path, project_dir: Path) -> list[str]:
+    """For project servers: is it approved already? If not, say how (never flip it silently)."""
+    if scope != "project":
+        return []
+    places: list[tuple[Path, dict[str, Any]]] = []
+    for path in (home / ".claude" / "settings.json", project_dir / ".claude" / "settings.local.json",
+                 project_dir / ".claude" / "settings.json"):  # fmt: skip
+        try:
+            places.append((path, _load_json(path, _read(path))))
+        except InstallError:
+            continue
+    try:
+        state = _load_json(home / ".claude.json", _read(home / ".claude.json"))
+        projects = state.get("projects")
+        entry = projects.get(str(project_dir.resolve())) if isinstance(projects, dict) else None
+        if isinstance(entry, dict):
+            places.append((home / ".claude.json", entry))
+    except InstallError:
+        pass
+    for path, d in places:
+        if name in (d.get("disabledMcpjsonServers") or []):
+            return [(f"{path} lists {name!r} in disabledMcpjsonServers, so Claude Code will not start it; "
+                     "take it out of that list to use memoryd in this project")]  # fmt: skip
+    for path, d in places:
+        if d.get("enableAllProjectMcpServers") is True or name in (d.get("enabledMcpjsonServers") or []):
+            return [f"the project server {name!r} is already approved ({path})"]
+    return [(
+        f"Claude Code asks before starting servers from {project_dir / '.mcp.json'}: approve {name!r} at the "
+        f"prompt (or in /mcp), or add \"enabledMcpjsonServers\": [\"{name}\"] to ~/.claude/settings.json or "
+        f"{project_dir / '.claude' / 'settings.local.json'} (\"enableAllProjectMcpServers\": true approves every "
+        "server of the project). memoryd does not change that setting for you."
+    )]
+
+
+def install_claude(
+    scope: Scope = "project",
+    profile: Profile = "memoryd",
+    *,
+    home: Path | None = None,
+    project_dir: Path | None = None,
+    command: str | None = None,
+    hook_command: str | None = None,
+    dry_run: bool = False,
+) -> InstallReport:
+    """Register the MCP server and the four hooks with Claude Code (see the module docstring).
+
+    `command` is the memoryd-mcp executable (default: next to this interpreter); `hook_command`
+    the memoryd CLI the hooks run (default: the one next to `command`, else next to this
+    interpreter). Raises InstallError (a file does not parse; nothing is written) or InvalidInput.
+    """
+    profile = _check_profile(profile)  # type: ignore[assignment]
+    home = Path(home) if home is not None else Path.home()
+    project_dir = Path(project_dir) if project_dir is not None else Path.cwd()
+    mcp_path, settings_path = _claude_paths(scope, home, project_dir)
+    command = command or default_executable("memoryd-mcp")
+    exe, exe_file = _hook_executable(command, hook_command)
+    entry = _server_entry(command, profile)
+    # Plan both files before writing either: a malformed second file must leave the first untouched.
+    plans = [
+        _plan_install_json(mcp_path, lambda d: _add_server(mcp_path, d, profile, entry)),
+        _plan_install_json(settings_path, lambda d: _add_hooks(settings_path, d, exe, profile)),
+    ]
+    report = InstallReport("claude", "install", profile, scope, profile, dry_run=dry_run)
+    report.changes = [_apply(p, dry_run=dry_run, notes=report.notes) for p in plans]
+    report.notes += _missing_note(command, "the MCP server executable")
+    if exe_file:
+        report.notes += _missing_note(exe_file, "the hook executable")
+    report.notes += _approval_notes(profile, scope, home, project_dir)
+    if scope == "user" and report.changed and not dry_run:
+        report.notes.append(f"Claude Code rewrites {mcp_path} while it runs: if it was open, quit it and check that "
+                            f"mcpServers.{profile} is still there (`claude mcp list`)")  # fmt: skip
+    if profile == "hmg":
+        report.notes.append("the tools appear as mcp__hmg__memory_* (memorize, recall, correct, govern, handoff, stats)")
+    if report.changed and not dry_run:
+        report.notes.append("restart Claude Code (or run /mcp and /hooks) to pick the changes up")
+    return report
+
+
+def uninstall_claude(
+    scope: Scope = "project",
+    profile: Profile = "memoryd",
+    *,
+    home: Path | None = None,
+    project_dir: Path | None = None,
+    dry_run: bool = False,
+) -> InstallReport:
+    """Reverse `install_claude` for this scope and profile; other servers and hooks stay."""
+    profile = _check_profile(profile)  # type: ignore[assignment]
+    home = Path(home) if home is not None else Path.home()
+    project_dir = Path(project_dir) if project_dir is not None else Path.cwd()
+    mcp_path, settings_path = _claude_paths(scope, home, project_dir)
+    plans = [
+        _plan_uninstall_json(mcp_path, lambda d, o: _remove_server(mcp_path, d, o, profile)),
+        _plan_uninstall_json(settings_path, lambda d, o: _remove_hooks(settings_path, d, o, profile)),
+    ]
+    report = InstallReport("claude", "uninstall", profile, scope, profile, dry_run=dry_run)
+    report.changes = [_apply(p, dry_run=dry_run, notes=report.notes) for p in plans]
+    if not report.changed:
+        report.notes.append(f"nothing of memoryd ({profile}) was installed in the {scope} scope")
+    return report
+
+
+# -- Codex ---------------------------------------------------------------------------------------
+
+
+def _codex_config(home: Path | None, codex_home: Path | None) -> Path:
+    if codex_home is not None:
+        return Path(codex_home) / "config.toml"
+    env = os.environ.get("CODEX_HOME")
+    if env:
+        return Path(env) / "config.toml"
+    return (Path(home) if home is not None else Path.home()) / ".codex" / "config.toml"
+
+
+def _load_toml(path: Path, raw: bytes | None) -> Any:
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    if raw is None:
+        return tomlkit.document()
+    try:
+        return tomlkit.parse(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InstallError(f"{path} is not UTF-8 text ({exc}); left untouched") from exc
+    except TOMLKitError as exc:
+        raise InstallError(f"{path} is not valid TOML ({exc}); left untouched — fix the file and run again") from exc
+
+
+def _codex_servers(path: Path, doc: Any, *, create: bool) -> Any:
+    import tomlkit
+
+    servers = doc.get("mcp_servers")
+    if servers is None:
+        if not create:
+            return None
+        servers = tomlkit.table(is_super_table=True)  # renders as [mcp_servers.<name>] only
+        doc.add("mcp_servers", servers)
+        servers = doc["mcp_servers"]
+    if not isinstance(servers, dict):
+        raise InstallError(f"{path}: 'mcp_servers' is not a table; left untouched")
+    return servers
+
+
+def _last_table(table: Any) -> Any:
+    """The table whose body ends where `table` ends in the file (its last sub-table, recursively)."""
+    from tomlkit.items import Table
+
+    while True:
+        subs = [v for k, v in table.value.body if k is not None and isinstance(v, Table)]
+        if not subs:
+            return table
+        table = subs[-1]
+
+
+def _pop_trailing_comments(table: Any) -> list[Any]:
+    """Take the comments (and what follows them) off the end of a table's body.
+
+    tomlkit keeps a comment that stands above the next section inside the table before it; a
+    table inserted after that one must carry the comment along, or it would end up above memoryd.
+    """
+    from tomlkit.items import Comment, Whitespace
+
+    body = table.value.body
+    n = len(body)
+    while n and body[n - 1][0] is None and isinstance(body[n - 1][1], Whitespace | Comment):
+        n -= 1
+    trailing = body[n:]
+    first = next((i for i, (_, item) in enumerate(trailing) if isinstance(item, Comment)), None)
+    if first is None:
+        return []
+    moved = [item for _, item in trailing[first:]]
+    del body[n + first:]
+    return moved
+
+
+def _insert_codex_table(doc: Any, servers: Any, name: str, command: str, args: list[str]) -> None:
+    import tomlkit
+    from tomlkit.items import Table
+
+    existing = [v for k, v in servers.value.body if k is not None and isinstance(v, Table)]
+    moved = _pop_trailing_comments(_last_table(existing[-1])) if existing else []
+    table = tomlkit.table()
+    table.add("command", command)
+    table.add("args", args)
+    if moved:
+        table.add(tomlkit.nl())
+        for item in moved:
+            table.value.append(None, item)
+    elif list(doc.keys())[-1] != "mcp_servers":
+        table.add(tomlkit.nl())  # keep a blank line before the table that follows
+    servers.add(name, table)
+
+
+def _remove_codex_table(servers: Any, name: str) -> None:
+    """Delete memoryd's table, handing the comments it carried back to the table before it."""
+    from tomlkit.items import Table
+
+    keys = [k.key for k, v in servers.value.body if k is not None and isinstance(v, Table)]
+    moved = _pop_trailing_comments(_last_table(servers[name])) if name in keys else []
+    at = keys.index(name) if name in keys else -1
+    del servers[name]
+    if moved and at > 0:
+        target = _last_table(servers[keys[at - 1]])
+        for item in moved:
+            target.value.append(None, item)
+
+
+def install_codex(
+    home: Path | None = None,
+    codex_home: Path | None = None,
+    profile: Profile = "memoryd",
+    command: str | None = None,
+    *,
+    dry_run: bool = False,
+) -> InstallReport:
+    """Add `[mcp_servers.<profile>]` to Codex's config.toml; comments and other tables stay."""
+    import tomlkit
+
+    profile = _check_profile(profile)  # type: ignore[assignment]
+    path = _codex_config(home, codex_home)
+    command = command or default_executable("memoryd-mcp")
+    raw = _read(path)
+    doc = _load_toml(path, raw)
+    servers = _codex_servers(path, doc, create=True)
+    args = _server_args(profile)
+    current = servers.get(profile)
+    if current is not None and not isinstance(current, dict):
+        raise InstallError(f"{path}: 'mcp_servers.{profile}' is not a table; left untouched")
+    items: list[str] = []
+    if current is None:
+        _insert_codex_table(doc, servers, profile, command, args)
+        items.append(f"mcp_servers.{profile}")
+    else:  # keep what the user added (env, startup_timeout_sec, …); set what memoryd owns
+        for key, value in (("command", command), ("args", args)):
+            if current.get(key) != value:
+                current[key] = value
+                items.append(f"mcp_servers.{profile}.{key}")
+    action = "unchanged" if not items else ("created" if raw is None else "updated")
+    plan = _Plan(path, raw, raw if not items else tomlkit.dumps(doc).encode("utf-8"), action, items)
+    report = InstallReport("codex", "install", profile, "user", profile, dry_run=dry_run)
+    report.changes = [_apply(plan, dry_run=dry_run, notes=report.notes)]
+    report.notes += _missing_note(command, "the MCP server executable")
+    report.notes.append("Codex starts MCP servers in the session's working directory, so the scope follows the "
+                        "repository you run codex in; memoryd's agent hooks are installed for Claude Code only")
+    if report.changed and not dry_run:
+        report.notes.append("restart Codex to pick the server up (`/mcp` lists it)")
+    return report
+
+
+def uninstall_codex(
+    home: Path | None = None, codex_home: Path | None = None, profile: Profile = "memoryd", *, dry_run: bool = False
+) -> InstallReport:
+    """Reverse `install_codex`: the original file comes back byte for byte when nothing else changed."""
+    import tomlkit
+
+    profile = _check_profile(profile)  # type: ignore[assignment]
+    path = _codex_config(home, codex_home)
+    report = InstallReport("codex", "uninstall", profile, "user", profile, dry_run=dry_run)
+    raw = _read(path)
+    if raw is None:
+        report.changes = [Change(str(path), "unchanged")]
+        report.notes.append(f"nothing of memoryd ({profile}) was installed in {path}")
+        return report
+    doc = _load_toml(path, raw)
+    braw = _read(_backup_path(path))
+    original = None
+    if braw == ABSENT_MARK:
+        original = tomlkit.document()
+    elif braw is not None:
+        try:
+            original = _load_toml(path, braw)
+        except InstallError:
+            original = None
+    servers = _codex_servers(path, doc, create=False)
+    items: list[str] = []
+    if servers is not None and profile in servers:
+        orig_servers = original.get("mcp_servers") if original is not None else None
+        if isinstance(orig_servers, dict) and profile in orig_servers:
+            if servers[profile].unwrap() != orig_servers[profile].unwrap():
+                servers[profile] = copy.deepcopy(orig_servers[profile])
+                items.append(f"mcp_servers.{profile}")
+        else:
+            _remove_codex_table(servers, profile)
+            items.append(f"mcp_servers.{profile}")
+            if not servers and (original is None or "mcp_servers" not in original):
+                del doc["mcp_servers"]
+    if not items:
+        plan = _Plan(path, raw, raw, "unchanged", [])
+    elif braw in (None, ABSENT_MARK) and not doc.unwrap() and not tomlkit.dumps(doc).strip():
+        plan = _Plan(path, raw, None, "deleted", items, uninstall=True)  # install created this file
+    elif braw not in (None, ABSENT_MARK) and original is not None and doc.unwrap() == original.unwrap():
+        plan = _Plan(path, raw, braw, "restored", items, restore_backup=True, uninstall=True)
+    else:
+        plan = _Plan(path, raw, tomlkit.dumps(doc).encode("utf-8"), "updated", items, uninstall=True)
+    report.changes = [_apply(plan, dry_run=dry_run, notes=report.notes)]
+    if not report.changed:
+        report.notes.append(f"nothing of memoryd ({profile}) was installed in {path}")
+    return report

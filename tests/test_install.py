@@ -1,0 +1,383 @@
+"""`memoryd install` / `uninstall` for Claude Code and Codex: merge, idempotence, exact reversal."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memoryd.install import (
+    BACKUP_SUFFIX,
+    InstallError,
+    install_claude,
+    install_codex,
+    uninstall_claude,
+    uninstall_codex,
+)
+
+MCP = "/opt/memoryd/.venv/bin/memoryd-mcp"
+HOOK = "/opt/memoryd/.venv/bin/memoryd"
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """Every file under root with its bytes (and every directory, as None-like b'<dir>')."""
+    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else b"<dir>") for p in sorted(root.rglob("*"))}
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    (tmp_path / "home").mkdir()
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "proj").mkdir()
+    return tmp_path / "proj"
+
+
+def claude(scope: str, home: Path, project: Path, profile: str = "memoryd", **kw: object):  # type: ignore[no-untyped-def]
+    return install_claude(scope, profile, home=home, project_dir=project, command=MCP, hook_command=HOOK, **kw)  # type: ignore[arg-type]
+
+
+def unclaude(scope: str, home: Path, project: Path, profile: str = "memoryd"):  # type: ignore[no-untyped-def]
+    return uninstall_claude(scope, profile, home=home, project_dir=project)  # type: ignore[arg-type]
+
+
+def load(path: Path) -> dict:  # type: ignore[type-arg]
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+# -- Claude Code ----------------------------------------------------------------------------------------------
+
+
+def test_project_install_into_an_empty_project_and_back(home: Path, project: Path) -> None:
+    before = tree(project.parent)
+    report = claude("project", home, project)
+    assert report.changed and [c.action for c in report.changes] == ["created", "created"]
+    assert load(project / ".mcp.json") == {"mcpServers": {"memoryd": {"type": "stdio", "command": MCP, "args": []}}}
+    hooks = load(project / ".claude" / "settings.json")["hooks"]
+    assert hooks == {
+        "SessionStart": [{"hooks": [{"type": "command", "command": f"{HOOK} hook session-start", "timeout": 10}]}],
+        "PreToolUse": [{"matcher": "mcp__memoryd__.*",
+                        "hooks": [{"type": "command", "command": f"{HOOK} hook pre-tool-use", "timeout": 5}]}],
+        "SessionEnd": [{"hooks": [{"type": "command", "command": f"{HOOK} hook session-end", "timeout": 15}]}],
+        "PreCompact": [{"hooks": [{"type": "command", "command": f"{HOOK} hook pre-compact", "timeout": 30}]}],
+    }  # fmt: skip
+    assert any("enabledMcpjsonServers" in n for n in report.notes)  # how to approve, not approved silently
+    assert "enabledMcpjsonServers" not in json.dumps(load(project / ".claude" / "settings.json"))
+    installed = tree(project.parent)
+    again = claude("project", home, project)
+    assert not again.changed and tree(project.parent) == installed  # idempotent
+    out = unclaude("project", home, project)
+    assert [c.action for c in out.changes] == ["deleted", "deleted"]
+    assert tree(project.parent) == before
+
+
+ORIGINAL_MCP = """{
+    "mcpServers": {
+        "github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"], "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}},
+        "资料库": {"type": "http", "url": "https://example.com/mcp"}
+    }
+}
+"""
+ORIGINAL_SETTINGS = """{
+  "$schema": "https://json.schemastore.org/claude-code-settings.json",
+  "permissions": {"allow": ["Bash(npm run lint)", "mcp__github"], "deny": ["Read(./.env)"]},
+  "hooks": {
+    "PreToolUse": [
+      {"matcher": "Bash", "hooks": [{"type": "command", "command": "\\"$CLAUDE_PROJECT_DIR\\"/.claude/hooks/check.sh", "timeout": 30}]}
+    ],
+    "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "cat .claude/context.md"}]}]
+  },
+  "model": "opus"
+}"""
+
+
+def seed(project: Path) -> None:
+    (project / ".claude").mkdir()
+    (project / ".mcp.json").write_text(ORIGINAL_MCP, encoding="utf-8")
+    (project / ".claude" / "settings.json").write_text(ORIGINAL_SETTINGS, encoding="utf-8")
+
+
+def test_install_merges_keeps_a_backup_and_uninstall_restores_the_bytes(home: Path, project: Path) -> None:
+    seed(project)
+    before = tree(project)
+    report = claude("project", home, project)
+    assert [c.action for c in report.changes] == ["updated", "updated"]
+    mcp = load(project / ".mcp.json")
+    assert list(mcp["mcpServers"]) == ["github", "资料库", "memoryd"]
+    assert mcp["mcpServers"]["github"] == json.loads(ORIGINAL_MCP)["mcpServers"]["github"]
+    assert (project / ".mcp.json").read_text(encoding="utf-8").startswith('{\n    "mcpServers"')  # indent kept
+    settings = load(project / ".claude" / "settings.json")
+    assert settings["permissions"] == json.loads(ORIGINAL_SETTINGS)["permissions"] and settings["model"] == "opus"
+    assert settings["hooks"]["PreToolUse"][0]["matcher"] == "Bash"  # theirs first, untouched
+    assert settings["hooks"]["SessionStart"][0]["matcher"] == "startup"
+    assert len(settings["hooks"]["SessionStart"]) == 2
+    for name, text in ((".mcp.json", ORIGINAL_MCP), (".claude/settings.json", ORIGINAL_SETTINGS)):
+        assert (project / (name + BACKUP_SUFFIX)).read_text(encoding="utf-8") == text
+    # a second install changes nothing, not even the backups
+    snap = tree(project)
+    assert not claude("project", home, project).changed and tree(project) == snap
+    out = unclaude("project", home, project)
+    assert [c.action for c in out.changes] == ["restored", "restored"]
+    assert tree(project) == before  # byte for byte, backups gone
+    assert not unclaude("project", home, project).changed
+
+
+def test_uninstall_after_later_edits_takes_out_only_memoryd(home: Path, project: Path) -> None:
+    seed(project)
+    claude("project", home, project)
+    mcp_path, settings_path = project / ".mcp.json", project / ".claude" / "settings.json"
+    mcp = load(mcp_path)
+    mcp["mcpServers"]["sentry"] = {"command": "sentry-mcp"}
+    mcp_path.write_text(json.dumps(mcp, indent=4), encoding="utf-8")
+    s = load(settings_path)
+    s["hooks"]["SessionEnd"].insert(0, {"hooks": [{"type": "command", "command": "notify-send bye"}]})
+    s["env"] = {"FOO": "1"}
+    settings_path.write_text(json.dumps(s, indent=2), encoding="utf-8")
+    out = unclaude("project", home, project)
+    assert [c.action for c in out.changes] == ["updated", "updated"]
+    expected_mcp = json.loads(ORIGINAL_MCP)
+    expected_mcp["mcpServers"]["sentry"] = {"command": "sentry-mcp"}
+    assert load(mcp_path) == expected_mcp
+    expected = json.loads(ORIGINAL_SETTINGS)
+    expected["hooks"]["SessionEnd"] = [{"hooks": [{"type": "command", "command": "notify-send bye"}]}]
+    expected["env"] = {"FOO": "1"}
+    assert load(settings_path) == expected
+    assert any("pre-install copy stays" in n for n in out.notes)
+
+
+def test_user_scope_edits_claude_json_and_user_settings(home: Path, project: Path) -> None:
+    state = {"numStartups": 42, "theme": "dark", "projects": {str(project): {"allowedTools": [], "mcpServers": {}}},
+             "mcpServers": {"fs": {"type": "stdio", "command": "npx", "args": ["fs"], "env": {}}}}  # fmt: skip
+    (home / ".claude.json").write_text(json.dumps(state, indent=2), encoding="utf-8")
+    before = tree(home)
+    report = claude("user", home, project, profile="hmg")
+    data = load(home / ".claude.json")
+    assert data["mcpServers"]["hmg"] == {"type": "stdio", "command": MCP, "args": ["--profile", "hmg"]}
+    assert {k: v for k, v in data.items() if k != "mcpServers"} == {k: v for k, v in state.items() if k != "mcpServers"}
+    hooks = load(home / ".claude" / "settings.json")["hooks"]
+    assert hooks["PreToolUse"][0]["matcher"] == "mcp__hmg__.*"
+    assert not any("enabledMcpjsonServers" in n for n in report.notes)  # user servers need no approval
+    assert not (project / ".mcp.json").exists()
+    unclaude("user", home, project, profile="hmg")
+    assert tree(home) == before
+
+
+def test_both_profiles_share_the_session_hooks_and_come_out_cleanly(home: Path, project: Path) -> None:
+    seed(project)
+    before = tree(project)
+    claude("project", home, project, profile="memoryd")
+    claude("project", home, project, profile="hmg")
+    hooks = load(project / ".claude" / "settings.json")["hooks"]
+    assert [g.get("matcher") for g in hooks["PreToolUse"]] == ["Bash", "mcp__memoryd__.*", "mcp__hmg__.*"]
+    assert len(hooks["SessionStart"]) == 2  # theirs + one memoryd entry for both profiles
+    unclaude("project", home, project, profile="memoryd")
+    hooks = load(project / ".claude" / "settings.json")["hooks"]
+    assert [g.get("matcher") for g in hooks["PreToolUse"]] == ["Bash", "mcp__hmg__.*"]
+    assert len(hooks["SessionStart"]) == 2 and len(hooks["SessionEnd"]) == 1  # hmg still needs them
+    assert list(load(project / ".mcp.json")["mcpServers"]) == ["github", "资料库", "hmg"]
+    unclaude("project", home, project, profile="hmg")
+    assert tree(project) == before
+
+
+def test_an_existing_memoryd_entry_is_replaced_and_comes_back_on_uninstall(home: Path, project: Path) -> None:
+    old = {"mcpServers": {"memoryd": {"command": "/old/venv/bin/memoryd-mcp", "args": []}}}
+    (project / ".mcp.json").write_text(json.dumps(old), encoding="utf-8")
+    (project / ".claude").mkdir()
+    stale = {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "/old/venv/bin/memoryd hook session-start"}]}]}}
+    (project / ".claude" / "settings.json").write_text(json.dumps(stale), encoding="utf-8")
+    before = tree(project)
+    claude("project", home, project)
+    assert load(project / ".mcp.json")["mcpServers"]["memoryd"]["command"] == MCP
+    starts = load(project / ".claude" / "settings.json")["hooks"]["SessionStart"]
+    assert starts == [{"hooks": [{"type": "command", "command": f"{HOOK} hook session-start", "timeout": 10}]}]
+    unclaude("project", home, project)
+    assert tree(project) == before
+
+
+@pytest.mark.parametrize("broken", [".mcp.json", ".claude/settings.json"])
+def test_malformed_json_is_named_and_nothing_is_written(home: Path, project: Path, broken: str) -> None:
+    seed(project)
+    (project / broken).write_text('{"mcpServers": {"x": 1,}}', encoding="utf-8")
+    before = tree(project)
+    with pytest.raises(InstallError) as exc:
+        claude("project", home, project)
+    assert str(project / broken) in exc.value.message and "line 1" in exc.value.message
+    assert exc.value.code == "invalid_input"
+    assert tree(project) == before  # neither file touched, no backup
+    with pytest.raises(InstallError):
+        unclaude("project", home, project)
+    assert tree(project) == before
+
+
+def test_wrong_shapes_are_refused(home: Path, project: Path) -> None:
+    (project / ".mcp.json").write_text('{"mcpServers": []}', encoding="utf-8")
+    with pytest.raises(InstallError, match="mcpServers"):
+        claude("project", home, project)
+    (project / ".mcp.json").write_text("[]", encoding="utf-8")
+    with pytest.raises(InstallError, match="not an object"):
+        claude("project", home, project)
+    (project / ".mcp.json").unlink()
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text('{"hooks": {"SessionStart": {}}}', encoding="utf-8")
+    with pytest.raises(InstallError, match="hooks.SessionStart"):
+        claude("project", home, project)
+    assert not (project / ".mcp.json").exists()
+
+
+def test_approval_is_reported_from_the_users_settings(home: Path, project: Path) -> None:
+    (home / ".claude").mkdir()
+    (home / ".claude" / "settings.json").write_text('{"enabledMcpjsonServers": ["memoryd"]}', encoding="utf-8")
+    report = claude("project", home, project)
+    assert any("already approved" in n for n in report.notes)
+    (home / ".claude" / "settings.json").write_text('{"disabledMcpjsonServers": ["memoryd"]}', encoding="utf-8")
+    report = claude("project", home, project)
+    assert any("disabledMcpjsonServers" in n for n in report.notes)
+
+
+def test_dry_run_writes_nothing(home: Path, project: Path) -> None:
+    seed(project)
+    before = tree(project)
+    report = claude("project", home, project, dry_run=True)
+    assert report.changed and report.dry_run and tree(project) == before
+    assert "dry run" in report.render()
+
+
+def test_default_paths_and_quoting(tmp_path: Path, home: Path) -> None:
+    spaced = tmp_path / "my project"
+    spaced.mkdir()
+    report = install_claude("project", home=home, project_dir=spaced, hook_command=None)
+    server = load(spaced / ".mcp.json")["mcpServers"]["memoryd"]
+    assert Path(server["command"]).is_absolute() and Path(server["command"]).name.startswith("memoryd-mcp")
+    assert Path(server["command"]).parent == Path(sys.executable).parent.absolute()
+    cmd = load(spaced / ".claude" / "settings.json")["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    exe, *rest = shlex.split(cmd)
+    assert rest == ["hook", "session-start"] and Path(exe).is_absolute() and Path(exe).name.startswith("memoryd")
+    assert report.as_dict()["changes"][0]["path"] == str(spaced / ".mcp.json")
+    quoted = install_claude("user", home=home, project_dir=spaced, command=MCP, hook_command=None)
+    assert quoted.changed
+
+
+def test_the_installed_hook_command_runs(tmp_path: Path, home: Path, project: Path) -> None:
+    """The command string written to settings.json works as Claude Code runs it: through a shell."""
+    claude_settings = project / ".claude" / "settings.json"
+    install_claude("project", home=home, project_dir=project, command=MCP,
+                   hook_command=f"{shlex.quote(sys.executable)} -m memoryd.hooks")  # fmt: skip
+    hooks = load(claude_settings)["hooks"]
+    env = {**os.environ, "MEMORYD_HOME": str(tmp_path / "data")}
+    start = hooks["SessionStart"][0]["hooks"][0]["command"]
+    r = subprocess.run(start, shell=True, input=json.dumps({"session_id": "s", "cwd": str(project),
+                       "hook_event_name": "SessionStart", "transcript_path": "/x"}), capture_output=True, text=True,
+                       env=env, timeout=60, check=False)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    # and uninstall recognises that form as memoryd's own
+    unclaude("project", home, project)
+    assert not claude_settings.exists()
+
+
+# -- Codex -------------------------------------------------------------------------------------------------------
+
+CODEX = """# Codex configuration — edited by hand
+model = "gpt-5-codex"  # the default model
+approval_policy = "on-request"
+
+[mcp_servers.context7]
+command = "npx"
+args = ["-y", "@upstash/context7-mcp"]
+
+[mcp_servers.context7.env]
+DEBUG = "0"
+
+# profiles below
+[profiles.fast]
+model = "gpt-5-mini"
+"""
+
+
+def test_codex_install_preserves_style_and_uninstall_restores_bytes(tmp_path: Path) -> None:
+    codex = tmp_path / "codex"
+    codex.mkdir()
+    (codex / "config.toml").write_text(CODEX, encoding="utf-8")
+    before = tree(codex)
+    report = install_codex(codex_home=codex, command=MCP)
+    assert report.changes[0].action == "updated"
+    text = (codex / "config.toml").read_text(encoding="utf-8")
+    assert text.startswith(CODEX.split("# profiles below")[0])  # everything before stays as it was
+    assert f'[mcp_servers.memoryd]\ncommand = "{MCP}"\nargs = []\n' in text
+    assert "# profiles below\n[profiles.fast]" in text and "# the default model" in text
+    import tomllib
+
+    parsed = tomllib.loads(text)
+    assert parsed["mcp_servers"]["memoryd"] == {"command": MCP, "args": []}
+    assert parsed["mcp_servers"]["context7"]["env"] == {"DEBUG": "0"}
+    assert (codex / ("config.toml" + BACKUP_SUFFIX)).read_text(encoding="utf-8") == CODEX
+    snap = tree(codex)
+    assert not install_codex(codex_home=codex, command=MCP).changed and tree(codex) == snap
+    hmg = install_codex(codex_home=codex, profile="hmg", command=MCP)
+    assert tomllib.loads((codex / "config.toml").read_text())["mcp_servers"]["hmg"]["args"] == ["--profile", "hmg"]
+    assert hmg.changed
+    uninstall_codex(codex_home=codex, profile="memoryd")
+    assert "memoryd" not in tomllib.loads((codex / "config.toml").read_text())["mcp_servers"]
+    out = uninstall_codex(codex_home=codex, profile="hmg")
+    assert out.changes[0].action == "restored"
+    assert tree(codex) == before
+
+
+def test_codex_defaults_to_codex_home_and_creates_and_deletes_its_file(
+    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    report = install_codex(home=home, command=MCP)
+    path = home / ".codex" / "config.toml"
+    assert report.changes[0].path == str(path) and report.changes[0].action == "created"
+    assert path.read_text() == f'[mcp_servers.memoryd]\ncommand = "{MCP}"\nargs = []\n'
+    uninstall_codex(home=home)
+    assert tree(home) == {}
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "ch"))
+    install_codex(home=home, command=MCP)
+    assert (tmp_path / "ch" / "config.toml").exists() and not (home / ".codex").exists()
+
+
+def test_codex_keeps_user_additions_to_its_entry(tmp_path: Path) -> None:
+    text = '[mcp_servers.memoryd]\ncommand = "/old/memoryd-mcp"\nargs = []\nstartup_timeout_sec = 30\n\n' \
+           '[mcp_servers.memoryd.env]\nMEMORYD_HOME = "/data/memoryd"\n'  # fmt: skip
+    (tmp_path / "config.toml").write_text(text)
+    install_codex(codex_home=tmp_path, command=MCP)
+    import tomllib
+
+    entry = tomllib.loads((tmp_path / "config.toml").read_text())["mcp_servers"]["memoryd"]
+    assert entry == {"command": MCP, "args": [], "startup_timeout_sec": 30, "env": {"MEMORYD_HOME": "/data/memoryd"}}
+    uninstall_codex(codex_home=tmp_path)
+    assert (tmp_path / "config.toml").read_text() == text
+
+
+def test_codex_malformed_toml_is_named_and_untouched(tmp_path: Path) -> None:
+    bad = "[mcp_servers.x\ncommand = 1\n"
+    (tmp_path / "config.toml").write_text(bad)
+    with pytest.raises(InstallError) as exc:
+        install_codex(codex_home=tmp_path, command=MCP)
+    assert str(tmp_path / "config.toml") in exc.value.message
+    assert tree(tmp_path) == {"config.toml": bad.encode()}
+    (tmp_path / "config.toml").write_text('mcp_servers = "nope"\n')
+    with pytest.raises(InstallError, match="not a table"):
+        install_codex(codex_home=tmp_path, command=MCP)
+
+
+def test_bad_profile_and_scope_are_invalid_input(home: Path, project: Path) -> None:
+    from memoryd.errors import InvalidInput
+
+    with pytest.raises(InvalidInput):
+        install_claude("project", "nope", home=home, project_dir=project)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        install_claude("global", home=home, project_dir=project)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        install_codex(codex_home=home, profile="nope")  # type: ignore[arg-type]
+    assert tree(home) == {} and tree(project) == {}

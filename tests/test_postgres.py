@@ -1,0 +1,567 @@
+"""PostgresStore: what only PostgreSQL has (errors, locking, migrations, pgvector, pooling), and the
+PostgreSQL counterparts of the engine tests that inspect SQLite itself.
+
+The behavioural suite (tests/test_engine.py and every test using `engine`/`settings`) already
+runs against both backends; see tests/conftest.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+from psycopg import sql
+
+from memoryd.config import Settings
+from memoryd.engine import Engine
+from memoryd.errors import StorageBusy, StorageError
+from memoryd.models import Atom, Scope
+from memoryd.search.embed import HashEmbedder
+from memoryd.storage import pg_migrations
+from memoryd.storage.postgres import PostgresStore, migrate_store
+from memoryd.storage.sqlite import SqliteStore
+
+from .pg import PgServer, _free_port
+
+PG_ONLY = pytest.mark.parametrize("settings", ["postgresql"], indirect=True)
+
+
+@pytest.fixture
+def dsn(pg_server: PgServer) -> Any:
+    url = pg_server.fresh_database()
+    yield url
+    pg_server.drop_database(url)
+
+
+@pytest.fixture
+def empty_dsn(pg_server: PgServer) -> Any:
+    """A database made from template1: no pgvector, no schema."""
+    url = pg_server.fresh_database(template=None)
+    yield url
+    pg_server.drop_database(url)
+
+
+def _admin(url: str) -> psycopg.Connection[Any]:
+    return psycopg.connect(url, autocommit=True)
+
+
+def _dbname(url: str) -> str:
+    return url.rsplit("/", 1)[-1]
+
+
+def hash_engine(tmp_path: Path, repo: Path, db: str | None) -> Engine:
+    return Engine.open(Settings(home=tmp_path / "home", db=db), cwd=repo, embedder=HashEmbedder())
+
+
+def find_text(url: str, needles: list[str]) -> list[tuple[str, str, str]]:
+    """(table, column, needle) for every column of every table whose text form contains a needle."""
+    hits: list[tuple[str, str, str]] = []
+    with _admin(url) as conn:
+        cols = conn.execute(
+            "SELECT c.table_name, c.column_name FROM information_schema.columns c"
+            " JOIN information_schema.tables t USING (table_schema, table_name)"
+            " WHERE c.table_schema = 'public' AND t.table_type = 'BASE TABLE' ORDER BY 1, 2"
+        ).fetchall()
+        assert {"atoms", "events", "event_payloads", "term_df", "entities", "edges"} <= {t for t, _ in cols}
+        for table, column in cols:
+            for needle in needles:
+                q = sql.SQL("SELECT count(*) FROM {} WHERE {}::text ILIKE %s").format(
+                    sql.Identifier(table), sql.Identifier(column)
+                )
+                if conn.execute(q, (f"%{needle}%",)).fetchone()[0]:  # type: ignore[index]
+                    hits.append((table, column, needle))
+    return hits
+
+
+def find_in_row_versions(url: str, needles: list[str]) -> list[tuple[str, str]]:
+    """Search every heap tuple, live or dead, of the content tables (pageinspect) for the needles."""
+    hits = []
+    with _admin(url) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
+        for table in ("atoms", "event_payloads", "term_df", "entities", "edges", "events"):
+            blocks = conn.execute("SELECT pg_relation_size(%s) / current_setting('block_size')::int", (table,))
+            for blk in range(int(blocks.fetchone()[0])):  # type: ignore[index]
+                rows = conn.execute(
+                    "SELECT t_data FROM heap_page_items(get_raw_page(%s, %s)) WHERE t_data IS NOT NULL", (table, blk)
+                ).fetchall()
+                for (data,) in rows:
+                    for needle in needles:
+                        if needle.encode() in bytes(data):
+                            hits.append((table, needle))
+    return hits
+
+
+# -- the PostgreSQL counterparts of SQLite-only engine tests ---------------------------------------
+
+
+@PG_ONLY
+def test_secrets_are_redacted_in_every_column(engine: Engine, settings: Settings) -> None:
+    r = engine.memorize("Staging DB is postgres://app:hunter2secret@db.internal:5432/app, use it for tests")
+    assert "hunter2secret" not in engine.get(r.atom_id).content
+    assert all("hunter2secret" not in h.atom.content for h in engine.recall("hunter2secret app").hits)
+    assert settings.db and find_text(settings.db, ["hunter2secret"]) == []
+
+
+@PG_ONLY
+def test_tombstone_leaves_no_trace_in_any_table_statistic_or_row_version(engine: Engine, settings: Settings) -> None:
+    assert settings.db
+    secret = "傳說中的內部代號是 Zebra-Quasar-7781，只在 staging 使用"
+    needles = ["Zebra-Quasar-7781", "quasar", "傳說中的內部代號", "内部"]  # 内部: a simplified bigram term
+    a = engine.memorize(secret).atom_id
+    engine.correct(a, "confirm_actual", "checked")
+    with _admin(settings.db) as conn:
+        conn.execute("ANALYZE")
+    assert find_text(settings.db, needles), "the check must see the content before the tombstone"
+    assert engine.govern(a, "tombstone", "never store code names").effect == "applied"
+    atom = engine.get(a)
+    assert atom.status == "tombstoned" and atom.content == "" and atom.entities == []
+    assert all(e.content is None for e in engine.history(a))
+    assert engine.recall("Zebra-Quasar-7781").hits == []
+    assert find_text(settings.db, needles) == []
+    with _admin(settings.db) as conn:
+        conn.execute("ANALYZE")
+        stats = conn.execute(
+            "SELECT tablename, attname FROM pg_stats WHERE schemaname = 'public'"
+            " AND (most_common_vals::text ILIKE '%%quasar%%' OR histogram_bounds::text ILIKE '%%quasar%%'"
+            " OR most_common_elems::text ILIKE '%%quasar%%')"
+        ).fetchall()
+    assert stats == []
+    assert find_in_row_versions(settings.db, needles) == []  # checkpoint() VACUUMed the dead versions
+    assert engine.verify_chain().ok
+    assert engine.store.integrity() == "ok"  # type: ignore[attr-defined]
+
+
+@PG_ONLY
+def test_tampering_is_detected(engine: Engine, settings: Settings) -> None:
+    assert settings.db
+    a = engine.memorize("Use ruff for linting and formatting in this repo").atom_id
+    engine.correct(a, "demote", "maybe black")
+    assert engine.verify_chain().ok
+    with _admin(settings.db) as conn:
+        for statement in (
+            "UPDATE events SET reason = 'nothing happened' WHERE action = 'demote'",
+            "DELETE FROM events WHERE action = 'demote'",
+            "TRUNCATE events CASCADE",
+        ):
+            with pytest.raises(psycopg.errors.IntegrityConstraintViolation, match="append-only"):
+                conn.execute(statement)
+        conn.execute("ALTER TABLE events DISABLE TRIGGER events_no_update")
+        conn.execute("UPDATE events SET reason = 'nothing happened' WHERE action = 'demote'")
+    report = engine.verify_chain()
+    assert not report.ok and report.problem == "event hash mismatch" and report.first_bad_seq == 2
+
+
+@PG_ONLY
+def test_tampering_with_payload_or_atom_is_detected(engine: Engine, settings: Settings) -> None:
+    assert settings.db
+    a = engine.memorize("Use ruff for linting and formatting in this repo").atom_id
+    with _admin(settings.db) as conn:
+        conn.execute("UPDATE atoms SET content = 'Use black' WHERE id = %s", (a,))
+        report = engine.verify_chain()
+        assert not report.ok and "differs from its audit chain" in (report.problem or "")
+        conn.execute("UPDATE event_payloads SET content = 'Use black'")
+    assert engine.verify_chain().problem == "payload does not match its hash"
+
+
+@PG_ONLY
+def test_migrations_are_recorded(engine: Engine, settings: Settings) -> None:
+    assert settings.db
+    expected = [(v, name) for v, name, _ in pg_migrations.MIGRATIONS]
+    assert engine.store.applied_migrations() == expected  # type: ignore[attr-defined]
+    with _admin(settings.db) as conn:
+        rows = conn.execute("SELECT version, name FROM schema_migrations ORDER BY 1").fetchall()
+        assert rows == expected
+        assert conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+        indexes = {r[0]: r[1] for r in conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'atoms'")}
+    for n in pg_migrations.INDEXED_DIMS:
+        assert f"USING hnsw (((embedding)::vector({n})) vector_cosine_ops)" in indexes[f"atoms_embedding_{n}"]
+        assert f"WHERE (vector_dims(embedding) = {n})" in indexes[f"atoms_embedding_{n}"]
+    assert "USING gin (kw)" in indexes["atoms_kw"]
+    PostgresStore(settings.db).close()  # reopening applies nothing twice
+    assert engine.store.applied_migrations() == expected  # type: ignore[attr-defined]
+    assert engine.doctor()["index_db"].startswith("ok:")
+
+
+# -- errors that say what to do -------------------------------------------------------------------
+
+
+def test_server_down_is_a_clear_storage_error(tmp_path: Path, repo: Path) -> None:
+    port = _free_port()  # nothing listens there
+    url = f"postgresql://memoryd:s3cret-pw@127.0.0.1:{port}/memories"
+    started = time.monotonic()
+    with pytest.raises(StorageError) as info:
+        Engine.open(Settings(home=tmp_path / "home", db=url), cwd=repo, embedder=HashEmbedder())
+    assert time.monotonic() - started < 10
+    message = info.value.message
+    assert f"cannot connect to PostgreSQL at 127.0.0.1:{port}/memories as memoryd" in message
+    assert "Is the server running" in message and "MEMORYD_DB" in message
+    assert "s3cret-pw" not in message
+
+
+def test_missing_extension_and_no_right_to_create_it(pg_server: PgServer, empty_dsn: str) -> None:
+    with _admin(pg_server.dsn()) as conn:
+        conn.execute("DROP ROLE IF EXISTS memoryd_app")
+        conn.execute("CREATE ROLE memoryd_app LOGIN")
+    with pytest.raises(StorageError) as info:
+        PostgresStore(pg_server.dsn(_dbname(empty_dsn), user="memoryd_app"))
+    message = info.value.message
+    assert "does not have the pgvector extension enabled and role memoryd_app may not create it" in message
+    assert f"`CREATE EXTENSION vector;` in database {_dbname(empty_dsn)}" in message
+
+
+def test_extension_not_installed_on_the_server(empty_dsn: str) -> None:
+    # PostgreSQL 18 looks for extension files along extension_control_path: point it at an empty
+    # directory (readable by the server's user) and the server genuinely has no pgvector.
+    with tempfile.TemporaryDirectory() as nowhere:
+        os.chmod(nowhere, 0o755)
+        url = f"{empty_dsn}?options=-c%20extension_control_path%3D{nowhere}"
+        with pytest.raises(StorageError) as info:
+            PostgresStore(url)
+    message = info.value.message
+    assert "does not have the pgvector extension installed" in message and "CREATE EXTENSION vector" in message
+
+
+def test_extension_is_created_when_the_role_may(empty_dsn: str) -> None:
+    PostgresStore(empty_dsn).close()
+    with _admin(empty_dsn) as conn:
+        assert conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone()
+
+
+def test_concurrent_first_opens_apply_each_migration_once(empty_dsn: str) -> None:
+    barrier = threading.Barrier(4)
+    errors: list[BaseException] = []
+
+    def open_store() -> None:
+        try:
+            barrier.wait()
+            PostgresStore(empty_dsn).close()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_store) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    with _admin(empty_dsn) as conn:
+        rows = conn.execute("SELECT version FROM schema_migrations ORDER BY 1").fetchall()
+    assert [r[0] for r in rows] == [v for v, _, _ in pg_migrations.MIGRATIONS]
+
+
+def test_a_held_write_lock_times_out_as_storage_busy(dsn: str) -> None:
+    store = PostgresStore(dsn, busy_timeout_ms=300)
+    try:
+        with _admin(dsn) as other, other.transaction():
+            other.execute("SELECT * FROM chain_head FOR UPDATE")  # another writer mid-transaction
+            started = time.monotonic()
+            with pytest.raises(StorageBusy, match="locked by another writer"), store.transaction() as tx:
+                tx.append_event(atom_id=None, actor="t", action="noop", reason=None, content=None)
+            assert time.monotonic() - started < 3
+        with store.transaction() as tx:  # released: writes go through again
+            tx.append_event(atom_id=None, actor="t", action="noop", reason=None, content=None)
+        assert [e.seq for e in store.events()] == [1]
+        assert store.snapshot_version() == 1
+    finally:
+        store.close()
+
+
+def test_pool_recovers_from_killed_connections(dsn: str) -> None:
+    store = PostgresStore(dsn)
+    try:
+        assert store.snapshot_version() == 0
+        with _admin(dsn) as conn:
+            killed = conn.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE datname = %s AND pid <> pg_backend_pid()",
+                (_dbname(dsn),),
+            ).fetchone()[0]  # type: ignore[index]
+        assert killed >= 1
+        assert store.snapshot_version() == 0  # the pool's check replaced the dead connection
+    finally:
+        store.close()
+
+
+def test_unreachable_database_is_a_clear_error_then_recovers(pg_server: PgServer, dsn: str) -> None:
+    store = PostgresStore(dsn, busy_timeout_ms=1000)
+    name = _dbname(dsn)
+    try:
+        with _admin(pg_server.dsn()) as conn:
+            conn.execute(f"ALTER DATABASE {name} ALLOW_CONNECTIONS false")
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
+        started = time.monotonic()
+        with pytest.raises(StorageError, match="PostgreSQL") as info:
+            store.snapshot_version()
+        assert time.monotonic() - started < 10
+        assert "server" in info.value.message
+        with _admin(pg_server.dsn()) as conn:
+            conn.execute(f"ALTER DATABASE {name} ALLOW_CONNECTIONS true")
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                assert store.snapshot_version() == 0
+                break
+            except StorageError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+    finally:
+        store.close()
+
+
+def test_settings_accept_only_postgres_urls() -> None:
+    from pydantic import ValidationError
+
+    assert Settings(db="").db is None
+    assert Settings(db="postgres://u@h/db").db == "postgres://u@h/db"
+    with pytest.raises(ValidationError, match="postgresql://"):
+        Settings(db="mysql://u@h/db")
+
+
+# -- search in the database -----------------------------------------------------------------------
+
+
+def _atom(scope: Scope, i: int) -> Atom:
+    from datetime import UTC, datetime
+
+    from ulid import ULID
+
+    now = datetime.now(UTC)
+    return Atom(
+        id=str(ULID()), content=f"memory {i}", type="fact", source="t", scope=scope, scope_hash=scope.scope_hash,
+        epistemic="actual", polarity="affirmative", status="active", created_at=now, updated_at=now,
+    )  # fmt: skip
+
+
+def test_vector_search_fills_k_under_a_selective_scope_filter(dsn: str) -> None:
+    """HNSW alone stops at ef_search candidates; the iterative scan keeps going until k rows pass the filter."""
+    rng = np.random.default_rng(7)
+    big = Scope(tenant_id="t", workspace="acme", repository="big", branch="main", root="/big")
+    small = Scope(tenant_id="t", workspace="acme", repository="small", branch="main", root="/small")
+    centre = rng.normal(size=384).astype(np.float32)
+    store = PostgresStore(dsn)
+    try:
+        vectors: dict[str, np.ndarray] = {}
+        with store.transaction() as tx:
+            for i in range(400):  # the big scope crowds the neighbourhood of the query
+                v = centre + rng.normal(scale=0.3, size=384).astype(np.float32)
+                tx.insert_atom(_atom(big, i), norm_hash=f"b{i}", terms=[], vector=v / np.linalg.norm(v))
+            for i in range(30):
+                atom = _atom(small, i)
+                v = rng.normal(size=384).astype(np.float32)
+                vectors[atom.id] = v / np.linalg.norm(v)
+                tx.insert_atom(atom, norm_hash=f"s{i}", terms=[], vector=vectors[atom.id])
+        query = centre / np.linalg.norm(centre)
+        got = store.vector_candidates(query, scope_hashes=[small.scope_hash], k=20)
+        assert len(got) == 20 and {i for i, _ in got} <= set(vectors)
+        exact = sorted(vectors, key=lambda i: -float(vectors[i] @ query))[:20]
+        assert len({i for i, _ in got} & set(exact)) >= 18  # approximate, but barely
+        assert [c for _, c in got] == sorted((c for _, c in got), reverse=True)
+        for atom_id, cos in got:
+            assert cos == pytest.approx(float(vectors[atom_id] @ query), abs=1e-5)
+        first = got[0][0]
+        assert store.cosines(query, [first, "nope"]) == {first: pytest.approx(got[0][1], abs=1e-6)}
+        traced: list[tuple[str, Any]] = []
+        store.tracer = lambda q, p: traced.append((q, p))
+        store.vector_candidates(query, scope_hashes=[big.scope_hash], k=5)
+        (query_sql, params), = traced
+        with _admin(dsn) as conn:  # a scope that holds most rows: the HNSW index answers
+            conn.execute("ANALYZE atoms")
+            plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {query_sql}", params))
+        assert "atoms_embedding_384" in plan, plan
+    finally:
+        store.close()
+
+
+def test_vectors_of_two_model_sizes_live_side_by_side(dsn: str) -> None:
+    """After a change of embedder (e5 384-d → USE 512-d) each query searches vectors of its own size."""
+    rng = np.random.default_rng(3)
+    scope = Scope(tenant_id="t", workspace="acme", repository="w", branch="main", root="/w")
+    store = PostgresStore(dsn)
+    try:
+        ids: dict[int, list[str]] = {384: [], 512: []}
+        with store.transaction() as tx:
+            for i in range(6):
+                n = 384 if i % 2 else 512
+                atom = _atom(scope, i)
+                v = rng.normal(size=n).astype(np.float32)
+                tx.insert_atom(atom, norm_hash=str(i), terms=[], vector=v / np.linalg.norm(v))
+                ids[n].append(atom.id)
+        for n in (384, 512):
+            q = rng.normal(size=n).astype(np.float32)
+            q /= np.linalg.norm(q)
+            assert {i for i, _ in store.vector_candidates(q, scope_hashes=[scope.scope_hash], k=10)} == set(ids[n])
+            assert set(store.cosines(q, ids[384] + ids[512])) == set(ids[n])
+        assert store.counts()["semantic"] == 6
+    finally:
+        store.close()
+
+
+def test_keyword_terms_are_stored_verbatim_with_exact_document_frequencies(dsn: str) -> None:
+    scope = Scope(tenant_id="t", workspace="acme", repository="w", branch="main", root="/w")
+    store = PostgresStore(dsn)
+    try:
+        a, b, c = (_atom(scope, i) for i in range(3))
+        long_term = "x" * 3000  # longer than a tsvector lexeme may be: left unindexed, not fatal
+        with store.transaction() as tx:
+            tx.insert_atom(a, norm_hash="a", terms=["get_session", "login.py", "連線", "c++", "it's"], vector=None)
+            tx.insert_atom(b, norm_hash="b", terms=["get_session", "get", "session", long_term], vector=None)
+            tx.insert_atom(c, norm_hash="c", terms=[], vector=None)
+        total, df = store.term_stats(["get_session", "get", "login", "連線", "c++", "it's", long_term])
+        assert total == 2
+        assert df == {"get_session": 2, "get": 1, "login": 0, "連線": 1, "c++": 1, "it's": 1, long_term: 0}
+        find = lambda *t: store.keyword_candidates(list(t), scope_hashes=[scope.scope_hash], statuses=["active"], limit=10)
+        assert find("login.py") == [a.id]
+        assert find("c++") == [a.id] and find("it's") == [a.id]
+        assert find("login") == []  # no prefix or parser splitting: terms match whole
+        assert set(find("get_session")) == {a.id, b.id}
+        assert find("session", "get_session") == [b.id, a.id]  # more IDF mass first
+        with store.transaction() as tx:
+            tx.replace_terms(a.id, ["login.py"], None)
+            tx.scrub_atom(b.id)
+        total, df = store.term_stats(["get_session", "login.py", "session"])
+        assert total == 1 and df == {"get_session": 0, "login.py": 1, "session": 0}
+        with store.transaction() as tx:
+            tx.delete_atom(a.id)
+        assert store.term_stats(["login.py"]) == (0, {"login.py": 0})
+        with _admin(dsn) as conn:
+            assert conn.execute("SELECT count(*) FROM term_df").fetchone()[0] == 0  # type: ignore[index]
+        assert store.integrity() == "ok"
+    finally:
+        store.close()
+
+
+# -- one behaviour, two backends --------------------------------------------------------------------
+
+CORPUS = [
+    "PostgreSQL 連線池大小設為 20，超過會被 pgbouncer 拒絕",
+    "修復了 login.py 的空指標問題：get_session() 在 session 過期時返回 None",
+    "We decided to move the frontend from React to Solid for bundle size",
+    "The cache layer uses Redis 7 with a 5 minute TTL for sessions",
+    "Never push directly to main; open a pull request and wait for CI",
+    "Deploy keys live in the ops vault under /infra/deploy",
+]
+QUERIES = ["連線", "get_session", "login.py", "frontend framework", "Redis TTL", "push to main", "session"]
+
+
+def _scenario(e: Engine) -> dict[str, Any]:
+    ids = [e.memorize(text).atom_id for text in CORPUS]
+    e.correct(ids[0], "replace", "bigger pool", new_content="PostgreSQL 連線池大小設為 50，pgbouncer 前置")
+    e.correct(ids[3], "negate", "moved to Memcached")
+    e.govern(ids[5], "tombstone", "secret-ish")
+    e.update(ids[4], content="Never push directly to main; open a pull request and wait for green CI")
+    content = {a.id: a.content for a in e.store.list_atoms(limit=-1)}
+    out: dict[str, Any] = {"stats": e.stats().model_dump(), "chain": e.verify_chain().ok}
+    for q in QUERIES:
+        hits = e.recall(q, max_results=5, include_negated=True).hits
+        out[q] = [(content[h.atom.id], h.score, h.signals) for h in hits]
+    from memoryd.search.tokenize import tokens
+
+    out["term_stats"] = e.store.term_stats(tokens("postgresql pool pgbouncer session redis main", query=True))
+    out["history"] = [[ev.action for ev in e.history(i)] for i in ids]
+    return out
+
+
+def test_both_backends_give_the_same_answers(tmp_path: Path, repo: Path, dsn: str) -> None:
+    with hash_engine(tmp_path / "a", repo, None) as lite, hash_engine(tmp_path / "b", repo, dsn) as pg:
+        assert isinstance(lite.store, SqliteStore) and isinstance(pg.store, PostgresStore)
+        want, got = _scenario(lite), _scenario(pg)
+    assert got["chain"] and want["chain"]
+    for key in want:
+        if key in QUERIES:  # float cosines: numpy float32 vs pgvector; equal to 3 decimals
+            assert [(c, round(s, 3)) for c, s, _ in got[key]] == [(c, round(s, 3)) for c, s, _ in want[key]], key
+        else:
+            assert got[key] == want[key], key
+
+
+# -- many processes, one chain ----------------------------------------------------------------------
+
+WRITER = """
+import json, os, sys
+os.fsync = lambda fd: None  # the vault files' durability is not under test, the database's chain is
+from memoryd.config import Settings
+from memoryd.engine import Engine
+from memoryd.search.embed import HashEmbedder
+home, db, cwd, worker, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+with Engine.open(Settings(home=home, db=db), cwd=cwd, embedder=HashEmbedder()) as e:
+    for i in range(n):
+        r = e.memorize(f"Worker {worker} records that service_{worker}_{i}.py listens on port {8000 + i}")
+        print(json.dumps([r.effect, r.atom_id]), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_four_processes_writing_500_each_lose_nothing_and_never_fork_the_chain(
+    tmp_path: Path, repo: Path, dsn: str
+) -> None:
+    home = tmp_path / "home"
+    argv = [sys.executable, "-c", WRITER, str(home), dsn, str(repo)]
+    procs = [subprocess.Popen([*argv, str(w), "500"], stdout=subprocess.PIPE, text=True) for w in range(4)]
+    acked: list[str] = []
+    for p in procs:
+        out, _ = p.communicate(timeout=280)
+        assert p.returncode == 0
+        for line in out.splitlines():
+            effect, atom_id = json.loads(line)
+            assert effect == "applied"
+            acked.append(atom_id)
+    assert len(acked) == len(set(acked)) == 2000
+    with hash_engine(tmp_path, repo, dsn) as e:
+        assert set(e.store.get_atoms(acked)) == set(acked)
+        report = e.verify_chain()
+        assert report.ok and report.events == 2000
+        events = e.store.events()
+        assert [ev.seq for ev in events] == list(range(1, 2001))
+        assert len({ev.prev_hash for ev in events}) == 2000  # no two events share a parent: no fork
+        assert e.stats().snapshot_version == 2000
+
+
+# -- sqlite:// → postgresql:// ----------------------------------------------------------------------
+
+
+def test_migrate_store_copies_a_sqlite_store(tmp_path: Path, repo: Path, dsn: str) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    with hash_engine(tmp_path / "src", repo, None) as lite:
+        _scenario(lite)
+        pending = lite.memorize("I am now looking at the file", gate="review")
+        assert pending.promotion_id
+        with lite.store.transaction() as tx:
+            tx.mark_sensitive(lite.scope.scope_hash, "acme/widgets", True)
+            tx.add_grant(lite.scope.scope_hash, "me", datetime.now(UTC) + timedelta(minutes=5))
+            tx.add_access_request(lite.scope.scope_hash, "need it")
+        want = {q: [(h.atom.id, round(h.score, 3)) for h in lite.recall(q, include_negated=True).hits] for q in QUERIES}
+        want_events = [ev.model_dump() for ev in lite.store.events()]
+        want_atoms = {a.id: a for a in lite.store.list_atoms(limit=-1)}
+        want_stats = lite.stats().model_dump()
+        db_path = lite.settings.db_path
+    seen: list[tuple[str, int, int]] = []
+    copied = migrate_store(f"sqlite://{db_path}", dsn, lambda t, d, n: seen.append((t, d, n)))
+    assert copied["atoms"] == len(want_atoms) and copied["events"] == len(want_events)
+    assert ("atoms", len(want_atoms), len(want_atoms)) in seen
+    with hash_engine(tmp_path / "src", repo, dsn) as pg:
+        assert pg.verify_chain().ok
+        assert pg.stats().model_dump() == want_stats
+        assert [ev.model_dump() for ev in pg.store.events()] == want_events
+        got_atoms = {a.id: a for a in pg.store.list_atoms(limit=-1)}
+        assert got_atoms == want_atoms
+        for q in QUERIES:
+            assert [(h.atom.id, round(h.score, 3)) for h in pg.recall(q, include_negated=True).hits] == want[q], q
+        assert pg.store.get_promotions([pending.promotion_id])[pending.promotion_id].atom_id == pending.atom_id
+        assert pg.store.is_sensitive(pg.scope.scope_hash) and pg.store.grant_expiry(pg.scope.scope_hash)
+        assert [r["reason"] for r in pg.store.access_requests()] == ["need it"]  # type: ignore[attr-defined]
+        assert pg.store.integrity() == "ok"  # type: ignore[attr-defined]
+        pg.memorize("After the move, new memories get fresh sequence numbers")  # identities were advanced
+        assert pg.verify_chain().ok
+    with pytest.raises(StorageError, match="not empty"):
+        migrate_store(db_path, dsn)
