@@ -565,3 +565,30 @@ def test_migrate_store_copies_a_sqlite_store(tmp_path: Path, repo: Path, dsn: st
         assert pg.verify_chain().ok
     with pytest.raises(StorageError, match="not empty"):
         migrate_store(db_path, dsn)
+
+
+def test_cli_migrate_moves_a_store_and_checks_it(
+    tmp_path: Path, repo: Path, dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from memoryd.cli import app
+
+    monkeypatch.setenv("MEMORYD_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("MEMORYD_EMBEDDER", "hash")
+    with hash_engine(tmp_path, repo, None) as lite:
+        for text in ("The build uses Bazel 7 with remote caching", "前端框架改用 Solid 1.9，不再使用 React",
+                     "Never deploy the billing service on Fridays"):  # fmt: skip
+            lite.memorize(text)
+        db_path = lite.settings.db_path
+    runner = CliRunner()
+    r = runner.invoke(app, ["migrate", "--from", f"sqlite://{db_path}", "--to", dsn, "--json", "--cwd", str(repo)])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["copied"]["atoms"] == 3 and out["recalls_checked"] == 3 and out["chain_events"] == 3
+    again = runner.invoke(app, ["migrate", "--from", str(db_path.parent), "--to", dsn, "--cwd", str(repo)])
+    assert again.exit_code == 6 and "is not empty" in again.output
+    bad = runner.invoke(app, ["migrate", "--from", "sqlite:///tmp/x.sqlite", "--to", dsn])
+    assert bad.exit_code == 2 and "--from must name a memoryd data root" in bad.output
+    bad_to = runner.invoke(app, ["migrate", "--from", str(db_path), "--to", "mysql://x"])
+    assert bad_to.exit_code == 2 and "--to must be a postgresql:// URL" in bad_to.output

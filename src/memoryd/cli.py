@@ -424,6 +424,38 @@ def uninstall_codex_cmd(
     _report(lambda: uninstall_codex(Path.home(), codex_home, profile, dry_run=dry_run), json_)  # type: ignore[arg-type]
 
 
+@app.command()
+def migrate(
+    from_: Annotated[str, typer.Option("--from", help="sqlite:///path/to/memoryd.db (or a data root).")],
+    to: Annotated[str, typer.Option("--to", help="postgresql://user@host/db (an empty database).")],
+    json_: JsonOpt = False,
+    cwd: CwdOpt = None,
+) -> None:
+    """Move a whole SQLite store into PostgreSQL, verified by counts, the chain and sample recalls."""
+    from tqdm import tqdm
+
+    from .config import Settings
+    from .engine.admin import migrate as run_migrate
+
+    bars: dict[str, Any] = {}
+
+    def progress(table: str, done: int, total: int) -> None:
+        bar = bars.get(table)
+        if bar is None:
+            bar = bars[table] = tqdm(total=total, desc=table, unit="row", disable=json_, leave=False)
+        bar.update(done - bar.n)
+
+    try:
+        r = run_migrate(from_, to, settings=Settings(), cwd=cwd, progress=progress)
+    except MemorydError as exc:
+        _fail(exc)
+    finally:
+        for bar in bars.values():
+            bar.close()
+    _emit(r, json_, lambda: "\n".join(f"{k}: {v}" for k, v in r["copied"].items())
+          + f"\nchain verified ({r['chain_events']} events), {r['recalls_checked']} sample recalls agree")  # fmt: skip
+
+
 @app.command("hook")
 def hook(event: Annotated[str, typer.Argument(help="session-start | pre-tool-use | session-end | pre-compact")]) -> None:
     """Run one Claude Code hook: its JSON on stdin, its answer on stdout; always exits 0 (errors go to hooks.log)."""

@@ -214,3 +214,41 @@ class AdminOps(_Base):
         where = target.root or "the repository"
         return {"request_id": rid, "scope_hash": target.scope_hash, "status": "pending",
                 "message": f"ask the user to run `memoryd scope grant --minutes 30` in {where}"}  # fmt: skip
+
+
+def migrate(src: str, dst: str, *, settings: Any, cwd: Path | None = None,
+            progress: Any = None, samples: int = 5) -> dict[str, Any]:  # fmt: skip
+    """Move a whole SQLite store into an empty PostgreSQL database, then check it.
+
+    The copy verifies row counts and the hash chain itself; afterwards up to `samples` memories
+    are recalled on both stores by their own first words, and the top results must agree.
+    Raises StorageError when a check fails.
+    """
+    from ..errors import StorageError
+    from ..storage.postgres import migrate_store
+    from . import Engine
+
+    src_path = Path(src.removeprefix("sqlite://"))
+    if src_path.is_dir():
+        src_path = src_path / "memoryd.db"
+    if src_path.name != "memoryd.db":
+        raise InvalidInput(f"--from must name a memoryd data root or its memoryd.db, got {src!r}")
+    if not dst.startswith(("postgresql://", "postgres://")):
+        raise InvalidInput(f"--to must be a postgresql:// URL, got {dst!r}")
+    copied = migrate_store(f"sqlite://{src_path}", dst, progress)
+    lite_settings = settings.model_copy(update={"home": src_path.parent, "db": None})
+    pg_settings = settings.model_copy(update={"db": dst})
+    checked = 0
+    with Engine.open(lite_settings, cwd=cwd) as lite, Engine.open(pg_settings, cwd=cwd, embedder=lite.embedder) as pg:
+        atoms = [a for a in lite.store.list_atoms(statuses=["active"], limit=samples)]
+        for atom in atoms:
+            query = " ".join(atom.content.split()[:8])[:80]
+            want = [h.atom.id for h in lite.recall(query, max_results=3, scope=atom.scope).hits]
+            got = [h.atom.id for h in pg.recall(query, max_results=3, scope=atom.scope).hits]
+            if want[:1] != got[:1]:
+                raise StorageError(f"recall differs after migration for {query!r}: {want[:1]} vs {got[:1]}")
+            checked += 1
+        report = pg.verify_chain()
+        if not report.ok:
+            raise StorageError(f"the migrated chain does not verify: {report.problem}")
+    return {"copied": copied, "recalls_checked": checked, "chain_events": report.events}
