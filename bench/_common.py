@@ -58,6 +58,8 @@ def machine() -> dict[str, Any]:
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
+        "git_head": sh("git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"),
+        "src_dirty": bool(sh("git", "-C", str(HERE.parent), "status", "--porcelain", "--", "src")),
         "versions": versions,
         "argv": sys.argv,
     }
@@ -66,7 +68,8 @@ def machine() -> dict[str, Any]:
 def print_machine(m: dict[str, Any]) -> None:
     print(
         f"# {m['date']}  nproc={m['nproc']}  mem[{m['free_g']}]  load={tuple(round(x, 2) for x in m['loadavg'])}"
-        f"  OMP_NUM_THREADS={m['OMP_NUM_THREADS']}  {m['versions']}"
+        f"  OMP_NUM_THREADS={m['OMP_NUM_THREADS']}  git {m['git_head']}{' (src modified)' if m['src_dirty'] else ''}"
+        f"  {m['versions']}"
     )
 
 
@@ -126,6 +129,15 @@ def e5():
 
         _EMBEDDER = E5Embedder()
     return _EMBEDDER
+
+
+def make(kind: str):
+    """The engine's embedder class for `kind` ("e5" shared, or "use"), loaded in the foreground."""
+    if kind == "e5":
+        return e5()
+    from memoryd.search.embed import UseEmbedder
+
+    return UseEmbedder()
 
 
 @dataclass

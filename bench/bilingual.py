@@ -60,6 +60,9 @@ def main() -> None:
     ap.add_argument("--data", default=str(DATA))
     ap.add_argument("--quick", action="store_true", help="every 3rd query only")
     ap.add_argument("--no-replay", action="store_true")
+    ap.add_argument("--embedder", choices=("e5", "use"), default="e5",
+                    help="engine + dense baseline model (use = memoryd's optional USE-m3+t2s embedder); "
+                         "the replay and dense-e5-sym are e5-only")  # fmt: skip
     ap.add_argument("--json")
     args = ap.parse_args()
 
@@ -69,7 +72,10 @@ def main() -> None:
     if args.quick:
         queries = queries[::3]
     t0 = time.perf_counter()
-    emb = C.e5()
+    emb = C.make(args.embedder)
+    systems = SYSTEMS if args.embedder == "e5" else tuple(s for s in SYSTEMS if s != "dense-e5-sym")
+    if args.embedder != "e5":
+        args.no_replay = True
     te = C.fresh_engine(emb)
     eng = te.engine
 
@@ -96,7 +102,7 @@ def main() -> None:
 
     bms = {v: C.BM25(texts, v) for v in C.BM25.VARIANTS}
     dense = C.Dense(texts, emb)
-    sym = np.stack([emb.query(t) for t in texts])
+    sym = np.stack([emb.query(t) for t in texts]) if args.embedder == "e5" else None
 
     rows = []
     q_vecs = []
@@ -115,13 +121,15 @@ def main() -> None:
         qv = dense.query_vec(q["text"])
         q_vecs.append(qv)
         row["dense-e5"] = C.rank_metrics([d for d, _ in dense.search_vec(qv, 10)], rel)
-        row["dense-e5-sym"] = C.rank_metrics([int(i) for i in np.argsort(-(sym @ qv))[:10]], rel)
+        if sym is not None:
+            row["dense-e5-sym"] = C.rank_metrics([int(i) for i in np.argsort(-(sym @ qv))[:10]], rel)
         rows.append(row)
 
     slices = list(dict.fromkeys(q["slice"] for q in queries))
     groups = [(s, {s}) for s in slices] + [("cross-lingual (both)", set(XLING)), ("overall", set(slices))]
     summary: dict[str, Any] = {}
-    print(f"\n{len(mems)} memories, {len(queries)} queries; DURA gate for agent saves would give {dict(dura)}")
+    print(f"\nembedder {emb.name} (the dense-e5 column uses it too); "
+          f"{len(mems)} memories, {len(queries)} queries; DURA gate for agent saves would give {dict(dura)}")
     for metric in ("any@1", "any@5", "any@10", "mrr"):
         print(f"\n## {metric.replace('any', 'recall')} per slice")
         trows = []
@@ -129,12 +137,12 @@ def main() -> None:
             sub = [r for r in rows if r["slice"] in sl]
             summary.setdefault(label, {"n": len(sub)})
             line = [label, len(sub)]
-            for s in SYSTEMS:
+            for s in systems:
                 agg = C.mean_metrics([r[s] for r in sub])
                 summary[label][s] = agg
                 line.append(C.fmt(agg[metric]))
             trows.append(line)
-        print(C.table(["slice", "n", *SYSTEMS], trows))
+        print(C.table(["slice", "n", *systems], trows))
 
     lat = [r["lat_memoryd_ms"] for r in rows]
     print(f"\nmemoryd recall latency p50 {C.med(lat):.1f} ms p95 {C.pct(lat, 95):.1f} ms; "
@@ -192,7 +200,7 @@ def main() -> None:
     print(f"wall time {wall:.0f}s")
     te.close()
     C.write_json(args.json, {
-        "machine": m, "wall_s": wall, "summary": summary, "targets": targets, "calibration": calib, "replay": replay,
+        "machine": m, "embedder": emb.name, "wall_s": wall, "summary": summary, "targets": targets, "calibration": calib, "replay": replay,
         "dura_agent_gate": dict(dura), "recall_ms": {"p50": C.med(lat), "p95": C.pct(lat, 95)},
         "memorize_ms": {"p50": C.med(write_ms), "p95": C.pct(write_ms, 95)},
         "queries": [{k: v for k, v in r.items() if k != "hits"} for r in rows],

