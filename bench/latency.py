@@ -457,6 +457,39 @@ def omp_study(rounds: int = 3, calls: int = 40) -> dict[str, Any]:
                 "passage_p50_ms": C.med(v["p"]), "passage_p95_ms": C.pct(v["p"], 95)} for k, v in acc.items()}  # fmt: skip
 
 
+def vector_micro(sizes: tuple[int, ...] = (10_000, 100_000), calls: int = 30) -> dict[str, Any]:
+    """memoryd's VectorIndex.search vs a contiguous matrix-vector product with the mask applied afterwards.
+
+    Random unit vectors, 2% of rows in a second (global) scope, both scopes searched, k=50, same process.
+    """
+    import numpy as np
+
+    from memoryd.search.vector import VectorIndex
+
+    rng = np.random.default_rng(0)
+    out = {}
+    for n in sizes:
+        index = VectorIndex(384)
+        m = rng.normal(size=(n, 384)).astype(np.float32)
+        m /= np.linalg.norm(m, axis=1, keepdims=True)
+        index.add((f"id{i}", "scope" if i % 50 else "global", m[i]) for i in range(n))
+        codes = np.array([index._codes["scope"], index._codes["global"]])
+        q = m[7]
+        a, b = [], []
+        for _ in range(calls):
+            t = time.perf_counter()
+            index.search(q, scope_hashes=["scope", "global"], k=50)
+            a.append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            sims = index._matrix[:n] @ q
+            sims[~(index._alive[:n] & np.isin(index._scope_codes[:n], codes))] = -2.0
+            top = np.argpartition(-sims, 49)[:50]
+            top = top[np.argsort(-sims[top])]
+            b.append((time.perf_counter() - t) * 1000)
+        out[n] = {"VectorIndex.search_p50_ms": C.med(a), "contiguous_masked_p50_ms": C.med(b)}
+    return out
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -471,6 +504,8 @@ def main() -> None:
     ap.add_argument("--skip-omp", action="store_true", help="skip the embedder thread-settings study")
     ap.add_argument("--skip-sizes", action="store_true")
     ap.add_argument("--profile", action="store_true", help="cProfile 50 recalls per size")
+    ap.add_argument("--vector-micro", action="store_true",
+                    help="only: VectorIndex.search vs a contiguous masked product at 10k and 100k random vectors")
     ap.add_argument("--quick", action="store_true", help="500 memories, 50 queries, 5 cold runs")
     ap.add_argument("--json")
     ap.add_argument("--child-size", type=int, help=argparse.SUPPRESS)
@@ -484,6 +519,13 @@ def main() -> None:
 
     m = C.machine()
     C.print_machine(m)
+    if args.vector_micro:
+        vm = vector_micro()
+        print(C.table(["vectors", "VectorIndex.search p50 ms", "matrix[:n] @ q + mask p50 ms"],
+                      [[n, C.fmt(v["VectorIndex.search_p50_ms"], 2), C.fmt(v["contiguous_masked_p50_ms"], 2)]
+                       for n, v in vm.items()]))  # fmt: skip
+        C.write_json(args.json, {"machine": m, "vector_micro": vm})
+        return
     t0 = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="memoryd-latency-"))
     sizes = [int(s) for s in args.sizes.split(",")]
