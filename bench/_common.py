@@ -387,6 +387,16 @@ REPLAY_VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
+def band_variants(floor: float, ceil: float) -> dict[str, dict[str, Any]]:
+    """Replay variants for a non-e5 embedder: its own cosine band, and shifted bands."""
+    out: dict[str, dict[str, Any]] = {f"current (band {floor:.2f}-{ceil:.2f})": {"floor": floor, "ceil": ceil}}
+    for f, c in ((floor + 0.1, ceil + 0.1), (floor + 0.15, ceil + 0.15), (floor + 0.2, ceil + 0.2), (floor + 0.1, ceil)):
+        out[f"band {f:.2f}-{c:.2f}"] = {"floor": f, "ceil": c}
+    out["keyword only"] = {"w_sem": 0.0, "w_ent": 0.0}
+    out["semantic only (cos)"] = {"cos_only": True}
+    return out
+
+
 def replay_eval(items: Sequence[tuple[Replay, Sequence[set[int]], Sequence[bool]]],
                 variants: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, float]]:  # fmt: skip
     """Mean rank metrics of each fusion variant over (replay, relevant sets, keep-mask) items.

@@ -174,7 +174,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
 
     from memoryd import Engine
     from memoryd.config import Settings
-    from memoryd.search.embed import E5Embedder
+    from memoryd.search.embed import MODELS
 
     n = args.child_size
     root = Path(args.child_home)
@@ -185,7 +185,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     fill, sample = texts[:n], texts[n:]
     queries = gen_queries(args.queries)
     t = time.perf_counter()
-    e5 = E5Embedder()
+    e5 = MODELS[args.embedder]()  # named e5 for history; --embedder use measures memoryd's USE model
     load_s = time.perf_counter() - t
     out: dict[str, Any] = {"size": n, "model_load_s": load_s, "rss_after_model_kb": _status_kb("VmRSS")}
 
@@ -304,6 +304,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
 
 def run_size(n: int, home: Path, args: argparse.Namespace) -> dict[str, Any]:
     cmd = [PY, __file__, "--child-size", str(n), "--child-home", str(home), "--queries", str(args.queries),
+           "--embedder", args.embedder,
            "--write-sample", str(args.write_sample), "--engine-fill-max", str(args.engine_fill_max)]  # fmt: skip
     if args.profile:
         cmd.append("--profile")
@@ -316,10 +317,14 @@ def run_size(n: int, home: Path, args: argparse.Namespace) -> dict[str, Any]:
 # --------------------------------------------------------------------------- cold start
 
 
+EMBEDDER = "e5"  # set from --embedder; the servers get it as MEMORYD_EMBEDDER
+
+
 def _env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
     env.pop("ANTHROPIC_API_KEY", None)
     env["MEMORYD_HOME"] = str(home)
+    env["MEMORYD_EMBEDDER"] = EMBEDDER
     return env
 
 
@@ -398,9 +403,9 @@ t0 = time.perf_counter(); r = {}
 import memoryd.mcp_server; r["import memoryd.mcp_server"] = time.perf_counter() - t0
 t = time.perf_counter(); from memoryd.mcp_server import build_server; s = build_server(); r["build_server (starts engine thread)"] = time.perf_counter() - t
 t = time.perf_counter(); import memoryd.engine; r["import memoryd.engine (in main thread, may overlap)"] = time.perf_counter() - t
-from memoryd.search.embed import E5Embedder
-t = time.perf_counter(); e = E5Embedder(); r["E5Embedder() load"] = time.perf_counter() - t
-t = time.perf_counter(); e.query("warm up"); r["first e5 query"] = time.perf_counter() - t
+from memoryd.search.embed import MODELS
+t = time.perf_counter(); e = MODELS[sys.argv[3]](); r["embedder load (" + sys.argv[3] + ")"] = time.perf_counter() - t
+t = time.perf_counter(); e.query("warm up"); r["first query embedding"] = time.perf_counter() - t
 from memoryd import Engine
 from memoryd.config import Settings
 t = time.perf_counter(); eng = Engine.open(Settings(home=sys.argv[1]), cwd=sys.argv[2], embedder=e); r["Engine.open"] = time.perf_counter() - t
@@ -412,10 +417,10 @@ print(json.dumps(r))
 """
 
 
-def stages(store_root: Path, runs: int = 3) -> dict[str, float]:
+def stages(store_root: Path, runs: int = 3, embedder: str = "e5") -> dict[str, float]:
     acc: dict[str, list[float]] = {}
     for _ in range(runs):
-        p = subprocess.run([PY, "-c", STAGES, str(store_root / "home"), str(store_root / "project")],
+        p = subprocess.run([PY, "-c", STAGES, str(store_root / "home"), str(store_root / "project"), embedder],
                            capture_output=True, text=True, env=_env(store_root / "home"))  # fmt: skip
         if p.returncode != 0:
             raise SystemExit(p.stderr[-3000:])
@@ -507,10 +512,14 @@ def main() -> None:
     ap.add_argument("--vector-micro", action="store_true",
                     help="only: VectorIndex.search vs a contiguous masked product at 10k and 100k random vectors")
     ap.add_argument("--quick", action="store_true", help="500 memories, 50 queries, 5 cold runs")
+    ap.add_argument("--embedder", choices=("e5", "use"), default="e5",
+                    help="model for the sizes, the stage timer and the servers (MEMORYD_EMBEDDER); default e5")
     ap.add_argument("--json")
     ap.add_argument("--child-size", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--child-home", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    global EMBEDDER
+    EMBEDDER = args.embedder
     if args.child_size:
         print(json.dumps(child(args)))
         return
@@ -529,7 +538,8 @@ def main() -> None:
     t0 = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="memoryd-latency-"))
     sizes = [int(s) for s in args.sizes.split(",")]
-    out: dict[str, Any] = {"machine": m, "sizes": {}}
+    out: dict[str, Any] = {"machine": m, "embedder": args.embedder, "sizes": {}}
+    print(f"embedder: {args.embedder} (sizes, stage timer, and MEMORYD_EMBEDDER for the servers)")
     try:
         store_for_cold = None
         if not args.skip_sizes:
@@ -542,7 +552,7 @@ def main() -> None:
                 else:
                     shutil.rmtree(tmp / f"s{n}", ignore_errors=True)
                 print(f"size {n}: done in {time.perf_counter() - t:.0f}s", flush=True)
-            print("\n## per store size (single process, real e5)")
+            print(f"\n## per store size (single process, real {args.embedder} model)")
             rows = []
             for n, r in out["sizes"].items():
                 rows.append([n, r["fill"]["mode"], C.fmt(r["memorize"]["p50_ms"], 1), C.fmt(r["memorize"]["p95_ms"], 1),
@@ -569,7 +579,7 @@ def main() -> None:
                 run_size(1000, store_for_cold, args)
             cs = cold_start(store_for_cold, args.cold_runs)
             out["cold_start"] = cs
-            out["stages"] = stages(store_for_cold)
+            out["stages"] = stages(store_for_cold, embedder=args.embedder)
             out["importtime"] = [importtime("import memoryd.mcp_server"), importtime("import memoryd.engine"),
                                  importtime("import mcp.server.mcpserver")]  # fmt: skip
             print(f"\n## cold start over stdio (median of {args.cold_runs}, store of {sizes[0] if not args.skip_sizes else 1000} memories)")

@@ -146,14 +146,14 @@ def aggregate(per_q: list[dict[str, Any]], system: str, cats: set[int]) -> dict[
     return C.mean_metrics([r[system] for r in per_q if r["cat"] in cats])
 
 
-def replay_report(convs: list[dict[str, Any]]) -> dict[str, Any]:
+def replay_report(convs: list[dict[str, Any]], variants: dict[str, Any] | None = None) -> dict[str, Any]:
     """Offline: memoryd's fusion over every stored turn, with variations, on the same signals (cat 1-4)."""
     items = []
     for c in convs:
         if c["replay"] is not None:
             keep = [q["cat"] in (1, 2, 3, 4) for q in c["questions"]]
             items.append((c["replay"], c["rels"], keep))
-    return C.replay_eval(items)
+    return C.replay_eval(items, variants)
 
 
 def main() -> None:
@@ -164,7 +164,8 @@ def main() -> None:
     ap.add_argument("--no-replay", action="store_true", help="skip the offline fusion replay")
     ap.add_argument("--json", help="write full results here")
     ap.add_argument("--embedder", choices=("e5", "use"), default="e5",
-                    help="engine + dense baseline model (use = memoryd's optional USE-m3+t2s embedder; no replay)")
+                    help="engine + dense baseline model (use = memoryd's optional USE-m3+t2s embedder; "
+                         "the replay then varies that model's cosine band)")
     args = ap.parse_args()
 
     m = C.machine()
@@ -176,8 +177,6 @@ def main() -> None:
     elif args.quick:
         data = data[:2]
     t0 = time.perf_counter()
-    if args.embedder != "e5":
-        args.no_replay = True  # the replay's calibration constants are e5's
     print(f"embedder: {C.make(args.embedder).name} (engine and the dense-e5 column)")
     convs = []
     for conv in data:
@@ -266,7 +265,8 @@ def main() -> None:
 
     replay = None
     if not args.no_replay:
-        replay = replay_report(convs)
+        emb = C.make(args.embedder)
+        replay = replay_report(convs, None if args.embedder == "e5" else C.band_variants(emb.cosine_floor, emb.cosine_ceil))
         print("\n## offline fusion replay (cat 1-4, same signals, every turn a candidate unless 'pool')")
         print(C.table(["variant", "any@1", "any@5", "any@10", "MRR", "prec@>=0.5", "rec@>=0.5"],
                       [[k, *(C.fmt(v[x]) for x in ("any@1", "any@5", "any@10", "mrr", "prec@0.5", "rec@0.5"))]
