@@ -65,7 +65,7 @@ class AdminOps(_Base):
 
     def merge_projects(self, scope_a: str, scope_b: str, *, dry_run: bool = True, actor: str = "admin") -> dict[str, Any]:
         """Merge scope_b into scope_a: move its memories, deduplicating exact copies. One transaction."""
-        from .memories import _norm
+        from .core import _norm_hash as _norm
 
         a, b = self._scope_hash_of(scope_a), self._scope_hash_of(scope_b)
         if a == b:

@@ -9,10 +9,11 @@ from .. import vault
 from ..errors import Conflict, InvalidInput, NotFound
 from ..lifecycle.decay import decay_state, parse_since
 from ..models import Atom, RecallResult, Scope
-from ..search.tokenize import normalize, tokens
+from ..search.tokenize import tokens
 from ..write.classify import classify
 from ..write.entities import extract_entities
 from ..write.redact import redact
+from .core import _norm_hash
 
 if TYPE_CHECKING:
     from .core import EngineCore
@@ -80,7 +81,7 @@ class MemoryOps(_Base):
         if not fields:
             raise InvalidInput("nothing to update: pass content, tags, triggers or title that differ")
         if new_content is not None:
-            fields["norm_hash"] = _norm(new_content)
+            fields["norm_hash"] = _norm_hash(new_content)
         with self._write() as tx:
             tx.update_atom(atom.id, **fields)
             updated = atom.model_copy(update={k: v for k, v in fields.items() if k != "norm_hash"})
@@ -149,8 +150,3 @@ class MemoryOps(_Base):
             if unknown:
                 raise InvalidInput(f"unknown type(s) {unknown}; expected any of {', '.join(ATOM_TYPES)}")
 
-
-def _norm(content: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(normalize(content).encode()).hexdigest()

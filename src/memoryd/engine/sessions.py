@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ..errors import InvalidInput, NotFound
 from ..models import MemorizeResult, Session
 from ..write.redact import redact
-from .memories import _norm
+from .core import _norm_hash
 
 if TYPE_CHECKING:
     from .memories import MemoryOps
@@ -54,7 +54,7 @@ class SessionOps(_Base):
         clean = redact(summary.strip()).text
         body = f"{atom.content}\n\n## Summary\n\n{clean}"
         with self._write() as tx:
-            tx.update_atom(atom.id, content=body, norm_hash=_norm(body))
+            tx.update_atom(atom.id, content=body, norm_hash=_norm_hash(body))
             self.reindex(tx, atom.model_copy(update={"content": body}))
             tx.end_session(session_id, clean)
             tx.append_event(atom_id=atom.id, actor=actor, action="session_end", reason=None, content=body)
