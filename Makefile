@@ -3,8 +3,11 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+# The real MCP clients tests/clients/ drives (Claude Code, Codex, Inspector, TS SDK, conformance, node 22),
+# pinned by clients/package-lock.json; everything runs offline once installed. `make serve` needs none of it.
+CLIENTS_STAMP := clients/node_modules/.installed-stamp
 
-.PHONY: serve serve-http test test-fast install clean
+.PHONY: serve serve-http test test-fast install clients clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +17,12 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+$(CLIENTS_STAMP): clients/package.json clients/package-lock.json
+	npm ci --prefix clients --no-audit --no-fund --loglevel=error
+	touch $(CLIENTS_STAMP)
+
+clients: $(CLIENTS_STAMP)
+
 ## Run the MCP server over stdio on the embedded default store (the platform data dir, or MEMORYD_HOME).
 serve: $(STAMP)
 	$(VENV)/bin/memoryd-mcp
@@ -22,12 +31,12 @@ serve-http: $(STAMP)
 	$(VENV)/bin/memoryd-mcp --transport http --port 8766
 
 ## The whole test suite, slow end-to-end suites included (what CI runs).
-test: $(STAMP)
+test: $(STAMP) $(CLIENTS_STAMP)
 	$(PY) -m pytest
 
 ## Everything but the suites marked slow.
-test-fast: $(STAMP)
+test-fast: $(STAMP) $(CLIENTS_STAMP)
 	$(PY) -m pytest -m "not slow"
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache clients/node_modules

@@ -60,9 +60,9 @@ def main() -> None:
     ap.add_argument("--data", default=str(DATA))
     ap.add_argument("--quick", action="store_true", help="every 3rd query only")
     ap.add_argument("--no-replay", action="store_true")
-    ap.add_argument("--embedder", choices=("e5", "use"), default="e5",
-                    help="engine + dense baseline model (use = memoryd's optional USE-m3+t2s embedder); "
-                         "the replay and dense-e5-sym are e5-only")  # fmt: skip
+    ap.add_argument("--embedder", choices=("e5", "use"), default="use",
+                    help="engine + dense baseline model (default use = memoryd's default USE-m3+t2s; "
+                         "e5 = multilingual-e5-small); the replay and dense-e5-sym are e5-only")  # fmt: skip
     ap.add_argument("--json")
     args = ap.parse_args()
 

@@ -163,9 +163,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="first 2 conversations only")
     ap.add_argument("--no-replay", action="store_true", help="skip the offline fusion replay")
     ap.add_argument("--json", help="write full results here")
-    ap.add_argument("--embedder", choices=("e5", "use"), default="e5",
-                    help="engine + dense baseline model (use = memoryd's optional USE-m3+t2s embedder; "
-                         "the replay then varies that model's cosine band)")
+    ap.add_argument("--embedder", choices=("e5", "use"), default="use",
+                    help="engine + dense baseline model (default use = memoryd's default USE-m3+t2s; "
+                         "e5 = multilingual-e5-small; the replay varies that model's cosine band)")
     args = ap.parse_args()
 
     m = C.machine()

@@ -57,6 +57,7 @@ async def test_token_is_required_when_bound_elsewhere(tmp_path: Path) -> None:
             assert missing.status_code == 401
             wrong = await client.post(url, json=INIT, headers={**HEADERS, "Authorization": "Bearer nope"})
             assert wrong.status_code == 401 and wrong.json() == {"error": "unauthorized"}
+            assert wrong.headers["www-authenticate"] == 'Bearer realm="memoryd"'
         authed = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
         async with authed, streamable_http_client(url, http_client=authed) as (read, write):
             async with ClientSession(read, write) as s:

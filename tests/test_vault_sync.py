@@ -97,3 +97,20 @@ def test_doctor_reports_vault_drift(engine: Engine) -> None:
     a = engine.memorize("Releases are cut from the release/* branches").atom_id
     _file(engine, a).write_text(_file(engine, a).read_text() + "\nmore\n")
     assert engine.doctor()["sync"].startswith("warn: 1 edited")
+
+
+def test_sync_parses_only_files_whose_bytes_changed(engine: Engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Start-up sync over a big unchanged vault must not re-parse every file's YAML."""
+    import memoryd.vault as vault_module
+
+    ids = [engine.memorize(f"Service s{i} listens on port {8000 + i} behind the gateway").atom_id for i in range(6)]
+    parsed: list[Path] = []
+    real = vault_module._parse_text
+    monkeypatch.setattr(vault_module, "_parse_text", lambda text, label: parsed.append(label) or real(text, label))
+    assert engine.vault_sync() == {k: [] for k in engine.vault_sync()}
+    assert parsed == []  # six unchanged files, none parsed
+    path = _file(engine, ids[2])
+    path.write_text(path.read_text().replace("port 8002", "port 9002"))
+    report = engine.vault_sync()
+    assert [e["memory_id"] for e in report["edited"]] == [ids[2]]
+    assert [p for p in parsed if isinstance(p, Path)] == [path]  # only the edited one (plus our own render check)

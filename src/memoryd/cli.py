@@ -197,6 +197,92 @@ def export(
         typer.echo(f"wrote {n} lines to {output}", err=True)
 
 
+@app.command("import")
+def import_(
+    file: Annotated[Path, typer.Argument(help="JSON-lines file: one memory per line (format above).")],
+    gate: Annotated[str, typer.Option(help="trusted (no DURA gate) | admit (junk rejected) | review (grey zone "
+                                           "held as pending).")] = "trusted",  # fmt: skip
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Lines per batch: one model call and one "
+                                                                 "transaction each.")] = 256,  # fmt: skip
+    source: Annotated[str, typer.Option(help="Source of lines that name none.")] = "import",
+    json_: JsonOpt = False,
+    cwd: CwdOpt = None,
+) -> None:
+    """Import memories from a JSON-lines file, in batches, resumable.
+
+    \b
+    One JSON object per line; only "content" is required:
+      {"content": "…", "type": "decision", "title": "…", "tags": ["…"],
+       "triggers": ["…"], "source": "…", "scope": "global"}
+    type: session, decision, preference, fact, playbook, warning, handoff,
+    lesson (default: inferred from the wording). scope: "global" (the
+    tenant-wide scope) or omitted (this repository). source: default --source.
+
+    \b
+    A file written by `memoryd export` works too: its active atoms are
+    imported with content, type, title, tags, triggers, source and scope;
+    audit events and atoms in other states are ignored. Imported memories
+    get new ids, new create events and new timestamps; epistemic and
+    polarity are classified again (corrections are not carried over).
+
+    \b
+    Every line takes the memorize write path (validation, redaction, exact
+    dedup, gate, classification, entities, markdown file). A batch is
+    embedded in one model call and committed in one transaction together
+    with a progress record keyed by the file's sha256: after Ctrl-C or a
+    crash, run the same command again; it continues after the last
+    committed batch. Bad lines (not UTF-8 or JSON, no content, wrong field
+    types) and rejected lines are listed with their line numbers and do not
+    stop the import (exit 0).
+    """
+    from tqdm import tqdm
+
+    bar: Any = None
+    committed = 0
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar, committed
+        committed = done
+        if bar is None:
+            bar = tqdm(total=total, initial=done, desc="import", unit="line", disable=json_, file=sys.stderr)
+        bar.update(done - bar.n)
+
+    def resume_hint() -> str:
+        return f"lines 1-{committed} are committed; run the same command again to continue" if committed else (
+            "nothing was committed")  # fmt: skip
+
+    try:
+        with _engine(cwd) as engine:
+            r = engine.import_jsonl(file, batch_size=batch_size, gate=gate, source=source, progress=progress)
+    except KeyboardInterrupt:
+        if bar is not None:
+            bar.close()
+        typer.echo(f"interrupted: {resume_hint()}", err=True)
+        raise typer.Exit(130) from None
+    except MemorydError as exc:
+        if bar is not None:
+            bar.close()
+        if committed:
+            typer.echo(resume_hint(), err=True)
+        _fail(exc)
+    except OSError as exc:  # the vault could not be written: the batch in flight was rolled back
+        if bar is not None:
+            bar.close()
+        typer.echo(f"error [storage_error]: {exc}; {resume_hint()}", err=True)
+        raise typer.Exit(EXIT_CODES["storage_error"]) from None
+    if bar is not None:
+        bar.close()
+    data = r.as_dict()
+
+    def human() -> str:
+        lines = [f"line {p['line']}: {p['kind']}: {p['reason']}" for p in r.problems]
+        if r.more_problems:
+            lines.append(f"… and {r.more_problems} more problem lines (see --json)")
+        return "\n".join([*lines, r.summary()])
+
+    _emit(data, json_, human)
+
+
 vault_app = typer.Typer(help="The markdown vault: one file per active memory.", no_args_is_help=True)
 scope_app = typer.Typer(help="Scopes: which project you are in, sensitive scopes and read grants.",
                         no_args_is_help=True)  # fmt: skip

@@ -36,6 +36,10 @@ class Settings(BaseSettings):
         0.6, description="DURA average below which an agent save waits for review (memoryd profile)."
     )
     brief_max_chars: int = Field(4000, description="Upper bound on the size of the agent brief.")
+    ann_min: int = Field(
+        20_000, ge=1,
+        description="SQLite: live vectors before an HNSW graph (saved next to the database) speeds up search.",
+    )  # fmt: skip
 
     @field_validator("db")
     @classmethod

@@ -468,36 +468,51 @@ def _remove_server(path: Path, data: dict[str, Any], original: dict[str, Any] | 
 
 
 def _approval_notes(name: str, scope: str, home: Path, project_dir: Path) -> list[str]:
-    """For project servers: is it approved already? If not, say how (never flip it silently)."""
+    """For project servers: is it approved already? If not, say how (never flip it silently).
+
+    What the real CLI (2.1.x) honours, checked by tests/clients/test_claude_code.py: a
+    `disabledMcpjsonServers` entry in any settings file hides the server; `~/.claude/settings.json`
+    approves it anywhere; the project's own settings files and its `~/.claude.json` entry approve
+    it only once the folder is trusted (`hasTrustDialogAccepted`, set by accepting the trust
+    dialog in `claude`), so a cloned repository cannot approve its own servers.
+    """
     if scope != "project":
         return []
-    places: list[tuple[Path, dict[str, Any]]] = []
-    for path in (home / ".claude" / "settings.json", project_dir / ".claude" / "settings.local.json",
-                 project_dir / ".claude" / "settings.json"):  # fmt: skip
+    user_settings = home / ".claude" / "settings.json"
+    places: list[tuple[Path, dict[str, Any], bool]] = []  # (file, settings, honoured while untrusted)
+    for path, untrusted_ok in ((user_settings, True), (project_dir / ".claude" / "settings.local.json", False),
+                               (project_dir / ".claude" / "settings.json", False)):  # fmt: skip
         try:
-            places.append((path, _load_json(path, _read(path))))
+            places.append((path, _load_json(path, _read(path)), untrusted_ok))
         except InstallError:
             continue
+    trusted = False
     try:
         state = _load_json(home / ".claude.json", _read(home / ".claude.json"))
         projects = state.get("projects")
         entry = projects.get(str(project_dir.resolve())) if isinstance(projects, dict) else None
         if isinstance(entry, dict):
-            places.append((home / ".claude.json", entry))
+            trusted = entry.get("hasTrustDialogAccepted") is True
+            places.append((home / ".claude.json", entry, False))
     except InstallError:
         pass
-    for path, d in places:
+    for path, d, _ in places:
         if name in (d.get("disabledMcpjsonServers") or []):
             return [(f"{path} lists {name!r} in disabledMcpjsonServers, so Claude Code will not start it; "
                      "take it out of that list to use memoryd in this project")]  # fmt: skip
-    for path, d in places:
+    for path, d, untrusted_ok in places:
+        if not (untrusted_ok or trusted):
+            continue
         if d.get("enableAllProjectMcpServers") is True or name in (d.get("enabledMcpjsonServers") or []):
             return [f"the project server {name!r} is already approved ({path})"]
+    local = project_dir / ".claude" / "settings.local.json"
     return [(
-        f"Claude Code asks before starting servers from {project_dir / '.mcp.json'}: approve {name!r} at the "
-        f"prompt (or in /mcp), or add \"enabledMcpjsonServers\": [\"{name}\"] to ~/.claude/settings.json or "
-        f"{project_dir / '.claude' / 'settings.local.json'} (\"enableAllProjectMcpServers\": true approves every "
-        "server of the project). memoryd does not change that setting for you."
+        f"Claude Code asks before starting servers from {project_dir / '.mcp.json'} (`claude mcp list` shows "
+        f"'Pending approval'): run `claude` in {project_dir} and approve {name!r} at the prompt (or in /mcp), "
+        f"or add \"enabledMcpjsonServers\": [\"{name}\"] to {user_settings} (it then counts in every project; "
+        f"\"enableAllProjectMcpServers\": true there approves every project's servers). The same setting in "
+        f"{local} counts only once you have trusted the folder (accepted the trust dialog of `claude` there). "
+        "memoryd does not change that setting for you."
     )]
 
 

@@ -114,7 +114,9 @@ def _serve_http(mcp: MCPServer[Any], host: str, port: int, token: str | None) ->
 
         async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
             if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != expected:
-                await JSONResponse({"error": "unauthorized"}, status_code=401)(scope, receive, send)
+                await JSONResponse(
+                    {"error": "unauthorized"}, status_code=401, headers={"WWW-Authenticate": 'Bearer realm="memoryd"'}
+                )(scope, receive, send)
                 return
             await inner(scope, receive, send)
 

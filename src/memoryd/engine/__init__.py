@@ -2,14 +2,15 @@
 
 The class is assembled from themed parts, each in its own module: the write path, recall and
 lifecycle (`core`), memory operations of the memoryd profile (`memories`), sessions,
-promotion review, judgments, administration and sensitive scopes, the markdown vault, and
-observations from agent transcripts.
+promotion review, judgments, administration and sensitive scopes, the markdown vault,
+observations from agent transcripts, and bulk import of JSON lines (`importer`).
 """
 
 from __future__ import annotations
 
 from .admin import AdminOps
 from .core import PLACEHOLDERS, EngineCore, visible_content
+from .importer import ImportOps
 from .memories import MemoryOps
 from .observations import ObservationOps
 from .review import ReviewOps
@@ -19,5 +20,5 @@ from .vault_sync import VaultOps
 __all__ = ["Engine", "PLACEHOLDERS", "visible_content"]
 
 
-class Engine(ObservationOps, VaultOps, AdminOps, ReviewOps, SessionOps, MemoryOps, EngineCore):
+class Engine(ImportOps, ObservationOps, VaultOps, AdminOps, ReviewOps, SessionOps, MemoryOps, EngineCore):
     """memoryd's service layer over one store; see the module docstring for its parts."""

@@ -8,6 +8,7 @@ import logging
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Self
@@ -42,13 +43,16 @@ from ..search.embed import Embedder, make_embedder
 from ..search.tokenize import normalize, to_simplified, tokens
 from ..storage.base import Store
 from ..storage.sqlite import SqliteStore, _iso, chain_hash, content_hash
-from ..write.admission import score_dura
+from ..write.admission import Dura, score_dura
 from ..write.admission import infer_type as _infer_type
 from ..write.classify import classify
 from ..write.entities import extract_entities
 from ..write.redact import redact
 
 __all__ = ["EngineCore", "GATES", "PLACEHOLDERS", "visible_content"]
+
+# `_persist(vector=...)` default: call the model for this one atom.
+_EMBED: Any = object()
 
 # Write gates of `memorize`: "hold" keeps every admitted save pending (transcript observations).
 GATES = ("admit", "review", "hold", "trusted")
@@ -123,7 +127,7 @@ class EngineCore:
 
             store = PostgresStore(settings.db, busy_timeout_ms=settings.busy_timeout_ms)
         else:
-            store = SqliteStore(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms)
+            store = SqliteStore(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms, ann_min=settings.ann_min)
         return cls(
             settings, store, embedder or make_embedder(settings.embedder), infer_scope(cwd),
             enforce_sensitive=enforce_sensitive,
@@ -144,10 +148,13 @@ class EngineCore:
         with self.store.transaction() as tx:
             tracked = _TrackedTx(tx)
             yield tracked
+            batch = len(tracked.touched) > 1  # e.g. an import batch: one sync for all its files
             for atom_id in tracked.touched:
-                self._sync_file(tx, atom_id)
+                self._sync_file(tx, atom_id, durable=not batch)
+            if batch:
+                vault.flush_all()  # before the commit: an acknowledged memory's file is on disk
 
-    def _sync_file(self, tx: Any, atom_id: str) -> None:
+    def _sync_file(self, tx: Any, atom_id: str, *, durable: bool = True) -> None:
         """Make the vault match the database for one atom: active → file written, else removed."""
         atom = self.store.get_atoms([atom_id]).get(atom_id)
         old = atom.vault_path if atom is not None else None
@@ -158,7 +165,7 @@ class EngineCore:
                 tx.update_atom(atom.id, vault_path=None, vault_digest=None, updated_at=_iso(atom.updated_at))
             return
         rel = str(vault.relative_path(atom))
-        digest = vault.write_atomic(self.vault_root / rel, vault.render(atom))
+        digest = vault.write_atomic(self.vault_root / rel, vault.render(atom), durable=durable)
         if old and old != rel:
             vault.remove(self.vault_root / old)
         tx.update_atom(atom.id, vault_path=rel, vault_digest=digest, updated_at=_iso(atom.updated_at))
@@ -185,11 +192,17 @@ class EngineCore:
         return list(dict.fromkeys(hashes))
 
     def _embed(self, text: str) -> Any:
+        return self._embed_many([text])[0]
+
+    def _embed_many(self, texts: Sequence[str]) -> list[Any]:
+        """One model call for many texts; None for each when the model fails."""
+        if not texts:
+            return []
         try:
-            return self.embedder.passages([text])[0]
+            return list(self.embedder.passages(list(texts)))
         except Exception:  # a broken model must not lose the write; coverage shows the gap
             log.exception("embedding failed; stored without a vector")
-            return None
+            return [None] * len(texts)
 
     def _validate_content(self, content: object, what: str = "content") -> str | None:
         """Return a rejection reason, or None when the text is acceptable."""
@@ -204,22 +217,30 @@ class EngineCore:
     def _new_atom(
         self, content: str, *, type: str, source: str, scope: Scope, status: str = "active",
         title: str | None = None, tags: Sequence[str] = (), triggers: Sequence[str] = (),
-        supersedes: str | None = None,
+        supersedes: str | None = None, entities: Sequence[str] | None = None,
     ) -> tuple[Atom, list[str]]:  # fmt: skip
         c = classify(content)
-        entities = [e.id for e in extract_entities(content)]
+        entity_ids = list(entities) if entities is not None else [e.id for e in extract_entities(content)]
         now = _now()
         atom = Atom(
             id=str(ULID()), content=content, type=type, source=source, scope=scope,
             scope_hash=scope.scope_hash, epistemic=c.epistemic, polarity=c.polarity, status=status,
             created_at=now, updated_at=now, title=title, tags=list(tags), triggers=list(triggers),
-            supersedes=supersedes, entities=entities,
+            supersedes=supersedes, entities=entity_ids,
         )  # fmt: skip
-        return atom, entities
+        return atom, entity_ids
 
-    def _persist(self, tx: Any, atom: Atom, *, actor: str, action: str, reason: str | None) -> None:
+    def _persist(
+        self, tx: Any, atom: Atom, *, actor: str, action: str, reason: str | None, vector: Any = _EMBED
+    ) -> None:
+        """Insert an atom with its index terms, vector, entity edges and audit event.
+
+        `vector` is the atom's embedding when the caller computed it in a batch (None = no
+        vector); by default the model is called here.
+        """
         extra = " ".join([atom.title or "", *atom.tags, *atom.triggers]).strip()
-        vector = self._embed(atom.content)
+        if vector is _EMBED:
+            vector = self._embed(atom.content)
         terms = tokens(f"{atom.content} {extra}" if extra else atom.content)
         tx.insert_atom(atom, norm_hash=_norm_hash(atom.content), terms=terms, vector=vector)
         for entity_id in atom.entities:
@@ -256,6 +277,37 @@ class EngineCore:
         `pending`), "hold" (every save that is not junk waits as `pending`: transcript
         observations), or "trusted" (no DURA gate: importers, passive capture).
         """
+        draft = self._prepare_memory(
+            content, source=source, type=type, title=title, tags=tags, triggers=triggers, gate=gate, scope=scope,
+            actor=actor, origin=origin,
+        )  # fmt: skip
+        if isinstance(draft, MemorizeResult):
+            return draft
+        vector = self._embed(draft.atom.content)
+        with self._write() as tx:
+            return self._store_draft(tx, draft, vector)
+
+    def _prepare_memory(
+        self,
+        content: object,
+        *,
+        source: str,
+        type: str | None,
+        title: str | None,
+        tags: Sequence[str],
+        triggers: Sequence[str],
+        gate: str,
+        scope: Scope | None,
+        actor: str | None,
+        origin: str,
+        batch: dict[tuple[str, str], Atom] | None = None,
+    ) -> _Draft | MemorizeResult:
+        """Everything of the write path before the transaction: validate, redact, dedup, admit, classify.
+
+        Returns the atom ready to write, or the result (rejected / duplicate) that ends the save.
+        `batch` maps (scope hash, normalised-content hash) → the atom of drafts not yet committed,
+        so a batch writer deduplicates within the batch too; a new draft is added to it.
+        """
         problem = self._validate_content(content)
         if problem is None and type is not None and type not in ATOM_TYPES:
             problem = f"unknown type {type!r}; expected one of {', '.join(ATOM_TYPES)}"
@@ -266,39 +318,52 @@ class EngineCore:
         if problem is not None:
             return MemorizeResult(effect="rejected", reason=problem)
         scope = scope or self.scope
-        clean = _clean(content)
-        duplicate = self.store.find_duplicate(scope.scope_hash, _norm_hash(clean))
+        clean = _clean(str(content))
+        key = (scope.scope_hash, _norm_hash(clean))
+        if batch is not None and key in batch:
+            first = batch[key]
+            return MemorizeResult(
+                atom_id=first.id, effect="no_op", deduped_with=first.id, status=first.status,
+                reason="identical content earlier in this batch",
+            )  # fmt: skip
+        duplicate = self.store.find_duplicate(*key)
         if duplicate is not None:
             return MemorizeResult(
                 atom_id=duplicate.id, effect="no_op", deduped_with=duplicate.id, status=duplicate.status,
                 reason="identical content already stored in this scope",
             )  # fmt: skip
         kind = type or _infer_type(clean)
+        entities = [e.id for e in extract_entities(clean)]
         status = "active"
         d = None
         if gate != "trusted":
-            d = score_dura(clean, source=source, entity_count=len(extract_entities(clean)))
+            d = score_dura(clean, source=source, entity_count=len(entities))
             if d.average < self.settings.dura_reject_below:
                 return MemorizeResult(effect="rejected", reason=f"not worth keeping: {d.reasoning}", dura=d.as_dict())
             if gate == "hold" or (gate == "review" and d.average < self.settings.dura_pending_below):
                 status = "pending"
         atom, _ = self._new_atom(
-            clean, type=kind, source=source, scope=scope, status=status, title=title, tags=tags, triggers=triggers
-        )
-        promotion_id = None
-        with self._write() as tx:
-            self._persist(tx, atom, actor=actor or source, action="create", reason=None)
-            if status == "pending" and d is not None:
-                promotion_id = tx.insert_promotion(
-                    atom_id=atom.id, scope_hash=atom.scope_hash, origin=origin, scores=d.as_dict(), reasoning=d.reasoning
-                )
+            clean, type=kind, source=source, scope=scope, status=status, title=title, tags=tags, triggers=triggers,
+            entities=entities,
+        )  # fmt: skip
+        if batch is not None:
+            batch[key] = atom
+        return _Draft(atom=atom, dura=d, gate=gate, origin=origin, actor=actor or source)
+
+    def _store_draft(self, tx: Any, draft: _Draft, vector: Any) -> MemorizeResult:
+        """Write a prepared memory inside an open `_write()` transaction (with its promotion if held)."""
+        atom, d = draft.atom, draft.dura
+        self._persist(tx, atom, actor=draft.actor, action="create", reason=None, vector=vector)
         dura = d.as_dict() if d is not None else None
-        if promotion_id is not None:
+        if atom.status == "pending" and d is not None:
+            promotion_id = tx.insert_promotion(
+                atom_id=atom.id, scope_hash=atom.scope_hash, origin=draft.origin, scores=d.as_dict(),
+                reasoning=d.reasoning,
+            )  # fmt: skip
+            why = f"every {draft.origin} waits for review" if draft.gate == "hold" else "the DURA score is in the grey zone"
             return MemorizeResult(
                 atom_id=atom.id, effect="applied", status="pending", promotion_id=promotion_id, dura=dura,
-                reason=f"held for review: "
-                f"{'every ' + origin + ' waits for review' if gate == 'hold' else 'the DURA score is in the grey zone'}"
-                f" ({d.reasoning if d else ''})",
+                reason=f"held for review: {why} ({d.reasoning})",
             )  # fmt: skip
         return MemorizeResult(atom_id=atom.id, effect="applied", status="active", dura=dura)
 
@@ -472,7 +537,10 @@ class EngineCore:
         pool = max(50, max_results * 5)
 
         candidates: dict[str, float | None] = {}
-        for atom_id in self.store.keyword_candidates(q_terms, scope_hashes=scopes, statuses=statuses, limit=pool):
+        total, df = self.store.term_stats(q_terms)
+        for atom_id in self.store.keyword_candidates(
+            q_terms, scope_hashes=scopes, statuses=statuses, limit=pool, df=df
+        ):
             candidates[atom_id] = None
         q_vec = None
         try:
@@ -486,35 +554,41 @@ class EngineCore:
             list(dict.fromkeys(q_entities + boost)), scope_hashes=scopes, statuses=statuses, limit=pool
         ):
             candidates.setdefault(atom_id, None)
-        atoms = self.store.get_atoms(candidates)
         if q_vec is not None:
             missing = [i for i, cos in candidates.items() if cos is None]
             candidates.update(self.store.cosines(q_vec, missing))
-        total, df = self.store.term_stats(q_terms)
+        facts = self.store.candidate_facts(list(candidates))
+        keyword = fusion.keyword_scorer(q_terms, total, df)
+        floor, ceil = self.embedder.cosine_floor, self.embedder.cosine_ceil
         now = _now()
-        hits: list[Hit] = []
+        scored: list[tuple[float, str, dict[str, float]]] = []
         for atom_id, cos in candidates.items():
-            atom = atoms.get(atom_id)
-            if atom is None or atom.status not in statuses or atom.scope_hash not in scopes:
+            fact = facts.get(atom_id)
+            if fact is None or fact.status not in statuses or fact.scope_hash not in scopes:
                 continue
-            if types is not None and atom.type not in types:
+            if types is not None and fact.type not in types:
                 continue
-            extra = " ".join([atom.title or "", *atom.tags, *atom.triggers])
             signals = {
-                "keyword": fusion.keyword_score(q_terms, tokens(f"{atom.content} {extra}"), total, df),
-                "semantic": fusion.semantic_score(cos, self.embedder.cosine_floor, self.embedder.cosine_ceil),
+                "keyword": keyword(fact.terms),
+                "semantic": fusion.semantic_score(cos, floor, ceil),
                 "entity": max(
-                    fusion.entity_score(q_entities, atom.entities), fusion.entity_score(boost, atom.entities)
+                    fusion.entity_score(q_entities, fact.entities), fusion.entity_score(boost, fact.entities)
                 ),
             }
-            score = fusion.fuse(signals) * _DECAY_WEIGHT[decay_state(atom, now)]
-            if atom.status == "negated":
+            score = fusion.fuse(signals) * _DECAY_WEIGHT[decay_state(fact, now)]
+            if fact.status == "negated":
                 score *= 0.8  # shown on request, never above live knowledge
             score = round(score, 4)
             if score > 0:
-                hits.append(Hit(atom=atom, score=score, signals={k: round(v, 4) for k, v in signals.items()}))
-        hits.sort(key=lambda h: (-h.score, h.atom.id))
-        hits = hits[:max_results]
+                scored.append((score, atom_id, signals))
+        scored.sort(key=lambda s: (-s[0], s[1]))
+        scored = scored[:max_results]
+        atoms = self.store.get_atoms(atom_id for _, atom_id, _ in scored)  # full atoms for the hits only
+        hits = [
+            Hit(atom=atoms[atom_id], score=score, signals={k: round(v, 4) for k, v in signals.items()})
+            for score, atom_id, signals in scored
+            if atom_id in atoms  # deleted between the two reads
+        ]
         self.store.touch([h.atom.id for h in hits])
         return RecallResult(hits=hits)
 
@@ -631,6 +705,17 @@ def _labels(sample: str) -> tuple[str, str, str, str, str]:
     if to_simplified(sample) != sample:
         return ("最近交接", "約束", "偏好", "近期決策", "待審核：{n} 條")
     return ("最近交接", "约束", "偏好", "近期决策", "待审核：{n} 条")
+
+
+@dataclass
+class _Draft:
+    """A memory that passed validation, dedup and admission: the atom to write and why."""
+
+    atom: Atom
+    dura: Dura | None
+    gate: str
+    origin: str
+    actor: str
 
 
 class _TrackedTx:

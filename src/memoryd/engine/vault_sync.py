@@ -27,8 +27,9 @@ _REPORT_KEYS = ("imported", "edited", "retagged", "deleted", "written", "orphane
 
 class VaultOps(_Base):
     def _vault_plan(self) -> tuple[dict[str, list[Any]], list[vault.VaultFile]]:
-        files, errors = vault.scan(self.vault_root)
         db = self.store.vault_digests()
+        known = {self.vault_root / rel: (digest, atom_id) for atom_id, (_, rel, digest) in db.items() if rel and digest}
+        files, errors = vault.scan(self.vault_root, known)
         plan: dict[str, list[Any]] = {k: [] for k in _REPORT_KEYS}
         plan["broken"] = [{"path": str(e.path), "error": str(e)} for e in errors]
         broken_paths = {str(e.path) for e in errors}
@@ -88,6 +89,7 @@ class VaultOps(_Base):
             tags = [str(t) for t in fm.get("tags") or []]
             triggers = [str(t) for t in fm.get("triggers") or []]
             title = fm.get("title")
+            assert f.body is not None  # edited = its digest changed, so it was parsed
             if f.body.strip() != atom.content:
                 r = self.correct(atom.id, "replace", "edited on disk", f.body, actor="vault")
                 if r.effect != "applied":
@@ -108,6 +110,7 @@ class VaultOps(_Base):
             self.delete(atom_id, actor="vault", reason="deleted on disk")
             report["deleted"].append(atom_id)
         for f in plan["imported"]:
+            assert f.body is not None  # unknown files are always parsed
             fm = f.frontmatter
             r = self.memorize(
                 f.body, source="vault", type=fm.get("type") or "fact", title=fm.get("title"),

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 
 from ..errors import InvalidInput
 from ..models import Atom
+from ..storage.base import CandidateFacts
 
 __all__ = ["DECAY_STATES", "HALF_LIFE_DAYS", "decay_state", "parse_since"]
 
@@ -25,7 +26,7 @@ _SINCE = re.compile(r"^\s*(\d{1,4})\s*([dwmy])\s*$")
 _UNIT_DAYS = {"d": 1, "w": 7, "m": 30, "y": 365}
 
 
-def decay_state(atom: Atom, now: datetime) -> str:
+def decay_state(atom: Atom | CandidateFacts, now: datetime) -> str:
     last = max(atom.updated_at, atom.last_accessed_at or atom.updated_at)
     age_days = (now - last).total_seconds() / 86400
     half = HALF_LIFE_DAYS.get(atom.type, 90)

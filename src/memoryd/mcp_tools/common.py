@@ -72,6 +72,10 @@ class EngineHandle:
         finally:
             self._engine = engine
             self._ready.set()
+        try:
+            engine.store.warm()  # load the vector index now rather than in the first search
+        except Exception:
+            log.exception("loading the vector index at start failed; the first search will retry")
 
     def get(self) -> Engine:
         self._ready.wait()
@@ -93,9 +97,9 @@ def result(model: BaseModel) -> CallToolResult:
 
 
 def _error(exc: MemorydError) -> CallToolResult:
-    data = {"code": exc.code, "message": exc.message}
-    return CallToolResult(content=[TextContent(type="text", text=f"{exc.code}: {exc.message}")],
-                          structured_content=data, is_error=True)  # fmt: skip
+    # Text only: structured content must match the tool's output schema, and clients (the TypeScript
+    # SDK, the Inspector) validate it even on an error result, so a {code, message} object fails them.
+    return CallToolResult(content=[TextContent(type="text", text=f"{exc.code}: {exc.message}")], is_error=True)
 
 
 async def call(handle: EngineHandle, fn: Callable[[Engine], BaseModel]) -> CallToolResult:

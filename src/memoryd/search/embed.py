@@ -80,6 +80,12 @@ class UseEmbedder:
 
         self._fold = to_simplified
         self._model = USE(threads=1)  # one core stays free for the server; batches barely gain from two
+        # The model is numpy matrix products, i.e. BLAS. Two BLAS threads on two busy cores made a
+        # query embedding 8x slower (p50 2.5 -> 21 ms, bench/RESULTS.md); one thread is as fast when
+        # the machine is quiet. Process-wide: the vector index's products also stay on one core.
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=1, user_api="blas")
         self._model.encode(["warm up"])  # the weights load lazily on first use
         self._lock = threading.Lock()
 

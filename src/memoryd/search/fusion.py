@@ -14,9 +14,9 @@ push it towards 1.0; a score of 0.5 means "one signal is moderately sure".
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
-__all__ = ["WEIGHTS", "entity_score", "fuse", "keyword_score", "semantic_score"]
+__all__ = ["WEIGHTS", "entity_score", "fuse", "keyword_score", "keyword_scorer", "semantic_score"]
 
 WEIGHTS = {"semantic": 0.85, "keyword": 0.80, "entity": 0.45}
 
@@ -33,6 +33,22 @@ def keyword_score(query_terms: Iterable[str], doc_terms: Iterable[str], total: i
     weights = {t: idf(total, df.get(t, 0)) for t in q}
     denom = sum(weights.values())
     return sum(w for t, w in weights.items() if t in d) / denom if denom else 0.0
+
+
+def keyword_scorer(
+    query_terms: Iterable[str], total: int, df: Mapping[str, int]
+) -> Callable[[Iterable[str]], float]:
+    """`keyword_score` with the query's IDF weights computed once, for scoring many documents."""
+    weights = {t: idf(total, df.get(t, 0)) for t in dict.fromkeys(query_terms)}
+    denom = sum(weights.values())
+
+    def score(doc_terms: Iterable[str]) -> float:
+        if not denom:
+            return 0.0
+        d = doc_terms if isinstance(doc_terms, (set, frozenset)) else set(doc_terms)
+        return sum(w for t, w in weights.items() if t in d) / denom
+
+    return score
 
 
 def semantic_score(cosine: float | None, floor: float, ceil: float) -> float:

@@ -14,6 +14,7 @@ queries, so both sides always agree:
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from functools import lru_cache
 
@@ -32,6 +33,14 @@ STOPWORDS = frozenset(
 )
 
 _stemmer = snowballstemmer.stemmer("english")
+_stem_lock = threading.Lock()  # a Snowball stemmer object keeps state between calls
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    """Snowball stem, memoized: the pure-Python stemmer dominated tokenizing (bench/RESULTS.md)."""
+    with _stem_lock:
+        return str(_stemmer.stemWord(word))
 
 
 @lru_cache(maxsize=1)
@@ -69,7 +78,7 @@ def _latin(word: str, out: list[str], query: bool) -> None:
     for part in sub if sub else [low]:
         if (query and part in STOPWORDS) or (compound and len(part) < 2):
             continue
-        out.append(part if part.isdigit() else _stemmer.stemWord(part))
+        out.append(part if part.isdigit() else _stem(part))
 
 
 def tokens(text: str, *, query: bool = False) -> list[str]:

@@ -9,13 +9,29 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
 
 from ..models import Atom, Event
 
-__all__ = ["Store", "StoreTx"]
+__all__ = ["CandidateFacts", "Store", "StoreTx"]
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateFacts:
+    """What recall needs to score one candidate; full atoms are loaded for the top hits only."""
+
+    status: str
+    scope_hash: str
+    type: str
+    epistemic: str
+    updated_at: datetime
+    last_accessed_at: datetime | None
+    terms: tuple[str, ...]  # the keyword terms indexed for the atom
+    entities: tuple[str, ...]
 
 
 class StoreTx(Protocol):
@@ -55,11 +71,18 @@ class Store(Protocol):
     ) -> list[Atom]: ...
 
     def keyword_candidates(
-        self, terms: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str], limit: int
-    ) -> list[str]: ...
+        self, terms: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str], limit: int,
+        df: dict[str, int] | None = None,
+    ) -> list[str]:
+        """Up to `limit` atoms holding query terms, best first; `df` = `term_stats` already read."""
+        ...
 
     def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """(number of indexed atoms, document frequency of each term)."""
+        ...
+
+    def candidate_facts(self, atom_ids: Sequence[str]) -> dict[str, CandidateFacts]:
+        """Scoring facts of each listed atom that still exists (one or two queries)."""
         ...
 
     def atoms_for_entities(
@@ -68,6 +91,10 @@ class Store(Protocol):
 
     def vector_candidates(self, query: np.ndarray, *, scope_hashes: Sequence[str], k: int) -> list[tuple[str, float]]:
         """The k atoms (of these scopes) whose vectors are closest to `query`, with cosines."""
+        ...
+
+    def warm(self) -> None:
+        """Load whatever searches need in memory (servers call it at start)."""
         ...
 
     def cosines(self, query: np.ndarray, atom_ids: Sequence[str]) -> dict[str, float]:

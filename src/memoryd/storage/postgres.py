@@ -43,6 +43,7 @@ from ulid import ULID
 
 from ..errors import StorageBusy, StorageError
 from ..models import Atom, Event, Promotion, Scope, Session
+from .base import CandidateFacts
 from .pg_migrations import MIGRATIONS
 from .sqlite import GENESIS, chain_hash, content_hash, now_iso
 
@@ -543,14 +544,15 @@ class PostgresStore:
         return self._atoms(" AND ".join(where), params, f"ORDER BY a.seq {order} LIMIT %s")
 
     def keyword_candidates(
-        self, terms: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str], limit: int
+        self, terms: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str], limit: int,
+        df: dict[str, int] | None = None,
     ) -> list[str]:
         lex = _lexemes(terms)
         if not lex or not scope_hashes or not statuses:
             return []
         # Match through the GIN index; rank by the IDF mass of the query terms each atom holds
         # (the engine's own keyword score, before calibration), newest first among equals.
-        total, df = self.term_stats(lex)
+        total, df = self.term_stats(lex)  # `df` from the caller lacks the total; one query reads both
         weight = {t: math.log(1.0 + (total - df[t] + 0.5) / (df[t] + 0.5)) for t in lex}
         score = " + ".join("CASE WHEN a.kw @@ %s::tsquery THEN %s::float8 ELSE 0 END" for _ in lex)
         params: list[Any] = [_tsquery(lex), list(scope_hashes), list(statuses)]
@@ -574,6 +576,25 @@ class PostgresStore:
         df.update({k: int(v) for k, v in row[1].items()})
         return int(row[0]), df
 
+    def candidate_facts(self, atom_ids: Sequence[str]) -> dict[str, CandidateFacts]:
+        ids = list(dict.fromkeys(atom_ids))
+        if not ids:
+            return {}
+        rows = self._rows(
+            "SELECT a.id, a.status, a.scope_hash, a.type, a.epistemic, a.updated_at, a.last_accessed_at,"
+            " coalesce(tsvector_to_array(a.kw), '{}'),"
+            " ARRAY(SELECT e.dst FROM edges e WHERE e.src = a.id AND e.kind = 'mentions')"
+            " FROM atoms a WHERE a.id = ANY(%s::text[])",
+            (ids,),
+        )
+        return {
+            r[0]: CandidateFacts(
+                status=r[1], scope_hash=r[2], type=r[3], epistemic=r[4], updated_at=r[5], last_accessed_at=r[6],
+                terms=tuple(r[7]), entities=tuple(r[8]),
+            )  # fmt: skip
+            for r in rows
+        }
+
     def atoms_for_entities(
         self, entity_ids: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str], limit: int
     ) -> list[str]:
@@ -586,6 +607,9 @@ class PostgresStore:
             (list(entity_ids), list(scope_hashes), list(statuses), limit),
         )
         return [r[0] for r in rows]
+
+    def warm(self) -> None:
+        """Nothing to load: pgvector searches inside the database."""
 
     def vector_candidates(self, query: np.ndarray, *, scope_hashes: Sequence[str], k: int) -> list[tuple[str, float]]:
         q = _vector_text(query)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import math
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -17,10 +19,13 @@ from ulid import ULID
 
 from ..errors import StorageBusy, StorageError
 from ..models import Atom, Event, Promotion, Scope, Session
-from ..search.vector import VectorIndex
+from ..search.vector import ANN_MIN, VectorIndex
+from .base import CandidateFacts
 from .migrations import MIGRATIONS
 
 __all__ = ["SqliteStore", "chain_hash", "content_hash"]
+
+log = logging.getLogger(__name__)
 
 GENESIS = "0" * 64
 _ATOM_COLUMNS = (
@@ -33,6 +38,13 @@ _UPDATABLE = {
     "tags", "triggers", "supersedes", "superseded_by", "updated_at", "vault_path", "vault_digest",
     "tenant_id", "workspace", "repository", "branch", "scope_root", "scope_hash",
 }  # fmt: skip
+
+
+# Keyword candidates: up to this many postings (documents holding a query term, summed over the
+# terms) are all ranked by bm25; above it, the newest postings of the KEYWORD_BIG_TERMS most
+# selective terms are (see `keyword_candidates`).
+KEYWORD_POSTINGS_BUDGET = 6000
+KEYWORD_BIG_TERMS = 6
 
 
 def now_iso() -> str:
@@ -71,14 +83,16 @@ def _parse_time(value: str) -> datetime:
 
 
 def _row_to_atom(row: sqlite3.Row, entities: list[str] | None = None) -> Atom:
-    scope = Scope(
+    # Rows were validated on the way in; constructing without re-validation keeps a recall's
+    # ~100 candidate atoms cheap (validation was a third of the time spent on them).
+    scope = Scope.model_construct(
         tenant_id=row["tenant_id"],
         workspace=row["workspace"],
         repository=row["repository"],
         branch=row["branch"],
         root=row["scope_root"],
     )
-    return Atom(
+    return Atom.model_construct(
         id=row["id"],
         content=row["content"],
         type=row["type"],
@@ -279,13 +293,14 @@ class _Tx:
 class SqliteStore:
     """One SQLite file in WAL mode; every statement passes through `_execute`."""
 
-    def __init__(self, path: Path, *, busy_timeout_ms: int = 5000,
+    def __init__(self, path: Path, *, busy_timeout_ms: int = 5000, ann_min: int = ANN_MIN,
                  tracer: Callable[[str, Sequence[Any]], None] | None = None) -> None:  # fmt: skip
         self.path = Path(path)
         self.tracer = tracer
         self._lock = threading.RLock()
-        self._vectors = VectorIndex()
+        self._vectors = VectorIndex(ann_path=self.path.with_name(self.path.name + ".ann.usearch"), ann_min=ann_min)
         self._vec_seen = 0
+        self._vec_loaded = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._conn = sqlite3.connect(
@@ -424,25 +439,59 @@ class SqliteStore:
             )
 
     def keyword_candidates(
-        self, terms: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str], limit: int
+        self, terms: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str], limit: int,
+        df: dict[str, int] | None = None,
     ) -> list[str]:
         unique = list(dict.fromkeys(terms))
         if not unique:
             return []
-        match = " OR ".join(f'"{t}"' for t in unique)
+        if df is None or any(t not in df for t in unique):
+            df = self.term_stats(unique)[1]
+        present = [t for t in unique if df[t] > 0]
+        if not present:
+            return []
+        if sum(df[t] for t in present) <= KEYWORD_POSTINGS_BUDGET:
+            # Small enough to rank every match: FTS5 bm25 inside, then scope and status.
+            match = " OR ".join(f'"{t}"' for t in present)
+            with self._lock:
+                rows = self._execute(
+                    "SELECT a.id FROM (SELECT rowid, rank FROM atom_fts WHERE atom_fts MATCH ? ORDER BY rank LIMIT ?) f"
+                    f" JOIN atoms a ON a.seq = f.rowid WHERE a.scope_hash IN ({_placeholders(scope_hashes)})"
+                    f" AND a.status IN ({_placeholders(statuses)}) ORDER BY f.rank LIMIT ?",
+                    (match, limit * 4, *scope_hashes, *statuses, limit),
+                ).fetchall()
+            return [r[0] for r in rows]
+        # Big store: bounded work whatever the store size. The newest postings of the most
+        # selective terms (FTS5 walks a term's rowids backwards cheaply), ranked by the IDF mass
+        # of the terms each atom holds, newest first among equals. The engine then scores every
+        # candidate on all query terms; old atoms that only share common terms are left to the
+        # semantic and entity signals.
         with self._lock:
-            rows = self._execute(
-                "SELECT a.id FROM atom_fts JOIN atoms a ON a.seq = atom_fts.rowid"
-                f" WHERE atom_fts MATCH ? AND a.scope_hash IN ({_placeholders(scope_hashes)})"
-                f" AND a.status IN ({_placeholders(statuses)}) ORDER BY bm25(atom_fts) LIMIT ?",
-                (match, *scope_hashes, *statuses, limit),
+            total = int(self._execute("SELECT count(*) FROM atom_fts_docsize").fetchone()[0])
+        weight = {t: math.log(1.0 + (total - df[t] + 0.5) / (df[t] + 0.5)) for t in present}
+        mass: dict[int, float] = {}
+        with self._lock:
+            for term in sorted(present, key=lambda t: df[t])[:KEYWORD_BIG_TERMS]:
+                for (rowid,) in self._execute(
+                    "SELECT rowid FROM atom_fts WHERE atom_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+                    (f'"{term}"', limit * 4),
+                ):
+                    mass[rowid] = mass.get(rowid, 0.0) + weight[term]
+            best = sorted(mass, key=lambda r: (-mass[r], -r))[: limit * 4]
+            rows = self._execute(  # unary + keeps the planner on rowid lookups, off the scope index
+                f"SELECT seq, id FROM atoms WHERE seq IN ({_placeholders(best)})"
+                f" AND +scope_hash IN ({_placeholders(scope_hashes)}) AND +status IN ({_placeholders(statuses)})",
+                (*best, *scope_hashes, *statuses),
             ).fetchall()
-        return [r[0] for r in rows]
+        rows.sort(key=lambda r: (-mass[r[0]], -r[0]))
+        return [r[1] for r in rows[:limit]]
 
     def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         unique = list(dict.fromkeys(terms))
         with self._lock:
-            total = self._execute("SELECT count(*) FROM atom_fts").fetchone()[0]
+            # One row per indexed atom; counting the shadow table is a b-tree count, unlike
+            # count(*) on the FTS table itself, which reads every row.
+            total = self._execute("SELECT count(*) FROM atom_fts_docsize").fetchone()[0]
             df = {t: 0 for t in unique}
             for t in unique:
                 row = self._execute("SELECT doc FROM atom_fts_vocab WHERE term = ?", (t,)).fetchone()
@@ -450,34 +499,87 @@ class SqliteStore:
                     df[t] = int(row[0])
         return int(total), df
 
+    def candidate_facts(self, atom_ids: Sequence[str]) -> dict[str, CandidateFacts]:
+        ids = list(dict.fromkeys(atom_ids))
+        if not ids:
+            return {}
+        with self._lock:
+            rows = self._execute(
+                "SELECT a.id, a.status, a.scope_hash, a.type, a.epistemic, a.updated_at, a.last_accessed_at, f.terms"
+                f" FROM atoms a LEFT JOIN atom_fts f ON f.rowid = a.seq WHERE a.id IN ({_placeholders(ids)})",
+                ids,
+            ).fetchall()
+            ents = self._entities_of([r[0] for r in rows])
+        return {
+            r[0]: CandidateFacts(
+                status=r[1], scope_hash=r[2], type=r[3], epistemic=r[4], updated_at=_parse_time(r[5]),
+                last_accessed_at=_parse_time(r[6]) if r[6] else None, terms=tuple((r[7] or "").split()),
+                entities=tuple(ents[r[0]]),
+            )  # fmt: skip
+            for r in rows
+        }
+
     def atoms_for_entities(
         self, entity_ids: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str], limit: int
     ) -> list[str]:
         if not entity_ids:
             return []
+        # The newest mentions of each entity (edges_dst orders by rowid within an entity), so a
+        # common entity costs the same on a big store as on a small one.
+        arm = "SELECT src FROM (SELECT src FROM edges WHERE dst = ? AND kind = 'mentions' ORDER BY rowid DESC LIMIT ?)"
+        params: list[Any] = []
+        for entity_id in entity_ids:
+            params += [entity_id, limit * 4]
         with self._lock:
             rows = self._execute(
-                "SELECT a.id, count(*) AS n FROM edges e JOIN atoms a ON a.id = e.src"
-                f" WHERE e.kind = 'mentions' AND e.dst IN ({_placeholders(entity_ids)})"
-                f" AND a.scope_hash IN ({_placeholders(scope_hashes)})"
+                f"SELECT a.id, count(*) AS n FROM ({' UNION ALL '.join([arm] * len(entity_ids))}) e"
+                f" JOIN atoms a ON a.id = e.src WHERE a.scope_hash IN ({_placeholders(scope_hashes)})"
                 f" AND a.status IN ({_placeholders(statuses)})"
                 " GROUP BY a.id ORDER BY n DESC, a.seq DESC LIMIT ?",
-                (*entity_ids, *scope_hashes, *statuses, limit),
+                (*params, *scope_hashes, *statuses, limit),
             ).fetchall()
         return [r[0] for r in rows]
 
     def _catch_up_vectors(self) -> None:
-        """Apply every vector change made since the last look, by this process or another."""
-        rows = self._execute(
-            "SELECT vec_seq, id, scope_hash, embedding FROM atoms WHERE vec_seq > ? ORDER BY vec_seq",
+        """Apply every vector change made since the last look, by this process or another.
+
+        The first look loads the saved vector graph (if any) and then checks it against what it
+        read (`VectorIndex.verify`); big stores start building a graph in the background.
+        """
+        first = not self._vec_loaded
+        if first:
+            self._vec_loaded = True
+            self._vectors.load()
+        if first:
+            row = self._execute(  # size of the newest vector = the model in use (older ones may differ)
+                "SELECT (SELECT count(*) FROM atoms WHERE embedding IS NOT NULL),"
+                " (SELECT length(embedding) FROM atoms WHERE embedding IS NOT NULL ORDER BY vec_seq DESC LIMIT 1)"
+            ).fetchone()
+            if row[0]:
+                self._vectors.reserve(int(row[0]), int(row[1]) // 4)
+        cur = self._execute(
+            "SELECT vec_seq, seq, id, scope_hash, embedding FROM atoms WHERE vec_seq > ? ORDER BY vec_seq",
             (self._vec_seen,),
-        ).fetchall()
-        for seq, atom_id, scope_hash, blob in rows:
-            if blob is None:
-                self._vectors.remove(atom_id)
-            else:
-                self._vectors.add([(atom_id, scope_hash, np.frombuffer(blob, dtype=np.float32))])
-            self._vec_seen = max(self._vec_seen, int(seq))
+        )
+        while rows := cur.fetchmany(4096):  # in chunks: 100k blobs at once would double the peak RSS
+            adds = []
+            for vec_seq, key, atom_id, scope_hash, blob in rows:
+                if blob is None:
+                    self._vectors.remove(atom_id, key=key, seq=vec_seq)
+                else:
+                    adds.append((vec_seq, key, atom_id, scope_hash, np.frombuffer(blob, dtype=np.float32)))
+            self._vectors.add(adds)
+            self._vec_seen = max(self._vec_seen, int(rows[-1][0]))
+        if first:
+            report = self._vectors.verify()
+            if report and (report.get("removed") or report.get("added")):
+                log.info("vector graph reconciled with the database: %s", report)
+        self._vectors.maybe_build()
+
+    def warm(self) -> None:
+        """Load the vector index now (servers call this at start, so the first search is fast)."""
+        with self._lock:
+            self._catch_up_vectors()
 
     def vector_candidates(self, query: np.ndarray, *, scope_hashes: Sequence[str], k: int) -> list[tuple[str, float]]:
         with self._lock:
@@ -490,7 +592,7 @@ class SqliteStore:
             out: dict[str, float] = {}
             for atom_id in atom_ids:
                 vec = self._vectors.vector(atom_id)
-                if vec is not None:
+                if vec is not None and vec.shape == query.shape:
                     out[atom_id] = float(vec @ query)
             return out
 
@@ -681,6 +783,7 @@ class SqliteStore:
 
     def close(self) -> None:
         with self._lock:
+            self._vectors.save()  # the graph (big stores only) and the vec_seq it reflects
             try:
                 self._conn.execute("PRAGMA optimize")
             except sqlite3.Error:

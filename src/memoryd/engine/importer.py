@@ -1,0 +1,355 @@
+"""Bulk import of memories from a JSON-lines file, in batches, resumable.
+
+`import_jsonl(path)` reads one JSON object per line:
+
+    {"content": "…", "type": "decision", "title": "…", "tags": ["…"], "triggers": ["…"],
+     "source": "…", "scope": "global"}
+
+Only `content` is required. `type` defaults to the one inferred from the wording, `source` to
+"import", `scope` to the repository the engine was opened in ("global" = the tenant-wide scope).
+The file written by `export` is accepted as well: its `{"kind": "atom", …}` lines of `active`
+atoms are imported with their content, type, title, tags, triggers, source and scope (the
+scope recorded in the export, so a multi-repository export lands in the same repositories);
+other statuses and the `{"kind": "event", …}` lines are ignored. Imported memories get new ids,
+new `create` events and new timestamps; epistemic and polarity are classified again, so earlier
+corrections (confirm_necessary, negate, …) are not carried over.
+
+Every line goes through the write path of `memorize` (validation, redaction, exact dedup, the
+gate, classification, entities); a batch of lines is embedded with one model call and written in
+one transaction (one snapshot bump) together with an `import` audit event on the key
+`import:<sha256 of the file>` that records how far the file has been read. A second run of the
+same file starts after the last committed batch, so an interruption (Ctrl-C, kill -9, a failing
+disk) never duplicates or loses a line. Bad lines (not JSON, not UTF-8, no content, wrong field
+types) and lines the write path rejects are counted and reported with their line numbers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from .. import vault
+from ..errors import InvalidInput
+from ..models import MemorizeResult, Scope
+from .core import _norm_hash
+
+if TYPE_CHECKING:
+    from .core import EngineCore
+
+    _Base = EngineCore
+else:
+    _Base = object
+
+__all__ = ["DEFAULT_BATCH_SIZE", "IMPORT_GATES", "ImportOps", "ImportReport", "MARKER_PREFIX"]
+
+MARKER_PREFIX = "import:"
+DEFAULT_BATCH_SIZE = 256
+# "trusted" by default: an import file is a person's own curated data (or an export), and the DURA
+# heuristic rejects terse but valid notes; "admit" / "review" apply the agent gates.
+IMPORT_GATES = ("trusted", "admit", "review")
+MAX_PROBLEMS = 1000  # problem lines listed in a report; the counts stay exact beyond that
+
+
+@dataclass
+class ImportReport:
+    """What one `import_jsonl` run did; counts cover this run, `skipped` the lines done before."""
+
+    path: str
+    sha256: str
+    lines: int = 0
+    imported: int = 0
+    pending: int = 0
+    duplicates: int = 0
+    rejected: int = 0
+    bad: int = 0
+    ignored: int = 0
+    skipped: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+    problems: list[dict[str, Any]] = field(default_factory=list)
+    more_problems: int = 0
+
+    @property
+    def processed(self) -> int:
+        return self.lines - self.skipped
+
+    @property
+    def rate(self) -> float:
+        """Lines processed per second in this run."""
+        return self.processed / self.seconds if self.seconds > 0 else 0.0
+
+    def summary(self) -> str:
+        held = f" ({self.pending} pending review)" if self.pending else ""
+        return (
+            f"imported {self.imported}{held}, duplicates {self.duplicates}, rejected {self.rejected}, "
+            f"bad {self.bad}, skipped {self.skipped} (already imported), ignored {self.ignored}; "
+            f"{self.processed} lines in {self.seconds:.1f} s ({self.rate:.0f} lines/s)"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        keys = ("path", "sha256", "lines", "imported", "pending", "duplicates", "rejected", "bad", "ignored",
+                "skipped", "batches", "problems", "more_problems")  # fmt: skip
+        out = {k: getattr(self, k) for k in keys}
+        out.update(seconds=round(self.seconds, 3), rate=round(self.rate, 1))
+        return out
+
+
+@dataclass
+class _Line:
+    number: int
+    fields: dict[str, Any] | None = None  # memorize keyword arguments, when the line is importable
+    problem: str | None = None  # why the line is bad
+    ignored: str | None = None  # why the line is deliberately not imported
+
+
+@dataclass
+class _Batch:
+    """Lines first..last of the file (ending at byte `end`), prepared and not yet committed."""
+
+    first: int
+    last: int = 0
+    end: int = 0
+    drafts: list[Any] = field(default_factory=list)
+    counts: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(("duplicates", "rejected", "bad", "ignored"), 0)
+    )
+    problems: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _scan(path: Path) -> tuple[str, int]:
+    """sha256 of the file's bytes and its number of lines (a last line without newline counts)."""
+    digest = hashlib.sha256()
+    lines = 0
+    last = b"\n"
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+            lines += chunk.count(b"\n")
+            last = chunk[-1:]
+    return digest.hexdigest(), lines + (last != b"\n")
+
+
+def _str_list(value: Any, name: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{name} must be a list of strings")
+    return value
+
+
+class ImportOps(_Base):
+    def import_state(self, sha256: str) -> dict[str, Any] | None:
+        """The recorded progress of the file with this content hash, or None if never imported."""
+        for e in reversed(self.store.events(MARKER_PREFIX + sha256)):
+            if e.action == "import" and e.content:
+                try:
+                    state = json.loads(e.content)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(state, dict):
+                    return state
+        return None
+
+    def import_jsonl(
+        self,
+        path: str | Path,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        gate: str = "trusted",
+        source: str = "import",
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportReport:
+        """Import a JSON-lines file (format in the module docstring), resuming an interrupted run.
+
+        `progress(lines_done, lines_total)` is called once at the start and after every committed
+        batch. An exception (storage failure, KeyboardInterrupt) rolls back the batch in flight
+        only; running the same file again continues after the last committed batch.
+
+        Raises:
+            InvalidInput: the file is missing or unreadable, batch_size < 1, an unknown gate or an
+                empty source.
+        """
+        start = time.perf_counter()
+        path = Path(path)
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidInput(f"batch_size must be a positive integer, got {batch_size!r}")
+        if gate not in IMPORT_GATES:
+            raise InvalidInput(f"unknown gate {gate!r}; expected one of {', '.join(IMPORT_GATES)}")
+        if not isinstance(source, str) or not source.strip():
+            raise InvalidInput("source must be a non-empty string")
+        if not path.is_file():
+            raise InvalidInput(f"no file at {path}")
+        try:
+            sha, total = _scan(path)
+        except OSError as exc:
+            raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from exc
+        report = ImportReport(path=str(path), sha256=sha, lines=total)
+        state = self.import_state(sha) or {}
+        offset, done_lines = int(state.get("offset", 0)), int(state.get("line", 0))
+        report.skipped = done_lines
+        if progress:
+            progress(done_lines, total)
+        # Pipelined: while batch k is written (SQLite, YAML, fsync) one worker thread embeds batch
+        # k+1 (numpy, GIL released), so the two largest costs overlap on a second core. Batch k+1
+        # is prepared before batch k commits; `seen` holds the uncommitted drafts for dedup.
+        seen: dict[tuple[str, str], Any] = {}
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memoryd-import-embed")
+        in_flight: tuple[_Batch, Future[list[Any]]] | None = None
+        number = done_lines
+        try:
+            for batch in self._read_batches(path, offset, done_lines, batch_size, gate=gate, source=source,
+                                            seen=seen):  # fmt: skip
+                number = batch.last
+                texts = [d.atom.content for d in batch.drafts]
+                future: Future[list[Any]] = pool.submit(self._embed_many, texts)
+                if in_flight is not None:
+                    self._commit_batch(*in_flight, report, state, source=source, seen=seen, progress=progress)
+                in_flight = (batch, future)
+            if in_flight is not None:
+                self._commit_batch(*in_flight, report, state, source=source, seen=seen, progress=progress)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        report.lines = max(total, number)  # a file appended to while it was read
+        report.seconds = time.perf_counter() - start
+        return report
+
+    # -- pieces ------------------------------------------------------------------------------
+
+    def _read_batches(
+        self, path: Path, offset: int, number: int, size: int, *, gate: str, source: str,
+        seen: dict[tuple[str, str], Any],
+    ) -> Iterator[_Batch]:  # fmt: skip
+        """Parse and prepare the file from `offset` on, `size` lines at a time."""
+        batch = _Batch(first=number + 1)
+        with path.open("rb") as fh:
+            fh.seek(offset)
+            for raw in fh:
+                offset += len(raw)
+                number += 1
+                self._prepare_line(batch, number, raw, gate=gate, source=source, seen=seen)
+                batch.last, batch.end = number, offset
+                if number - batch.first + 1 >= size:
+                    yield batch
+                    batch = _Batch(first=number + 1)
+        if batch.last:
+            yield batch
+
+    def _prepare_line(
+        self, batch: _Batch, number: int, raw: bytes, *, gate: str, source: str, seen: dict[tuple[str, str], Any]
+    ) -> None:
+        line = self._parse_line(number, raw, default_source=source)
+        if line.problem is not None:
+            batch.counts["bad"] += 1
+            batch.problems.append({"line": number, "kind": "bad", "reason": line.problem})
+            return
+        if line.fields is None:
+            batch.counts["ignored"] += 1
+            return
+        fields = dict(line.fields)
+        r = self._prepare_memory(fields.pop("content"), gate=gate, actor=source, origin="import", batch=seen,
+                                 **fields)  # fmt: skip
+        if isinstance(r, MemorizeResult):
+            if r.effect == "no_op":
+                batch.counts["duplicates"] += 1
+            else:
+                batch.counts["rejected"] += 1
+                batch.problems.append({"line": number, "kind": "rejected", "reason": r.reason})
+            return
+        batch.drafts.append(r)
+
+    def _commit_batch(
+        self, batch: _Batch, vectors: Future[list[Any]], report: ImportReport, state: dict[str, Any], *,
+        source: str, seen: dict[tuple[str, str], Any], progress: Callable[[int, int], None] | None,
+    ) -> None:  # fmt: skip
+        """Write one prepared batch and its progress record in one transaction, then count it."""
+        counts = {"imported": 0, "pending": 0, **batch.counts}
+        try:
+            with self._write() as tx:
+                for draft, vector in zip(batch.drafts, vectors.result(), strict=True):
+                    r = self._store_draft(tx, draft, vector)
+                    counts["pending" if r.status == "pending" else "imported"] += 1
+                # Cumulative over every run of this file; `offset`/`line` are where the next run starts.
+                new_state = {**state, **{k: int(state.get(k, 0)) + v for k, v in counts.items()},
+                             "offset": batch.end, "line": batch.last, "path": report.path, "sha256": report.sha256}  # fmt: skip
+                reason = (f"lines {batch.first}-{batch.last}: {counts['imported']} imported, {counts['pending']} "
+                          f"pending, {counts['duplicates']} duplicates, {counts['rejected']} rejected, "
+                          f"{counts['bad']} bad, {counts['ignored']} ignored")  # fmt: skip
+                tx.append_event(atom_id=MARKER_PREFIX + report.sha256, actor=source, action="import",
+                                reason=reason, content=json.dumps(new_state, ensure_ascii=False, sort_keys=True))  # fmt: skip
+        except BaseException:
+            # Rolled back: the files this batch already wrote belong to ids the store never got.
+            for draft in batch.drafts:
+                with contextlib.suppress(OSError):  # cleanup must not mask the error that stopped the batch
+                    vault.remove(self.vault_root / vault.relative_path(draft.atom))
+            raise
+        for draft in batch.drafts:  # committed: the store's own dedup sees them from now on
+            seen.pop((draft.atom.scope_hash, _norm_hash(draft.atom.content)), None)
+        state.clear()
+        state.update(new_state)
+        for key, value in counts.items():
+            setattr(report, key, getattr(report, key) + value)
+        report.batches += 1
+        room = MAX_PROBLEMS - len(report.problems)
+        report.problems.extend(batch.problems[:room])
+        report.more_problems += max(0, len(batch.problems) - room)
+        if progress:
+            progress(batch.last, report.lines)
+
+    def _parse_line(self, number: int, raw: bytes, *, default_source: str) -> _Line:
+        """Turn one line into memorize arguments, or say why it is bad or ignored."""
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return _Line(number, problem=f"not UTF-8 (invalid byte at position {exc.start + 1})")
+        if not text.strip():
+            return _Line(number, ignored="blank line")
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            return _Line(number, problem=f"invalid JSON: {exc.msg} (column {exc.colno})")
+        if not isinstance(obj, dict):
+            return _Line(number, problem=f"expected a JSON object, got {type(obj).__name__}")
+        kind = obj.get("kind")
+        if kind == "event":
+            return _Line(number, ignored="audit event")
+        if kind not in (None, "atom"):
+            return _Line(number, problem=f"unknown kind {kind!r}; expected \"atom\" (an export line) or none")
+        if kind == "atom" and obj.get("status", "active") != "active":
+            return _Line(number, ignored=f"status {obj.get('status')}")
+        if "content" not in obj:
+            return _Line(number, problem="missing \"content\"")
+        if not isinstance(obj["content"], str):
+            return _Line(number, problem="\"content\" must be a string")
+        try:
+            for name in ("type", "title", "source"):
+                if obj.get(name) is not None and not isinstance(obj[name], str):
+                    raise ValueError(f"{name} must be a string")
+            fields = {
+                "content": obj["content"], "type": obj.get("type"), "title": obj.get("title"),
+                "tags": _str_list(obj.get("tags"), "tags"), "triggers": _str_list(obj.get("triggers"), "triggers"),
+                "source": obj.get("source") or default_source, "scope": self._import_scope(obj.get("scope")),
+            }  # fmt: skip
+        except ValueError as exc:
+            return _Line(number, problem=str(exc))
+        return _Line(number, fields=fields)
+
+    def _import_scope(self, value: Any) -> Scope:
+        if value is None or value == "auto":
+            return self.scope
+        if value == "global":
+            return self.scope.global_scope()
+        if isinstance(value, dict):  # an export line carries the full scope
+            try:
+                return Scope.model_validate(value)
+            except ValidationError as exc:
+                raise ValueError(f"scope is not a valid scope object: {exc.errors()[0]['msg']}") from exc
+        raise ValueError(f"scope must be \"global\" or omitted, got {value!r}")

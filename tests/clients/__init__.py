@@ -1,0 +1,1 @@
+"""Real MCP clients from npm (clients/) against real memoryd-mcp processes."""

@@ -1,0 +1,123 @@
+"""Claude Code itself (npm @anthropic-ai/claude-code) reads what `memoryd install claude` wrote.
+
+`claude mcp list` health-checks every approved server (a real MCP initialize) and prints one line per
+server: `<name>: <command or url> [(HTTP)] - ✔ Connected`, `✘ Failed to connect — …`, or, for a
+project `.mcp.json` server nobody approved, `⏸ Pending approval`. Each test gets its own HOME.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from ..conftest import make_repo
+from ..mcp.clients import http_server
+from .node import BIN, MEMORYD, SERVER, client_env, need, run
+
+pytestmark = pytest.mark.slow
+
+
+class Claude:
+    def __init__(self, tmp_path: Path) -> None:
+        self.home = tmp_path / "home"
+        self.home.mkdir()
+        self.repo = make_repo(tmp_path / "widgets")
+        self.env = client_env(self.home, tmp_path / "data")
+        self.exe = str(need(BIN / "claude"))
+
+    def memoryd(self, *args: str) -> str:
+        r = run([MEMORYD, *args], self.env, self.repo)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    def claude(self, *args: str) -> str:
+        r = run([self.exe, *args], self.env, self.repo)
+        assert r.returncode == 0, (args, r.stdout, r.stderr)
+        return r.stdout
+
+    def status(self) -> dict[str, str]:
+        """`claude mcp list` as {server name: the rest of its line}."""
+        out = self.claude("mcp", "list")
+        return dict(m.groups() for m in re.finditer(r"^([\w-]+): (.+)$", out, re.M))
+
+    def write(self, path: Path, data: dict[str, object]) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data), encoding="utf-8")
+
+    def trust(self) -> None:
+        """What accepting Claude Code's workspace trust dialog records in ~/.claude.json."""
+        state_path = self.home / ".claude.json"
+        state = json.loads(state_path.read_text(encoding="utf-8")) if state_path.exists() else {}
+        state.setdefault("projects", {}).setdefault(str(self.repo.resolve()), {})["hasTrustDialogAccepted"] = True
+        state_path.write_text(json.dumps(state), encoding="utf-8")
+
+
+@pytest.fixture
+def c(tmp_path: Path) -> Claude:
+    return Claude(tmp_path)
+
+
+def test_project_install_waits_for_approval_and_the_install_notes_say_what_the_cli_does(c: Claude) -> None:
+    out = c.memoryd("install", "claude")
+    user_settings = c.home / ".claude" / "settings.json"
+    local_settings = c.repo / ".claude" / "settings.local.json"
+    assert f'"enabledMcpjsonServers": ["memoryd"] to {user_settings}' in out
+    assert f"{local_settings} counts only once you have trusted the folder" in out
+    assert c.status() == {"memoryd": f"{SERVER}  - ⏸ Pending approval (run `claude` to approve)"}
+
+    # The first way the note gives: the user's settings approve it, trusted folder or not.
+    c.write(user_settings, {"enabledMcpjsonServers": ["memoryd"]})
+    assert c.status() == {"memoryd": f"{SERVER}  - ✔ Connected"}
+    assert f"the project server 'memoryd' is already approved ({user_settings})" in c.memoryd("install", "claude")
+    c.write(user_settings, {"enableAllProjectMcpServers": True})
+    assert c.status()["memoryd"].endswith("✔ Connected")
+
+    # The project's local settings are ignored until the folder is trusted, and install says so.
+    user_settings.unlink()
+    c.write(local_settings, {"enabledMcpjsonServers": ["memoryd"]})
+    assert c.status()["memoryd"].endswith("⏸ Pending approval (run `claude` to approve)")
+    assert "already approved" not in c.memoryd("install", "claude")
+    c.trust()
+    assert c.status()["memoryd"].endswith("✔ Connected")
+    assert f"already approved ({local_settings})" in c.memoryd("install", "claude")
+
+    # A disabledMcpjsonServers entry wins over any approval; install reports it.
+    c.write(user_settings, {"disabledMcpjsonServers": ["memoryd"]})
+    assert "memoryd" not in c.status()
+    assert "disabledMcpjsonServers, so Claude Code will not start it" in c.memoryd("install", "claude")
+
+    user_settings.unlink()
+    c.memoryd("uninstall", "claude")
+    assert "No MCP servers configured" in c.claude("mcp", "list")
+
+
+def test_user_scope_install_of_both_profiles_connects_and_uninstalls(c: Claude) -> None:
+    c.memoryd("install", "claude", "--scope", "user")
+    c.memoryd("install", "claude", "--scope", "user", "--profile", "hmg")
+    c.claude("mcp", "add", "broken", "--", "/bin/false")  # the control: a server that cannot start
+    status = c.status()
+    assert status["memoryd"] == f"{SERVER}  - ✔ Connected"
+    assert status["hmg"] == f"{SERVER} --profile hmg - ✔ Connected"
+    assert status["broken"].startswith("/bin/false  - ✘ Failed to connect")
+    got = c.claude("mcp", "get", "hmg")
+    for line in ("Scope: User config", "Status: ✔ Connected", "Type: stdio", f"Command: {SERVER}", "Args: --profile hmg"):
+        assert line in got, got
+    c.memoryd("uninstall", "claude", "--scope", "user")
+    c.memoryd("uninstall", "claude", "--scope", "user", "--profile", "hmg")
+    assert set(c.status()) == {"broken"}
+
+
+def test_http_registration_connects_and_the_token_is_enforced(c: Claude) -> None:
+    with http_server(c.home.parent / "data", c.repo, MEMORYD_TOKEN="s3cret") as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        c.claude("mcp", "add", "--transport", "http", "memoryd-http", url, "--header", "Authorization: Bearer s3cret")
+        c.claude("mcp", "add", "--transport", "http", "memoryd-noauth", url)
+        status = c.status()
+        got = c.claude("mcp", "get", "memoryd-http")
+    assert status["memoryd-http"] == f"{url} (HTTP) - ✔ Connected"
+    assert status["memoryd-noauth"].startswith(f"{url} (HTTP) - ✘ Failed to connect")
+    assert "401" in status["memoryd-noauth"]
+    assert "Status: ✔ Connected" in got and "Type: http" in got
