@@ -20,6 +20,14 @@ subprocess (so peak RSS is that size's own), single process, the real e5 embedde
   stemWord), timed between two plain passes so drift shows;
 * RSS: VmHWM (peak) and VmRSS at the end, from /proc/self/status.
 
+PostgreSQL (--db sqlite,postgresql or --with-postgres; --db postgresql://… for an existing server):
+the same rows for PostgreSQL + pgvector, side by side. `postgresql` starts a throwaway server
+(tests/pg.py, via bench/_pg.py). Each size's SQLite fill is copied right after filling and
+bulk-loaded into a fresh database (`_pg.bulk_fill`: memoryd's `migrate_store`, HNSW indexes built
+after the copy unless --pg-incremental-hnsw; --pg-compare-fill times both), then a fresh
+subprocess runs the same writes and recalls through the normal Engine, and reports database
+size, server memory and EXPLAIN ANALYZE of every statement of 20 recalls.
+
 Embedder threads: query / passage latency of the e5 model with the default OpenMP settings vs
 OMP_NUM_THREADS=1 vs OMP_WAIT_POLICY=passive, each in its own process, alternated.
 
@@ -33,6 +41,7 @@ imports and an in-process breakdown of what the first recall waits for.
     .venv/bin/python bench/latency.py                   # 1k + 10k + cold start (~12 min)
     .venv/bin/python bench/latency.py --quick           # 500 memories, 50 queries, 5 cold runs
     .venv/bin/python bench/latency.py --sizes 1000,10000,100000 --json out.json
+    .venv/bin/python bench/latency.py --sizes 10000,100000 --with-postgres --skip-cold --skip-omp --skip-what-if
     OMP_NUM_THREADS=1 .venv/bin/python bench/latency.py --skip-cold   # thread-count comparison
 """
 
@@ -169,9 +178,60 @@ class _Precomputed:
         return self.inner.query(text)
 
 
-def child(args: argparse.Namespace) -> dict[str, Any]:
+def _fill_sqlite(args: argparse.Namespace, out: dict[str, Any], e5: Any, fill: list[str], settings: Any,
+                 cwd: Path) -> Any:  # fmt: skip
+    """Fill a SQLite store through the engine (model or vector bank); with --child-snapshot, copy it after."""
+    import sqlite3
+
     import numpy as np
 
+    from memoryd import Engine
+
+    n = len(fill)
+    embedder: Any = e5
+    fill_mode = "engine"
+    table: dict[str, Any] | None = None
+    if n > args.engine_fill_max:
+        fill_mode = "bank"
+        # USE embeds ~1000 texts/s in batches: every fill text gets its own real vector (an HNSW
+        # graph over near-copies of a small bank would measure the copies, not the index). e5 is
+        # 20x slower: 2000 real vectors reused with noise, as before.
+        bank_n = n if getattr(e5, "dim", 0) == 512 else min(n, args.engine_fill_max)
+        fill_mode = "bank (every vector real)" if bank_n == n else f"bank ({bank_n} real vectors + noise)"
+        t = time.perf_counter()
+        bank = np.concatenate([e5.passages(fill[i : i + 64]) for i in range(0, bank_n, 64)])
+        out["bank_embed_s"] = time.perf_counter() - t
+        rng = np.random.default_rng(3)
+        table = {}
+        for i, text in enumerate(fill):
+            v = bank[i % bank_n]
+            if i >= bank_n:
+                v = v + rng.normal(0, 0.02, v.shape).astype(np.float32)
+                v = v / np.linalg.norm(v)
+            table[text] = v.astype(np.float32)
+        embedder = _Precomputed(e5, table)
+    eng = Engine.open(settings, cwd=cwd, embedder=embedder)
+    fill_ms = []
+    t_fill = time.perf_counter()
+    for text in fill:
+        t = time.perf_counter()
+        r = eng.memorize(text, source="agent", gate="trusted")
+        fill_ms.append((time.perf_counter() - t) * 1000)
+        assert r.effect == "applied", r
+    out["fill"] = {"mode": fill_mode, "s": time.perf_counter() - t_fill, "p50_ms": C.med(fill_ms),
+                   "p95_ms": C.pct(fill_ms, 95), "first1k_p50_ms": C.med(fill_ms[:1000]),
+                   "last1k_p50_ms": C.med(fill_ms[-1000:])}  # fmt: skip
+    eng.embedder = e5  # the bank is for the fill only; free it before measuring anything
+    embedder = table = None  # noqa: F841
+    if args.child_snapshot:
+        t = time.perf_counter()
+        with sqlite3.connect(settings.db_path) as src, sqlite3.connect(args.child_snapshot) as dst:
+            src.backup(dst)
+        out["snapshot_s"] = time.perf_counter() - t
+    return eng
+
+
+def child(args: argparse.Namespace) -> dict[str, Any]:
     from memoryd import Engine
     from memoryd.config import Settings
     from memoryd.search.embed import MODELS
@@ -189,34 +249,28 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     load_s = time.perf_counter() - t
     out: dict[str, Any] = {"size": n, "model_load_s": load_s, "rss_after_model_kb": _status_kb("VmRSS")}
 
-    embedder: Any = e5
-    fill_mode = "engine"
-    if n > args.engine_fill_max:
-        fill_mode = "bank"
-        bank_n = min(n, args.engine_fill_max)
+    if args.child_db:  # PostgreSQL: filled beforehand (bulk copy of the SQLite fill, see _pg.bulk_fill)
+        eng = Engine.open(Settings(home=root / "pg-home", db=args.child_db), cwd=cwd, embedder=e5)
+        out["backend"] = "postgresql"
+    else:
+        eng = _fill_sqlite(args, out, e5, fill, Settings(home=home, db=None), cwd)
+        out["backend"] = "sqlite"
+        if args.child_fill_only:
+            eng.close()
+            return out
+        out["rss_fill_peak_kb"] = _status_kb("VmHWM")
         t = time.perf_counter()
-        bank = np.concatenate([e5.passages(fill[i : i + 32]) for i in range(0, bank_n, 32)])
-        out["bank_embed_s"] = time.perf_counter() - t
-        rng = np.random.default_rng(3)
-        table = {}
-        for i, text in enumerate(fill):
-            v = bank[i % bank_n]
-            if i >= bank_n:
-                v = v + rng.normal(0, 0.02, v.shape).astype(np.float32)
-                v = v / np.linalg.norm(v)
-            table[text] = v.astype(np.float32)
-        embedder = _Precomputed(e5, table)
-    eng = Engine.open(Settings(home=home), cwd=cwd, embedder=embedder)
-    fill_ms = []
-    t_fill = time.perf_counter()
-    for text in fill:
-        t = time.perf_counter()
-        r = eng.memorize(text, source="agent", gate="trusted")
-        fill_ms.append((time.perf_counter() - t) * 1000)
-        assert r.effect == "applied", r
-    out["fill"] = {"mode": fill_mode, "s": time.perf_counter() - t_fill, "p50_ms": C.med(fill_ms),
-                   "p95_ms": C.pct(fill_ms, 95), "first1k_p50_ms": C.med(fill_ms[:1000]),
-                   "last1k_p50_ms": C.med(fill_ms[-1000:])}  # fmt: skip
+        eng.store.warm()  # what the server does at start: load the vectors (and the HNSW graph file)
+        graph = eng.store._vectors
+        out["ann"] = {"ready": graph.wait_ready(600), "warm_and_build_s": time.perf_counter() - t}
+    import gc
+
+    gc.collect()
+    try:  # peak RSS from here on = the serving process, not the fill's vector bank (Linux >= 4.0)
+        Path("/proc/self/clear_refs").write_text("5")
+        out["rss_peak_reset"] = True
+    except OSError:
+        out["rss_peak_reset"] = False
     write_ms = []
     for text in sample:  # real model, full-size store
         t = time.perf_counter()
@@ -251,26 +305,27 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         eng.store.vector_candidates(qv, scope_hashes=scopes, k=50)
         vs_ms.append((time.perf_counter() - t) * 1000)
     out["vector_search"] = {"p50_ms": C.med(vs_ms), "p95_ms": C.pct(vs_ms, 95)}
-    from functools import lru_cache
+    if not (args.child_db or args.skip_what_if):
+        from functools import lru_cache
 
-    from memoryd.search import tokenize as tk
+        from memoryd.search import tokenize as tk
 
-    plain = tk._stemmer
+        plain = tk._stemmer
 
-    class _Cached:
-        stemWord = staticmethod(lru_cache(maxsize=100_000)(plain.stemWord))
+        class _Cached:
+            stemWord = staticmethod(lru_cache(maxsize=100_000)(plain.stemWord))
 
-    passes = {}
-    for name, stem in (("plain_a", plain), ("stem_cache", _Cached), ("plain_b", plain)):
-        tk._stemmer = stem
-        ms = []
-        for q in queries:
-            t = time.perf_counter()
-            eng.recall(q, max_results=10)
-            ms.append((time.perf_counter() - t) * 1000)
-        passes[name] = {"p50_ms": C.med(ms), "p95_ms": C.pct(ms, 95)}
-    tk._stemmer = plain
-    out["what_if_stem_cache"] = passes
+        passes = {}
+        for name, stem in (("plain_a", plain), ("stem_cache", _Cached), ("plain_b", plain)):
+            tk._stemmer = stem
+            ms = []
+            for q in queries:
+                t = time.perf_counter()
+                eng.recall(q, max_results=10)
+                ms.append((time.perf_counter() - t) * 1000)
+            passes[name] = {"p50_ms": C.med(ms), "p95_ms": C.pct(ms, 95)}
+        tk._stemmer = plain
+        out["what_if_stem_cache"] = passes
     out["recall"] = {"n": len(rec_ms), "p50_ms": C.med(rec_ms), "p95_ms": C.pct(rec_ms, 95),
                      "query_embed_p50_ms": C.med(q_ms), "query_embed_p95_ms": C.pct(q_ms, 95),
                      "mean_hits": statistics.mean(nhits)}  # fmt: skip
@@ -292,26 +347,149 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
                          "cumtime_ms_per_recall": ct * 1000 / 50, "calls_per_recall": nc / 50})  # fmt: skip
         rows.sort(key=lambda r: -r["tottime_ms_per_recall"])
         out["profile_top"] = rows[:15]
-    t = time.perf_counter()
-    eng.vault_sync()  # what the server does at every start (reads every vault file)
-    out["vault_sync_s"] = time.perf_counter() - t
+    if args.child_db:
+        _pg_details(eng, queries, out)
+    else:
+        t = time.perf_counter()
+        eng.vault_sync()  # what the server does at every start (reads every vault file)
+        out["vault_sync_s"] = time.perf_counter() - t
     eng.close()
     out["rss_peak_kb"] = _status_kb("VmHWM")
     out["rss_end_kb"] = _status_kb("VmRSS")
-    out["db_mb"] = (home / "memoryd.db").stat().st_size / 1e6
+    if not args.child_db:
+        out["db_mb"] = (home / "memoryd.db").stat().st_size / 1e6
     return out
 
 
-def run_size(n: int, home: Path, args: argparse.Namespace) -> dict[str, Any]:
+def _pg_details(eng: Any, queries: list[str], out: dict[str, Any]) -> None:
+    """Database size, server memory, and EXPLAIN ANALYZE of every statement of 20 recalls."""
+    import _pg
+
+    with eng.store._pool.connection() as conn:
+        out["db_mb"] = _pg.db_mb(conn)
+        out["server"] = _pg.server_memory(conn)
+    stmts: dict[str, list[dict[str, Any]]] = {}
+    for q in queries[:20]:
+        for st in _pg.explain_recall(eng.store, lambda q=q: eng.recall(q, max_results=10)):
+            stmts.setdefault(st["kind"], []).append(st)
+    out["explain"] = {
+        kind: {"n": len(v), "exec_p50_ms": C.med([s["exec_ms"] for s in v if s["exec_ms"] is not None]),
+               "exec_max_ms": max((s["exec_ms"] or 0.0) for s in v),
+               "plan_p50_ms": C.med([s["plan_ms"] for s in v if s["plan_ms"] is not None]),
+               "hnsw": sum(s["hnsw"] for s in v), "slowest_plan": max(v, key=lambda s: s["exec_ms"] or 0.0)["plan"]}
+        for kind, v in stmts.items()
+    }  # fmt: skip
+
+
+def run_size(n: int, home: Path, args: argparse.Namespace, *extra: str) -> dict[str, Any]:
     cmd = [PY, __file__, "--child-size", str(n), "--child-home", str(home), "--queries", str(args.queries),
            "--embedder", args.embedder,
-           "--write-sample", str(args.write_sample), "--engine-fill-max", str(args.engine_fill_max)]  # fmt: skip
+           "--write-sample", str(args.write_sample), "--engine-fill-max", str(args.engine_fill_max), *extra]  # fmt: skip
     if args.profile:
         cmd.append("--profile")
+    if args.skip_what_if:
+        cmd.append("--skip-what-if")
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"size {n} failed:\n{p.stderr[-4000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+class _Postgres:
+    """The PostgreSQL targets of --db: a URL (a database per size is created there) or a throwaway server."""
+
+    def __init__(self, spec: str) -> None:
+        import _pg
+
+        self.server = None
+        if spec == "postgresql":
+            t = time.perf_counter()
+            self.server = _pg.start_server()
+            self.url = self.server.dsn()
+            print(f"started a throwaway PostgreSQL (tests/pg.py) at {self.url} in {time.perf_counter() - t:.1f}s",
+                  flush=True)  # fmt: skip
+        else:
+            self.url = spec
+        with _pg.psycopg.connect(self.url, autocommit=True) as conn:
+            self.version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
+        self.label = "postgresql" if self.server is not None else "postgresql (" + self.url.split("@")[-1] + ")"
+
+    def size(self, n: int, root: Path, snapshot: Path, args: argparse.Namespace) -> dict[str, Any]:
+        import _pg
+
+        name = f"memoryd_latency_{os.getpid()}_{n}"
+        dsn = _pg.create_database(self.url, name)
+        try:
+            t = time.perf_counter()
+            fill = _pg.bulk_fill(snapshot, dsn, rebuild_hnsw=not args.pg_incremental_hnsw)
+            print(f"size {n} postgresql: bulk fill {time.perf_counter() - t:.0f}s (copy {fill['copy_s']:.0f}s, "
+                  f"HNSW {fill['index_s']:.0f}s, analyze {fill['analyze_s']:.0f}s)", flush=True)  # fmt: skip
+            r = run_size(n, root, args, "--child-db", dsn)
+            r["pg_fill"] = fill
+            print(C.table(SIZE_HEADERS, _size_rows([{**r, "label": self.label}])), flush=True)
+        finally:
+            _pg.drop_database(self.url, name)
+        if args.pg_compare_fill:  # the other HNSW strategy, into a second database, for its fill time only
+            try:
+                other = _pg.create_database(self.url, name + "_cmp")
+                fill["other"] = _pg.bulk_fill(snapshot, other, rebuild_hnsw=args.pg_incremental_hnsw)
+            finally:
+                _pg.drop_database(self.url, name + "_cmp")
+            print(f"size {n} postgresql: bulk fill with HNSW {fill['other']['hnsw']}: {fill['other']['s']:.0f}s "
+                  f"(copy {fill['other']['copy_s']:.0f}s, index {fill['other']['index_s']:.0f}s)", flush=True)  # fmt: skip
+        r["server_version"] = self.version
+        return r
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+
+
+def _print_pg(results: list[dict[str, Any]]) -> None:
+    pg = [r for r in results if r["backend"] != "sqlite"]
+    print("\n## PostgreSQL bulk fill (migrate_store of the SQLite fill; s)")
+    print(C.table(["backend", "memories", "server", "HNSW", "copy", "index build", "vacuum analyze", "total"],
+                  [[r["label"], r["size"], r["server_version"], r["pg_fill"]["hnsw"], C.fmt(r["pg_fill"]["copy_s"], 1),
+                    C.fmt(r["pg_fill"]["index_s"], 1), C.fmt(r["pg_fill"]["analyze_s"], 1), C.fmt(r["pg_fill"]["s"], 1)]
+                   for r in pg]
+                  + [[r["label"], r["size"], r["server_version"], o["hnsw"], C.fmt(o["copy_s"], 1), C.fmt(o["index_s"], 1),
+                      C.fmt(o["analyze_s"], 1), C.fmt(o["s"], 1)] for r in pg if (o := r["pg_fill"].get("other"))]))  # fmt: skip
+    print("\n## PostgreSQL statements of one recall (EXPLAIN ANALYZE of 20 recalls' statements; server ms)")
+    rows = []
+    for r in pg:
+        for kind, e in r["explain"].items():
+            rows.append([r["label"], r["size"], kind, e["n"], C.fmt(e["exec_p50_ms"], 2), C.fmt(e["exec_max_ms"], 2),
+                         C.fmt(e["plan_p50_ms"], 2), f"{e['hnsw']}/{e['n']}" if kind == "vector_candidates" else ""])
+    print(C.table(["backend", "memories", "statement", "n", "exec p50", "exec max", "plan p50", "HNSW used"], rows))
+    for r in pg:
+        server = r.get("server")
+        if server:
+            print(f"{r['label']} at {r['size']}: server {server['processes']} processes, PSS {server['pss_mb']:.0f} MB, "
+                  f"largest process peak RSS {server['backend_hwm_mb']:.0f} MB")  # fmt: skip
+    big = max(pg, key=lambda r: r["size"])
+    if "vector_candidates" in big["explain"]:
+        print(f"\nslowest vector_candidates plan at {big['size']}:\n{big['explain']['vector_candidates']['slowest_plan']}")
+
+
+SIZE_HEADERS = ["backend", "memories", "fill", "memorize p50", "p95", "(embed p50)", "recall p50", "p95",
+                "(query embed p50)", "vector search p50", "peak RSS MB", "db MB", "server PSS MB", "vault_sync s"]
+
+
+def _size_rows(results: list[dict[str, Any]]) -> list[list[str]]:
+    rows = []
+    for r in results:
+        pg = r["backend"] != "sqlite"
+        if pg:
+            fill = f"copy+{'index' if 'rebuilt' in r['pg_fill']['hnsw'] else 'incr.'} {r['pg_fill']['s']:.0f}s"
+        else:
+            fill = f"{r['fill']['mode']} {r['fill']['s']:.0f}s"
+        server = r.get("server") or {}
+        rows.append([r["label"], r["size"], fill, C.fmt(r["memorize"]["p50_ms"], 1), C.fmt(r["memorize"]["p95_ms"], 1),
+                     C.fmt(r["memorize"]["passage_embed_p50_ms"], 1), C.fmt(r["recall"]["p50_ms"], 1),
+                     C.fmt(r["recall"]["p95_ms"], 1), C.fmt(r["recall"]["query_embed_p50_ms"], 1),
+                     C.fmt(r["vector_search"]["p50_ms"], 2), f"{r['rss_peak_kb'] / 1024:.0f}", f"{r['db_mb']:.0f}",
+                     f"{server['pss_mb']:.0f}" if server else "-", C.fmt(r.get("vault_sync_s"), 2)])  # fmt: skip
+    return rows
 
 
 # --------------------------------------------------------------------------- cold start
@@ -512,11 +690,25 @@ def main() -> None:
     ap.add_argument("--vector-micro", action="store_true",
                     help="only: VectorIndex.search vs a contiguous masked product at 10k and 100k random vectors")
     ap.add_argument("--quick", action="store_true", help="500 memories, 50 queries, 5 cold runs")
-    ap.add_argument("--embedder", choices=("e5", "use"), default="e5",
-                    help="model for the sizes, the stage timer and the servers (MEMORYD_EMBEDDER); default e5")
+    ap.add_argument("--embedder", choices=("e5", "use"), default="use",
+                    help="model for the sizes, the stage timer and the servers (MEMORYD_EMBEDDER); default use, "
+                         "memoryd's default")
+    ap.add_argument("--db", action="append", metavar="sqlite|postgresql|postgresql://…",
+                    help="backend(s) for the sizes, repeatable or comma-separated (default sqlite); `postgresql` "
+                         "starts a throwaway server (tests/pg.py), a URL names a server where the role may CREATE "
+                         "DATABASE (one database per size, dropped after)")  # fmt: skip
+    ap.add_argument("--with-postgres", action="store_true", help="same as --db sqlite,postgresql")
+    ap.add_argument("--pg-incremental-hnsw", action="store_true",
+                    help="PostgreSQL fill: keep the HNSW indexes during the bulk copy instead of building them after")
+    ap.add_argument("--pg-compare-fill", action="store_true",
+                    help="also time the PostgreSQL bulk fill with the other HNSW strategy (into a second database)")
+    ap.add_argument("--skip-what-if", action="store_true", help="skip the stemWord-memoized what-if (3 recall passes)")
     ap.add_argument("--json")
     ap.add_argument("--child-size", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--child-home", help=argparse.SUPPRESS)
+    ap.add_argument("--child-db", help=argparse.SUPPRESS)
+    ap.add_argument("--child-snapshot", help=argparse.SUPPRESS)
+    ap.add_argument("--child-fill-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     global EMBEDDER
     EMBEDDER = args.embedder
@@ -540,36 +732,58 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     out: dict[str, Any] = {"machine": m, "embedder": args.embedder, "sizes": {}}
     print(f"embedder: {args.embedder} (sizes, stage timer, and MEMORYD_EMBEDDER for the servers)")
+    dbs = [d.strip() for spec in (args.db or ["sqlite"]) for d in spec.split(",") if d.strip()]
+    if args.with_postgres:
+        dbs += [d for d in ("sqlite", "postgresql") if d not in dbs]
+    for d in dbs:
+        if d not in ("sqlite", "postgresql") and not d.startswith(("postgresql://", "postgres://")):
+            raise SystemExit(f"--db {d}: expected sqlite, postgresql or a postgresql:// URL")
+    pgs: list[_Postgres] = []
     try:
+        pgs = [_Postgres(d) for d in dbs if d != "sqlite"] if not args.skip_sizes else []
         store_for_cold = None
+        results: list[dict[str, Any]] = []
         if not args.skip_sizes:
             for n in sizes:
                 t = time.perf_counter()
-                r = run_size(n, tmp / f"s{n}", args)
-                out["sizes"][n] = r
-                if store_for_cold is None:
-                    store_for_cold = tmp / f"s{n}"
+                root = tmp / f"s{n}"
+                snapshot = root / "fill.db"
+                extra = ["--child-snapshot", str(snapshot)] if pgs else []
+                if "sqlite" in dbs:
+                    r = run_size(n, root, args, *extra)
+                    r["label"] = "sqlite"
+                    out["sizes"][n] = r
+                    results.append(r)
+                    print(f"size {n} sqlite: done in {time.perf_counter() - t:.0f}s", flush=True)
+                    print(C.table(SIZE_HEADERS, _size_rows([r])), flush=True)
+                else:  # the PostgreSQL fill copies a store filled through the engine on SQLite
+                    f = run_size(n, root, args, *extra, "--child-fill-only")
+                    out.setdefault("sqlite_fill_for_postgresql", {})[n] = f["fill"]
+                    print(f"size {n}: SQLite fill for the copy {f['fill']['s']:.0f}s", flush=True)
+                for pg in pgs:
+                    r = pg.size(n, root, snapshot, args)
+                    r["label"] = pg.label
+                    out.setdefault("postgresql", {}).setdefault(pg.label, {})[n] = r
+                    results.append(r)
+                snapshot.unlink(missing_ok=True)
+                if store_for_cold is None and "sqlite" in dbs:
+                    store_for_cold = root
                 else:
-                    shutil.rmtree(tmp / f"s{n}", ignore_errors=True)
+                    shutil.rmtree(root, ignore_errors=True)
                 print(f"size {n}: done in {time.perf_counter() - t:.0f}s", flush=True)
             print(f"\n## per store size (single process, real {args.embedder} model)")
-            rows = []
-            for n, r in out["sizes"].items():
-                rows.append([n, r["fill"]["mode"], C.fmt(r["memorize"]["p50_ms"], 1), C.fmt(r["memorize"]["p95_ms"], 1),
-                             C.fmt(r["memorize"]["passage_embed_p50_ms"], 1), C.fmt(r["recall"]["p50_ms"], 1),
-                             C.fmt(r["recall"]["p95_ms"], 1), C.fmt(r["recall"]["query_embed_p50_ms"], 1),
-                             f"{r['rss_peak_kb'] / 1024:.0f}", f"{r['db_mb']:.0f}", C.fmt(r["fill"]["p50_ms"], 1),
-                             C.fmt(r.get("vault_sync_s"), 2)])  # fmt: skip
-            print(C.table(["memories", "fill", "memorize p50", "p95", "(embed p50)", "recall p50", "p95",
-                           "(query embed p50)", "peak RSS MB", "db MB", "fill p50 ms", "vault_sync s"], rows))  # fmt: skip
-            print("\n## recall parts and what-if (ms, p50 / p95)")
-            print(C.table(["memories", "vector search k=50", "recall pass A", "stemWord memoized", "recall pass B"],
-                          [[n, f"{C.fmt(r['vector_search']['p50_ms'], 2)} / {C.fmt(r['vector_search']['p95_ms'], 2)}",
-                            *(f"{C.fmt(r['what_if_stem_cache'][k]['p50_ms'], 1)} / {C.fmt(r['what_if_stem_cache'][k]['p95_ms'], 1)}"
-                              for k in ("plain_a", "stem_cache", "plain_b"))] for n, r in out["sizes"].items()]))  # fmt: skip
+            print(C.table(SIZE_HEADERS, _size_rows(results)))
+            if pgs:
+                _print_pg(results)
+            if out["sizes"] and not args.skip_what_if:
+                print("\n## SQLite recall parts and what-if (ms, p50 / p95)")
+                print(C.table(["memories", "vector search k=50", "recall pass A", "stemWord memoized", "recall pass B"],
+                              [[n, f"{C.fmt(r['vector_search']['p50_ms'], 2)} / {C.fmt(r['vector_search']['p95_ms'], 2)}",
+                                *(f"{C.fmt(r['what_if_stem_cache'][k]['p50_ms'], 1)} / {C.fmt(r['what_if_stem_cache'][k]['p95_ms'], 1)}"
+                                  for k in ("plain_a", "stem_cache", "plain_b"))] for n, r in out["sizes"].items()]))  # fmt: skip
             if args.profile:
-                for n, r in out["sizes"].items():
-                    print(f"\n### recall profile at {n} (ms per recall, by own time)")
+                for r in results:
+                    print(f"\n### recall profile, {r['label']} at {r['size']} (ms per recall, by own time)")
                     print(C.table(["function", "own", "cumulative", "calls"],
                                   [[p["fn"], C.fmt(p["tottime_ms_per_recall"], 2), C.fmt(p["cumtime_ms_per_recall"], 2),
                                     C.fmt(p["calls_per_recall"], 1)] for p in r["profile_top"][:12]]))  # fmt: skip
@@ -609,6 +823,8 @@ def main() -> None:
                           [[k, C.fmt(v["query_p50_ms"], 1), C.fmt(v["query_p95_ms"], 1), C.fmt(v["passage_p50_ms"], 1),
                             C.fmt(v["passage_p95_ms"], 1)] for k, v in out["omp"].items()]))  # fmt: skip
     finally:
+        for pg in pgs:
+            pg.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     out["wall_s"] = time.perf_counter() - t0
     print(f"\nwall time {out['wall_s']:.0f}s")

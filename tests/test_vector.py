@@ -155,7 +155,7 @@ def test_damaged_or_foreign_graph_file_is_rebuilt_not_trusted(tmp_path: Path) ->
 
 def test_keyword_candidates_on_a_big_store_stay_bounded_and_relevant(tmp_path: Path) -> None:
     """Above the postings budget the newest postings of the rarest terms are ranked."""
-    import memoryd.storage.sqlite as sqlite_module
+    import memoryd.storage.base as base_module
 
     home, project = tmp_path / "home", tmp_path / "project"
     project.mkdir()
@@ -163,8 +163,8 @@ def test_keyword_candidates_on_a_big_store_stay_bounded_and_relevant(tmp_path: P
     for text in _texts(200):
         eng.memorize(text, gate="trusted")
     rare = eng.memorize("The helm chart for billing pins replicaCount to three", gate="trusted").atom_id
-    old = sqlite_module.KEYWORD_POSTINGS_BUDGET
-    sqlite_module.KEYWORD_POSTINGS_BUDGET = 20  # force the big-store path on this small store
+    old = base_module.KEYWORD_POSTINGS_BUDGET
+    base_module.KEYWORD_POSTINGS_BUDGET = 20  # force the big-store path on this small store
     try:
         statements: list[str] = []
         eng.store.tracer = lambda sql, params: statements.append(sql)
@@ -173,7 +173,7 @@ def test_keyword_candidates_on_a_big_store_stay_bounded_and_relevant(tmp_path: P
         fts = [s for s in statements if "MATCH" in s]
         assert fts and all("ORDER BY rowid DESC LIMIT" in s for s in fts)  # no bm25 over every match
     finally:
-        sqlite_module.KEYWORD_POSTINGS_BUDGET = old
+        base_module.KEYWORD_POSTINGS_BUDGET = old
         eng.store.tracer = None
     eng.close()
 
@@ -221,3 +221,20 @@ def test_vectors_of_another_model_are_skipped_not_fatal(tmp_path: Path) -> None:
         hits = eng.recall("billing service retries payments").hits  # old vector: keyword signal only
         assert hits and hits[0].atom.content.startswith("The billing service") and hits[0].signals["semantic"] == 0
         assert eng.recall("search service caches").hits[0].atom.content.startswith("The search service")
+
+
+def test_budgeted_keyword_candidates_on_both_backends(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same bounded keyword path on SQLite and PostgreSQL: the rare, fitting memory wins."""
+    import memoryd.storage.base as base_module
+
+    for text in _texts(60):
+        engine.memorize(text, gate="trusted")
+    rare = engine.memorize("The helm chart for billing pins replicaCount to three", gate="trusted").atom_id
+    monkeypatch.setattr(base_module, "KEYWORD_POSTINGS_BUDGET", 5)
+    assert base_module.selective_terms(["billing", "helm", "the"], {"billing": 1, "helm": 13, "the": 61}) == (
+        ["billing"], True)  # fmt: skip
+    ids = engine.store.keyword_candidates(
+        ["billing", "helm", "replicacount", "the"], scope_hashes=[engine.scope.scope_hash], statuses=["active"], limit=5
+    )
+    assert ids[0] == rare
+    assert engine.recall("billing helm replicaCount").hits[0].atom.id == rare

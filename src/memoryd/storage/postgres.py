@@ -43,7 +43,7 @@ from ulid import ULID
 
 from ..errors import StorageBusy, StorageError
 from ..models import Atom, Event, Promotion, Scope, Session
-from .base import CandidateFacts
+from .base import CandidateFacts, selective_terms
 from .pg_migrations import MIGRATIONS
 from .sqlite import GENESIS, chain_hash, content_hash, now_iso
 
@@ -550,9 +550,13 @@ class PostgresStore:
         lex = _lexemes(terms)
         if not lex or not scope_hashes or not statuses:
             return []
-        # Match through the GIN index; rank by the IDF mass of the query terms each atom holds
-        # (the engine's own keyword score, before calibration), newest first among equals.
+        # Match through the GIN index on the query's most selective terms (all of them on small
+        # stores, `selective_terms`); rank by the IDF mass of those terms each atom holds (the
+        # engine's own keyword score, before calibration), newest first among equals.
         total, df = self.term_stats(lex)  # `df` from the caller lacks the total; one query reads both
+        lex, _ = selective_terms(lex, df)
+        if not lex:
+            return []
         weight = {t: math.log(1.0 + (total - df[t] + 0.5) / (df[t] + 0.5)) for t in lex}
         score = " + ".join("CASE WHEN a.kw @@ %s::tsquery THEN %s::float8 ELSE 0 END" for _ in lex)
         params: list[Any] = [_tsquery(lex), list(scope_hashes), list(statuses)]
@@ -600,11 +604,15 @@ class PostgresStore:
     ) -> list[str]:
         if not entity_ids:
             return []
+        # The newest 4×limit mentions of each entity (ULIDs sort by time), so a common entity
+        # costs the same on a big store as on a small one.
         rows = self._rows(
-            "SELECT a.id, count(*) AS n, a.seq FROM edges e JOIN atoms a ON a.id = e.src"
-            " WHERE e.kind = 'mentions' AND e.dst = ANY(%s::text[]) AND a.scope_hash = ANY(%s::text[])"
-            " AND a.status = ANY(%s::text[]) GROUP BY a.id, a.seq ORDER BY n DESC, a.seq DESC LIMIT %s",
-            (list(entity_ids), list(scope_hashes), list(statuses), limit),
+            "SELECT a.id, count(*) AS n, a.seq FROM unnest(%s::text[]) AS q(dst)"
+            " CROSS JOIN LATERAL (SELECT e.src FROM edges e WHERE e.dst = q.dst AND e.kind = 'mentions'"
+            " ORDER BY e.src DESC LIMIT %s) m JOIN atoms a ON a.id = m.src"
+            " WHERE a.scope_hash = ANY(%s::text[]) AND a.status = ANY(%s::text[])"
+            " GROUP BY a.id, a.seq ORDER BY n DESC, a.seq DESC LIMIT %s",
+            (list(entity_ids), limit * 4, list(scope_hashes), list(statuses), limit),
         )
         return [r[0] for r in rows]
 

@@ -20,7 +20,7 @@ from ulid import ULID
 from ..errors import StorageBusy, StorageError
 from ..models import Atom, Event, Promotion, Scope, Session
 from ..search.vector import ANN_MIN, VectorIndex
-from .base import CandidateFacts
+from .base import CandidateFacts, selective_terms
 from .migrations import MIGRATIONS
 
 __all__ = ["SqliteStore", "chain_hash", "content_hash"]
@@ -38,13 +38,6 @@ _UPDATABLE = {
     "tags", "triggers", "supersedes", "superseded_by", "updated_at", "vault_path", "vault_digest",
     "tenant_id", "workspace", "repository", "branch", "scope_root", "scope_hash",
 }  # fmt: skip
-
-
-# Keyword candidates: up to this many postings (documents holding a query term, summed over the
-# terms) are all ranked by bm25; above it, the newest postings of the KEYWORD_BIG_TERMS most
-# selective terms are (see `keyword_candidates`).
-KEYWORD_POSTINGS_BUDGET = 6000
-KEYWORD_BIG_TERMS = 6
 
 
 def now_iso() -> str:
@@ -447,10 +440,10 @@ class SqliteStore:
             return []
         if df is None or any(t not in df for t in unique):
             df = self.term_stats(unique)[1]
-        present = [t for t in unique if df[t] > 0]
+        present, cut = selective_terms(unique, df)
         if not present:
             return []
-        if sum(df[t] for t in present) <= KEYWORD_POSTINGS_BUDGET:
+        if not cut:
             # Small enough to rank every match: FTS5 bm25 inside, then scope and status.
             match = " OR ".join(f'"{t}"' for t in present)
             with self._lock:
@@ -471,7 +464,7 @@ class SqliteStore:
         weight = {t: math.log(1.0 + (total - df[t] + 0.5) / (df[t] + 0.5)) for t in present}
         mass: dict[int, float] = {}
         with self._lock:
-            for term in sorted(present, key=lambda t: df[t])[:KEYWORD_BIG_TERMS]:
+            for term in present:
                 for (rowid,) in self._execute(
                     "SELECT rowid FROM atom_fts WHERE atom_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
                     (f'"{term}"', limit * 4),

@@ -1,0 +1,24 @@
+"""Entry point of the `memoryd` command.
+
+`memoryd hook <event>` runs on every Claude Code session start and memory tool call, so it goes
+straight to `memoryd.hooks` without importing the CLI framework (typer and its dependencies cost
+~0.2 s per hook, measured with bench/hooks_latency.py). Everything else is `memoryd.cli`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    if len(argv) == 2 and argv[0] == "hook" and not argv[1].startswith("-"):
+        from .hooks import main as hook_main
+
+        code = hook_main(argv[1:])
+        sys.stdout.flush()
+        os._exit(code)  # as `python -m memoryd.hooks`: never wait for a hook thread that gave up
+    from .cli import main as cli_main
+
+    cli_main()
