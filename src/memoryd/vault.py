@@ -52,7 +52,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -420,26 +420,39 @@ def read(path: Path, known: tuple[str, str] | None = None) -> VaultFile:
 def scan(
     root: Path, known: Mapping[Path, tuple[str, str]] | None = None
 ) -> tuple[list[VaultFile], list[VaultFormatError]]:
+    """Every `*.md` under `root`, parsed, in path order (see `iter_scan`), as two lists."""
+    files: list[VaultFile] = []
+    errors: list[VaultFormatError] = []
+    for item in iter_scan(root, known):
+        (errors if isinstance(item, VaultFormatError) else files).append(item)
+    return files, errors
+
+
+def iter_scan(
+    root: Path, known: Mapping[Path, tuple[str, str]] | None = None
+) -> Iterator[VaultFile | VaultFormatError]:
     """Every `*.md` under `root`, parsed, in path order. Never raises for a file, never modifies one.
 
     `known` maps a path to the (digest, id) the database recorded for it: a file whose bytes
     still have that digest is returned unparsed (frontmatter `{"id": id}`, body None), which
     is what makes a start-up sync over a big, unchanged vault cheap (parsing YAML is the cost).
+    A generator, so a sync over 100k files never holds them all.
 
     Skipped: names starting with `.` (files and directories, so also write_atomic's temp files), the
     top-level `prompts/` folder, and anything that is not a regular file. A missing root is empty.
     Two files may carry the same id (e.g. a copy made by hand): both are returned.
     """
     root = Path(root)
-    files: list[VaultFile] = []
-    errors: list[VaultFormatError] = []
     if not root.is_dir():
-        return files, errors
+        return
+    walk_errors: list[VaultFormatError] = []
 
     def on_error(exc: OSError) -> None:
-        errors.append(VaultFormatError(exc.filename or root, f"cannot list directory: {exc.strerror or exc}"))
+        walk_errors.append(VaultFormatError(exc.filename or root, f"cannot list directory: {exc.strerror or exc}"))
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
+        yield from walk_errors
+        walk_errors.clear()
         here = Path(dirpath)
         at_top = here == root
         dirnames[:] = sorted(
@@ -452,7 +465,7 @@ def scan(
             if not path.is_file():  # a FIFO, a socket or a dangling link: never open it
                 continue
             try:
-                files.append(read(path, known.get(path) if known else None))
+                yield read(path, known.get(path) if known else None)
             except VaultFormatError as exc:
-                errors.append(exc)
-    return files, errors
+                yield exc
+    yield from walk_errors

@@ -26,15 +26,17 @@ _REPORT_KEYS = ("imported", "edited", "retagged", "deleted", "written", "orphane
 
 
 class VaultOps(_Base):
-    def _vault_plan(self) -> tuple[dict[str, list[Any]], list[vault.VaultFile]]:
+    def _vault_plan(self) -> dict[str, list[Any]]:
         db = self.store.vault_digests()
         known = {self.vault_root / rel: (digest, atom_id) for atom_id, (_, rel, digest) in db.items() if rel and digest}
-        files, errors = vault.scan(self.vault_root, known)
         plan: dict[str, list[Any]] = {k: [] for k in _REPORT_KEYS}
-        plan["broken"] = [{"path": str(e.path), "error": str(e)} for e in errors]
-        broken_paths = {str(e.path) for e in errors}
-        on_disk: dict[str, vault.VaultFile] = {}
-        for f in files:
+        broken_paths: set[str] = set()
+        on_disk: set[str] = set()
+        for f in vault.iter_scan(self.vault_root, known):  # only files that need work are kept
+            if isinstance(f, vault.VaultFormatError):
+                plan["broken"].append({"path": str(f.path), "error": str(f)})
+                broken_paths.add(str(f.path))
+                continue
             atom_id = f.frontmatter.get("id")
             if not atom_id or atom_id not in db:
                 plan["imported"].append(f)
@@ -46,7 +48,7 @@ class VaultOps(_Base):
             if rel and (self.vault_root / rel) != f.path and (self.vault_root / rel).exists():
                 plan["orphaned"].append(f)  # a copy of a memory whose own file is still in place
                 continue
-            on_disk[atom_id] = f
+            on_disk.add(atom_id)
             if f.digest != digest:
                 plan["edited"].append(f)
         for atom_id, (status, rel, _) in db.items():
@@ -59,7 +61,7 @@ class VaultOps(_Base):
                 plan["deleted"].append(atom_id)
             else:
                 plan["written"].append(atom_id)
-        return plan, files
+        return plan
 
     def _scope_from_frontmatter(self, fm: dict[str, Any]) -> Scope:
         """The scope a file names (a copy from another checkout), else the current one."""
@@ -73,13 +75,13 @@ class VaultOps(_Base):
 
     def vault_check(self) -> dict[str, list[str]]:
         """What `vault_sync` would do, as paths or ids, without changing anything."""
-        plan, _ = self._vault_plan()
+        plan = self._vault_plan()
         return {k: [str(getattr(x, "path", x)) if not isinstance(x, dict) else x["path"] for x in v]
                 for k, v in plan.items()}  # fmt: skip
 
     def vault_sync(self) -> dict[str, list[Any]]:
         """Import hand edits (replace, reason "edited on disk"), deletions and new files."""
-        plan, _ = self._vault_plan()
+        plan = self._vault_plan()
         report: dict[str, list[Any]] = {k: [] for k in _REPORT_KEYS}
         report["broken"] = plan["broken"]
         report["orphaned"] = [str(f.path) for f in plan["orphaned"]]

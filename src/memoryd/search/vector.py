@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 ANN_MIN = 20_000  # live vectors before the HNSW graph is built
 EXACT_MAX = 20_000  # in-scope vectors that are still searched exactly (a few ms on 2 cores)
+_BUILD_CHUNK = 8192  # rows copied per step of a graph build
 _ANN_PARAMS = {"metric": "cos", "dtype": "i8", "connectivity": 16, "expansion_add": 64, "expansion_search": 96}
 
 
@@ -200,21 +201,26 @@ class VectorIndex:
 
     def _start_build(self) -> None:
         self._journal = []
-        n = len(self._ids)
-        live = np.flatnonzero(self._alive[:n])
-        keys, vectors = self._keys[live].copy(), self._matrix[live].copy()
-        mark = self._seen
-        self._building = threading.Thread(
-            target=self._build, args=(keys, vectors, mark), name="memoryd-ann-build", daemon=True
-        )
+        self._building = threading.Thread(target=self._build, name="memoryd-ann-build", daemon=True)
         self._building.start()
 
-    def _build(self, keys: np.ndarray, vectors: np.ndarray, mark: int) -> None:
+    def _build(self) -> None:
+        """Add the live rows in chunks (never a second copy of the whole matrix), then replay
+        the changes made meanwhile; a change seen twice is applied twice, which is idempotent."""
         try:
             from usearch.index import Index
 
+            with self._lock:
+                mark, n = self._seen, len(self._ids)
             ann = Index(ndim=self.dim, **_ANN_PARAMS)
-            ann.add(keys, vectors, threads=max(1, (os.cpu_count() or 2) - 1))
+            threads = max(1, (os.cpu_count() or 2) - 1)
+            for start in range(0, n, _BUILD_CHUNK):
+                with self._lock:  # the matrix may be regrown by a writer between chunks
+                    end = min(start + _BUILD_CHUNK, n)
+                    live = start + np.flatnonzero(self._alive[start:end])
+                    keys, vectors = self._keys[live].copy(), self._matrix[live].copy()
+                if keys.size:
+                    ann.add(keys, vectors, threads=threads)
         except Exception:
             log.exception("building the vector graph failed; searches stay exact")
             with self._lock:
@@ -223,6 +229,9 @@ class VectorIndex:
         with self._lock:
             for key, vector in self._journal or ():
                 _upsert(ann, key, vector)
+            for i in range(n, len(self._ids)):  # rows appended after the build started
+                if self._alive[i] and not ann.contains(int(self._keys[i])):
+                    ann.add(int(self._keys[i]), self._matrix[i])
             self._journal, self._building = None, None
             self._ann, self._ann_mark = ann, max(mark, self._seen)
             self.save()
