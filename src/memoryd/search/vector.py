@@ -84,7 +84,9 @@ class VectorIndex:
         cap = self._matrix.shape[0]
         if need <= cap:
             return
-        new_cap = max(need, int(cap * 1.25) + 1024)  # modest steps: the old and new matrix coexist briefly
+        # np.zeros pages are mapped lazily, so spare capacity costs address space, not RSS; a regrow
+        # briefly holds the old and the new matrix, so it should be rare: double.
+        new_cap = max(need, cap * 2, 1024)
         matrix = np.zeros((new_cap, self.dim or 0), dtype=np.float32)
         if cap:
             matrix[:cap] = self._matrix

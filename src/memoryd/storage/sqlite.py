@@ -548,8 +548,8 @@ class SqliteStore:
                 "SELECT (SELECT count(*) FROM atoms WHERE embedding IS NOT NULL),"
                 " (SELECT length(embedding) FROM atoms WHERE embedding IS NOT NULL ORDER BY vec_seq DESC LIMIT 1)"
             ).fetchone()
-            if row[0]:
-                self._vectors.reserve(int(row[0]), int(row[1]) // 4)
+            if row[0]:  # headroom: untouched rows of a zeroed array cost no RSS, a regrow copies all
+                self._vectors.reserve(int(row[0]) * 3 // 2 + 4096, int(row[1]) // 4)
         cur = self._execute(
             "SELECT vec_seq, seq, id, scope_hash, embedding FROM atoms WHERE vec_seq > ? ORDER BY vec_seq",
             (self._vec_seen,),
