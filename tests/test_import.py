@@ -285,7 +285,10 @@ def test_ctrl_c_stops_after_a_committed_batch_and_says_how_to_resume(tmp_path: P
     cmd = [str(Path(sys.executable).with_name("memoryd")), "import", str(src), "--batch-size", "25", "--cwd",
            str(repo)]  # fmt: skip
     with Engine.open(settings, cwd=repo, embedder=HashEmbedder()) as watcher:
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # SIGINT back to its default in the child: a test run started in the background (`cmd &`)
+        # inherits SIGINT ignored, and Python then never raises KeyboardInterrupt.
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
         try:
             _wait_for(lambda: (watcher.import_state(sha) or {}).get("line", 0) >= 50, timeout=120)
         finally:
