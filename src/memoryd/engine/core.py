@@ -644,6 +644,18 @@ class EngineCore:
             n += 1
         return n
 
+    def _marker_state(self, marker: str, action: str) -> dict[str, Any] | None:
+        """The JSON object of the newest `action` event keyed `marker` (import and transcript progress)."""
+        for e in reversed(self.store.events(marker)):
+            if e.action == action and e.content:
+                try:
+                    state = json.loads(e.content)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(state, dict):
+                    return state
+        return None
+
     def agent_brief(self, scope: Scope | None = None) -> Brief:
         """The session-start brief: latest handoff, constraints, preferences, recent decisions."""
         scopes = self._recall_scopes(scope)

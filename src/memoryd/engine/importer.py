@@ -149,15 +149,7 @@ def _str_list(value: Any, name: str) -> list[str]:
 class ImportOps(_Base):
     def import_state(self, sha256: str) -> dict[str, Any] | None:
         """The recorded progress of the file with this content hash, or None if never imported."""
-        for e in reversed(self.store.events(MARKER_PREFIX + sha256)):
-            if e.action == "import" and e.content:
-                try:
-                    state = json.loads(e.content)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(state, dict):
-                    return state
-        return None
+        return self._marker_state(MARKER_PREFIX + sha256, "import")
 
     def import_jsonl(
         self,

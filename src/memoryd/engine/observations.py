@@ -329,16 +329,7 @@ class ObservationReport:
 class ObservationOps(_Base):
     def observation_state(self, session_id: str) -> dict[str, Any] | None:
         """The recorded progress of a transcript (byte offset, counters, handoff id), or None if never read."""
-        events = self.store.events(MARKER_PREFIX + session_id)
-        for e in reversed(events):
-            if e.action == "observe" and e.content:
-                try:
-                    state = json.loads(e.content)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(state, dict):
-                    return state
-        return None
+        return self._marker_state(MARKER_PREFIX + session_id, "observe")
 
     def observe_transcript(
         self,
