@@ -539,7 +539,7 @@ class EngineCore:
         candidates: dict[str, float | None] = {}
         total, df = self.store.term_stats(q_terms)
         for atom_id in self.store.keyword_candidates(
-            q_terms, scope_hashes=scopes, statuses=statuses, limit=pool, df=df
+            q_terms, scope_hashes=scopes, statuses=statuses, limit=pool, stats=(total, df)
         ):
             candidates[atom_id] = None
         q_vec = None

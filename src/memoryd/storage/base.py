@@ -93,9 +93,9 @@ class Store(Protocol):
 
     def keyword_candidates(
         self, terms: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str], limit: int,
-        df: dict[str, int] | None = None,
+        stats: tuple[int, dict[str, int]] | None = None,
     ) -> list[str]:
-        """Up to `limit` atoms holding query terms, best first; `df` = `term_stats` already read."""
+        """Up to `limit` atoms holding query terms, best first; `stats` = `term_stats(terms)` if already read."""
         ...
 
     def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:

@@ -545,7 +545,7 @@ class PostgresStore:
 
     def keyword_candidates(
         self, terms: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str], limit: int,
-        df: dict[str, int] | None = None,
+        stats: tuple[int, dict[str, int]] | None = None,
     ) -> list[str]:
         lex = _lexemes(terms)
         if not lex or not scope_hashes or not statuses:
@@ -553,7 +553,9 @@ class PostgresStore:
         # Match through the GIN index on the query's most selective terms (all of them on small
         # stores, `selective_terms`); rank by the IDF mass of those terms each atom holds (the
         # engine's own keyword score, before calibration), newest first among equals.
-        total, df = self.term_stats(lex)  # `df` from the caller lacks the total; one query reads both
+        if stats is None or any(t not in stats[1] for t in lex):
+            stats = self.term_stats(lex)
+        total, df = stats
         lex, _ = selective_terms(lex, df)
         if not lex:
             return []

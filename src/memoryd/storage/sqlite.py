@@ -433,13 +433,14 @@ class SqliteStore:
 
     def keyword_candidates(
         self, terms: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str], limit: int,
-        df: dict[str, int] | None = None,
+        stats: tuple[int, dict[str, int]] | None = None,
     ) -> list[str]:
         unique = list(dict.fromkeys(terms))
         if not unique:
             return []
-        if df is None or any(t not in df for t in unique):
-            df = self.term_stats(unique)[1]
+        if stats is None or any(t not in stats[1] for t in unique):
+            stats = self.term_stats(unique)
+        total, df = stats
         present, cut = selective_terms(unique, df)
         if not present:
             return []
@@ -459,8 +460,6 @@ class SqliteStore:
         # of the terms each atom holds, newest first among equals. The engine then scores every
         # candidate on all query terms; old atoms that only share common terms are left to the
         # semantic and entity signals.
-        with self._lock:
-            total = int(self._execute("SELECT count(*) FROM atom_fts_docsize").fetchone()[0])
         weight = {t: math.log(1.0 + (total - df[t] + 0.5) / (df[t] + 0.5)) for t in present}
         mass: dict[int, float] = {}
         with self._lock:
