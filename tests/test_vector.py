@@ -86,14 +86,26 @@ def _engine(home: Path, project: Path, ann_min: int) -> Engine:
     return Engine.open(Settings(home=home, ann_min=ann_min), cwd=project, embedder=HashEmbedder())
 
 
+def _dirs(tmp_path: Path) -> tuple[Path, Path]:
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    return home, project
+
+
+def _filled(home: Path, project: Path, n: int, ann_min: int) -> Engine:
+    eng = _engine(home, project, ann_min=ann_min)
+    for text in _texts(n):
+        assert eng.memorize(text, gate="trusted").effect == "applied"
+    return eng
+
+
 def _texts(n: int, offset: int = 0) -> list[str]:
     topics = ["postgres pool size", "redis cache ttl", "deploy with helm", "pytest fixtures", "login token"]
     return [f"Decision {i + offset}: the {topics[i % 5]} is set to {i + offset} for service s{i % 7}" for i in range(n)]
 
 
 def test_graph_file_survives_restarts_and_catches_up_with_writes(tmp_path: Path) -> None:
-    home, project = tmp_path / "home", tmp_path / "project"
-    project.mkdir()
+    home, project = _dirs(tmp_path)
     eng = _engine(home, project, ann_min=50)
     first_id = None
     for text in _texts(120):
@@ -125,11 +137,8 @@ def test_graph_file_survives_restarts_and_catches_up_with_writes(tmp_path: Path)
 
 
 def test_damaged_or_foreign_graph_file_is_rebuilt_not_trusted(tmp_path: Path) -> None:
-    home, project = tmp_path / "home", tmp_path / "project"
-    project.mkdir()
-    eng = _engine(home, project, ann_min=50)
-    for text in _texts(80):
-        eng.memorize(text, gate="trusted")
+    home, project = _dirs(tmp_path)
+    eng = _filled(home, project, 80, ann_min=50)
     eng.store.warm()
     assert eng.store._vectors.wait_ready(60)
     eng.close()
@@ -157,11 +166,8 @@ def test_keyword_candidates_on_a_big_store_stay_bounded_and_relevant(tmp_path: P
     """Above the postings budget the newest postings of the rarest terms are ranked."""
     import memoryd.storage.base as base_module
 
-    home, project = tmp_path / "home", tmp_path / "project"
-    project.mkdir()
-    eng = _engine(home, project, ann_min=10_000)
-    for text in _texts(200):
-        eng.memorize(text, gate="trusted")
+    home, project = _dirs(tmp_path)
+    eng = _filled(home, project, 200, ann_min=10_000)
     rare = eng.memorize("The helm chart for billing pins replicaCount to three", gate="trusted").atom_id
     old = base_module.KEYWORD_POSTINGS_BUDGET
     base_module.KEYWORD_POSTINGS_BUDGET = 20  # force the big-store path on this small store
@@ -212,8 +218,7 @@ class _TinyEmbedder:
 
 
 def test_vectors_of_another_model_are_skipped_not_fatal(tmp_path: Path) -> None:
-    home, project = tmp_path / "home", tmp_path / "project"
-    project.mkdir()
+    home, project = _dirs(tmp_path)
     with _engine(home, project, ann_min=10_000) as old:
         old.memorize("The billing service retries payments three times", gate="trusted")
     with Engine.open(Settings(home=home), cwd=project, embedder=_TinyEmbedder()) as eng:  # type: ignore[arg-type]
