@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from mcp.server.mcpserver import MCPServer
 
 from .mcp_tools import hmg, mem
-from .mcp_tools.common import EngineHandle
+from .mcp_tools.common import EngineHandle, MemorydServer
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -52,7 +52,7 @@ def build_server(
 
     from . import __version__
 
-    mcp: MCPServer[Any] = MCPServer(
+    mcp: MCPServer[Any] = MemorydServer(
         name="hmg" if profile == "hmg" else "memoryd", version=__version__, instructions=_INSTRUCTIONS,
         lifespan=lifespan,
     )  # fmt: skip

@@ -80,7 +80,15 @@ class VaultOps(_Base):
                 for k, v in plan.items()}  # fmt: skip
 
     def vault_sync(self) -> dict[str, list[Any]]:
-        """Import hand edits (replace, reason "edited on disk"), deletions and new files."""
+        """Import hand edits (replace, reason "edited on disk"), deletions and new files.
+
+        The vault holds every scope's files and is the person's own: sync acts for memoryd itself
+        (`_as_system`), whichever surface started it.
+        """
+        with self._as_system():
+            return self._vault_sync()
+
+    def _vault_sync(self) -> dict[str, list[Any]]:
         plan = self._vault_plan()
         report: dict[str, list[Any]] = {k: [] for k in _REPORT_KEYS}
         report["broken"] = plan["broken"]
