@@ -15,10 +15,22 @@ from typing import Any
 
 from .errors import InvalidInput
 
-__all__ = ["LIMITS", "SURROGATE", "check_count", "check_id", "check_text", "check_texts"]
+__all__ = ["LIMITS", "SURROGATE", "UNSTORABLE", "unstorable", "check_count", "check_id", "check_text", "check_texts"]
 
-# A lone UTF-16 surrogate cannot be stored as UTF-8 (vault files, PostgreSQL): refused on input.
+# A lone UTF-16 surrogate cannot be stored as UTF-8 (vault files, PostgreSQL), nor can PostgreSQL
+# store NUL: both are refused on input.
 SURROGATE = re.compile("[\ud800-\udfff]")
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def unstorable(value: str, field: str) -> str | None:
+    """Why `value` cannot be stored (a NUL or a lone surrogate), or None."""
+    m = UNSTORABLE.search(value)
+    if m is None:
+        return None
+    if m.group() == "\x00":
+        return f"{field} holds a NUL character at {m.start()}"
+    return f"{field} holds a lone surrogate U+{ord(m.group()):04X} at {m.start()}; send valid Unicode"
 
 # name → (maximum, unit, what it bounds)
 LIMITS: dict[str, tuple[int, str, str]] = {
@@ -64,8 +76,8 @@ def check_text(name: str, value: object, *, field: str | None = None, required: 
     top = _max(name, limit)
     if len(value) > top:
         raise InvalidInput(f"{field} is {len(value)} characters; the limit is {top}")
-    if (m := SURROGATE.search(value)) is not None:
-        raise InvalidInput(f"{field} holds a lone surrogate U+{ord(m.group()):04X} at {m.start()}; send valid Unicode")
+    if (problem := unstorable(value, field)) is not None:
+        raise InvalidInput(problem)
     if required and not value.strip():
         raise InvalidInput(f"{field} is empty")
     return value

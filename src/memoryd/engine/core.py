@@ -19,7 +19,7 @@ from ulid import ULID
 from ..config import Settings
 from .. import vault
 from ..errors import AuthorizationRequired, InvalidInput, NotFound
-from ..limits import LIMITS, SURROGATE, check_text, check_texts
+from ..limits import LIMITS, UNSTORABLE, check_text, check_texts, unstorable
 from ..lifecycle.decay import decay_state
 from ..models import (
     ATOM_TYPES,
@@ -231,7 +231,7 @@ class EngineCore:
 
     def _find_atom(self, atom_id: object) -> Atom | None:
         """The atom with this id if it exists and is within the caller's reach, else None."""
-        if not isinstance(atom_id, str) or not atom_id or len(atom_id) > LIMITS["id"][0]:
+        if not isinstance(atom_id, str) or not atom_id or len(atom_id) > LIMITS["id"][0] or UNSTORABLE.search(atom_id):
             return None
         atom = self.store.get_atoms([atom_id]).get(atom_id)
         if atom is None or not self._reach(atom.scope_hash, atom.scope.name):
@@ -288,9 +288,7 @@ class EngineCore:
             return f"{what} is empty"
         if len(content) > self.settings.max_content_chars:
             return f"{what} is {len(content)} characters; the limit is {self.settings.max_content_chars}"
-        if (m := SURROGATE.search(content)) is not None:
-            return f"{what} holds a lone surrogate U+{ord(m.group()):04X} at {m.start()}; send valid Unicode"
-        return None
+        return unstorable(content, what)
 
     def _new_atom(
         self, content: str, *, type: str, source: str, scope: Scope, status: str = "active",
@@ -699,7 +697,7 @@ class EngineCore:
         deleted atom (whose scope is gone with its row) only a person sees.
         """
         missing = NotFound(f"no atom with id {_shown(atom_id)}")
-        if not isinstance(atom_id, str) or not atom_id or len(atom_id) > LIMITS["id"][0]:
+        if not isinstance(atom_id, str) or not atom_id or len(atom_id) > LIMITS["id"][0] or UNSTORABLE.search(atom_id):
             raise missing
         if self.reachable_scopes() is not None and self._find_atom(atom_id) is None:
             raise missing

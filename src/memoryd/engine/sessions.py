@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import InvalidInput, NotFound
-from ..limits import check_text
+from ..limits import UNSTORABLE, check_text
 from ..models import MemorizeResult, Session
 from ..write.redact import redact
 from .core import _norm_hash, _shown
@@ -73,7 +73,7 @@ class SessionOps(_Base):
     def _session(self, session_id: object) -> Session:
         """The session with this id within the caller's reach (the scope boundary), else NotFound."""
         missing = NotFound(f"no session with id {_shown(session_id)}")
-        if not isinstance(session_id, str) or not session_id or len(session_id) > 64:
+        if not isinstance(session_id, str) or not session_id or len(session_id) > 64 or UNSTORABLE.search(session_id):
             raise missing
         session = self.store.get_session(session_id)
         if session is None or not self._reach(session.scope_hash):

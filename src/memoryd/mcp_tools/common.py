@@ -75,6 +75,15 @@ class MemorydServer(MCPServer):  # type: ignore[type-arg]
             text = str(exc).removeprefix(f"Error executing tool {name}: ")
             raise ToolError(text if ": " in text else f"internal: {text or name + ' failed'}") from None
 
+    async def run_stdio_async(self) -> None:
+        """stdio with every line checked first (see `transport`): no request goes unanswered."""
+        from mcp.server.stdio import stdio_server
+
+        from .transport import stdio_streams
+
+        async with stdio_streams() as (lines, out), stdio_server(stdin=lines, stdout=out) as (read, write):  # type: ignore[arg-type]
+            await self._lowlevel_server.run(read, write, self._lowlevel_server.create_initialization_options())
+
 
 class EngineHandle:
     """Opens the engine on a background thread so `initialize` never waits for imports."""
