@@ -125,6 +125,7 @@ class EngineCore:
         self.scope = scope
         self.authority = authority
         self.vault_root = settings.home / "vault"
+        self._vault_lock = vault.VaultLock(self.vault_root)
         self._system = threading.local()  # set while memoryd itself acts (vault sync), see _as_system
 
     @property
@@ -170,31 +171,74 @@ class EngineCore:
 
     @contextmanager
     def _write(self) -> Iterator[Any]:
-        """One write transaction; every atom it touches gets its markdown file synced before commit."""
-        with self.store.transaction() as tx:
-            tracked = _TrackedTx(tx)
-            yield tracked
-            batch = len(tracked.touched) > 1  # e.g. an import batch: one sync for all its files
-            for atom_id in tracked.touched:
-                self._sync_file(tx, atom_id, durable=not batch)
-            if batch:
-                vault.flush_all()  # before the commit: an acknowledged memory's file is on disk
+        """One write transaction; the markdown files of the atoms it touched are published after commit.
 
-    def _sync_file(self, tx: Any, atom_id: str, *, durable: bool = True) -> None:
-        """Make the vault match the database for one atom: active → file written, else removed."""
+        Inside the transaction each touched atom's file is planned (path and digest recorded on the
+        atom) and queued in the vault outbox under this transaction's token; after the commit the
+        files are written or removed under the vault lock and the queue entries cleared. A crash
+        before the commit leaves no file, so nothing is invented; a crash after it leaves the queue
+        entry, which `recover_vault` finishes from the database at the next start (never lost).
+        """
+        token = str(ULID())
+        plans: list[_FilePlan] = []
+        with self.store.transaction() as tx:
+            tracked = _TrackedTx(tx, self.store)
+            yield tracked
+            for atom_id in tracked.touched:
+                plan = self._plan_file(tx, atom_id, tracked.removed.get(atom_id), token)
+                if plan is not None:
+                    plans.append(plan)
+        tracked.committed = True  # what a caller interrupted from here on (Ctrl-C) must count as written
+        self._publish(plans, token)
+
+    def _plan_file(self, tx: Any, atom_id: str, removed_path: str | None, token: str) -> _FilePlan | None:
+        """Record (inside the transaction) what the vault must hold for one atom: its file, or none."""
         atom = self.store.get_atoms([atom_id]).get(atom_id)
-        old = atom.vault_path if atom is not None else None
+        old = atom.vault_path if atom is not None else removed_path
         if atom is None or atom.status != "active":
-            if old:
-                vault.remove(self.vault_root / old)
             if atom is not None and old:
                 tx.update_atom(atom.id, vault_path=None, vault_digest=None, updated_at=_iso(atom.updated_at))
-            return
+            if not old:
+                return None
+            tx.outbox_add(atom_id, token, old)
+            return _FilePlan(atom_id, None, None, None, old)
         rel = str(vault.relative_path(atom))
-        digest = vault.write_atomic(self.vault_root / rel, vault.render(atom), durable=durable)
-        if old and old != rel:
-            vault.remove(self.vault_root / old)
+        text = vault.render(atom)  # raises (and rolls back) for an atom that cannot be written faithfully
+        # The folder now, inside the transaction: a vault that cannot take the file fails the write
+        # (rolled back) instead of leaving a committed memory without its file.
+        (self.vault_root / rel).parent.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        stale = old if old and old != rel else None
         tx.update_atom(atom.id, vault_path=rel, vault_digest=digest, updated_at=_iso(atom.updated_at))
+        tx.outbox_add(atom_id, token, stale)
+        return _FilePlan(atom_id, rel, text, digest, stale)
+
+    def _publish(self, plans: Sequence[_FilePlan], token: str) -> None:
+        """Write or remove the planned files of a committed transaction, then clear its outbox entries.
+
+        Under the vault lock, and only while the database still records this transaction's digest:
+        a later transaction of the same atom publishes its own file, so files never go back in time.
+        A failure is logged and left to `recover_vault`: the write itself is committed.
+        """
+        if not plans:
+            return
+        try:
+            with self._vault_lock:
+                current = self.store.vault_state([p.atom_id for p in plans])  # (status, path, digest)
+                batch = len(plans) > 1  # e.g. an import batch: one sync for all its files
+                for p in plans:
+                    state = current.get(p.atom_id)
+                    if p.text is not None and p.rel is not None:
+                        if state is None or state[2] != p.digest:
+                            continue
+                        vault.write_atomic(self.vault_root / p.rel, p.text, durable=not batch)
+                    if p.remove is not None and (state is None or state[1] != p.remove):
+                        vault.remove(self.vault_root / p.remove)
+                if batch:
+                    vault.flush_all()
+            self.store.clear_outbox([(p.atom_id, token) for p in plans])
+        except Exception:
+            log.exception("publishing vault files failed; the next start (or `memoryd vault sync`) finishes it")
 
     # -- the scope boundary ------------------------------------------------------------------
     # Every operation that takes an id (memory, atom, session, promotion, scope) resolves it through
@@ -839,12 +883,26 @@ class _Draft:
     actor: str
 
 
+@dataclass(frozen=True)
+class _FilePlan:
+    """What one committed transaction must publish for one atom: a file to write, a file to remove."""
+
+    atom_id: str
+    rel: str | None
+    text: str | None
+    digest: str | None
+    remove: str | None
+
+
 class _TrackedTx:
     """A transaction that remembers which atoms it wrote, so their files follow."""
 
-    def __init__(self, tx: Any) -> None:
+    def __init__(self, tx: Any, store: Store) -> None:
         self._tx = tx
+        self._store = store
         self.touched: dict[str, None] = {}
+        self.removed: dict[str, str] = {}  # deleted atom → the file it had
+        self.committed = False
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._tx, name)
@@ -859,4 +917,11 @@ class _TrackedTx:
 
     def scrub_atom(self, atom_id: str) -> None:
         self._tx.scrub_atom(atom_id)
+        self.touched[atom_id] = None
+
+    def delete_atom(self, atom_id: str) -> None:
+        atom = self._store.get_atoms([atom_id]).get(atom_id)
+        if atom is not None and atom.vault_path:
+            self.removed[atom_id] = atom.vault_path
+        self._tx.delete_atom(atom_id)
         self.touched[atom_id] = None

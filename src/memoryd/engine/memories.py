@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import vault
 from ..errors import Conflict, InvalidInput, NotFound
 from ..lifecycle.decay import decay_state, parse_since
 from ..limits import LIMITS, check_text, check_texts
@@ -136,11 +135,9 @@ class MemoryOps(_Base):
         if atom is None:
             raise NotFound(f"no memory with id {_shown(memory_id)}")
         path = self.path_of(atom)
-        with self.store.transaction() as tx:
+        with self._write() as tx:  # the file goes after the commit (see EngineCore._write)
             tx.delete_atom(atom.id)
             tx.append_event(atom_id=atom.id, actor=actor, action="delete", reason=reason, content=None)
-            if path is not None:
-                vault.remove(path)
         return str(path) if path else ""
 
     def search(
