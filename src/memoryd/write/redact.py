@@ -314,13 +314,13 @@ def _assignments(text: str) -> list[tuple[int, int, str]]:
 
 
 def _grams(low: str) -> set[str]:
-    """Every 1-, 2- and 3-character slice of the text: keyword checks become set intersections."""
-    return set(low) | {low[i : i + 2] for i in range(len(low) - 1)} | {low[i : i + 3] for i in range(len(low) - 2)}
+    """Every 1- and 2-character slice of the text: keyword checks become a set intersection."""
+    return set(low).union(map(str.__add__, low, low[1:]))
 
 
 @cache
 def _keyword_index() -> tuple[dict[str, list[tuple[str, int]]], list[int]]:
-    """(first ≤3 characters of a keyword → [(keyword, rule index)], rules without keywords).
+    """(first ≤2 characters of a keyword → [(keyword, rule index)], rules without keywords).
 
     Index -1 stands for the assignment scan, -2 - n for the n-th context word.
     """
@@ -330,11 +330,11 @@ def _keyword_index() -> tuple[dict[str, list[tuple[str, int]]], list[int]]:
         if keywords is None:
             always.append(i)
         for k in keywords or ():
-            index.setdefault(k[:3], []).append((k, i))
+            index.setdefault(k[:2], []).append((k, i))
     for k in _ASSIGN_KEYWORDS:
-        index.setdefault(k[:3], []).append((k, -1))
+        index.setdefault(k[:2], []).append((k, -1))
     for n, k in enumerate(_CONTEXT_WORDS):
-        index.setdefault(k[:3], []).append((k, -2 - n))
+        index.setdefault(k[:2], []).append((k, -2 - n))
     return index, always
 
 
