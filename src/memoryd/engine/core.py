@@ -84,6 +84,30 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _private_home(home: Path, *, sqlite: bool) -> None:
+    """The data root (database, vault, prompts) is readable by its owner only: 0700, the database 0600.
+
+    Other local users must not read memories; SQLite gives its -wal/-shm files the database's mode.
+    """
+    import os
+    import stat
+
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        st = home.stat()
+        if st.st_uid == os.getuid() and st.st_mode & 0o077:
+            os.chmod(home, stat.S_IMODE(st.st_mode) & 0o700)
+        db = home / "memoryd.db"
+        if not sqlite:
+            return
+        if not db.exists():
+            os.close(os.open(db, os.O_CREAT | os.O_WRONLY, 0o600))
+        elif db.stat().st_uid == os.getuid() and db.stat().st_mode & 0o077:
+            os.chmod(db, 0o600)
+    except (OSError, AttributeError):  # AttributeError: no getuid (Windows), where ACLs apply instead
+        log.warning("could not make %s private to its owner", home)
+
+
 def _shown(value: object) -> str:
     """An id as an error message shows it: quoted, cut short (a hostile id may be a megabyte)."""
     text = value if isinstance(value, str) else repr(value)
@@ -149,6 +173,7 @@ class EngineCore:
         the CLI, who may address any scope).
         """
         settings = settings or Settings()
+        _private_home(settings.home, sqlite=not settings.db)
         store: Store
         if settings.db and settings.db.startswith(("postgresql://", "postgres://")):
             from ..storage.postgres import PostgresStore  # psycopg loads only when PostgreSQL is used
