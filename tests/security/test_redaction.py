@@ -166,3 +166,15 @@ def test_no_secret_reaches_any_stored_byte(settings: Settings, tmp_path: Path, c
     with capsys.disabled():
         print(f"\nstored bytes searched: {len(stored)} files/columns, {len(placed)} secrets, leaks: {len(leaks)}")
     assert not leaks, leaks[:20]
+
+
+def test_error_messages_never_echo_a_secret(engine: Engine) -> None:
+    """Error texts are logged by the MCP SDK: an id that is really a token comes back redacted."""
+    from memoryd.errors import NotFound
+
+    token = "ghp_" + "Zq8x3Lm2" * 4 + "Ab12"
+    with pytest.raises(NotFound) as exc:
+        engine.get(token)
+    assert token not in exc.value.message and "[REDACTED]" in exc.value.message
+    r = engine.correct(token, "negate", "r")
+    assert r.reason is not None and token not in r.reason

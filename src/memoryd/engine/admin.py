@@ -165,6 +165,9 @@ class AdminOps(_Base):
         out["kg"] = f"ok: {edges} edges" if dangling == 0 else f"warn: {dangling} of {edges} edges point nowhere"
         report = self.vault_check()
         problems = {k: v for k, v in report.items() if v}
+        waiting = self.store.outbox()
+        if waiting:  # committed writes whose files were not published (a crash, or a vault that failed)
+            problems["files waiting to be published"] = waiting
         out["sync"] = "ok: vault matches the database" if not problems else "warn: " + ", ".join(
             f"{len(v)} {k}" for k, v in problems.items()
         ) + " (see `memoryd vault check`)"

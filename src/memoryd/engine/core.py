@@ -109,9 +109,10 @@ def _private_home(home: Path, *, sqlite: bool) -> None:
 
 
 def _shown(value: object) -> str:
-    """An id as an error message shows it: quoted, cut short (a hostile id may be a megabyte)."""
+    """An id as an error message shows it: quoted, cut short (a hostile id may be a megabyte), redacted
+    (messages are logged by the MCP SDK, and an agent may paste a token where an id goes)."""
     text = value if isinstance(value, str) else repr(value)
-    return repr(text if len(text) <= 80 else text[:77] + "...")
+    return repr(redact(text if len(text) <= 80 else text[:77] + "...").text)
 
 
 def _red(text: str | None) -> str | None:
