@@ -49,7 +49,7 @@ async def test_loopback_http_serves_the_tools(tmp_path: Path) -> None:
 
 
 async def test_token_is_required_when_bound_elsewhere(tmp_path: Path) -> None:
-    token = "t0ken-for-tests-only"
+    token = "t0ken-for-tests-only-0123456789abcdef"
     with http_server(tmp_path / "home", tmp_path, "--profile", "hmg", host="0.0.0.0", MEMORYD_TOKEN=token) as port:
         url = f"http://127.0.0.1:{port}/mcp"
         async with httpx2.AsyncClient() as client:

@@ -28,7 +28,7 @@ REJECTED_EXIT = 4  # an effect "rejected" is reported like a conflict
 def _engine(cwd: Path | None) -> Any:
     from .engine import Engine
 
-    return Engine.open(cwd=cwd)
+    return Engine.open(cwd=cwd, authority="operator")  # the person: any scope, no sensitive gate
 
 
 def _fail(exc: MemorydError) -> NoReturn:

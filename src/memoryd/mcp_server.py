@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from mcp.server.mcpserver import MCPServer
 
 from .mcp_tools import hmg, mem
-from .mcp_tools.common import EngineHandle
+from .mcp_tools.common import EngineHandle, MemorydServer
+from .mcp_tools.transport import MIN_TOKEN_CHARS, host_of, http_guard
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -52,7 +53,7 @@ def build_server(
 
     from . import __version__
 
-    mcp: MCPServer[Any] = MCPServer(
+    mcp: MCPServer[Any] = MemorydServer(
         name="hmg" if profile == "hmg" else "memoryd", version=__version__, instructions=_INSTRUCTIONS,
         lifespan=lifespan,
     )  # fmt: skip
@@ -88,6 +89,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8766, help="HTTP port (default: 8766)")
     parser.add_argument(
+        "--allowed-host", action="append", default=[], metavar="NAME",
+        help="HTTP: a host name clients may use in Host/Origin (repeatable; default: the bind address and "
+        "localhost)",
+    )  # fmt: skip
+    parser.add_argument(
         "--admin", action="store_true", default=os.environ.get("MEMORYD_MCP_ADMIN") == "1",
         help="also register admin tools (or MEMORYD_MCP_ADMIN=1)",
     )  # fmt: skip
@@ -96,31 +102,20 @@ def main(argv: list[str] | None = None) -> None:
     if args.transport == "stdio":
         mcp.run("stdio")
         return
-    token = os.environ.get("MEMORYD_TOKEN")
+    token = os.environ.get("MEMORYD_TOKEN") or None
     if not _is_loopback(args.host) and not token:
         sys.exit(f"memoryd-mcp: binding {args.host} needs MEMORYD_TOKEN set; every request must then carry it")
-    _serve_http(mcp, args.host, args.port, token)
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        sys.exit(f"memoryd-mcp: MEMORYD_TOKEN is {len(token)} characters; use at least {MIN_TOKEN_CHARS} random "
+                 f"characters (e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)")  # fmt: skip
+    allowed = {host_of(h) for h in args.allowed_host} | {host_of(args.host), "localhost", "127.0.0.1", "::1"}
+    _serve_http(mcp, args.host, args.port, token, allowed)
 
 
-def _serve_http(mcp: MCPServer[Any], host: str, port: int, token: str | None) -> None:
+def _serve_http(mcp: MCPServer[Any], host: str, port: int, token: str | None, allowed_hosts: set[str]) -> None:
     import uvicorn
-    from starlette.responses import JSONResponse
-    from starlette.types import ASGIApp, Receive, Scope, Send
 
-    app: ASGIApp = mcp.streamable_http_app(host=host)
-    if token:
-        inner = app
-        expected = f"Bearer {token}".encode()
-
-        async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
-            if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != expected:
-                await JSONResponse(
-                    {"error": "unauthorized"}, status_code=401, headers={"WWW-Authenticate": 'Bearer realm="memoryd"'}
-                )(scope, receive, send)
-                return
-            await inner(scope, receive, send)
-
-        app = guarded
+    app = http_guard(mcp.streamable_http_app(host=host), token=token, allowed_hosts=allowed_hosts)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 

@@ -52,6 +52,7 @@ import json
 import os
 import re
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -65,6 +66,8 @@ from .models import ATOM_TYPES, Atom, Epistemic, Polarity, Status
 
 __all__ = [
     "FRONTMATTER_KEYS",
+    "VaultLock",
+    "remove_temp_files",
     "SCOPE_KEYS",
     "VaultFile",
     "VaultFormatError",
@@ -275,6 +278,63 @@ def write_atomic(path: Path, text: str, *, durable: bool = True) -> str:
     if durable:
         _fsync_dir(parent)
     return _digest(data)
+
+
+class VaultLock:
+    """Exclusive access to one vault for publishing files and syncing: threads and processes alike.
+
+    Reentrant within a thread (a sync that corrects a memory publishes its file under the same
+    lock). Across processes an `flock` on `<vault>/.lock` (skipped by scans: a dot file).
+    """
+
+    def __init__(self, root: Path) -> None:
+        self._path = Path(root) / ".lock"
+        self._rlock = threading.RLock()
+        self._depth = 0
+        self._fd: int | None = None
+
+    def __enter__(self) -> VaultLock:
+        self._rlock.acquire()
+        if self._depth == 0:
+            try:
+                self._path.parent.mkdir(parents=True, exist_ok=True)
+                self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    import fcntl
+                except ImportError:  # Windows: threads of one process are still serialised
+                    pass
+                else:
+                    fcntl.flock(self._fd, fcntl.LOCK_EX)
+            except BaseException:
+                if self._fd is not None:
+                    os.close(self._fd)
+                    self._fd = None
+                self._rlock.release()
+                raise
+        self._depth += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._depth -= 1
+        if self._depth == 0 and self._fd is not None:
+            os.close(self._fd)  # closing the descriptor releases the flock
+            self._fd = None
+        self._rlock.release()
+
+
+def remove_temp_files(root: Path) -> list[Path]:
+    """Delete `write_atomic` temporaries (`.<name>.*.tmp`) a killed writer left behind; hold the VaultLock."""
+    removed = []
+    root = Path(root)
+    if not root.is_dir():
+        return removed
+    for dirpath, _, filenames in os.walk(root):
+        for name in filenames:
+            if name.startswith(".") and name.endswith(".tmp"):
+                path = Path(dirpath) / name
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed
 
 
 def remove(path: Path) -> None:

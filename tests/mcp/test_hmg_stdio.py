@@ -89,7 +89,8 @@ async def test_memorize_recall_dedup_and_scope_override(where: tuple[Path, Path]
         content = "本專案用 PostgreSQL 16 做主資料庫，不用 MongoDB，因為需要事務和複雜查詢"
         fake_scope = {"tenant_id": "mallory", "workspace": "evil", "repository": "elsewhere", "branch": "x"}
         m = await call(s, "memory_memorize", {"content": content, "source": "user", "scope": fake_scope})
-        assert m["effect"] == "applied" and set(m) == {"atom_id", "effect"}
+        assert m["effect"] == "applied" and set(m) == {"atom_id", "effect", "warning"}
+        assert "mallory" in m["warning"] and "acme/widgets" in m["warning"]  # never silently: says where it went
         d = await call(s, "memory_memorize", {"content": content})
         assert d == {"atom_id": m["atom_id"], "effect": "no_op", "deduped_with": m["atom_id"],
                      "reason": d["reason"]}  # fmt: skip

@@ -32,7 +32,7 @@ def where(tmp_path: Path) -> tuple[Path, Path]:
 
 def sdk(home: Path, repo: Path) -> Engine:
     """The same store, opened in-process as a person's CLI would (no sensitive gate)."""
-    return Engine.open(Settings(home=home), cwd=repo, embedder=HashEmbedder())
+    return Engine.open(Settings(home=home), cwd=repo, embedder=HashEmbedder(), authority="operator")
 
 
 async def test_build_server_tiers() -> None:

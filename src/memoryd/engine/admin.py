@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .. import vault
 from ..errors import InvalidInput, NotFound
 from ..lifecycle.decay import DECAY_STATES, decay_state
+from ..limits import check_text
 from ..models import Scope
 from ..scope import infer_scope
 from ..storage.migrations import MIGRATIONS
@@ -29,11 +30,19 @@ _PROMPT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 class AdminOps(_Base):
+    # Admin operations (stats over every scope, merging scopes) exist only for a person: the CLI/SDK,
+    # or an MCP server the person started with --admin. They act over every scope (`_as_system`), as
+    # the seed's mem_merge_projects must (a renamed repository's old scope is another scope).
+
     def stats_detail(self, scope: str | None = None) -> dict[str, Any]:
         """total, by_type, by_scope, by_decay, top_entities — over every scope, or one scope hash."""
+        with self._as_system():
+            return self._stats_detail(scope)
+
+    def _stats_detail(self, scope: str | None) -> dict[str, Any]:
         from .core import _now
 
-        hashes = None if scope in (None, "", "all") else [self._scope_hash_of(scope)]
+        hashes = self.reachable_scopes() if scope in (None, "", "all") else [self._scope_hash_of(scope)]
         groups = self.store.group_counts(hashes)
         now = _now()
         by_decay = dict.fromkeys(DECAY_STATES, 0)
@@ -48,12 +57,20 @@ class AdminOps(_Base):
         }
 
     def _scope_hash_of(self, value: str) -> str:
-        """A scope given by hash, by name (`owner/repo`), or as `auto` / `global`."""
+        """A scope given by hash, by name (`owner/repo`), or as `auto` / `global`, within reach.
+
+        An agent reaches its repository and the global scope only; any other scope is `not_found`
+        with the same message as a scope that holds nothing.
+        """
+        if not isinstance(value, str):
+            raise InvalidInput(f"scope must be a string, got {type(value).__name__}")
+        check_text("scope", value)
         if value == "auto":
             return self.scope.scope_hash
         if value == "global":
             return self.scope.global_scope().scope_hash
-        known = self.store.group_counts(None)["by_scope"]
+        reach = self.reachable_scopes()
+        known = self.store.group_counts(reach)["by_scope"]
         if value in known:
             return value
         named = [h for h, v in known.items() if v["name"] == value]
@@ -65,6 +82,10 @@ class AdminOps(_Base):
 
     def merge_projects(self, scope_a: str, scope_b: str, *, dry_run: bool = True, actor: str = "admin") -> dict[str, Any]:
         """Merge scope_b into scope_a: move its memories, deduplicating exact copies. One transaction."""
+        with self._as_system():
+            return self._merge_projects(scope_a, scope_b, dry_run=dry_run, actor=actor)
+
+    def _merge_projects(self, scope_a: str, scope_b: str, *, dry_run: bool, actor: str) -> dict[str, Any]:
         from .core import _norm_hash as _norm
 
         a, b = self._scope_hash_of(scope_a), self._scope_hash_of(scope_b)
@@ -144,6 +165,9 @@ class AdminOps(_Base):
         out["kg"] = f"ok: {edges} edges" if dangling == 0 else f"warn: {dangling} of {edges} edges point nowhere"
         report = self.vault_check()
         problems = {k: v for k, v in report.items() if v}
+        waiting = self.store.outbox()
+        if waiting:  # committed writes whose files were not published (a crash, or a vault that failed)
+            problems["files waiting to be published"] = waiting
         out["sync"] = "ok: vault matches the database" if not problems else "warn: " + ", ".join(
             f"{len(v)} {k}" for k, v in problems.items()
         ) + " (see `memoryd vault check`)"
@@ -157,6 +181,10 @@ class AdminOps(_Base):
             )
         if not isinstance(content, str) or not content.strip():
             raise InvalidInput("prompt content is empty")
+        check_text("prompt", content, field="content")
+        from ..write.redact import redact
+
+        content = redact(content).text  # prompts are files on disk: no secret in them either
         folder = (self.settings.home / "prompts").resolve()
         path = (folder / f"{name.removesuffix('.md')}.md").resolve()
         if path.parent != folder:
@@ -201,6 +229,10 @@ class AdminOps(_Base):
         """Record an agent's request to read a sensitive scope; a person grants it from the CLI."""
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidInput("reason is required: say what you need to read and why")
+        check_text("reason", reason)
+        from ..write.redact import redact
+
+        reason = redact(reason).text
         target = self.resolve_scope(scope)
         if not self.store.is_sensitive(target.scope_hash):
             return {"request_id": None, "scope_hash": target.scope_hash, "status": "not_needed",
@@ -239,7 +271,8 @@ def migrate(src: str, dst: str, *, settings: Any, cwd: Path | None = None,
     lite_settings = settings.model_copy(update={"home": src_path.parent, "db": None})
     pg_settings = settings.model_copy(update={"db": dst})
     checked = 0
-    with Engine.open(lite_settings, cwd=cwd) as lite, Engine.open(pg_settings, cwd=cwd, embedder=lite.embedder) as pg:
+    with Engine.open(lite_settings, cwd=cwd, authority="operator") as lite, \
+            Engine.open(pg_settings, cwd=cwd, embedder=lite.embedder, authority="operator") as pg:
         atoms = [a for a in lite.store.list_atoms(statuses=["active"], limit=samples)]
         for atom in atoms:
             query = " ".join(atom.content.split()[:8])[:80]

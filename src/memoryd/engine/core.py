@@ -6,6 +6,7 @@ import hashlib
 import json
 import logging
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from ulid import ULID
 from ..config import Settings
 from .. import vault
 from ..errors import AuthorizationRequired, InvalidInput, NotFound
+from ..limits import LIMITS, UNSTORABLE, check_text, check_texts, unstorable
 from ..lifecycle.decay import decay_state
 from ..models import (
     ATOM_TYPES,
@@ -49,7 +51,12 @@ from ..write.classify import classify
 from ..write.entities import extract_entities
 from ..write.redact import redact
 
-__all__ = ["EngineCore", "GATES", "PLACEHOLDERS", "visible_content"]
+__all__ = ["AUTHORITIES", "EngineCore", "GATES", "PLACEHOLDERS", "visible_content"]
+
+# Who the engine acts for. "agent": only the inferred scope and the tenant's global scope are
+# within reach, and sensitive scopes need a grant (MCP, hooks, the SDK by default). "operator": a
+# person at the CLI, who may name any scope.
+AUTHORITIES = ("agent", "operator")
 
 # `_persist(vector=...)` default: call the model for this one atom.
 _EMBED: Any = object()
@@ -77,6 +84,42 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _private_home(home: Path, *, sqlite: bool) -> None:
+    """The data root (database, vault, prompts) is readable by its owner only: 0700, the database 0600.
+
+    Other local users must not read memories; SQLite gives its -wal/-shm files the database's mode.
+    """
+    import os
+    import stat
+
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        st = home.stat()
+        if st.st_uid == os.getuid() and st.st_mode & 0o077:
+            os.chmod(home, stat.S_IMODE(st.st_mode) & 0o700)
+        db = home / "memoryd.db"
+        if not sqlite:
+            return
+        if not db.exists():
+            os.close(os.open(db, os.O_CREAT | os.O_WRONLY, 0o600))
+        elif db.stat().st_uid == os.getuid() and db.stat().st_mode & 0o077:
+            os.chmod(db, 0o600)
+    except (OSError, AttributeError):  # AttributeError: no getuid (Windows), where ACLs apply instead
+        log.warning("could not make %s private to its owner", home)
+
+
+def _shown(value: object) -> str:
+    """An id as an error message shows it: quoted, cut short (a hostile id may be a megabyte), redacted
+    (messages are logged by the MCP SDK, and an agent may paste a token where an id goes)."""
+    text = value if isinstance(value, str) else repr(value)
+    return repr(redact(text if len(text) <= 80 else text[:77] + "...").text)
+
+
+def _red(text: str | None) -> str | None:
+    """Redacted short text (title, source, tag…), None kept."""
+    return None if text is None else redact(text).text
+
+
 def _clean(text: str) -> str:
     """What is stored of a text: LF newlines, no surrounding blanks, secrets redacted."""
     return redact(text.replace("\r\n", "\n").replace("\r", "\n").strip()).text
@@ -97,14 +140,23 @@ class EngineCore:
     """
 
     def __init__(
-        self, settings: Settings, store: Store, embedder: Embedder, scope: Scope, *, enforce_sensitive: bool = False
+        self, settings: Settings, store: Store, embedder: Embedder, scope: Scope, *, authority: str = "agent"
     ) -> None:
+        if authority not in AUTHORITIES:
+            raise ValueError(f"unknown authority {authority!r}; expected one of {', '.join(AUTHORITIES)}")
         self.settings = settings
         self.store = store
         self.embedder = embedder
         self.scope = scope
-        self.enforce_sensitive = enforce_sensitive
+        self.authority = authority
         self.vault_root = settings.home / "vault"
+        self._vault_lock = vault.VaultLock(self.vault_root)
+        self._system = threading.local()  # set while memoryd itself acts (vault sync), see _as_system
+
+    @property
+    def enforce_sensitive(self) -> bool:
+        """Whether sensitive scopes need a grant (every caller but a person at the CLI)."""
+        return self.authority == "agent" and not getattr(self._system, "on", False)
 
     @classmethod
     def open(
@@ -113,14 +165,16 @@ class EngineCore:
         *,
         cwd: str | Path | None = None,
         embedder: Embedder | None = None,
-        enforce_sensitive: bool = False,
+        authority: str = "agent",
     ) -> Self:
         """Open the store named by `settings` (default: environment) for the scope of `cwd`.
 
-        `enforce_sensitive` makes every read of a sensitive scope without a grant raise
-        AuthorizationRequired (agent surfaces set it; a person at the CLI is the authority).
+        `authority` is "agent" (the default: by-id operations reach only the scope of `cwd` and
+        the tenant's global scope, and a sensitive scope needs a grant) or "operator" (a person at
+        the CLI, who may address any scope).
         """
         settings = settings or Settings()
+        _private_home(settings.home, sqlite=not settings.db)
         store: Store
         if settings.db and settings.db.startswith(("postgresql://", "postgres://")):
             from ..storage.postgres import PostgresStore  # psycopg loads only when PostgreSQL is used
@@ -129,8 +183,7 @@ class EngineCore:
         else:
             store = SqliteStore(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms, ann_min=settings.ann_min)
         return cls(
-            settings, store, embedder or make_embedder(settings.embedder), infer_scope(cwd),
-            enforce_sensitive=enforce_sensitive,
+            settings, store, embedder or make_embedder(settings.embedder), infer_scope(cwd), authority=authority,
         )  # fmt: skip
 
     def close(self) -> None:
@@ -144,34 +197,119 @@ class EngineCore:
 
     @contextmanager
     def _write(self) -> Iterator[Any]:
-        """One write transaction; every atom it touches gets its markdown file synced before commit."""
-        with self.store.transaction() as tx:
-            tracked = _TrackedTx(tx)
-            yield tracked
-            batch = len(tracked.touched) > 1  # e.g. an import batch: one sync for all its files
-            for atom_id in tracked.touched:
-                self._sync_file(tx, atom_id, durable=not batch)
-            if batch:
-                vault.flush_all()  # before the commit: an acknowledged memory's file is on disk
+        """One write transaction; the markdown files of the atoms it touched are published after commit.
 
-    def _sync_file(self, tx: Any, atom_id: str, *, durable: bool = True) -> None:
-        """Make the vault match the database for one atom: active → file written, else removed."""
+        Inside the transaction each touched atom's file is planned (path and digest recorded on the
+        atom) and queued in the vault outbox under this transaction's token; after the commit the
+        files are written or removed under the vault lock and the queue entries cleared. A crash
+        before the commit leaves no file, so nothing is invented; a crash after it leaves the queue
+        entry, which `recover_vault` finishes from the database at the next start (never lost).
+        """
+        token = str(ULID())
+        plans: list[_FilePlan] = []
+        with self.store.transaction() as tx:
+            tracked = _TrackedTx(tx, self.store)
+            yield tracked
+            for atom_id in tracked.touched:
+                plan = self._plan_file(tx, atom_id, tracked.removed.get(atom_id), token)
+                if plan is not None:
+                    plans.append(plan)
+        tracked.committed = True  # what a caller interrupted from here on (Ctrl-C) must count as written
+        self._publish(plans, token)
+
+    def _plan_file(self, tx: Any, atom_id: str, removed_path: str | None, token: str) -> _FilePlan | None:
+        """Record (inside the transaction) what the vault must hold for one atom: its file, or none."""
         atom = self.store.get_atoms([atom_id]).get(atom_id)
-        old = atom.vault_path if atom is not None else None
+        old = atom.vault_path if atom is not None else removed_path
         if atom is None or atom.status != "active":
-            if old:
-                vault.remove(self.vault_root / old)
             if atom is not None and old:
                 tx.update_atom(atom.id, vault_path=None, vault_digest=None, updated_at=_iso(atom.updated_at))
-            return
+            if not old:
+                return None
+            tx.outbox_add(atom_id, token, old)
+            return _FilePlan(atom_id, None, None, None, old)
         rel = str(vault.relative_path(atom))
-        digest = vault.write_atomic(self.vault_root / rel, vault.render(atom), durable=durable)
-        if old and old != rel:
-            vault.remove(self.vault_root / old)
+        text = vault.render(atom)  # raises (and rolls back) for an atom that cannot be written faithfully
+        # The folder now, inside the transaction: a vault that cannot take the file fails the write
+        # (rolled back) instead of leaving a committed memory without its file.
+        (self.vault_root / rel).parent.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        stale = old if old and old != rel else None
         tx.update_atom(atom.id, vault_path=rel, vault_digest=digest, updated_at=_iso(atom.updated_at))
+        tx.outbox_add(atom_id, token, stale)
+        return _FilePlan(atom_id, rel, text, digest, stale)
+
+    def _publish(self, plans: Sequence[_FilePlan], token: str) -> None:
+        """Write or remove the planned files of a committed transaction, then clear its outbox entries.
+
+        Under the vault lock, and only while the database still records this transaction's digest:
+        a later transaction of the same atom publishes its own file, so files never go back in time.
+        A failure is logged and left to `recover_vault`: the write itself is committed.
+        """
+        if not plans:
+            return
+        try:
+            with self._vault_lock:
+                current = self.store.vault_state([p.atom_id for p in plans])  # (status, path, digest)
+                batch = len(plans) > 1  # e.g. an import batch: one sync for all its files
+                for p in plans:
+                    state = current.get(p.atom_id)
+                    if p.text is not None and p.rel is not None:
+                        if state is None or state[2] != p.digest:
+                            continue
+                        vault.write_atomic(self.vault_root / p.rel, p.text, durable=not batch)
+                    if p.remove is not None and (state is None or state[1] != p.remove):
+                        vault.remove(self.vault_root / p.remove)
+                if batch:
+                    vault.flush_all()
+            self.store.clear_outbox([(p.atom_id, token) for p in plans])
+        except Exception:
+            log.exception("publishing vault files failed; the next start (or `memoryd vault sync`) finishes it")
+
+    # -- the scope boundary ------------------------------------------------------------------
+    # Every operation that takes an id (memory, atom, session, promotion, scope) resolves it through
+    # `_reach` / `_find_atom`; nothing else in the engine decides who may act on what.
+
+    @contextmanager
+    def _as_system(self) -> Iterator[None]:
+        """memoryd itself acts (vault sync of the person's own files): every scope is in reach."""
+        before = getattr(self._system, "on", False)
+        self._system.on = True
+        try:
+            yield
+        finally:
+            self._system.on = before
+
+    def reachable_scopes(self) -> list[str] | None:
+        """Scope hashes this engine may act on: None = every scope (operator, or memoryd itself)."""
+        if self.authority == "operator" or getattr(self._system, "on", False):
+            return None
+        return self._recall_scopes(None)
+
+    def _reach(self, scope_hash: str, name: str | None = None) -> bool:
+        """THE authorisation decision: may the caller act on atoms of `scope_hash`?
+
+        False for a scope out of reach (the caller answers `not_found`, exactly as for a missing id,
+        so nothing confirms it exists). For a scope in reach that is sensitive without a running
+        grant, raises AuthorizationRequired (agents only; reads, writes and governance alike).
+        """
+        reach = self.reachable_scopes()
+        if reach is not None and scope_hash not in reach:
+            return False
+        self._guard_read(scope_hash, name)
+        return True
+
+    def _find_atom(self, atom_id: object) -> Atom | None:
+        """The atom with this id if it exists and is within the caller's reach, else None."""
+        if not isinstance(atom_id, str) or not atom_id or len(atom_id) > LIMITS["id"][0] or UNSTORABLE.search(atom_id):
+            return None
+        atom = self.store.get_atoms([atom_id]).get(atom_id)
+        if atom is None or not self._reach(atom.scope_hash, atom.scope.name):
+            return None
+        return atom
 
     def _guard_read(self, scope_hash: str, name: str | None = None) -> None:
-        """Refuse reads of a sensitive scope without a running grant (agent surfaces only)."""
+        """Refuse a sensitive scope without a running grant (agents; reads, writes, governance)."""
         if not self.enforce_sensitive or not self.store.is_sensitive(scope_hash):
             return
         if self.store.grant_expiry(scope_hash) is None:
@@ -204,6 +342,14 @@ class EngineCore:
             log.exception("embedding failed; stored without a vector")
             return [None] * len(texts)
 
+    def _check_fields(self, *, title: object = None, tags: object = None, triggers: object = None,
+                      source: object = None) -> None:  # fmt: skip
+        """Limits of a memory's short fields (LIMITS). Raises InvalidInput."""
+        check_text("title", title)
+        check_texts("tags", "tag", tags)
+        check_texts("triggers", "trigger", triggers)
+        check_text("source", source)
+
     def _validate_content(self, content: object, what: str = "content") -> str | None:
         """Return a rejection reason, or None when the text is acceptable."""
         if not isinstance(content, str):
@@ -212,7 +358,7 @@ class EngineCore:
             return f"{what} is empty"
         if len(content) > self.settings.max_content_chars:
             return f"{what} is {len(content)} characters; the limit is {self.settings.max_content_chars}"
-        return None
+        return unstorable(content, what)
 
     def _new_atom(
         self, content: str, *, type: str, source: str, scope: Scope, status: str = "active",
@@ -222,11 +368,12 @@ class EngineCore:
         c = classify(content)
         entity_ids = list(entities) if entities is not None else [e.id for e in extract_entities(content)]
         now = _now()
+        # Every new atom is built here: its short texts are redacted here, whoever the caller is.
         atom = Atom(
-            id=str(ULID()), content=content, type=type, source=source, scope=scope,
+            id=str(ULID()), content=content, type=type, source=redact(source).text, scope=scope,
             scope_hash=scope.scope_hash, epistemic=c.epistemic, polarity=c.polarity, status=status,
-            created_at=now, updated_at=now, title=title, tags=list(tags), triggers=list(triggers),
-            supersedes=supersedes, entities=entity_ids,
+            created_at=now, updated_at=now, title=_red(title), tags=[redact(t).text for t in tags],
+            triggers=[redact(t).text for t in triggers], supersedes=supersedes, entities=entity_ids,
         )  # fmt: skip
         return atom, entity_ids
 
@@ -248,11 +395,10 @@ class EngineCore:
         tx.append_event(atom_id=atom.id, actor=actor, action=action, reason=reason, content=atom.content)
 
     def get(self, atom_id: str) -> Atom:
-        """The atom with this id (content as stored). Raises NotFound, AuthorizationRequired."""
-        atom = self.store.get_atoms([atom_id]).get(atom_id)
+        """The atom with this id (content as stored), if within reach. Raises NotFound, AuthorizationRequired."""
+        atom = self._find_atom(atom_id)
         if atom is None:
-            raise NotFound(f"no atom with id {atom_id!r}")
-        self._guard_read(atom.scope_hash, atom.scope.name)
+            raise NotFound(f"no atom with id {_shown(atom_id)}")
         return atom
 
     # -- write path --------------------------------------------------------------------------
@@ -308,6 +454,10 @@ class EngineCore:
         `batch` maps (scope hash, normalised-content hash) → the atom of drafts not yet committed,
         so a batch writer deduplicates within the batch too; a new draft is added to it.
         """
+        try:
+            self._check_fields(title=title, tags=tags, triggers=triggers, source=source)
+        except InvalidInput as exc:
+            return MemorizeResult(effect="rejected", reason=exc.message)
         problem = self._validate_content(content)
         if problem is None and type is not None and type not in ATOM_TYPES:
             problem = f"unknown type {type!r}; expected one of {', '.join(ATOM_TYPES)}"
@@ -318,6 +468,8 @@ class EngineCore:
         if problem is not None:
             return MemorizeResult(effect="rejected", reason=problem)
         scope = scope or self.scope
+        if not self._reach(scope.scope_hash, scope.name):
+            raise NotFound(f"no scope {scope.name!r} within reach")
         clean = _clean(str(content))
         key = (scope.scope_hash, _norm_hash(clean))
         if batch is not None and key in batch:
@@ -370,9 +522,13 @@ class EngineCore:
     def handoff(self, summary: str, *, source: str = "agent", scope: Scope | None = None) -> HandoffResult:
         """Write a session handoff; the next session's brief shows the latest one first."""
         problem = self._validate_content(summary, "summary")
+        if problem is None and not (isinstance(source, str) and len(source) <= LIMITS["source"][0]):
+            problem = f"source must be a string of at most {LIMITS['source'][0]} characters"
         if problem is not None:
             return HandoffResult(effect="rejected", reason=problem)
         scope = scope or self.scope
+        if not self._reach(scope.scope_hash, scope.name):
+            raise NotFound(f"no scope {scope.name!r} within reach")
         atom, _ = self._new_atom(_clean(summary), type="handoff", source=source, scope=scope)
         with self._write() as tx:
             self._persist(tx, atom, actor=source, action="handoff", reason=None)
@@ -390,9 +546,11 @@ class EngineCore:
             return reject(f"unknown action {action!r}; expected one of {', '.join(CORRECT_ACTIONS)}")
         if not isinstance(reason, str) or not reason.strip():
             return reject("reason is required")
-        atom = self.store.get_atoms([target_atom]).get(target_atom)
+        if len(reason) > LIMITS["reason"][0]:
+            return reject(f"reason is {len(reason)} characters; the limit is {LIMITS['reason'][0]}")
+        atom = self._find_atom(target_atom)
         if atom is None:
-            return reject(f"no atom with id {target_atom!r}")
+            return reject(f"no atom with id {_shown(target_atom)}")
         if atom.status == "superseded":
             return reject(f"atom is superseded by {atom.superseded_by}; correct the head of the chain instead")
         if atom.status not in ("active", "pending"):
@@ -444,9 +602,11 @@ class EngineCore:
             return reject(f"unknown action {action!r}; expected one of {', '.join(GOVERN_ACTIONS)}")
         if not isinstance(reason, str) or not reason.strip():
             return reject("reason is required")
-        atom = self.store.get_atoms([target_atom]).get(target_atom)
+        if len(reason) > LIMITS["reason"][0]:
+            return reject(f"reason is {len(reason)} characters; the limit is {LIMITS['reason'][0]}")
+        atom = self._find_atom(target_atom)
         if atom is None:
-            return reject(f"no atom with id {target_atom!r}")
+            return reject(f"no atom with id {_shown(target_atom)}")
         if atom.status == "tombstoned":
             return reject("atom is tombstoned; nothing is left to govern")
         reason = redact(reason.strip()).text
@@ -487,18 +647,22 @@ class EngineCore:
 
     def restore(self, atom_id: str, reason: str, *, actor: str = "user") -> GovernResult:
         """Bring a quarantined atom back to the state it had before (SDK and CLI only)."""
-        atom = self.store.get_atoms([atom_id]).get(atom_id)
+        atom = self._find_atom(atom_id)
         if atom is None:
-            return GovernResult(effect="rejected", target_atom=atom_id, reason=f"no atom with id {atom_id!r}")
+            return GovernResult(effect="rejected", target_atom=atom_id, reason=f"no atom with id {_shown(atom_id)}")
         if atom.status != "quarantined":
             return GovernResult(
                 effect="rejected", target_atom=atom_id, reason=f"atom is {atom.status}; only quarantined atoms restore"
             )
-        if not reason.strip():
+        if not isinstance(reason, str) or not reason.strip():
             return GovernResult(effect="rejected", target_atom=atom_id, reason="reason is required")
+        if len(reason) > LIMITS["reason"][0]:
+            return GovernResult(effect="rejected", target_atom=atom_id,
+                                reason=f"reason is {len(reason)} characters; the limit is {LIMITS['reason'][0]}")
         with self._write() as tx:
             tx.update_atom(atom.id, status=atom.prior_status or "active", prior_status=None)
-            tx.append_event(atom_id=atom.id, actor=actor, action="restore", reason=reason.strip(), content=None)
+            tx.append_event(atom_id=atom.id, actor=actor, action="restore", reason=redact(reason.strip()).text,
+                            content=None)  # fmt: skip
         return GovernResult(effect="applied", target_atom=atom_id)
 
     # -- read path -------------------------------------------------------------------------
@@ -521,15 +685,19 @@ class EngineCore:
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("query is empty")
-        if not isinstance(max_results, int) or not 1 <= max_results <= 100:
+        check_text("query", query)  # before any work that grows with the query
+        if isinstance(max_results, bool) or not isinstance(max_results, int) or not 1 <= max_results <= 100:
             raise InvalidInput(f"max_results must be between 1 and 100, got {max_results!r}")
         if types is not None:
+            check_texts("types", "id", types)
             unknown = [t for t in types if t not in ATOM_TYPES]
             if unknown:
                 raise InvalidInput(f"unknown type(s) {unknown}; expected any of {', '.join(ATOM_TYPES)}")
+        check_texts("entity_ids", "id", entity_ids)
         statuses = list(statuses or (["active", "negated"] if include_negated else ["active"]))
         current = scope or self.scope
-        self._guard_read(current.scope_hash, current.name)
+        if not self._reach(current.scope_hash, current.name):
+            raise NotFound(f"no scope {current.name!r} within reach")
         scopes = self._recall_scopes(scope)
         q_terms = list(dict.fromkeys(tokens(query, query=True)))
         q_entities = [e.id for e in extract_entities(query)]
@@ -593,10 +761,19 @@ class EngineCore:
         return RecallResult(hits=hits)
 
     def history(self, atom_id: str) -> list[Event]:
-        """Every audit event of an atom, oldest first. Raises NotFound."""
+        """Every audit event of an atom within reach, oldest first. Raises NotFound.
+
+        An agent sees the history of an atom of its own or the global scope only; the events of a
+        deleted atom (whose scope is gone with its row) only a person sees.
+        """
+        missing = NotFound(f"no atom with id {_shown(atom_id)}")
+        if not isinstance(atom_id, str) or not atom_id or len(atom_id) > LIMITS["id"][0] or UNSTORABLE.search(atom_id):
+            raise missing
+        if self.reachable_scopes() is not None and self._find_atom(atom_id) is None:
+            raise missing
         events = self.store.events(atom_id)
         if not events:
-            raise NotFound(f"no atom with id {atom_id!r}")
+            raise missing
         return events
 
     def verify_chain(self) -> ChainReport:
@@ -658,6 +835,8 @@ class EngineCore:
 
     def agent_brief(self, scope: Scope | None = None) -> Brief:
         """The session-start brief: latest handoff, constraints, preferences, recent decisions."""
+        if scope is not None and not self._reach(scope.scope_hash, scope.name):
+            raise NotFound(f"no scope {scope.name!r} within reach")
         scopes = self._recall_scopes(scope)
         active = ["active"]
         handoffs = self.store.list_atoms(scope_hashes=scopes, statuses=active, types=["handoff"], limit=1)
@@ -730,12 +909,26 @@ class _Draft:
     actor: str
 
 
+@dataclass(frozen=True)
+class _FilePlan:
+    """What one committed transaction must publish for one atom: a file to write, a file to remove."""
+
+    atom_id: str
+    rel: str | None
+    text: str | None
+    digest: str | None
+    remove: str | None
+
+
 class _TrackedTx:
     """A transaction that remembers which atoms it wrote, so their files follow."""
 
-    def __init__(self, tx: Any) -> None:
+    def __init__(self, tx: Any, store: Store) -> None:
         self._tx = tx
+        self._store = store
         self.touched: dict[str, None] = {}
+        self.removed: dict[str, str] = {}  # deleted atom → the file it had
+        self.committed = False
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._tx, name)
@@ -750,4 +943,11 @@ class _TrackedTx:
 
     def scrub_atom(self, atom_id: str) -> None:
         self._tx.scrub_atom(atom_id)
+        self.touched[atom_id] = None
+
+    def delete_atom(self, atom_id: str) -> None:
+        atom = self._store.get_atoms([atom_id]).get(atom_id)
+        if atom is not None and atom.vault_path:
+            self.removed[atom_id] = atom.vault_path
+        self._tx.delete_atom(atom_id)
         self.touched[atom_id] = None

@@ -25,7 +25,6 @@ types) and lines the write path rejects are counted and reported with their line
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import time
@@ -37,7 +36,6 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from .. import vault
 from ..errors import InvalidInput
 from ..models import MemorizeResult, Scope
 from .core import _norm_hash
@@ -264,6 +262,7 @@ class ImportOps(_Base):
     ) -> None:  # fmt: skip
         """Write one prepared batch and its progress record in one transaction, then count it."""
         counts = {"imported": 0, "pending": 0, **batch.counts}
+        tx = None
         try:
             with self._write() as tx:
                 for draft, vector in zip(batch.drafts, vectors.result(), strict=True):
@@ -278,11 +277,19 @@ class ImportOps(_Base):
                 tx.append_event(atom_id=MARKER_PREFIX + report.sha256, actor=source, action="import",
                                 reason=reason, content=json.dumps(new_state, ensure_ascii=False, sort_keys=True))  # fmt: skip
         except BaseException:
-            # Rolled back: the files this batch already wrote belong to ids the store never got.
-            for draft in batch.drafts:
-                with contextlib.suppress(OSError):  # cleanup must not mask the error that stopped the batch
-                    vault.remove(self.vault_root / vault.relative_path(draft.atom))
+            # Rolled back: nothing of the batch exists (files are only written after a commit). Committed
+            # and then interrupted while its files were published (Ctrl-C): it counts, the files follow
+            # at the next start (EngineCore._write).
+            if tx is None or not tx.committed:
+                raise
+            self._count_batch(batch, counts, new_state, report, state, seen, progress)
             raise
+        self._count_batch(batch, counts, new_state, report, state, seen, progress)
+
+    def _count_batch(
+        self, batch: _Batch, counts: dict[str, int], new_state: dict[str, Any], report: ImportReport,
+        state: dict[str, Any], seen: dict[tuple[str, str], Any], progress: Callable[[int, int], None] | None,
+    ) -> None:  # fmt: skip
         for draft in batch.drafts:  # committed: the store's own dedup sees them from now on
             seen.pop((draft.atom.scope_hash, _norm_hash(draft.atom.content)), None)
         state.clear()

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, NotFound
+from ..limits import check_count, check_text
 from ..models import Atom, Promotion
 
 if TYPE_CHECKING:
@@ -30,11 +31,21 @@ def _check_unit(name: str, value: object) -> float:
 
 class ReviewOps(_Base):
     def _review_scopes(self, scope: str | None) -> list[str] | None:
-        """`global` (the default) reviews every scope; `auto` the current one; else a scope hash."""
+        """`global` (the default) reviews every scope within reach; `auto` the current one; else a scope hash.
+
+        An agent's "every scope" is its repository and the tenant's global scope; a scope hash out of
+        reach is `not_found`, as is one that holds nothing.
+        """
+        if scope is not None and not isinstance(scope, str):
+            raise InvalidInput(f"scope must be a string, got {type(scope).__name__}")
+        check_text("scope", scope)
+        reach = self.reachable_scopes()
         if scope in (None, "global"):
-            return None
+            return reach
         if scope == "auto":
             return [self.scope.scope_hash]
+        if reach is not None and scope not in reach:
+            raise NotFound(f"no scope {scope!r} within reach (pass \"auto\" or \"global\")")
         return [scope]
 
     def review_pending(
@@ -50,24 +61,31 @@ class ReviewOps(_Base):
         lo, hi = _check_unit("min_score", min_score), _check_unit("max_score", max_score)
         if lo > hi:
             raise InvalidInput(f"min_score {lo} is above max_score {hi}")
-        if not isinstance(limit, int) or not 1 <= limit <= 100:
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
             raise InvalidInput(f"limit must be between 1 and 100, got {limit!r}")
         self._check_types(types)
         scopes = self._review_scopes(scope)
-        for h in scopes or []:
-            self._guard_read(h)
+        if scope not in (None, "global"):
+            for h in scopes or []:
+                self._reach(h)  # AuthorizationRequired when an agent names a sensitive scope
         rows = self.store.list_promotions(scope_hashes=scopes, min_score=lo, max_score=hi, types=types, limit=limit)
         atoms = self.store.get_atoms(p.atom_id for p in rows)
         out = []
         for p in rows:
-            if scopes is None and self.enforce_sensitive and self.store.is_sensitive(p.scope_hash) \
+            if self.enforce_sensitive and self.store.is_sensitive(p.scope_hash) \
                     and self.store.grant_expiry(p.scope_hash) is None:  # fmt: skip
                 continue  # listing everything never leaks a sensitive scope
             out.append((p, atoms[p.atom_id]))
         return out
 
     def _decide(self, ids: Sequence[int], to: str, actor: str) -> tuple[list[int], list[dict[str, Any]]]:
+        check_count("ids", ids, field="promotion_ids")
+        bad = [i for i in ids if isinstance(i, bool) or not isinstance(i, int)]
+        if bad:
+            raise InvalidInput(f"promotion_ids must be integers, got {bad[0]!r}")
         found = self.store.get_promotions(list(ids))
+        # The scope boundary: a promotion of a scope out of reach is reported exactly as a missing one.
+        found = {pid: p for pid, p in found.items() if self._reach(p.scope_hash)}
         done: list[int] = []
         skipped: list[dict[str, Any]] = []
         with self._write() as tx:
@@ -132,8 +150,10 @@ class ReviewOps(_Base):
         problem = self._validate_content(new_text, "new_text")
         if problem:
             raise InvalidInput(problem)
+        from ..write.redact import redact
+
         old = self.get(old_memory_id)
-        j = judge(new_text, old.content, llm=self.llm)
+        j = judge(redact(new_text).text, old.content, llm=self.llm)  # the text may go to an LLM or a log
         return j, band(j.confidence, j.type)
 
     def compare(self, memory_id_a: str, memory_id_b: str) -> tuple[Atom, Atom, list[str], Judgment, str]:

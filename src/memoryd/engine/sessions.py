@@ -6,9 +6,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import InvalidInput, NotFound
+from ..limits import UNSTORABLE, check_text
 from ..models import MemorizeResult, Session
 from ..write.redact import redact
-from .core import _norm_hash
+from .core import _norm_hash, _shown
 
 if TYPE_CHECKING:
     from .memories import MemoryOps
@@ -27,12 +28,16 @@ class SessionOps(_Base):
         """Open a session: a `session` memory that `session_end` later completes."""
         from .core import _now
 
+        check_text("title", title)
+        check_text("source", source)
         now = _now()
-        title = (title or "").strip() or f"Session {now:%Y-%m-%d %H:%M} UTC"
-        source = (source or "").strip() or "manual"
+        title = redact((title or "").strip()).text or f"Session {now:%Y-%m-%d %H:%M} UTC"
+        source = redact((source or "").strip()).text or "manual"
         target = self.resolve_scope(scope)
-        body = f"# {redact(title).text}\n\nStarted {now.isoformat(timespec='seconds')} via {source}."
-        atom, _ = self._new_atom(body, type="session", source=source, scope=target, title=redact(title).text)
+        if not self._reach(target.scope_hash, target.name):
+            raise NotFound(f"no scope {target.name!r} within reach")
+        body = f"# {title}\n\nStarted {now.isoformat(timespec='seconds')} via {source}."
+        atom, _ = self._new_atom(body, type="session", source=source, scope=target, title=title)
         session = Session(id=atom.id, source=source, title=atom.title or title, scope_hash=target.scope_hash,
                           started_at=now)  # fmt: skip
         with self._write() as tx:
@@ -42,9 +47,7 @@ class SessionOps(_Base):
 
     def session_end(self, session_id: str, summary: str, *, actor: str = "agent") -> tuple[Session, bool]:
         """Close a session with its summary, once. Returns (session, whether this call closed it)."""
-        session = self.store.get_session(session_id)
-        if session is None:
-            raise NotFound(f"no session with id {session_id!r}")
+        session = self._session(session_id)
         if session.ended_at is not None:
             return session, False
         problem = self._validate_content(summary, "summary")
@@ -64,9 +67,18 @@ class SessionOps(_Base):
 
     def session_summary(self, session_id: str) -> str:
         """The session memory's markdown body."""
-        if self.store.get_session(session_id) is None:
-            raise NotFound(f"no session with id {session_id!r}")
+        self._session(session_id)
         return self.get(session_id).content
+
+    def _session(self, session_id: object) -> Session:
+        """The session with this id within the caller's reach (the scope boundary), else NotFound."""
+        missing = NotFound(f"no session with id {_shown(session_id)}")
+        if not isinstance(session_id, str) or not session_id or len(session_id) > 64 or UNSTORABLE.search(session_id):
+            raise missing
+        session = self.store.get_session(session_id)
+        if session is None or not self._reach(session.scope_hash):
+            raise missing
+        return session
 
     def capture_passive(
         self,

@@ -1,17 +1,25 @@
 """Keep the markdown vault and the database in step; import what people edit by hand.
 
-memoryd writes each active memory's file inside the write transaction and records its
-digest. A file whose bytes no longer match that digest was edited on disk; a recorded file
-that is gone was deleted on disk; a file with an id the database does not know (or none)
-is new. Broken files are reported with their path and never touched.
+memoryd publishes each active memory's file after its write transaction commits, having recorded
+the file's digest and an outbox entry in that transaction (`EngineCore._write`). At start-up
+`recover_vault` first finishes what a crash interrupted (outbox entries, temporary files), from the
+database. Then a file whose bytes no longer match the recorded digest was edited on disk; a recorded
+file that is gone was deleted on disk; a file with an id the database does not know (or none) is
+new. Atoms with a pending outbox entry are changing right now and are left alone, and every action
+is checked again against the database just before it is applied, all under the vault lock, so a
+sync never records an edit or a deletion for an atom the engine changed during its scan. Broken
+files are reported with their path and never touched.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING, Any
 
 from .. import vault
 from ..models import Scope
+from ..write.redact import redact
+from .core import _clean
 
 if TYPE_CHECKING:
     from .admin import AdminOps
@@ -26,6 +34,33 @@ _REPORT_KEYS = ("imported", "edited", "retagged", "deleted", "written", "orphane
 
 
 class VaultOps(_Base):
+    def recover_vault(self) -> dict[str, list[str]]:
+        """Finish what a crash interrupted: publish queued files from the database, drop temporaries."""
+        with self._vault_lock:
+            temps = [str(p) for p in vault.remove_temp_files(self.vault_root)]
+            rows = self.store.outbox()
+            atoms = self.store.get_atoms([r[0] for r in rows])
+            states = self.store.vault_state([r[0] for r in rows])
+            published: list[str] = []
+            for atom_id, _, remove_path in rows:
+                atom = atoms.get(atom_id)
+                if atom is not None and atom.status == "active" and atom.vault_path:
+                    text = vault.render(atom)
+                    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+                    path = self.vault_root / atom.vault_path
+                    current = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+                    if current != digest:
+                        vault.write_atomic(path, text)
+                        published.append(atom_id)
+                    if digest != states[atom_id][2]:  # only if rendering changed between versions
+                        with self.store.transaction() as tx:
+                            tx.update_atom(atom.id, vault_digest=digest, updated_at=vault.format_time(atom.updated_at))
+                if remove_path and (atom is None or atom.vault_path != remove_path):
+                    vault.remove(self.vault_root / remove_path)
+                    published.append(atom_id)
+            self.store.clear_outbox([(r[0], r[1]) for r in rows])
+            return {"published": published, "temp_files_removed": temps}
+
     def _vault_plan(self) -> dict[str, list[Any]]:
         db = self.store.vault_digests()
         known = {self.vault_root / rel: (digest, atom_id) for atom_id, (_, rel, digest) in db.items() if rel and digest}
@@ -61,7 +96,21 @@ class VaultOps(_Base):
                 plan["deleted"].append(atom_id)
             else:
                 plan["written"].append(atom_id)
+        # Atoms changed while we scanned (committed, file not yet published) are not hand edits.
+        busy = {r[0] for r in self.store.outbox()}
+        for key in ("edited", "orphaned", "imported"):
+            plan[key] = [f for f in plan[key] if f.frontmatter.get("id") not in busy]
+        plan["deleted"] = [a for a in plan["deleted"] if a not in busy]
+        plan["_db"] = [db]
         return plan
+
+    def _unchanged(self, atom_id: str, plan: dict[str, list[Any]]) -> bool:
+        """Whether an atom is still what the plan saw (status, file, digest) and not being written."""
+        seen = plan["_db"][0].get(atom_id)
+        now = self.store.vault_state([atom_id]).get(atom_id)
+        if seen is None or now is None or atom_id in {r[0] for r in self.store.outbox()}:
+            return False
+        return now == seen
 
     def _scope_from_frontmatter(self, fm: dict[str, Any]) -> Scope:
         """The scope a file names (a copy from another checkout), else the current one."""
@@ -77,22 +126,34 @@ class VaultOps(_Base):
         """What `vault_sync` would do, as paths or ids, without changing anything."""
         plan = self._vault_plan()
         return {k: [str(getattr(x, "path", x)) if not isinstance(x, dict) else x["path"] for x in v]
-                for k, v in plan.items()}  # fmt: skip
+                for k, v in plan.items() if not k.startswith("_")}  # fmt: skip
 
     def vault_sync(self) -> dict[str, list[Any]]:
-        """Import hand edits (replace, reason "edited on disk"), deletions and new files."""
+        """Import hand edits (replace, reason "edited on disk"), deletions and new files.
+
+        The vault holds every scope's files and is the person's own: sync acts for memoryd itself
+        (`_as_system`), whichever surface started it.
+        """
+        with self._as_system(), self._vault_lock:
+            self.recover_vault()
+            return self._vault_sync()
+
+    def _vault_sync(self) -> dict[str, list[Any]]:
         plan = self._vault_plan()
         report: dict[str, list[Any]] = {k: [] for k in _REPORT_KEYS}
         report["broken"] = plan["broken"]
         report["orphaned"] = [str(f.path) for f in plan["orphaned"]]
         for f in plan["edited"]:
+            if not self._unchanged(f.frontmatter["id"], plan):
+                continue  # the engine changed it since the scan: not a hand edit
             atom = self.store.get_atoms([f.frontmatter["id"]])[f.frontmatter["id"]]
             fm = f.frontmatter
-            tags = [str(t) for t in fm.get("tags") or []]
-            triggers = [str(t) for t in fm.get("triggers") or []]
-            title = fm.get("title")
+            # compared as they would be stored (redacted): a secret typed into the file is no change
+            tags = [redact(str(t)).text for t in fm.get("tags") or []]
+            triggers = [redact(str(t)).text for t in fm.get("triggers") or []]
+            title = redact(fm["title"]).text if isinstance(fm.get("title"), str) else fm.get("title")
             assert f.body is not None  # edited = its digest changed, so it was parsed
-            if f.body.strip() != atom.content:
+            if _clean(f.body) != atom.content:
                 r = self.correct(atom.id, "replace", "edited on disk", f.body, actor="vault")
                 if r.effect != "applied":
                     report["broken"].append({"path": str(f.path), "error": r.reason})
@@ -109,6 +170,9 @@ class VaultOps(_Base):
                 with self._write() as tx:
                     tx.touched[atom.id] = None
         for atom_id in plan["deleted"]:
+            rel = plan["_db"][0][atom_id][1]
+            if not self._unchanged(atom_id, plan) or (self.vault_root / rel).exists():
+                continue  # changed or written since the scan: not a deletion
             self.delete(atom_id, actor="vault", reason="deleted on disk")
             report["deleted"].append(atom_id)
         for f in plan["imported"]:
@@ -126,6 +190,8 @@ class VaultOps(_Base):
                 vault.remove(f.path)  # its content now lives in the memory's own file
             report["imported"].append({"path": str(f.path), "memory_id": r.atom_id, "effect": r.effect})
         for atom_id in plan["written"]:
+            if not self._unchanged(atom_id, plan):
+                continue
             with self._write() as tx:
                 tx.touched[atom_id] = None
             report["written"].append(atom_id)

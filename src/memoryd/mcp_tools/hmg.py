@@ -21,6 +21,7 @@ class MemorizeOut(BaseModel):
     effect: Literal["applied", "no_op", "rejected"]
     reason: str | None = Field(None, description="Why it was deduplicated or rejected (absent when applied).")
     deduped_with: str | None = Field(None, description="The existing atom's id (no_op only).")
+    warning: str | None = Field(None, description="Set when the scope input named another repository: where the call went.")
 
 
 class RecalledAtom(BaseModel):
@@ -33,6 +34,7 @@ class RecalledAtom(BaseModel):
 
 class RecallOut(BaseModel):
     atoms: list[RecalledAtom] = Field(description="Best match first.")
+    warning: str | None = Field(None, description="Set when the scope input named another repository: where the call went.")
 
 
 class CorrectOut(BaseModel):
@@ -40,6 +42,7 @@ class CorrectOut(BaseModel):
     target_atom: str
     new_atom_id: str | None = Field(None, description="The replacement atom (replace only).")
     reason: str | None = Field(None, description="Why it was rejected (rejected only).")
+    warning: str | None = Field(None, description="Set when the scope input named another repository: where the call went.")
 
 
 class GovernOut(BaseModel):
@@ -47,12 +50,14 @@ class GovernOut(BaseModel):
     target_atom: str
     lesson_atom_id: str | None = Field(None, description="The lesson atom (derive_lesson only).")
     reason: str | None = Field(None, description="Why it was rejected (rejected only).")
+    warning: str | None = Field(None, description="Set when the scope input named another repository: where the call went.")
 
 
 class HandoffOut(BaseModel):
     atom_id: str | None = None
     effect: Literal["applied", "rejected"]
     reason: str | None = None
+    warning: str | None = Field(None, description="Set when the scope input named another repository: where the call went.")
 
 
 class Indexes(BaseModel):
@@ -69,7 +74,11 @@ class StatsOut(BaseModel):
     snapshot_version: int
 
 
-_SCOPE = Field(description="Injected by the host; anything passed here is ignored.")
+_SCOPE = Field(description="Injected by the host; the scope is inferred (a different one is answered with a warning).")
+
+
+def _given(scope: ScopeInput | None) -> dict[str, object] | None:
+    return scope.model_dump(exclude_none=True) if scope is not None else None
 
 
 def register(mcp: MCPServer, handle: EngineHandle) -> None:
@@ -90,8 +99,10 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
         scope: Annotated[ScopeInput | None, _SCOPE] = None,
     ) -> Annotated[CallToolResult, MemorizeOut]:
         def run(engine):  # type: ignore[no-untyped-def]
+            warning = engine.scope_input_warning(_given(scope))
             r = engine.memorize(content, source=source or "agent", gate="admit")
-            return MemorizeOut(atom_id=r.atom_id, effect=r.effect, reason=r.reason, deduped_with=r.deduped_with)
+            return MemorizeOut(atom_id=r.atom_id, effect=r.effect, reason=r.reason, deduped_with=r.deduped_with,
+                               warning=warning)  # fmt: skip
 
         return await call(handle, run)
 
@@ -112,13 +123,15 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
         def run(engine):  # type: ignore[no-untyped-def]
             from ..engine import visible_content
 
+            warning = engine.scope_input_warning(_given(scope))
             hits = engine.recall(query, max_results=max_results, include_negated=include_negated).hits
             return RecallOut(
                 atoms=[
                     RecalledAtom(atom_id=h.atom.id, content=visible_content(h.atom), score=h.score,
                                  created_at=h.atom.created_at, source=h.atom.source)  # fmt: skip
                     for h in hits
-                ]
+                ],
+                warning=warning,
             )
 
         return await call(handle, run)
@@ -140,7 +153,7 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
     ) -> Annotated[CallToolResult, CorrectOut]:
         def run(engine):  # type: ignore[no-untyped-def]
             r = engine.correct(target_atom, action, reason, new_content)
-            return CorrectOut(**r.model_dump())
+            return CorrectOut(**r.model_dump(), warning=engine.scope_input_warning(_given(scope)))
 
         return await call(handle, run)
 
@@ -160,7 +173,8 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
         scope: Annotated[ScopeInput | None, Field(description="Inherited from the target atom; ignored.")] = None,
     ) -> Annotated[CallToolResult, GovernOut]:
         def run(engine):  # type: ignore[no-untyped-def]
-            return GovernOut(**engine.govern(target_atom, action, reason, lesson_content).model_dump())
+            r = engine.govern(target_atom, action, reason, lesson_content)
+            return GovernOut(**r.model_dump(), warning=engine.scope_input_warning(_given(scope)))
 
         return await call(handle, run)
 
@@ -178,7 +192,8 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
         scope: Annotated[ScopeInput | None, _SCOPE] = None,
     ) -> Annotated[CallToolResult, HandoffOut]:
         def run(engine):  # type: ignore[no-untyped-def]
-            return HandoffOut(**engine.handoff(summary, source=source or "agent").model_dump())
+            warning = engine.scope_input_warning(_given(scope))
+            return HandoffOut(**engine.handoff(summary, source=source or "agent").model_dump(), warning=warning)
 
         return await call(handle, run)
 

@@ -37,6 +37,7 @@ class SaveOut(BaseModel):
     promotion_id: int | None = Field(None, description="For pending saves: approve with mem_promote.")
     deduped_with: str | None = None
     reasoning: str | None = Field(None, description="DURA scores and cues (pending / rejected).")
+    warning: str | None = Field(None, description="Set when the scope argument named another repository: where the call went.")
 
 
 class UpdateOut(BaseModel):
@@ -79,6 +80,7 @@ class Result(Brief):
 
 class SearchOut(BaseModel):
     results: list[Result]
+    warning: str | None = Field(None, description="Set when the scope argument named another repository: where the call went.")
 
 
 class ContextOut(BaseModel):
@@ -90,11 +92,13 @@ class ContextOut(BaseModel):
 class TimelineOut(BaseModel):
     memories: list[Brief]
     since: datetime
+    warning: str | None = Field(None, description="Set when the scope argument named another repository: where the call went.")
 
 
 class SessionStartOut(BaseModel):
     session_id: str
     path: str | None = None
+    warning: str | None = Field(None, description="Set when the scope argument named another repository: where the call went.")
 
 
 class SessionEndOut(BaseModel):
@@ -173,6 +177,7 @@ class AccessRequestOut(BaseModel):
     scope_hash: str
     status: Literal["pending", "granted", "not_needed"]
     message: str
+    warning: str | None = Field(None, description="Set when the scope argument named another repository: where the call went.")
 
 
 class StatsOut(BaseModel):
@@ -257,16 +262,19 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
         title: Annotated[str | None, Field(description="Short title.")] = None,
     ) -> Annotated[CallToolResult, SaveOut]:
         def run(e: Any) -> SaveOut:
+            target, warning = e.resolve_scope_arg(scope)
             r = e.memorize(content, source="agent", type=type, title=title, tags=tags or [], triggers=triggers or [],
-                           gate="review", scope=e.resolve_scope(scope))  # fmt: skip
+                           gate="review", scope=target)  # fmt: skip
             if r.effect == "rejected":
-                return SaveOut(status="rejected", reasoning=r.reason)
+                return SaveOut(status="rejected", reasoning=r.reason, warning=warning)
             atom = e.store.get_atoms([r.atom_id])[r.atom_id]
             if r.effect == "no_op":
-                return SaveOut(status="duplicate", memory_id=atom.id, path=_path(e, atom), deduped_with=r.deduped_with)
+                return SaveOut(status="duplicate", memory_id=atom.id, path=_path(e, atom), deduped_with=r.deduped_with,
+                               warning=warning)  # fmt: skip
             if r.status == "pending":
-                return SaveOut(status="pending", memory_id=atom.id, promotion_id=r.promotion_id, reasoning=r.reason)
-            return SaveOut(status="saved", memory_id=atom.id, path=_path(e, atom))
+                return SaveOut(status="pending", memory_id=atom.id, promotion_id=r.promotion_id, reasoning=r.reason,
+                               warning=warning)  # fmt: skip
+            return SaveOut(status="saved", memory_id=atom.id, path=_path(e, atom), warning=warning)
 
         return await call(handle, run)
 
@@ -319,12 +327,13 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
         entity_ids: list[str] | None = None,
     ) -> Annotated[CallToolResult, SearchOut]:
         def run(e: Any) -> SearchOut:
+            warning = e.resolve_scope_arg(scope)[1]
             hits = e.search(query, scope=scope, top_k=top_k, types=types, entity_ids=entity_ids).hits
             return SearchOut(results=[
                 Result(**_brief(e, h.atom).model_dump(), score=h.score, tags=h.atom.tags, scope_hash=h.atom.scope_hash,
                        path=_path(e, h.atom))
                 for h in hits
-            ])  # fmt: skip
+            ], warning=warning)  # fmt: skip
 
         return await call(handle, run)
 
@@ -351,9 +360,10 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
             from ..engine.core import _now
             from ..lifecycle.decay import parse_since
 
-            start = parse_since(since, _now())
+            warning = e.resolve_scope_arg(scope)[1]
             atoms = e.timeline(scope=scope, since=since, types=types, limit=limit)
-            return TimelineOut(memories=[_brief(e, a) for a in atoms], since=start)
+            start = parse_since(since, _now())
+            return TimelineOut(memories=[_brief(e, a) for a in atoms], since=start, warning=warning)
 
         return await call(handle, run)
 
@@ -364,8 +374,9 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
         title: str | None = None,
     ) -> Annotated[CallToolResult, SessionStartOut]:
         def run(e: Any) -> SessionStartOut:
+            warning = e.resolve_scope_arg(scope)[1]
             s = e.session_start(scope=scope, source=source, title=title)
-            return SessionStartOut(session_id=s.id, path=_path(e, e.get(s.id)))
+            return SessionStartOut(session_id=s.id, path=_path(e, e.get(s.id)), warning=warning)
 
         return await call(handle, run)
 
@@ -395,13 +406,15 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
         triggers: list[str] | None = None,
     ) -> Annotated[CallToolResult, SaveOut]:
         def run(e: Any) -> SaveOut:
+            warning = e.resolve_scope_arg(scope)[1]
             r = e.capture_passive(content, source=source, scope=scope, type=type, tags=tags or [],
                                   triggers=triggers or [])  # fmt: skip
             if r.effect == "rejected":
-                return SaveOut(status="rejected", reasoning=r.reason)
+                return SaveOut(status="rejected", reasoning=r.reason, warning=warning)
             atom = e.store.get_atoms([r.atom_id])[r.atom_id]
             status: Literal["saved", "duplicate"] = "duplicate" if r.effect == "no_op" else "saved"
-            return SaveOut(status=status, memory_id=atom.id, path=_path(e, atom), deduped_with=r.deduped_with)
+            return SaveOut(status=status, memory_id=atom.id, path=_path(e, atom), deduped_with=r.deduped_with,
+                           warning=warning)  # fmt: skip
 
         return await call(handle, run)
 
@@ -473,7 +486,8 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
         reason: Annotated[str, Field(description="What you need to read and why.")], scope: Scope = "auto"
     ) -> Annotated[CallToolResult, AccessRequestOut]:
         def run(e: Any) -> AccessRequestOut:
-            return AccessRequestOut(**e.request_sensitive_read(reason, scope=scope))
+            warning = e.resolve_scope_arg(scope)[1]
+            return AccessRequestOut(**e.request_sensitive_read(reason, scope=scope), warning=warning)
 
         return await call(handle, run)
 

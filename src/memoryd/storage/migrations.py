@@ -133,9 +133,23 @@ UPDATE atoms SET vec_seq = seq WHERE embedding IS NOT NULL;
 CREATE INDEX atoms_vec_seq ON atoms (vec_seq);
 """
 
+# Vault files are published after their transaction commits: each transaction records, with its
+# changes, which atoms' files it must write or remove (and a token naming the transaction); the row
+# is deleted once the file is published. A row left behind by a crash is finished at start-up from
+# the database, never mistaken for a person's edit or deletion.
+_V4 = """
+CREATE TABLE vault_outbox (
+    atom_id TEXT PRIMARY KEY,
+    token TEXT NOT NULL,
+    remove_path TEXT,
+    at TEXT NOT NULL
+);
+"""
+
 # (version, name, SQL script). Never edit a released entry: append a new one.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial schema: atoms, events, payloads, entities, edges, keyword index", _V1),
     (2, "vault paths, access times, sessions, promotions, sensitive scopes", _V2),
     (3, "vector change sequence", _V3),
+    (4, "vault outbox: files to publish after commit", _V4),
 ]

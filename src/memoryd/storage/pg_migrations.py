@@ -202,9 +202,20 @@ _V3 = "ALTER TABLE atoms ADD COLUMN embedding vector;\nALTER TABLE atoms ALTER C
     for n in INDEXED_DIMS
 )
 
+# Vault files are published after commit; see storage/migrations.py _V4.
+_V4 = """
+CREATE TABLE vault_outbox (
+    atom_id TEXT PRIMARY KEY,
+    token TEXT NOT NULL,
+    remove_path TEXT,
+    at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+"""
+
 # (version, name, SQL script). Never edit a released entry: append a new one.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial schema: atoms, events, payloads, entities, edges, keyword index and statistics", _V1),
     (2, "vault paths, access times, sessions, promotions, sensitive scopes", _V2),
     (3, "pgvector embeddings with HNSW cosine indexes per model size", _V3),
+    (4, "vault outbox: files to publish after commit", _V4),
 ]

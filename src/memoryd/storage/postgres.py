@@ -163,6 +163,19 @@ class _Tx:
         self._head: tuple[int, str] | None = None
         self.scrubbed = False
 
+    # -- vault outbox (trust, issue 10) ---------------------------------------------------------
+
+    def outbox_add(self, atom_id: str, token: str, remove_path: str | None) -> None:
+        """Record that this transaction's change of `atom_id` must reach the vault after commit."""
+        self._execute(
+            "INSERT INTO vault_outbox (atom_id, token, remove_path) VALUES (%s,%s,%s) ON CONFLICT (atom_id)"
+            " DO UPDATE SET token = excluded.token, at = now(),"
+            " remove_path = COALESCE(excluded.remove_path, vault_outbox.remove_path)",
+            (atom_id, token, remove_path),
+        )
+
+    # -- end vault outbox ------------------------------------------------------------------------
+
     def insert_atom(self, atom: Atom, *, norm_hash: str, terms: Sequence[str], vector: np.ndarray | None) -> None:
         s = atom.scope
         lex = _lexemes(terms)
@@ -788,6 +801,32 @@ class PostgresStore:
             params,
         )
         return {"by_type": by_type, "by_scope": by_scope, "top_entities": [{"id": r[0], "count": r[1]} for r in top]}
+
+    # -- vault outbox (trust, issue 10) ---------------------------------------------------------
+
+    def outbox(self) -> list[tuple[str, str, str | None]]:
+        """(atom id, token, path to remove) of every change whose vault file is not published yet."""
+        return [(r[0], r[1], r[2]) for r in self._rows("SELECT atom_id, token, remove_path FROM vault_outbox")]
+
+    def vault_state(self, atom_ids: Sequence[str]) -> dict[str, tuple[str, str | None, str | None]]:
+        """atom id → (status, vault_path, vault_digest) for the listed atoms that exist."""
+        if not atom_ids:
+            return {}
+        rows = self._rows("SELECT id, status, vault_path, vault_digest FROM atoms WHERE id = ANY(%s::text[])",
+                          (list(atom_ids),))  # fmt: skip
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+    def clear_outbox(self, entries: Sequence[tuple[str, str]]) -> None:
+        """Forget published changes, each only if no later transaction re-queued its atom (token)."""
+        if not entries:
+            return
+        self._rows(
+            "DELETE FROM vault_outbox o USING unnest(%s::text[], %s::text[]) AS e(atom_id, token)"
+            " WHERE o.atom_id = e.atom_id AND o.token = e.token",
+            ([a for a, _ in entries], [t for _, t in entries]),
+        )
+
+    # -- end vault outbox ------------------------------------------------------------------------
 
     def integrity(self) -> str:
         """"ok", or what is inconsistent (the keyword statistics, the chain head row)."""

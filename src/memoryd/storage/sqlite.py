@@ -212,6 +212,19 @@ class _Tx:
         self._execute("DELETE FROM promotions WHERE atom_id = ?", (atom_id,))
         self._execute("DELETE FROM atoms WHERE id = ?", (atom_id,))
 
+    # -- vault outbox (trust, issue 10) ---------------------------------------------------------
+
+    def outbox_add(self, atom_id: str, token: str, remove_path: str | None) -> None:
+        """Record that this transaction's change of `atom_id` must reach the vault after commit."""
+        self._execute(
+            "INSERT INTO vault_outbox (atom_id, token, remove_path, at) VALUES (?,?,?,?) ON CONFLICT (atom_id)"
+            " DO UPDATE SET token = excluded.token, at = excluded.at,"
+            " remove_path = COALESCE(excluded.remove_path, vault_outbox.remove_path)",
+            (atom_id, token, remove_path, now_iso()),
+        )
+
+    # -- end vault outbox ------------------------------------------------------------------------
+
     def insert_session(self, session: Session) -> None:
         self._execute(
             "INSERT INTO sessions (id, source, title, started_at) VALUES (?,?,?,?)",
@@ -736,6 +749,40 @@ class SqliteStore:
                 params,
             ).fetchall()
         return {"by_type": by_type, "by_scope": by_scope, "top_entities": [{"id": r[0], "count": r[1]} for r in top]}
+
+    # -- vault outbox (trust, issue 10) ---------------------------------------------------------
+
+    def outbox(self) -> list[tuple[str, str, str | None]]:
+        """(atom id, token, path to remove) of every change whose vault file is not published yet."""
+        with self._lock:
+            return [(r[0], r[1], r[2]) for r in self._execute("SELECT atom_id, token, remove_path FROM vault_outbox")]
+
+    def vault_state(self, atom_ids: Sequence[str]) -> dict[str, tuple[str, str | None, str | None]]:
+        """atom id → (status, vault_path, vault_digest) for the listed atoms that exist."""
+        if not atom_ids:
+            return {}
+        with self._lock:
+            rows = self._execute(
+                f"SELECT id, status, vault_path, vault_digest FROM atoms WHERE id IN ({_placeholders(atom_ids)})",
+                tuple(atom_ids),
+            ).fetchall()
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+    def clear_outbox(self, entries: Sequence[tuple[str, str]]) -> None:
+        """Forget published changes, each only if no later transaction re-queued its atom (token)."""
+        if not entries:
+            return
+        with self._lock:
+            try:
+                self._execute("BEGIN IMMEDIATE")
+                for atom_id, token in entries:
+                    self._execute("DELETE FROM vault_outbox WHERE atom_id = ? AND token = ?", (atom_id, token))
+                self._execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._execute("ROLLBACK")
+                raise _translate(exc) from exc
+
+    # -- end vault outbox ------------------------------------------------------------------------
 
     def integrity(self) -> str:
         with self._lock:

@@ -1,15 +1,26 @@
 """Secret redaction for the write path: replace credentials with [REDACTED], keep their context.
 
-Known limitation: only secrets with a recognisable shape or a secret-named key are found.
-Natural-language descriptions ("the password is my dog's name", "用我生日当密码") and bare
-high-entropy strings with no telling key or prefix are not detected.
+Three kinds of evidence, generalising by family rather than by example:
+- format: a prefix or shape only that kind of token has (`secret_rules.PREFIX_RULES`, the families
+  of gitleaks' rule set and detect-secrets' plugins), each regex run only when its keyword occurs;
+- context: a secret word or a provider name (`twilio`, `密钥`, `api key` …), an assignment (`=`,
+  `:`, `is`, `是` …), then a value that looks random (length, character classes, entropy);
+- assignments: `key=value` pairs whose key names a secret (`DB_PASSWORD=…`, `--token …`), the
+  value running to its end (a Django `SECRET_KEY=a&b` keeps no tail).
+
+Known limitation: natural-language descriptions ("the password is my dog's name", "用我生日当密码")
+and bare high-entropy strings with no telling prefix or context are not detected.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
+
+from .secret_rules import PREFIX_RULES, PROVIDERS, SECRET_WORDS
 
 __all__ = ["REDACTED", "Redaction", "redact"]
 
@@ -22,35 +33,29 @@ class Redaction:
     kinds: tuple[str, ...]  # what was found, in order of appearance, duplicates removed
 
 
-# Tokens with a recognisable format; the whole match is the secret.
+# Tokens with a recognisable format beyond the family table; the whole match is the secret.
 _OWN_TOKENS = [
-    ("anthropic_key", r"sk-ant-[A-Za-z0-9_-]{20,}"),
-    ("openai_key", r"sk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_-]{0,64}?\d)[A-Za-z0-9_-]{20,}"),
-    ("github_token", r"github_pat_[A-Za-z0-9_]{22,}"),
-    ("slack_token", r"xapp-\d-[A-Za-z0-9-]{10,}"),
-    ("stripe_key", r"[sr]k_test_[A-Za-z0-9]{16,}"),
-    ("google_api_key", r"AIza[0-9A-Za-z_-]{35}"),
-    ("jwt", r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
-    ("npm_token", r"npm_[A-Za-z0-9]{36}"),
+    ("jwt", ("eyj",), r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
 ]
 
 # detect-secrets plugins whose denylist regexes match exactly the token (so group 0 is the
 # secret). Only the first AWS/Slack regex qualifies: the others capture surrounding context.
 # Its OpenAI regex is left out: it backtracks quadratically on long "sk-sk-..." runs, and
 # the openai_key rule above covers those keys.
-_DS_PLUGINS = [
-    ("aws", "AWSKeyDetector", "aws_access_key", 1),
-    ("github_token", "GitHubTokenDetector", "github_token", None),
-    ("gitlab_token", "GitLabTokenDetector", "gitlab_token", None),
-    ("slack", "SlackDetector", "slack_token", 1),
-    ("stripe", "StripeDetector", "stripe_key", None),
-    ("sendgrid", "SendGridDetector", "sendgrid_key", None),
-    ("twilio", "TwilioKeyDetector", "twilio_key", None),
-    ("pypi_token", "PypiTokenDetector", "pypi_token", None),
-    ("discord", "DiscordBotTokenDetector", "discord_token", None),
-    ("telegram_token", "TelegramBotTokenDetector", "telegram_token", None),
-    ("mailchimp", "MailchimpDetector", "mailchimp_key", None),
-    ("square_oauth", "SquareOAuthDetector", "square_oauth", None),
+_DS_PLUGINS = [  # (module, class, kind, how many of its regexes, keywords that must occur for them to run)
+    ("aws", "AWSKeyDetector", "aws_access_key", 1, ("akia", "asia", "abia", "acca", "a3t", "agpa", "aida", "aroa",
+                                                    "aipa", "anpa", "anva", "apka")),
+    ("github_token", "GitHubTokenDetector", "github_token", None, ("gh",)),
+    ("gitlab_token", "GitLabTokenDetector", "gitlab_token", None, ("gl", "gr1348941")),
+    ("slack", "SlackDetector", "slack_token", 1, ("xox",)),
+    ("stripe", "StripeDetector", "stripe_key", None, ("_live_", "_test_")),
+    ("sendgrid", "SendGridDetector", "sendgrid_key", None, ("sg.",)),
+    ("twilio", "TwilioKeyDetector", "twilio_key", None, ("sk", "ac")),
+    ("pypi_token", "PypiTokenDetector", "pypi_token", None, ("pypi-",)),
+    ("discord", "DiscordBotTokenDetector", "discord_token", None, None),
+    ("telegram_token", "TelegramBotTokenDetector", "telegram_token", None, (":",)),
+    ("mailchimp", "MailchimpDetector", "mailchimp_key", None, ("-us",)),
+    ("square_oauth", "SquareOAuthDetector", "square_oauth", None, ("sq0",)),
 ]
 
 # Secrets recognised by their context; only the group named v is the secret.
@@ -58,7 +63,14 @@ _Q = r"[\"'`“”‘’]?"
 _CONTEXT_RULES = [
     ("connection_string",
      r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s:/@]*:(?P<v>[^\s/]+)@[\w.-]+(?::\d+)?(?![\w.@-])"),
-    ("azure_storage_key", r"\bAccountKey=(?P<v>[A-Za-z0-9+/]{20,}={0,2})"),
+    ("azure_storage_key", r"\b(?:AccountKey|SharedAccessKey)=(?P<v>[A-Za-z0-9+/]{20,}={0,2})"),
+    ("secret_assignment", r"[?&](?:sig|X-Amz-Signature|X-Goog-Signature|Signature|access_token|token|api_key|apikey|key)"
+                   r"=(?P<v>[A-Za-z0-9%+/._~-]{16,})"),
+    # a value named first, its use as a secret after: "用 Xk9!pq2 作为数据库密码", "use Xk9!pq2 as the password"
+    ("password", r"(?:用|以|拿|把)\s*[\"'`“‘]?(?P<v>(?=\S*[A-Za-z])(?=\S*\d)[!-~]{6,64}?)[\"'`”’]?\s*"
+                 r"(?:作为|作為|当作|當作|当|當|做为|做為|设为|設為)\S{0,8}?(?:密码|密碼|口令|密钥|密鑰|令牌|token)"),
+    ("password", r"(?i:\buse\s+)[\"'`]?(?P<v>(?=\S*[A-Za-z])(?=\S*\d)[!-~]{6,64}?)[\"'`]?\s+(?i:as\s+(?:the\s+|our\s+|a\s+|an\s+)?"
+                 r"(?:[\w-]+\s+)?(?:password|passphrase|passcode|token|secret|api\s+key))"),
     ("slack_webhook", r"hooks\.slack\.com/services/(?P<v>T\w+/B\w+/\w+)"),
     ("bearer_token", r"\b[Bb]earer\s+(?P<v>(?=[\w.~+/-]*\d)[\w.~+/-]{12,}=*)"),
     ("authorization_header",
@@ -72,12 +84,21 @@ _CONTEXT_RULES = [
     ("password", rf"(?:密碼|密码|口令|密鑰|密钥|秘钥|秘鑰)[ \t]*[：:=][ \t]*{_Q}(?P<v>[!-~]{{1,512}})"),
 ]
 
+# keywords of each context rule above, in order (a rule runs only when one occurs, lower-cased)
+_CONTEXT_KEYWORDS: list[tuple[str, ...]] = [
+    ("://",), ("accountkey=", "sharedaccesskey="), ("sig=", "signature=", "token=", "key="),
+    ("作为", "作為", "当", "當", "做为", "做為", "设为", "設為"), ("use ",), ("hooks.slack.com",), ("bearer",),
+    ("authorization",), ("curl",), ("mysql",), ("password", "passwd", "passphrase", "密码", "密碼", "口令"),
+    ("密碼", "密码", "口令", "密鑰", "密钥", "秘钥", "秘鑰"),
+]
+_ASSIGN_KEYWORDS = ("pass", "pwd", "secret", "token", "key", "auth", "credential")
+
 # key (maybe a --flag), optional closing quote/bracket, separator, then a quoted or bare value.
 # Values are capped so that rescanning from a rejected value stays linear on hostile input.
 _ASSIGN = re.compile(
     r"(?<![\w.-])(?P<key>-{0,2}(?=[\w.-]*?(?i:pass|pwd|secret|token|key|auth|credential))[A-Za-z_][\w.-]*)"
     r"[\"'\]]*(?P<sep>[ \t]*(?::=|=>|=|:)[ \t]*|[ \t]+)"
-    r"(?P<val>\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'|`[^`\n]{0,512}`|(?:(?![\"'`,;&])[!-~]){1,512})"
+    r"(?P<val>\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'|`[^`\n]{0,512}`|(?:(?![\"'`;])(?!,(?:\s|$))[!-~]){1,512})"
 )
 _ALNUM = re.compile(r"[A-Za-z0-9]")
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_-]*")
@@ -106,31 +127,120 @@ _REFERENCE = re.compile(
     r"[A-Za-z_][\w.]*[(\[]"  # call or subscript: getpass(), os.environ[...]
     r"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$"  # dotted name: settings.SECRET_KEY
     r"|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$"  # env-var name: DB_PASSWORD
-    r"|(?:[~.]{0,2}/|[A-Za-z]:\\)"  # file path
+    r"|(?:[~.]{0,2}/(?=[\w.-]*[/.])|[~.]{1,2}/|[A-Za-z]:\\)"  # file path (a bare /x1Y… is base64, not a path)
     r"|.*\.(?:pem|key|crt|json|ya?ml|txt|env|toml|ini|cfg|conf|py|js|ts)$"
     r"|(?i:x{3,}|\*+|\.+)$"  # masked
 )
 
 
+Rule = tuple[str, re.Pattern[str], "int | str", "tuple[str, ...] | None"]
+
+
 @cache
-def _rules() -> list[tuple[str, re.Pattern[str], int | str]]:
-    """(kind, pattern, group) in priority order; group 0 marks a format token, "v" a context rule."""
+def _rules() -> list[Rule]:
+    """(kind, pattern, group, keywords) in priority order; group 0 marks a format token, "v" a context rule.
+
+    A rule with keywords runs only when one of them occurs in the lower-cased text.
+    """
     # Imported lazily: detect-secrets pulls in requests (~150 ms). Only the plugins' compiled
     # regexes are used, never scan_line/settings, so no baseline or config file is ever read,
     # no verification request is ever sent, and the noisy high-entropy plugins stay out.
     import importlib
 
-    rules: list[tuple[str, re.Pattern[str], int | str]] = [
+    rules: list[Rule] = [
         ("private_key", re.compile(
             r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----"
-            r"(?:.*?-----END \1-----|(?:\s*[A-Za-z0-9+/=]{16,})*)", re.S), 0),
+            r"(?:.*?-----END \1-----|(?:\s*[A-Za-z0-9+/=]{16,})*)", re.S), 0, ("-----begin",)),
     ]
-    rules += [(kind, re.compile(p), 0) for kind, p in _OWN_TOKENS]
-    for module, name, kind, first in _DS_PLUGINS:
+    rules += [(kind, re.compile(p), 0, kw) for kind, kw, p in PREFIX_RULES]
+    rules += [(kind, re.compile(p), 0, kw) for kind, kw, p in _OWN_TOKENS]
+    for module, name, kind, first, keywords in _DS_PLUGINS:
         plugin = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)
-        rules += [(kind, p, 0) for p in list(plugin.denylist)[:first]]
-    rules += [(kind, re.compile(p), "v") for kind, p in _CONTEXT_RULES]
+        rules += [(kind, p, 0, keywords) for p in list(plugin.denylist)[:first]]
+    rules += [(kind, re.compile(p), "v", kw) for (kind, p), kw in zip(_CONTEXT_RULES, _CONTEXT_KEYWORDS, strict=True)]
     return rules
+
+
+# -- context: a secret word or a provider, an assignment, a random-looking value ------------------
+
+# after the key: a few words (`auth token`, `_API_KEY`), a separator, an optional quote, the value
+_NOUNS = ("token", "key", "secret", "password", "passwd", "passphrase", "pwd", "sid", "credential", "creds",
+          "密钥", "密鑰", "秘钥", "令牌", "密码", "密碼", "口令", "凭证", "憑證")
+_AFTER_NOUN = "(?:" + "|".join(f"(?<=(?i:{n}))" if n.isascii() else f"(?<={n})" for n in _NOUNS) + ")"
+# after the key: a few words (`auth token`, `_API_KEY`), a separator, an optional quote, the value (not
+# itself a `name=value`); a bare space separates only right after a secret noun ("auth token 5f9d…")
+_VALUE = r"(?![\w.-]+[=:][^=\s])[A-Za-z0-9+/=_.~!@#$%^&*\-]{8,300}"
+_CONTEXT_TAIL = re.compile(
+    r"(?P<mid>[\w.\- \t]{0,32}?)[\"'\]]*"
+    r"(?P<sep>[ \t]*(?::=|=>|->|[=:：]|\b(?:is|was|are|set to)\b|是|为|為|设为|設為|改为|改為|改成)[ \t]*[\"'`“‘]?"
+    rf"|{_AFTER_NOUN}[ \t]+)"
+    rf"(?P<v>{_VALUE})"
+)
+# more values of the same clause: "creds: AC… / 5f9d…", "key 1a2b…, secret 3c4d…"
+_MORE = re.compile(rf"[ \t]*(?:/|,|;|\band\b|和|与|與|、)[ \t]*[\"'`]?(?P<v>{_VALUE})")
+_NOT_SECRET_WORDS = re.compile(
+    r"(?i)\b(?:id|ids|name|names|file|path|url|uri|endpoint|length|len|hash|fingerprint|digest|checksum|commit|sha|"
+    r"public|publishable|pub|version|rotation|policy|expiry|expires|ttl|format|type|field|header|env|var|count|"
+    r"size|limit|bucket|refresh interval|prefix|hint|example|placeholder|region|account id|user|username|"
+    r"email|host|port|label)\b|公钥|公鑰|指纹|指紋|长度|長度|格式|名称|名稱"
+)
+
+
+def _entropy(value: str) -> float:
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+def _random_looking(value: str) -> bool:
+    """A value that looks generated: long enough, mixed classes, high entropy (hex counts if long)."""
+    core = value.strip("=.-_")
+    if len(core) < 12 or _REFERENCE.match(core) or core.lower() in _STOPWORDS:
+        return False
+    if re.fullmatch(r"[0-9a-fA-F]{32,}", core):
+        return True
+    if re.fullmatch(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", core):
+        return True  # a UUID assigned to a key or token name (Heroku, Snyk, …)
+    classes = sum(bool(re.search(p, core)) for p in (r"[a-z]", r"[A-Z]", r"\d", r"[^A-Za-z0-9]"))
+    return bool(re.search(r"\d", core)) and classes >= 2 and _entropy(core) >= 3.0
+
+
+_CONTEXT_WORDS = tuple(sorted({w.lower() for w in (*SECRET_WORDS, *PROVIDERS)}))
+
+
+@lru_cache(maxsize=512)
+def _context_key(words: frozenset[str]) -> re.Pattern[str]:
+    """The key regex for the context words that occur in a text (a small alternation is fast)."""
+    alternation = "|".join(sorted((re.escape(w) for w in words), key=len, reverse=True))
+    return re.compile(f"(?i)(?<![a-z])(?:{alternation})")
+
+
+def _contextual(text: str, present: frozenset[str]) -> list[tuple[int, int, str]]:
+    found = []
+    for key in _context_key(present).finditer(text):
+        m = _CONTEXT_TAIL.match(text, key.end())
+        if m is None:
+            continue
+        mid = m["mid"]
+        if "\n" in mid or _NOT_SECRET_WORDS.search(mid) or _NOT_SECRET_WORDS.search(key.group()):
+            continue
+        kind = "password" if re.search(r"(?i)pass|pwd|密码|密碼|口令", key.group() + mid) else "secret_assignment"
+        more = m
+        while (more := _MORE.match(text, more.end())) is not None:
+            s2, e2 = _clean(text, *more.span("v"))
+            if not _random_looking(text[s2:e2]):
+                break
+            found.append((s2, e2, kind))
+        start, end = m.span("v")
+        word = key.start()
+        while word and (text[word - 1].isalnum() or text[word - 1] in "_.-"):
+            word -= 1
+        if word and text[word - 1] in "?&" and "&" in text[start:end]:
+            end = text.index("&", start)  # a URL parameter ends at the next one
+        start, end = _clean(text, start, end)
+        value = text[start:end]
+        if _random_looking(value):
+            found.append((start, end, kind))
+    return found
 
 
 def _plausible(value: str, strong: bool) -> bool:
@@ -181,6 +291,8 @@ def _assignments(text: str) -> list[tuple[int, int, str]]:
         if quoted:
             start, end = start + 1, end - 1
         else:
+            if m.start() and text[m.start() - 1] in "?&" and "&" in text[start:end]:
+                end = text.index("&", start)  # a URL parameter ends at the next one
             start, end = _clean(text, start, end)
         value = text[start:end]
         kind = _secret_key(key)
@@ -201,10 +313,50 @@ def _assignments(text: str) -> list[tuple[int, int, str]]:
     return found
 
 
+def _grams(low: str) -> set[str]:
+    """Every 1- and 2-character slice of the text: keyword checks become a set intersection."""
+    return set(low).union(map(str.__add__, low, low[1:]))
+
+
+@cache
+def _keyword_index() -> tuple[dict[str, list[tuple[str, int]]], list[int]]:
+    """(first ≤2 characters of a keyword → [(keyword, rule index)], rules without keywords).
+
+    Index -1 stands for the assignment scan, -2 - n for the n-th context word.
+    """
+    index: dict[str, list[tuple[str, int]]] = {}
+    always = []
+    for i, (_, _, _, keywords) in enumerate(_rules()):
+        if keywords is None:
+            always.append(i)
+        for k in keywords or ():
+            index.setdefault(k[:2], []).append((k, i))
+    for k in _ASSIGN_KEYWORDS:
+        index.setdefault(k[:2], []).append((k, -1))
+    for n, k in enumerate(_CONTEXT_WORDS):
+        index.setdefault(k[:2], []).append((k, -2 - n))
+    return index, always
+
+
+def _candidates(low: str) -> set[int]:
+    """Indices (see `_keyword_index`) whose keywords occur in the lower-cased text."""
+    index, always = _keyword_index()
+    hits = set(always)
+    for gram in _grams(low) & index.keys():
+        for keyword, i in index[gram]:
+            if i not in hits and keyword in low:
+                hits.add(i)
+    return hits
+
+
 def _spans(text: str) -> list[tuple[int, int, int, str]]:
     spans = []
     rules = _rules()
-    for prio, (kind, pattern, group) in enumerate(rules):
+    low = text.lower()
+    hits = _candidates(low)
+    for prio, (kind, pattern, group, keywords) in enumerate(rules):
+        if prio not in hits:
+            continue
         covered = 0
         for m in pattern.finditer(text):
             start, end = m.span(group)
@@ -219,7 +371,11 @@ def _spans(text: str) -> list[tuple[int, int, int, str]]:
                 if not _plausible(text[start:end], strong=True):
                     continue
             spans.append((start, end, prio, kind))
-    spans += [(s, e, len(rules), kind) for s, e, kind in _assignments(text)]
+    if -1 in hits:
+        spans += [(s, e, len(rules), kind) for s, e, kind in _assignments(text)]
+    words = frozenset(_CONTEXT_WORDS[-2 - i] for i in hits if i <= -2)
+    if words:
+        spans += [(s, e, len(rules) + 1, kind) for s, e, kind in _contextual(text, words)]
     return spans
 
 

@@ -1,0 +1,111 @@
+"""Input limits: the one table of maximum sizes and counts every surface inherits.
+
+Every text field and every list or count an agent, a hook or a person can send has a limit
+here; the engine checks them before any work that grows with the input (tokenising,
+embedding, redaction, a database read), so an oversized request costs microseconds and is
+answered `invalid_input: …`. The README's "Limits" table is this table (a test compares them).
+`content` is configurable (`MEMORYD_MAX_CONTENT_CHARS`); the rest are fixed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import InvalidInput
+
+__all__ = ["LIMITS", "SURROGATE", "UNSTORABLE", "unstorable", "check_count", "check_id", "check_text", "check_texts"]
+
+# A lone UTF-16 surrogate cannot be stored as UTF-8 (vault files, PostgreSQL), nor can PostgreSQL
+# store NUL: both are refused on input.
+SURROGATE = re.compile("[\ud800-\udfff]")
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def unstorable(value: str, field: str) -> str | None:
+    """Why `value` cannot be stored (a NUL or a lone surrogate), or None."""
+    m = UNSTORABLE.search(value)
+    if m is None:
+        return None
+    if m.group() == "\x00":
+        return f"{field} holds a NUL character at {m.start()}"
+    return f"{field} holds a lone surrogate U+{ord(m.group()):04X} at {m.start()}; send valid Unicode"
+
+# name → (maximum, unit, what it bounds)
+LIMITS: dict[str, tuple[int, str, str]] = {
+    "content": (8000, "characters", "a memory, a handoff, a session summary, new_content, lesson_content, new_text"),
+    "query": (1000, "characters", "a search / recall query"),
+    "title": (200, "characters", "a memory or session title"),
+    "tags": (32, "items", "tags of one memory"),
+    "tag": (64, "characters", "one tag"),
+    "triggers": (32, "items", "triggers of one memory"),
+    "trigger": (100, "characters", "one trigger"),
+    "source": (64, "characters", "a source / session source / actor name"),
+    "reason": (2000, "characters", "a correction, governance or access-request reason"),
+    "id": (64, "characters", "a memory, atom, session or entity id"),
+    "ids": (100, "items", "promotion_ids of one call"),
+    "entity_ids": (50, "items", "entity_ids of one search"),
+    "types": (8, "items", "types of one filter"),
+    "scope": (256, "characters", "a scope argument (auto, global, a scope hash or owner/repo)"),
+    "since": (16, "characters", "a timeline window such as 30d"),
+    "prompt_name": (64, "characters", "a prompt template name"),
+    "prompt": (32000, "characters", "a prompt template"),
+    "cwd": (4096, "characters", "a directory path"),
+    "max_results": (100, "results", "max_results / top_k of one search"),
+    "limit": (1000, "items", "limit of one timeline"),
+    "review_limit": (100, "items", "limit of one review listing"),
+    "neighbors": (50, "memories", "neighbors on each side in mem_context"),
+}
+
+
+def _max(name: str, override: int | None) -> int:
+    return override if override is not None else LIMITS[name][0]
+
+
+def check_text(name: str, value: object, *, field: str | None = None, required: bool = False,
+               limit: int | None = None) -> str | None:  # fmt: skip
+    """The text itself (None allowed unless required). Raises InvalidInput naming `field`."""
+    field = field or name
+    if value is None:
+        if required:
+            raise InvalidInput(f"{field} is required")
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be a string, got {type(value).__name__}")
+    top = _max(name, limit)
+    if len(value) > top:
+        raise InvalidInput(f"{field} is {len(value)} characters; the limit is {top}")
+    if (problem := unstorable(value, field)) is not None:
+        raise InvalidInput(problem)
+    if required and not value.strip():
+        raise InvalidInput(f"{field} is empty")
+    return value
+
+
+def check_texts(name: str, item: str, values: object, *, field: str | None = None) -> list[str] | None:
+    """A list of short texts (tags, triggers, entity ids): count and each item's length."""
+    field = field or name
+    if values is None:
+        return None
+    if isinstance(values, str) or not isinstance(values, Sequence):
+        raise InvalidInput(f"{field} must be a list of strings")
+    check_count(name, values, field=field)
+    out = []
+    for i, v in enumerate(values):
+        check_text(item, v, field=f"{field}[{i}]")
+        out.append(str(v))
+    return out
+
+
+def check_count(name: str, values: Sequence[Any], *, field: str | None = None) -> None:
+    top = LIMITS[name][0]
+    if len(values) > top:
+        raise InvalidInput(f"{field or name} has {len(values)} items; the limit is {top}")
+
+
+def check_id(value: object, *, field: str = "id") -> str:
+    """An id argument: a non-empty string of at most LIMITS["id"] characters."""
+    text = check_text("id", value, field=field, required=True)
+    assert text is not None
+    return text

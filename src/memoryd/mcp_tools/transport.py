@@ -1,0 +1,257 @@
+"""Transports that answer every request: malformed lines on stdio and bodies on HTTP get a JSON-RPC error.
+
+The SDK's stdio transport replaces invalid UTF-8 with U+FFFD (so the bytes a client sent are not
+what a tool sees) and drops a line it cannot validate without a reply, so a client that sent a
+lone surrogate (`"\\ud800"`) waits forever. Here every line is checked before the SDK sees it:
+invalid UTF-8 and non-JSON get -32700 (Parse error), a request holding a lone surrogate -32602
+(Invalid params), a message that is not JSON-RPC -32600 (Invalid Request), each with the request's
+id when it has one. The same check guards HTTP POST bodies (`check_message`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, BinaryIO
+
+import anyio
+import anyio.to_thread
+
+from ..limits import SURROGATE
+
+__all__ = ["check_message", "error_reply", "stdio_streams"]
+
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+
+
+def _first_surrogate(value: Any, path: str = "") -> tuple[str, str] | None:
+    """(where, the character) of the first lone surrogate in any key or string of a JSON value."""
+    if isinstance(value, str):
+        m = SURROGATE.search(value)
+        return (path or "message", m.group()) if m else None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            where = f"{path}.{k}" if path else str(k)
+            if isinstance(k, str) and SURROGATE.search(k):
+                return where, SURROGATE.search(k).group()  # type: ignore[union-attr]
+            if (hit := _first_surrogate(v, where)) is not None:
+                return hit
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            if (hit := _first_surrogate(v, f"{path}[{i}]")) is not None:
+                return hit
+    return None
+
+
+def _id_of(obj: Any) -> Any:
+    rid = obj.get("id") if isinstance(obj, dict) else None
+    return rid if isinstance(rid, str | int) and not isinstance(rid, bool) and SURROGATE.search(str(rid)) is None else None
+
+
+def error_reply(rid: Any, code: int, message: str) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}).encode() + b"\n"
+
+
+def check_message(data: bytes) -> tuple[bytes | None, str | None]:
+    """(a JSON-RPC error reply or None, the text to pass on or None) for one message's bytes.
+
+    Neither for a notification that cannot be used (JSON-RPC forbids answering a notification).
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        try:
+            rid = _id_of(json.loads(data.decode("utf-8", "replace")))
+        except ValueError:
+            rid = None
+        return error_reply(rid, PARSE_ERROR, f"Parse error: invalid_input: the message is not valid UTF-8 "
+                                             f"(byte {exc.start}); send UTF-8"), None  # fmt: skip
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        return error_reply(None, PARSE_ERROR, f"Parse error: invalid_input: the message is not JSON ({exc.msg} at "
+                                              f"character {exc.pos})"), None  # fmt: skip
+    items = obj if isinstance(obj, list) else [obj]
+    if not items or not all(isinstance(o, dict) for o in items):
+        return error_reply(None, INVALID_REQUEST, "Invalid Request: invalid_input: a JSON-RPC message is an object"), None
+    for o in items:
+        hit = _first_surrogate(o)
+        if hit is not None:
+            if "method" in o and "id" not in o:
+                return None, None  # a notification: no reply is allowed
+            where, char = hit
+            return error_reply(_id_of(o), INVALID_PARAMS, f"Invalid params: invalid_input: {where} holds a lone "
+                                                          f"surrogate U+{ord(char):04X}; send valid Unicode"), None  # fmt: skip
+    if not isinstance(obj, list):
+        from mcp_types import jsonrpc_message_adapter
+
+        try:
+            jsonrpc_message_adapter.validate_python(obj, by_name=False)
+        except Exception:
+            if "method" in obj and "id" not in obj:
+                return None, None
+            return error_reply(_id_of(obj), INVALID_REQUEST, "Invalid Request: invalid_input: not a JSON-RPC 2.0 "
+                                                             "request, notification or response"), None  # fmt: skip
+    return None, text
+
+
+class _Writer:
+    """The wire's stdout: whole lines, written and flushed at once (the SDK and the checker share it)."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+
+    async def write(self, text: str | bytes) -> None:
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        self._raw.write(data)
+
+    async def flush(self) -> None:
+        self._raw.flush()
+
+
+class _CheckedLines:
+    """stdin as the SDK reads it: only lines that passed `check_message`; the rest are answered here."""
+
+    def __init__(self, raw: BinaryIO, out: _Writer) -> None:
+        self._raw = raw
+        self._out = out
+
+    def __aiter__(self) -> _CheckedLines:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            line = await anyio.to_thread.run_sync(self._raw.readline, abandon_on_cancel=True)
+            if not line:
+                raise StopAsyncIteration
+            if not line.strip():
+                continue
+            reply, text = check_message(line.rstrip(b"\r\n"))
+            if text is not None:
+                return text
+            if reply is not None:
+                await self._out.write(reply)
+                await self._out.flush()
+
+
+@asynccontextmanager
+async def stdio_streams() -> AsyncIterator[tuple[_CheckedLines, _Writer]]:
+    """The process's stdin/stdout as checked streams; fd 0/1 point elsewhere meanwhile.
+
+    Stray output of a library (a print) would corrupt the wire: fd 1 goes to stderr and fd 0 to
+    the null device while serving, as the SDK's own stdio transport does.
+    """
+    sys.stdout.flush()
+    wire_in = os.fdopen(os.dup(0), "rb")
+    wire_out = os.fdopen(os.dup(1), "wb")
+    saved_in, saved_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(2, 1)
+    os.close(null)
+    out = _Writer(wire_out)
+    try:
+        yield _CheckedLines(wire_in, out), out
+    finally:
+        os.dup2(saved_in, 0)
+        os.dup2(saved_out, 1)
+        os.close(saved_in)
+        os.close(saved_out)
+
+
+# -- HTTP ------------------------------------------------------------------------------------------
+
+MIN_TOKEN_CHARS = 32
+MAX_BODY_BYTES = 4 * 1024 * 1024  # a request larger than this is refused before it is read whole
+
+
+def host_of(value: str) -> str:
+    """The host part of a Host header or an Origin, lower case, brackets and port removed."""
+    value = value.strip().lower()
+    if "://" in value:
+        value = value.split("://", 1)[1].split("/", 1)[0]
+    value = value.rsplit("@", 1)[-1]
+    if value.startswith("["):
+        return value[1:].split("]", 1)[0]
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str]) -> Any:
+    """Wrap an ASGI app: Host/Origin allow-list, bearer token (constant time), checked JSON bodies.
+
+    - Host and Origin must name an allowed host (DNS rebinding: a web page cannot reach the server
+      through a name that resolves to it), on every bind address.
+    - With a token, `Authorization: <scheme> <token>` where the scheme is `Bearer` in any case
+      (RFC 7235), compared with hmac.compare_digest.
+    - A POST body must be at most MAX_BODY_BYTES, UTF-8, JSON, free of lone surrogates; otherwise
+      a JSON-RPC error comes back with status 400 (413 when too large).
+    """
+    import hmac
+
+    expected = token.encode() if token else None
+
+    async def send_json(send: Any, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(extra or [])]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        headers = {k.lower(): v for k, v in scope.get("headers", [])}
+        host = headers.get(b"host", b"").decode("latin-1")
+        origin = headers.get(b"origin", b"").decode("latin-1")
+        if host_of(host) not in allowed_hosts or (origin and host_of(origin) not in allowed_hosts):
+            what = f"Host {host!r}" if host_of(host) not in allowed_hosts else f"Origin {origin!r}"
+            body = json.dumps({"error": "forbidden", "message": f"{what} is not allowed; start the server with "
+                               f"--allowed-host NAME to allow it"}).encode()  # fmt: skip
+            await send_json(send, 403, body)
+            return
+        if expected is not None:
+            scheme, _, given = headers.get(b"authorization", b"").strip().partition(b" ")
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), expected):
+                await send_json(send, 401, b'{"error": "unauthorized"}', [(b"www-authenticate", b'Bearer realm="memoryd"')])
+                return
+        if scope.get("method") != "POST":
+            await app(scope, receive, send)
+            return
+        declared = headers.get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            await send_json(send, 413, error_reply(None, INVALID_REQUEST, f"Invalid Request: invalid_input: the body "
+                                                   f"is larger than {MAX_BODY_BYTES} bytes"))  # fmt: skip
+            return
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                await send_json(send, 413, error_reply(None, INVALID_REQUEST, f"Invalid Request: invalid_input: the "
+                                                       f"body is larger than {MAX_BODY_BYTES} bytes"))  # fmt: skip
+                return
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        reply, _ = check_message(body)
+        if reply is not None:
+            await send_json(send, 400, reply.rstrip(b"\n"))
+            return
+        delivered = False
+
+        async def replay() -> Any:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await app(scope, replay, send)
+
+    return guarded

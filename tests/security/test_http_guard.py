@@ -1,0 +1,105 @@
+"""HTTP with a token: Host/Origin allow-list on any bind, long tokens only, constant-time, any-case scheme."""
+
+from __future__ import annotations
+
+import hmac
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from memoryd.mcp_tools import transport
+from memoryd.mcp_tools.transport import http_guard
+
+from ..mcp.clients import SERVER, free_port, http_server
+
+pytestmark = pytest.mark.anyio
+TOKEN = "x9Kq2LmN4pR7sT1vW3yZ5bD8fH0jC6gA"  # 32 characters, for tests only
+INIT = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+}  # fmt: skip
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.parametrize("token", ["x", "s3cret", "a" * 31])
+def test_short_tokens_are_refused_at_start(tmp_path: Path, token: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    r = subprocess.run(
+        [SERVER, "--transport", "http", "--host", "0.0.0.0", "--port", str(free_port())],
+        env={**env, "MEMORYD_HOME": str(tmp_path), "MEMORYD_TOKEN": token}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert r.returncode != 0
+    assert f"MEMORYD_TOKEN is {len(token)} characters; use at least 32" in r.stderr
+
+
+async def test_off_loopback_bind_checks_host_origin_token_and_scheme(tmp_path: Path) -> None:
+    args = ("--profile", "hmg", "--allowed-host", "memoryd.lan")
+    with http_server(tmp_path / "home", tmp_path, *args, host="0.0.0.0", MEMORYD_TOKEN=TOKEN) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with httpx2.AsyncClient() as client:
+            async def post(**headers: str) -> httpx2.Response:
+                return await client.post(url, json=INIT, headers={**HEADERS, **headers})
+
+            good = {"Authorization": f"Bearer {TOKEN}"}
+            assert (await post(**good)).status_code == 200
+            for scheme in ("bearer", "BEARER", "BeArEr"):  # RFC 7235: the scheme is case-insensitive
+                assert (await post(Authorization=f"{scheme} {TOKEN}")).status_code == 200, scheme
+            for bad in ("", f"Basic {TOKEN}", f"Bearer {TOKEN[:-1]}", f"Bearer {TOKEN}x", "Bearer", f"Token {TOKEN}"):
+                r = await post(Authorization=bad)
+                assert r.status_code == 401 and r.json() == {"error": "unauthorized"}, bad
+            for host in ("evil.example", "evil.example:80", "192.0.2.1"):
+                r = await post(**good, Host=host)
+                assert r.status_code == 403 and "is not allowed" in r.json()["message"], host
+            assert (await post(**good, Host=f"memoryd.lan:{port}")).status_code == 200  # --allowed-host
+            assert (await post(**good, Host=f"localhost:{port}")).status_code == 200
+            r = await post(**good, Origin="http://evil.example")
+            assert r.status_code == 403 and "Origin" in r.json()["message"]
+            assert (await post(**good, Origin=f"http://localhost:{port}")).status_code == 200
+
+
+async def test_token_comparison_is_constant_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[bytes, bytes]] = []
+    real = hmac.compare_digest
+
+    def spy(a: Any, b: Any) -> bool:
+        calls.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(hmac, "compare_digest", spy)
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    guarded = http_guard(app, token=TOKEN, allowed_hosts={"testserver"})
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=guarded), base_url="http://testserver") as c:
+        assert (await c.get("/mcp", headers={"Authorization": "Bearer wrong"})).status_code == 401
+        assert (await c.get("/mcp", headers={"Authorization": f"bearer {TOKEN}"})).status_code == 204
+    assert calls == [(b"wrong", TOKEN.encode()), (TOKEN.encode(), TOKEN.encode())]
+
+
+async def test_bad_bodies_get_a_json_rpc_error(tmp_path: Path) -> None:
+    with http_server(tmp_path / "home", tmp_path) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        call = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"mem_search","arguments":{"query":"%s"}}}'
+        async with httpx2.AsyncClient(timeout=20) as client:
+            r = await client.post(url, content=call % b"a\xff\xfeb", headers=HEADERS)
+            assert r.status_code == 400 and r.json()["error"]["code"] == -32700 and r.json()["id"] == 7
+            assert "not valid UTF-8" in r.json()["error"]["message"]
+            r = await client.post(url, content=call % b"a\\ud800b", headers=HEADERS)
+            assert r.status_code == 400 and r.json()["error"]["code"] == -32602 and r.json()["id"] == 7
+            assert "lone surrogate U+D800" in r.json()["error"]["message"]
+            r = await client.post(url, content=b"{not json", headers=HEADERS)
+            assert r.status_code == 400 and r.json()["error"]["code"] == -32700
+            big = b"x" * (transport.MAX_BODY_BYTES + 1)
+            r = await client.post(url, content=big, headers=HEADERS)
+            assert r.status_code == 413 and "larger than" in r.json()["error"]["message"]
