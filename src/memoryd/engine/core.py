@@ -38,7 +38,7 @@ from ..models import (
     Stats,
 )
 from ..scope import infer_scope
-from ..search import fusion
+from ..search import rank
 from ..search.embed import Embedder, make_embedder
 from ..search.tokenize import normalize, to_simplified, tokens
 from ..storage.base import Store
@@ -527,19 +527,52 @@ class EngineCore:
             unknown = [t for t in types if t not in ATOM_TYPES]
             if unknown:
                 raise InvalidInput(f"unknown type(s) {unknown}; expected any of {', '.join(ATOM_TYPES)}")
+        q, cands, stats = self._recall_gather(
+            query, max_results=max_results, include_negated=include_negated, types=types, entity_ids=entity_ids,
+            scope=scope, statuses=statuses,
+        )  # fmt: skip
+        ranked = rank.rank(q, cands, stats)[:max_results]
+        scored = [(score, c.atom_id, signals) for score, c, signals in ranked]
+        atoms = self.store.get_atoms(atom_id for _, atom_id, _ in scored)  # full atoms for the hits only
+        hits = [
+            Hit(atom=atoms[atom_id], score=score, signals={k: round(v, 4) for k, v in signals.items()})
+            for score, atom_id, signals in scored
+            if atom_id in atoms  # deleted between the two reads
+        ]
+        self.store.touch([h.atom.id for h in hits])
+        return RecallResult(hits=hits)
+
+    def _recall_gather(
+        self,
+        query: str,
+        *,
+        max_results: int = 10,
+        include_negated: bool = False,
+        types: Sequence[str] | None = None,
+        entity_ids: Sequence[str] | None = None,
+        scope: Scope | None = None,
+        statuses: Sequence[str] | None = None,
+    ) -> tuple[rank.Query, list[rank.Candidate], tuple[int, dict[str, int]]]:
+        """recall's first half: the query's terms and entities, every candidate with its scoring facts.
+
+        The ranking (`search.rank.rank`) is a pure function of what this returns, so
+        bench/replay.py caches it once and re-ranks offline.
+        """
         statuses = list(statuses or (["active", "negated"] if include_negated else ["active"]))
         current = scope or self.scope
         self._guard_read(current.scope_hash, current.name)
         scopes = self._recall_scopes(scope)
-        q_terms = list(dict.fromkeys(tokens(query, query=True)))
-        q_entities = [e.id for e in extract_entities(query)]
-        boost = list(entity_ids or [])
+        q = rank.Query(
+            text=query, terms=tuple(dict.fromkeys(tokens(query, query=True))),
+            entities=tuple(dict.fromkeys(e.id for e in extract_entities(query))),
+            boost=tuple(dict.fromkeys(entity_ids or [])),
+            cosine_floor=self.embedder.cosine_floor, cosine_ceil=self.embedder.cosine_ceil,
+        )  # fmt: skip
         pool = max(50, max_results * 5)
-
         candidates: dict[str, float | None] = {}
-        total, df = self.store.term_stats(q_terms)
+        stats = self.store.term_stats(rank.stat_terms(q))
         for atom_id in self.store.keyword_candidates(
-            q_terms, scope_hashes=scopes, statuses=statuses, limit=pool, stats=(total, df)
+            list(q.terms), scope_hashes=scopes, statuses=statuses, limit=pool, stats=stats
         ):
             candidates[atom_id] = None
         q_vec = None
@@ -551,46 +584,28 @@ class EngineCore:
             for atom_id, cos in self.store.vector_candidates(q_vec, scope_hashes=scopes, k=pool):
                 candidates[atom_id] = cos
         for atom_id in self.store.atoms_for_entities(
-            list(dict.fromkeys(q_entities + boost)), scope_hashes=scopes, statuses=statuses, limit=pool
+            list(dict.fromkeys(q.entities + q.boost)), scope_hashes=scopes, statuses=statuses, limit=pool
         ):
             candidates.setdefault(atom_id, None)
         if q_vec is not None:
             missing = [i for i, cos in candidates.items() if cos is None]
             candidates.update(self.store.cosines(q_vec, missing))
         facts = self.store.candidate_facts(list(candidates))
-        keyword = fusion.keyword_scorer(q_terms, total, df)
-        floor, ceil = self.embedder.cosine_floor, self.embedder.cosine_ceil
         now = _now()
-        scored: list[tuple[float, str, dict[str, float]]] = []
+        cands: list[rank.Candidate] = []
         for atom_id, cos in candidates.items():
             fact = facts.get(atom_id)
             if fact is None or fact.status not in statuses or fact.scope_hash not in scopes:
                 continue
             if types is not None and fact.type not in types:
                 continue
-            signals = {
-                "keyword": keyword(fact.terms),
-                "semantic": fusion.semantic_score(cos, floor, ceil),
-                "entity": max(
-                    fusion.entity_score(q_entities, fact.entities), fusion.entity_score(boost, fact.entities)
-                ),
-            }
-            score = fusion.fuse(signals) * _DECAY_WEIGHT[decay_state(fact, now)]
-            if fact.status == "negated":
-                score *= 0.8  # shown on request, never above live knowledge
-            score = round(score, 4)
-            if score > 0:
-                scored.append((score, atom_id, signals))
-        scored.sort(key=lambda s: (-s[0], s[1]))
-        scored = scored[:max_results]
-        atoms = self.store.get_atoms(atom_id for _, atom_id, _ in scored)  # full atoms for the hits only
-        hits = [
-            Hit(atom=atoms[atom_id], score=score, signals={k: round(v, 4) for k, v in signals.items()})
-            for score, atom_id, signals in scored
-            if atom_id in atoms  # deleted between the two reads
-        ]
-        self.store.touch([h.atom.id for h in hits])
-        return RecallResult(hits=hits)
+            cands.append(
+                rank.Candidate(
+                    atom_id=atom_id, cos=cos, terms=frozenset(fact.terms), entities=fact.entities, status=fact.status,
+                    type=fact.type, decay=_DECAY_WEIGHT[decay_state(fact, now)],
+                )  # fmt: skip
+            )
+        return q, cands, stats
 
     def history(self, atom_id: str) -> list[Event]:
         """Every audit event of an atom, oldest first. Raises NotFound."""

@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""Offline ranking replay: cache every query's candidates and signals once, re-score in milliseconds.
+
+Why: tuning recall on the real engine costs ~10 minutes per LoCoMo run; the ranking itself is a
+pure function (`memoryd.search.rank`) of what recall gathers. This script
+
+1. `build`: writes each dataset's stores through the real engine (`memorize(gate="trusted")`, as
+   locomo.py / bilingual.py do), then runs the engine's own candidate gathering
+   (`Engine._recall_gather`, the first half of `recall`) for every query with the engine's pool
+   size, and pickles the result (`bench/out/replay/*.pkl`): per query the `rank.Query`, the
+   candidates' `rank.Candidate` rows, and the relevant atom ids. Also the cosine of every turn
+   with a second embedder when asked (`--second wordllama`) for the what-if rows.
+2. `eval`: re-ranks the cache with `rank.rank(...)` under parameter settings, prints the metrics
+   (LoCoMo categories 1-4 R@1/5/10 and MRR; bilingual R@5 overall and cross-lingual; the
+   entity/negation set), and runs the leave-one-conversation-out (LOO) protocol: for each of the
+   7 LoCoMo conversations, pick the parameter setting that maximises R@10 + MRR on the other 6
+   (among the settings that keep the bilingual targets), and score the held-out one with it.
+
+The first `eval` row is the engine's default parameters; bench/locomo.py on the real engine gives
+the same numbers (the check that the replay is faithful).
+
+    .venv/bin/python bench/replay.py build                  # ~3 min (all datasets)
+    .venv/bin/python bench/replay.py eval                   # grid + LOO, ~1 min
+    .venv/bin/python bench/replay.py eval --no-grid         # defaults only
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import pickle
+import sys
+import time
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import _common as C  # noqa: E402
+
+OUT = HERE / "out" / "replay"
+LOCOMO = Path("/work/shared/data/locomo10_dev.json")
+BILINGUAL = HERE / "data" / "bilingual.jsonl"
+ENTNEG = HERE / "data" / "entity_negation.jsonl"
+XLING = ("xling_zh2en", "xling_en2zh")
+
+
+# --------------------------------------------------------------------------- build
+
+
+def _gather_all(eng: Any, queries: list[str]) -> list[Any]:
+    return [eng._recall_gather(q, max_results=10) for q in queries]
+
+
+def build_locomo(emb: Any) -> list[dict[str, Any]]:
+    import locomo as L
+
+    data = json.loads(LOCOMO.read_text())
+    out = []
+    for conv in data:
+        t = time.perf_counter()
+        te = C.fresh_engine(emb)
+        eng = te.engine
+        dia_to_atom: dict[str, str] = {}
+        for dia_id, text in L.turns_of(conv):
+            r = eng.memorize(text, source="user", gate="trusted")
+            if r.atom_id:
+                dia_to_atom[dia_id] = r.atom_id
+        qs = []
+        for qa in conv["qa"]:
+            rel = {dia_to_atom[d] for d in L.evidence_ids(qa) if d in dia_to_atom}
+            if rel:
+                qs.append({"q": qa["question"], "cat": int(qa["category"]), "rel": rel})
+        gathered = _gather_all(eng, [q["q"] for q in qs])
+        texts = {a.id: a.content for a in eng.store.list_atoms(limit=-1)}
+        out.append({"name": conv["sample_id"], "queries": qs, "gathered": gathered, "texts": texts})
+        te.close()
+        print(f"{conv['sample_id']}: {len(texts)} atoms, {len(qs)} questions, {time.perf_counter() - t:.0f}s", flush=True)
+    return out
+
+
+def build_jsonl(emb: Any, path: Path, name: str) -> dict[str, Any]:
+    mems, queries = [], []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            o = json.loads(line)
+            (mems if o["type"] == "memory" else queries).append(o)
+    te = C.fresh_engine(emb)
+    eng = te.engine
+    atom_of: dict[str, str] = {}
+    for m in mems:
+        kw: dict[str, Any] = {}
+        if m.get("kind") in ("decision", "preference", "fact", "playbook", "warning"):
+            kw["type"] = m["kind"]
+        r = eng.memorize(m["text"], source="user", gate="trusted", **kw)
+        assert r.atom_id, (m["id"], r)
+        atom_of[m["id"]] = r.atom_id
+    qs = [{"q": q["text"], "slice": q["slice"], "rel": {atom_of[r] for r in q["relevant"]}, "id": q["id"]} for q in queries]
+    gathered = _gather_all(eng, [q["q"] for q in qs])
+    texts = {a.id: a.content for a in eng.store.list_atoms(limit=-1)}
+    te.close()
+    print(f"{name}: {len(texts)} atoms, {len(qs)} queries", flush=True)
+    return {"name": name, "queries": qs, "gathered": gathered, "texts": texts}
+
+
+def cmd_build(args: argparse.Namespace) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    emb = C.make(args.embedder)
+    want = set(args.only.split(",")) if args.only else {"locomo", "bilingual", "entneg"}
+    if "bilingual" in want:
+        pickle.dump(build_jsonl(emb, BILINGUAL, "bilingual"), (OUT / "bilingual.pkl").open("wb"))
+    if "entneg" in want and ENTNEG.exists():
+        pickle.dump(build_jsonl(emb, ENTNEG, "entneg"), (OUT / "entneg.pkl").open("wb"))
+    if "locomo" in want:
+        pickle.dump(build_locomo(emb), (OUT / "locomo.pkl").open("wb"))
+
+
+# --------------------------------------------------------------------------- eval
+
+
+def _load() -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    for name in ("locomo", "bilingual", "entneg"):
+        p = OUT / f"{name}.pkl"
+        if p.exists():
+            d[name] = pickle.loads(p.read_bytes())
+    return d
+
+
+def rank_ids(gathered: Any, params: Any) -> list[str]:
+    from memoryd.search import rank
+
+    q, cands, stats = gathered
+    return [c.atom_id for _, c, _ in rank.rank(q, cands, stats, params)[:10]]
+
+
+def score_set(items: list[tuple[Any, set[str]]], params: Any) -> dict[str, float]:
+    rows = [C.rank_metrics(rank_ids(g, params), rel) for g, rel in items]
+    return C.mean_metrics(rows)
+
+
+def locomo_items(conv: dict[str, Any], cats: tuple[int, ...] = (1, 2, 3, 4)) -> list[tuple[Any, set[str]]]:
+    return [(g, q["rel"]) for q, g in zip(conv["queries"], conv["gathered"]) if q["cat"] in cats]
+
+
+def jsonl_items(ds: dict[str, Any], slices: tuple[str, ...] | None = None) -> list[tuple[Any, set[str]]]:
+    return [(g, q["rel"]) for q, g in zip(ds["queries"], ds["gathered"]) if slices is None or q["slice"] in slices]
+
+
+def grid() -> list[dict[str, Any]]:
+    """The parameter settings LOO chooses among (few parameters, coarse steps)."""
+    from memoryd.search import rank
+
+    base = rank.DEFAULT
+    out = []
+    for kw_w, sem_w, ent_w in itertools.product(*rank.GRID.values()):
+        out.append(replace(base, **dict(zip(rank.GRID.keys(), (kw_w, sem_w, ent_w)))))
+    return out
+
+
+def evaluate(d: dict[str, Any], params: Any) -> dict[str, Any]:
+    res: dict[str, Any] = {}
+    if "locomo" in d:
+        per = {c["name"]: locomo_items(c) for c in d["locomo"]}
+        res["locomo_per_conv"] = {n: score_set(items, params) for n, items in per.items()}
+        allq = [x for items in per.values() for x in items]
+        res["locomo"] = score_set(allq, params)
+    if "bilingual" in d:
+        res["bilingual"] = score_set(jsonl_items(d["bilingual"]), params)
+        res["bilingual_xling"] = score_set(jsonl_items(d["bilingual"], XLING), params)
+    if "entneg" in d:
+        res["entneg"] = score_set(jsonl_items(d["entneg"]), params)
+    return res
+
+
+def _weighted(per_conv: dict[str, dict[str, float]], counts: dict[str, int], names: list[str], key: str) -> float:
+    n = sum(counts[x] for x in names)
+    return sum(per_conv[x][key] * counts[x] for x in names) / n
+
+
+def cmd_eval(args: argparse.Namespace) -> None:
+    from memoryd.search import rank
+
+    d = _load()
+    t = time.perf_counter()
+    base = evaluate(d, rank.DEFAULT)
+    print(f"defaults ({time.perf_counter() - t:.1f}s): {_line(base)}")
+    if args.no_grid:
+        return
+    settings = grid()
+    results = []
+    for i, p in enumerate(settings):
+        results.append((p, evaluate(d, p)))
+    counts = {c["name"]: len(locomo_items(c)) for c in d["locomo"]}
+    names = list(counts)
+    ok = [
+        (p, r) for p, r in results
+        if r["bilingual"]["any@5"] >= 0.95 and r["bilingual_xling"]["any@5"] >= 0.90
+    ]  # fmt: skip
+    print(f"{len(results)} settings, {len(ok)} keep the bilingual targets")
+    loo: dict[str, dict[str, float]] = {}
+    chosen = {}
+    for held in names:
+        train = [n for n in names if n != held]
+        best = max(ok or results, key=lambda pr: _weighted(pr[1]["locomo_per_conv"], counts, train, "any@10")
+                   + _weighted(pr[1]["locomo_per_conv"], counts, train, "mrr"))  # fmt: skip
+        loo[held] = best[1]["locomo_per_conv"][held]
+        chosen[held] = best[0]
+    agg = {k: _weighted(loo, counts, names, k) for k in ("any@1", "any@5", "any@10", "mrr")}
+    print("LOO:", " ".join(f"{k} {v:.3f}" for k, v in agg.items()))
+    for held, p in chosen.items():
+        print(f"  {held}: {rank.describe(p)}")
+    top = sorted(ok or results, key=lambda pr: -(pr[1]["locomo"]["any@10"] + pr[1]["locomo"]["mrr"]))[:8]
+    for p, r in top:
+        print(f"{rank.describe(p)}: {_line(r)}")
+
+
+def _line(r: dict[str, Any]) -> str:
+    parts = []
+    if "locomo" in r:
+        m = r["locomo"]
+        parts.append(f"LoCoMo R@1 {m['any@1']:.3f} R@5 {m['any@5']:.3f} R@10 {m['any@10']:.3f} MRR {m['mrr']:.3f}")
+    if "bilingual" in r:
+        parts.append(f"bil R@5 {r['bilingual']['any@5']:.3f} xl {r['bilingual_xling']['any@5']:.3f}")
+    if "entneg" in r:
+        parts.append(f"entneg R@5 {r['entneg']['any@5']:.3f}")
+    return " | ".join(parts)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("--embedder", choices=("e5", "use"), default="use")
+    b.add_argument("--only", help="comma-separated: locomo,bilingual,entneg")
+    e = sub.add_parser("eval")
+    e.add_argument("--no-grid", action="store_true")
+    e.add_argument("--json")
+    args = ap.parse_args()
+    {"build": cmd_build, "eval": cmd_eval}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()
