@@ -54,7 +54,15 @@ XLING = ("xling_zh2en", "xling_en2zh")
 
 
 def _gather_all(eng: Any, queries: list[str]) -> list[Any]:
-    return [eng._recall_gather(q, max_results=10) for q in queries]
+    """The engine's own candidates for each query, with the English signal of every candidate."""
+    out = []
+    for text in queries:
+        q, cands, stats = eng._recall_gather(text, max_results=10)
+        if eng.term_embedder is not None and cands:
+            for c, v in zip(cands, eng._english(q, cands)):
+                c.cos_en = v
+        out.append((q, cands, stats))
+    return out
 
 
 def build_locomo(emb: Any) -> list[dict[str, Any]]:
@@ -108,6 +116,26 @@ def build_jsonl(emb: Any, path: Path, name: str) -> dict[str, Any]:
     return {"name": name, "queries": qs, "gathered": gathered, "texts": texts}
 
 
+def cmd_english(args: argparse.Namespace) -> None:
+    """Recompute the English signal of every cached candidate (after a change to the term embedder)."""
+    from memoryd.search.embed import WordLlamaTerms
+
+    w = WordLlamaTerms()
+    for name in ("bilingual", "entneg", "locomo"):
+        p = OUT / f"{name}.pkl"
+        if not p.exists():
+            continue
+        data = pickle.loads(p.read_bytes())
+        for ds in data if isinstance(data, list) else [data]:
+            for q, cands, _ in ds["gathered"]:
+                if cands:
+                    qv = w.query(q.text)
+                    for c, v in zip(cands, w.bags([c.terms for c in cands]) @ qv):
+                        c.cos_en = float(v)
+        p.write_bytes(pickle.dumps(data))
+        print(f"{name}: English signal recomputed", flush=True)
+
+
 def cmd_build(args: argparse.Namespace) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     emb = C.make(args.embedder)
@@ -132,41 +160,84 @@ def _load() -> dict[str, Any]:
     return d
 
 
-def rank_ids(gathered: Any, params: Any) -> list[str]:
-    from memoryd.search import rank
+class Prepared:
+    """One query's features (param-independent) and every candidate's English cosine."""
 
-    q, cands, stats = gathered
-    return [c.atom_id for _, c, _ in rank.rank(q, cands, stats, params)[:10]]
+    def __init__(self, gathered: Any) -> None:
+        from memoryd.search import rank
+
+        q, cands, stats = gathered
+        self.ids = [c.atom_id for c in cands]
+        self.f = rank.features(q, cands, stats)
+        self.cos_en = np.array([np.nan if c.cos_en is None else c.cos_en for c in cands], dtype=float)
+        self.has_en = bool(len(cands)) and not np.isnan(self.cos_en).all()
+
+    def top(self, p: Any, k: int = 10) -> list[str]:
+        from memoryd.search import rank
+
+        if not self.ids:
+            return []
+        scores, _, _ = rank.score(self.f, p, (lambda idx: self.cos_en[idx]) if self.has_en else None)
+        s = np.round(scores, 4)
+        order = sorted(range(len(self.ids)), key=lambda i: (-s[i], self.ids[i]))
+        return [self.ids[i] for i in order[:k] if s[i] > 0]
 
 
-def score_set(items: list[tuple[Any, set[str]]], params: Any) -> dict[str, float]:
-    rows = [C.rank_metrics(rank_ids(g, params), rel) for g, rel in items]
-    return C.mean_metrics(rows)
+def score_set(items: list[tuple[Prepared, set[str]]], params: Any) -> dict[str, float]:
+    return C.mean_metrics([C.rank_metrics(prep.top(params), rel) for prep, rel in items])
 
 
-def locomo_items(conv: dict[str, Any], cats: tuple[int, ...] = (1, 2, 3, 4)) -> list[tuple[Any, set[str]]]:
-    return [(g, q["rel"]) for q, g in zip(conv["queries"], conv["gathered"]) if q["cat"] in cats]
-
-
-def jsonl_items(ds: dict[str, Any], slices: tuple[str, ...] | None = None) -> list[tuple[Any, set[str]]]:
-    return [(g, q["rel"]) for q, g in zip(ds["queries"], ds["gathered"]) if slices is None or q["slice"] in slices]
-
-
-def grid() -> list[dict[str, Any]]:
-    """The parameter settings LOO chooses among (few parameters, coarse steps)."""
-    from memoryd.search import rank
-
-    base = rank.DEFAULT
-    out = []
-    for kw_w, sem_w, ent_w in itertools.product(*rank.GRID.values()):
-        out.append(replace(base, **dict(zip(rank.GRID.keys(), (kw_w, sem_w, ent_w)))))
+def prepare(d: dict[str, Any]) -> dict[str, Any]:
+    """Per dataset the (Prepared, relevant ids, group) of every query."""
+    out: dict[str, Any] = {}
+    if "locomo" in d:
+        out["locomo"] = {
+            c["name"]: [(Prepared(g), q["rel"], q["cat"]) for q, g in zip(c["queries"], c["gathered"])] for c in d["locomo"]
+        }  # fmt: skip
+    for name in ("bilingual", "entneg"):
+        if name in d:
+            out[name] = [(Prepared(g), q["rel"], q["slice"]) for q, g in zip(d[name]["queries"], d[name]["gathered"])]
     return out
 
 
+def locomo_items(rows: list[tuple[Prepared, set[str], int]], cats: tuple[int, ...] = (1, 2, 3, 4)) -> list[Any]:
+    return [(p, rel) for p, rel, cat in rows if cat in cats]
+
+
+def jsonl_items(rows: list[tuple[Prepared, set[str], str]], slices: tuple[str, ...] | None = None) -> list[Any]:
+    return [(p, rel) for p, rel, sl in rows if slices is None or sl in slices]
+
+
+GRID: dict[str, tuple[float, ...]] = {
+    "w_kw": (0.7, 0.8, 0.9),
+    "w_sem": (0.7, 0.85, 1.0),
+    "w_en": (0.3, 0.5, 0.7),
+    "sem_shift": (0.1, 0.2, 0.3),
+    "xling_shift": (-0.15, -0.25, -0.35),
+    "echo": (0.1, 0.2, 0.3),
+    "temporal": (0.1, 0.2, 0.3),
+}
+
+
+def describe(p: Any) -> str:
+    from memoryd.search import rank
+
+    diff = [f"{k}={getattr(p, k)}" for k in rank.Params.__dataclass_fields__ if getattr(p, k) != getattr(rank.DEFAULT, k)]
+    return ", ".join(diff) or "defaults"
+
+
+def grid() -> list[Any]:
+    """The parameter settings LOO chooses among (few parameters, coarse steps around the defaults)."""
+    from memoryd.search import rank
+
+    return [replace(rank.DEFAULT, **dict(zip(GRID, values))) for values in itertools.product(*GRID.values())]
+
+
 def evaluate(d: dict[str, Any], params: Any) -> dict[str, Any]:
+    """Metrics of one parameter setting on the prepared datasets (see `prepare`)."""
     res: dict[str, Any] = {}
     if "locomo" in d:
-        per = {c["name"]: locomo_items(c) for c in d["locomo"]}
+        per = {name: locomo_items(rows) for name, rows in d["locomo"].items()}
         res["locomo_per_conv"] = {n: score_set(items, params) for n, items in per.items()}
         allq = [x for items in per.values() for x in items]
         res["locomo"] = score_set(allq, params)
@@ -186,7 +257,7 @@ def _weighted(per_conv: dict[str, dict[str, float]], counts: dict[str, int], nam
 def cmd_eval(args: argparse.Namespace) -> None:
     from memoryd.search import rank
 
-    d = _load()
+    d = prepare(_load())
     t = time.perf_counter()
     base = evaluate(d, rank.DEFAULT)
     print(f"defaults ({time.perf_counter() - t:.1f}s): {_line(base)}")
@@ -196,7 +267,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
     results = []
     for i, p in enumerate(settings):
         results.append((p, evaluate(d, p)))
-    counts = {c["name"]: len(locomo_items(c)) for c in d["locomo"]}
+    counts = {name: len(locomo_items(rows)) for name, rows in d["locomo"].items()}
     names = list(counts)
     ok = [
         (p, r) for p, r in results
@@ -214,10 +285,10 @@ def cmd_eval(args: argparse.Namespace) -> None:
     agg = {k: _weighted(loo, counts, names, k) for k in ("any@1", "any@5", "any@10", "mrr")}
     print("LOO:", " ".join(f"{k} {v:.3f}" for k, v in agg.items()))
     for held, p in chosen.items():
-        print(f"  {held}: {rank.describe(p)}")
+        print(f"  {held}: {describe(p)}")
     top = sorted(ok or results, key=lambda pr: -(pr[1]["locomo"]["any@10"] + pr[1]["locomo"]["mrr"]))[:8]
     for p, r in top:
-        print(f"{rank.describe(p)}: {_line(r)}")
+        print(f"{describe(p)}: {_line(r)}")
 
 
 def _line(r: dict[str, Any]) -> str:
@@ -238,11 +309,12 @@ def main() -> None:
     b = sub.add_parser("build")
     b.add_argument("--embedder", choices=("e5", "use"), default="use")
     b.add_argument("--only", help="comma-separated: locomo,bilingual,entneg")
+    sub.add_parser("english", help="recompute the cached English signal only")
     e = sub.add_parser("eval")
     e.add_argument("--no-grid", action="store_true")
     e.add_argument("--json")
     args = ap.parse_args()
-    {"build": cmd_build, "eval": cmd_eval}[args.cmd](args)
+    {"build": cmd_build, "english": cmd_english, "eval": cmd_eval}[args.cmd](args)
 
 
 if __name__ == "__main__":

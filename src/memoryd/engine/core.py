@@ -39,7 +39,8 @@ from ..models import (
 )
 from ..scope import infer_scope
 from ..search import rank
-from ..search.embed import Embedder, make_embedder
+from ..search.embed import Embedder, TermEmbedder, make_embedder
+from ..search.embed import term_embedder as make_term_embedder
 from ..search.tokenize import normalize, to_simplified, tokens
 from ..storage.base import Store
 from ..storage.sqlite import SqliteStore, _iso, chain_hash, content_hash
@@ -53,6 +54,8 @@ __all__ = ["EngineCore", "GATES", "PLACEHOLDERS", "visible_content"]
 
 # `_persist(vector=...)` default: call the model for this one atom.
 _EMBED: Any = object()
+# `Engine.open(term_embedder=...)` default: the one the settings name.
+_FROM_SETTINGS: Any = object()
 
 # Write gates of `memorize`: "hold" keeps every admitted save pending (transcript observations).
 GATES = ("admit", "review", "hold", "trusted")
@@ -97,11 +100,13 @@ class EngineCore:
     """
 
     def __init__(
-        self, settings: Settings, store: Store, embedder: Embedder, scope: Scope, *, enforce_sensitive: bool = False
+        self, settings: Settings, store: Store, embedder: Embedder, scope: Scope, *, enforce_sensitive: bool = False,
+        term_embedder: TermEmbedder | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.embedder = embedder
+        self.term_embedder = term_embedder  # recall's English signal (None: left out)
         self.scope = scope
         self.enforce_sensitive = enforce_sensitive
         self.vault_root = settings.home / "vault"
@@ -114,11 +119,14 @@ class EngineCore:
         cwd: str | Path | None = None,
         embedder: Embedder | None = None,
         enforce_sensitive: bool = False,
+        term_embedder: TermEmbedder | None = _FROM_SETTINGS,
     ) -> Self:
         """Open the store named by `settings` (default: environment) for the scope of `cwd`.
 
         `enforce_sensitive` makes every read of a sensitive scope without a grant raise
         AuthorizationRequired (agent surfaces set it; a person at the CLI is the authority).
+        `term_embedder`: recall's English signal; by default the one `settings.term_embedder` names,
+        left out when the main embedder is the hashing fake (tests that need no model).
         """
         settings = settings or Settings()
         store: Store
@@ -128,9 +136,11 @@ class EngineCore:
             store = PostgresStore(settings.db, busy_timeout_ms=settings.busy_timeout_ms)
         else:
             store = SqliteStore(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms, ann_min=settings.ann_min)
+        embedder = embedder or make_embedder(settings.embedder)
+        if term_embedder is _FROM_SETTINGS:
+            term_embedder = None if embedder.name == "hash" else make_term_embedder(settings.term_embedder)
         return cls(
-            settings, store, embedder or make_embedder(settings.embedder), infer_scope(cwd),
-            enforce_sensitive=enforce_sensitive,
+            settings, store, embedder, infer_scope(cwd), enforce_sensitive=enforce_sensitive, term_embedder=term_embedder
         )  # fmt: skip
 
     def close(self) -> None:
@@ -531,7 +541,8 @@ class EngineCore:
             query, max_results=max_results, include_negated=include_negated, types=types, entity_ids=entity_ids,
             scope=scope, statuses=statuses,
         )  # fmt: skip
-        ranked = rank.rank(q, cands, stats)[:max_results]
+        ranked = rank.rank(q, cands, stats, english=self._english if self.term_embedder is not None else None)
+        ranked = ranked[:max_results]
         scored = [(score, c.atom_id, signals) for score, c, signals in ranked]
         atoms = self.store.get_atoms(atom_id for _, atom_id, _ in scored)  # full atoms for the hits only
         hits = [
@@ -541,6 +552,16 @@ class EngineCore:
         ]
         self.store.touch([h.atom.id for h in hits])
         return RecallResult(hits=hits)
+
+    def _english(self, q: rank.Query, cands: Sequence[rank.Candidate]) -> list[float | None]:
+        """Cosines of the English term embedder (`search.embed.WordLlamaTerms`) for these candidates."""
+        assert self.term_embedder is not None
+        try:
+            q_vec = self.term_embedder.query(q.text)
+            return [float(x) for x in self.term_embedder.bags([c.terms for c in cands]) @ q_vec]
+        except Exception:  # a broken second model must not break recall
+            log.exception("English term embedding failed; ranked without it")
+            return [None] * len(cands)
 
     def _recall_gather(
         self,
@@ -602,7 +623,8 @@ class EngineCore:
             cands.append(
                 rank.Candidate(
                     atom_id=atom_id, cos=cos, terms=frozenset(fact.terms), entities=fact.entities, status=fact.status,
-                    type=fact.type, decay=_DECAY_WEIGHT[decay_state(fact, now)],
+                    type=fact.type, decay=_DECAY_WEIGHT[decay_state(fact, now)], epistemic=fact.epistemic,
+                    polarity=fact.polarity,
                 )  # fmt: skip
             )
         return q, cands, stats

@@ -53,6 +53,7 @@ class CandidateFacts:
     last_accessed_at: datetime | None
     terms: tuple[str, ...]  # the keyword terms indexed for the atom
     entities: tuple[str, ...]
+    polarity: str = "affirmative"  # issue 12 (recall): negation queries prefer negative memories
 
 
 class StoreTx(Protocol):

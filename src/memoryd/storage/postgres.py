@@ -589,14 +589,14 @@ class PostgresStore:
         rows = self._rows(
             "SELECT a.id, a.status, a.scope_hash, a.type, a.epistemic, a.updated_at, a.last_accessed_at,"
             " coalesce(tsvector_to_array(a.kw), '{}'),"
-            " ARRAY(SELECT e.dst FROM edges e WHERE e.src = a.id AND e.kind = 'mentions')"
+            " ARRAY(SELECT e.dst FROM edges e WHERE e.src = a.id AND e.kind = 'mentions'), a.polarity"
             " FROM atoms a WHERE a.id = ANY(%s::text[])",
             (ids,),
         )
         return {
             r[0]: CandidateFacts(
                 status=r[1], scope_hash=r[2], type=r[3], epistemic=r[4], updated_at=r[5], last_accessed_at=r[6],
-                terms=tuple(r[7]), entities=tuple(r[8]),
+                terms=tuple(r[7]), entities=tuple(r[8]), polarity=r[9],
             )  # fmt: skip
             for r in rows
         }

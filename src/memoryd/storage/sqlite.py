@@ -497,7 +497,8 @@ class SqliteStore:
             return {}
         with self._lock:
             rows = self._execute(
-                "SELECT a.id, a.status, a.scope_hash, a.type, a.epistemic, a.updated_at, a.last_accessed_at, f.terms"
+                "SELECT a.id, a.status, a.scope_hash, a.type, a.epistemic, a.updated_at, a.last_accessed_at, f.terms,"
+                " a.polarity"
                 f" FROM atoms a LEFT JOIN atom_fts f ON f.rowid = a.seq WHERE a.id IN ({_placeholders(ids)})",
                 ids,
             ).fetchall()
@@ -506,7 +507,7 @@ class SqliteStore:
             r[0]: CandidateFacts(
                 status=r[1], scope_hash=r[2], type=r[3], epistemic=r[4], updated_at=_parse_time(r[5]),
                 last_accessed_at=_parse_time(r[6]) if r[6] else None, terms=tuple((r[7] or "").split()),
-                entities=tuple(ents[r[0]]),
+                entities=tuple(ents[r[0]]), polarity=r[8],
             )  # fmt: skip
             for r in rows
         }
