@@ -167,17 +167,31 @@ class Prepared:
         from memoryd.search import rank
 
         q, cands, stats = gathered
+        self._gathered = gathered
+        self._by_power: dict[float, Any] = {}
         self.ids = [c.atom_id for c in cands]
         self.f = rank.features(q, cands, stats)
         self.cos_en = np.array([np.nan if c.cos_en is None else c.cos_en for c in cands], dtype=float)
         self.has_en = bool(len(cands)) and not np.isnan(self.cos_en).all()
+        self.all_ids: list[str] = []  # the dataset's atom ids in write order (for neighbour checks)
+
+    def features(self, p: Any) -> Any:
+        """The features under `p.idf_power` (the only parameter they depend on), computed once each."""
+        from memoryd.search import rank
+
+        if p.idf_power == rank.DEFAULT.idf_power:
+            return self.f
+        if p.idf_power not in self._by_power:
+            self._by_power[p.idf_power] = rank.features(*self._gathered, idf_power=p.idf_power)
+        return self._by_power[p.idf_power]
 
     def top(self, p: Any, k: int = 10) -> list[str]:
         from memoryd.search import rank
 
         if not self.ids:
             return []
-        scores, _, _ = rank.score(self.f, p, (lambda idx: self.cos_en[idx]) if self.has_en else None)
+        f = self.features(p)
+        scores, _, _ = rank.score(f, p, (lambda idx: self.cos_en[idx]) if self.has_en else None)
         s = np.round(scores, 4)
         order = sorted(range(len(self.ids)), key=lambda i: (-s[i], self.ids[i]))
         return [self.ids[i] for i in order[:k] if s[i] > 0]
@@ -291,6 +305,85 @@ def cmd_eval(args: argparse.Namespace) -> None:
         print(f"{describe(p)}: {_line(r)}")
 
 
+MODES = ("not in candidates", "question echo", "neighbour near-duplicate", "over-weighted entities", "temporal",
+         "negation", "cross-lingual pull", "other")  # fmt: skip
+
+
+def classify_miss(prep: Prepared, rel: set[str], order: list[str], p: Any, text: str) -> list[str]:
+    """Failure modes (issue 12) of one query whose evidence is not in the top 10; several can apply.
+
+    - not in candidates: no evidence among recall's candidates (keyword, vector, entity, replies);
+    - question echo: a question/guess memory sharing query terms is in the top 3;
+    - neighbour near-duplicate: a top-3 hit was saved within 2 memories of an evidence memory;
+    - over-weighted entities: a top-3 hit matches a query entity the evidence lacks;
+    - temporal / negation: a "when …" / negated query;
+    - cross-lingual pull: the evidence is in the other language and a top-3 hit in the query's;
+    - other: none of these (mostly a vocabulary gap: the answer shares few words with the question).
+    """
+    from memoryd.search import rank
+
+    f, idx = prep.f, {a: i for i, a in enumerate(prep.ids)}
+    ev = [idx[a] for a in rel if a in idx]
+    top3 = [idx[a] for a in order[:3]]
+    modes = []
+    if not ev:
+        modes.append("not in candidates")
+    if any(f.possible[i] and f.kw[i] > 0 for i in top3):
+        modes.append("question echo")
+    pos = {a: k for k, a in enumerate(prep.all_ids)} if prep.all_ids else {}
+    if pos and any(abs(pos[order[k]] - pos[a]) <= 2 for k in range(min(3, len(order))) for a in rel if a in pos):
+        modes.append("neighbour near-duplicate")
+    if ev and any(f.ent[i] > max(f.ent[j] for j in ev) for i in top3):
+        modes.append("over-weighted entities")
+    if f.is_when or rank._WHEN.search(text):
+        modes.append("temporal")
+    if f.is_negated:
+        modes.append("negation")
+    if ev and any(f.cross[j] > 0.5 for j in ev) and any(f.cross[i] < 0.5 for i in top3):
+        modes.append("cross-lingual pull")
+    if not modes:
+        modes.append("other")
+    return modes
+
+
+def cmd_misses(args: argparse.Namespace) -> None:
+    """Classify the top-10 misses (LoCoMo categories 1-4, bilingual, entity/negation) by failure mode."""
+    from memoryd.search import rank
+
+    raw = _load()
+    d = prepare(raw)
+    out: dict[str, Any] = {}
+    sets = []
+    if "locomo" in d:
+        for conv in raw["locomo"]:
+            order_ids = sorted(conv["texts"])  # ULIDs: write order
+            for (prep, rel, cat), q in zip(d["locomo"][conv["name"]], conv["queries"]):
+                if cat in (1, 2, 3, 4):
+                    prep.all_ids = order_ids
+                    sets.append(("locomo", prep, rel, q["q"], 10))
+    for name in ("bilingual", "entneg"):
+        if name in d:
+            for (prep, rel, _), q in zip(d[name], raw[name]["queries"]):
+                sets.append((name, prep, rel, q["q"], 5))
+    examples: dict[str, list[str]] = defaultdict(list)
+    for name, prep, rel, text, k in sets:
+        order = prep.top(rank.DEFAULT, 10)
+        if set(order[:k]) & rel:
+            continue
+        modes = classify_miss(prep, rel, order, rank.DEFAULT, text)
+        res = out.setdefault(name, {"misses": 0, **dict.fromkeys(MODES, 0)})
+        res["misses"] += 1
+        for m in modes:
+            res[m] += 1
+        if len(examples[f"{name}:{modes[0]}"]) < 2:
+            examples[f"{name}:{modes[0]}"].append(text)
+    print(f"misses (not in the top 10 for LoCoMo, top 5 for the others) by failure mode; a miss can have several")
+    print(C.table(["set", "misses", *MODES], [[n, r["misses"], *(r[m] for m in MODES)] for n, r in out.items()]))
+    for k, v in examples.items():
+        print(f"  e.g. {k}: {' | '.join(v)}")
+    C.write_json(args.json, {"misses": out, "examples": examples})
+
+
 def _line(r: dict[str, Any]) -> str:
     parts = []
     if "locomo" in r:
@@ -310,11 +403,13 @@ def main() -> None:
     b.add_argument("--embedder", choices=("e5", "use"), default="use")
     b.add_argument("--only", help="comma-separated: locomo,bilingual,entneg")
     sub.add_parser("english", help="recompute the cached English signal only")
+    m = sub.add_parser("misses", help="classify the misses by failure mode")
+    m.add_argument("--json")
     e = sub.add_parser("eval")
     e.add_argument("--no-grid", action="store_true")
     e.add_argument("--json")
     args = ap.parse_args()
-    {"build": cmd_build, "english": cmd_english, "eval": cmd_eval}[args.cmd](args)
+    {"build": cmd_build, "english": cmd_english, "eval": cmd_eval, "misses": cmd_misses}[args.cmd](args)
 
 
 if __name__ == "__main__":

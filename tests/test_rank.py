@@ -150,3 +150,56 @@ def test_recall_prefers_the_negated_alternative_for_a_negated_query(engine: Engi
     hits = engine.recall("which database did we decide not to use").hits
     assert hits[0].atom.id == target.atom_id, [h.atom.content for h in hits[:3]]
     assert hits[0].signals.get("cues", 1.0) > 1.0
+
+
+def test_a_matching_question_passes_part_of_its_score_to_the_turn_saved_after_it() -> None:
+    ask = _c(1, "Where did you get that camera?", cos=0.5, epistemic="possible", next_id="a02")
+    reply = _c(2, "Oh, a flea market in Lisbon, for 20 euros!", cos=0.1)
+    other = _c(3, "My camera takes great photos of the sea", cos=0.2)
+    q = _q("Where did Melanie get her camera?")
+    hits = rank.rank(q, [ask, reply, other], _stats([ask, reply, other]))
+    by_id = {c.atom_id: (s, sig) for s, c, sig in hits}
+    assert by_id["a02"][1]["reply"] == pytest.approx(0.9 * by_id["a01"][0], abs=1e-4)
+    assert [c.atom_id for _, c, _ in hits][:2] == ["a01", "a02"]
+    off = rank.rank(q, [ask, reply, other], _stats([ask, reply, other]), rank.Params(reply=0.0))
+    assert "a02" not in [c.atom_id for _, c, _ in off[:2]]
+    statement = _c(1, "I got that camera in Lisbon", cos=0.5, next_id="a02")  # not a question: passes nothing
+    assert "reply" not in {k for _, c, sig in rank.rank(q, [statement, reply], _stats([statement, reply])) for k in sig}
+
+
+def test_successors_are_the_next_memory_of_the_same_scope_within_the_window(engine: Engine) -> None:
+    import time
+
+    from memoryd.models import Scope
+
+    a = engine.memorize("Melanie: where did you get that camera?", gate="trusted").atom_id
+    other_scope = Scope(tenant_id=engine.scope.tenant_id, workspace="other", repository="elsewhere")
+    engine.memorize("Someone else's note in another repository", gate="trusted", scope=other_scope)
+    b = engine.memorize("Caroline: at a flea market in Lisbon", gate="trusted").atom_id
+    c = engine.memorize("Melanie: nice, I love Lisbon", gate="trusted").atom_id
+    assert a and b and c
+    assert engine.store.successors([a, b, c], statuses=["active"], within_seconds=3600) == {a: b, b: c}
+    time.sleep(0.05)
+    d = engine.memorize("Caroline: much later", gate="trusted").atom_id
+    assert engine.store.successors([c], statuses=["active"], within_seconds=0.01) == {}
+    assert engine.store.successors([c], statuses=["active"], within_seconds=3600) == {c: d}
+    engine.correct(d, "negate", "not true")
+    assert engine.store.successors([c], statuses=["active"], within_seconds=3600) == {}
+    assert engine.store.successors([c], statuses=["active", "negated"], within_seconds=3600) == {c: d}
+    assert engine.store.successors([], statuses=["active"], within_seconds=3600) == {}
+
+
+def test_recall_returns_the_reply_to_a_question_that_echoes_the_query(engine: Engine) -> None:
+    turns = [
+        "Caroline: I finally finished the painting for the art show!",
+        "Melanie: Wow, where did you get the canvas for it?",
+        "Caroline: From the little shop next to the harbour, they cut it to size.",
+        "Melanie: I should go there for my pottery glaze too.",
+        "Caroline: The art show opens on Friday at the community centre.",
+    ]
+    ids = [engine.memorize(t, gate="trusted").atom_id for t in turns]
+    hits = engine.recall("Where did Caroline get the canvas?").hits
+    top = [h.atom.id for h in hits[:2]]
+    assert ids[2] in top, [h.atom.content for h in hits[:3]]
+    reply = next(h for h in hits if h.atom.id == ids[2])
+    assert reply.signals.get("reply", 0) > 0

@@ -68,6 +68,8 @@ PLACEHOLDERS = {
     "tombstoned": "[tombstoned: content destroyed]",
 }
 _CJK = re.compile(r"[\u3400-\u9fff]")
+# A reply counts as one when it was saved within this long after the question (Store.successors).
+_REPLY_WINDOW_S = 3600.0
 # Soft-forgotten memories rank lower but are never dropped from recall.
 _DECAY_WEIGHT = {"fresh": 1.0, "stale": 0.95, "soft_forgotten": 0.85}
 
@@ -612,6 +614,15 @@ class EngineCore:
             missing = [i for i, cos in candidates.items() if cos is None]
             candidates.update(self.store.cosines(q_vec, missing))
         facts = self.store.candidate_facts(list(candidates))
+        # A question's reply, the memory saved right after it, joins the candidates: the ranking
+        # passes it part of the question's score (a conversation answers in the next turn).
+        asks = [i for i, f in facts.items() if f.epistemic == "possible" and f.status in statuses]
+        nexts = self.store.successors(asks, statuses=statuses, within_seconds=_REPLY_WINDOW_S) if asks else {}
+        new = [n for n in dict.fromkeys(nexts.values()) if n not in candidates]
+        if new:
+            new_cos = self.store.cosines(q_vec, new) if q_vec is not None else {}
+            candidates.update({n: new_cos.get(n) for n in new})
+            facts.update(self.store.candidate_facts(new))
         now = _now()
         cands: list[rank.Candidate] = []
         for atom_id, cos in candidates.items():
@@ -624,7 +635,7 @@ class EngineCore:
                 rank.Candidate(
                     atom_id=atom_id, cos=cos, terms=frozenset(fact.terms), entities=fact.entities, status=fact.status,
                     type=fact.type, decay=_DECAY_WEIGHT[decay_state(fact, now)], epistemic=fact.epistemic,
-                    polarity=fact.polarity,
+                    polarity=fact.polarity, next_id=nexts.get(atom_id),
                 )  # fmt: skip
             )
         return q, cands, stats

@@ -6,7 +6,9 @@ the features of every benchmark query once and re-fuses them in milliseconds, so
 here is chosen by leave-one-conversation-out validation on the dev sets (bench/RESULTS.md).
 
 Signals:
-- keyword: IDF-weighted share of the query's terms the memory holds (1.0 = all of them);
+- keyword: IDF-weighted share of the query's words the memory holds (1.0 = all of them); an
+  identifier and its parts (`billing-exporter`, `bill`, `export`) are one word, weighted by its
+  most specific form, so a compound name is not counted once per part;
 - semantic: the main embedder's cosine, mapped linearly from a floor to a ceiling. The band
   depends on the languages: a Chinese query against an English memory (or back) gets a band
   `xling_shift` lower than a same-language pair, because the model places cross-lingual
@@ -16,12 +18,19 @@ Signals:
 - entity: share of the query's entities the memory mentions, each weighted by its rarity (the
   IDF of its name, 1.0 for a name only one memory holds), so a common entity is weak evidence.
 
-Fusion is a noisy-OR: one strong signal is enough for a good score, agreeing signals push it
-towards 1.0. Then query cues multiply: a memory that is a question or a guess is demoted when
-the query is a question ("question echo"), a "when …" query favours memories with a relative time
-word, a negated query ("which X did we decide not to use") favours negative memories or ones
+Fusion is a noisy-OR of keyword, semantic and entity evidence: one strong signal is enough for a
+good score, agreeing signals push it towards 1.0. The two semantic signals measure the same thing
+with two models, so only the stronger of them counts (adding both over-counted memories that
+merely resemble the query's wording). Keyword words weigh IDF**`idf_power` (1.5): a word only one
+memory holds outweighs a common entity name, as a unique name should.
+
+Then query cues multiply: a memory that is a question or a guess is demoted when the query is a
+question ("question echo"), a "when …" query favours memories with a relative time word, a
+negated query ("which X did we decide not to use") favours negative memories or ones
 holding a negation cue (stored polarity, or 不用 / not / instead … in the terms). Decay and
-the negated status multiply last.
+the negated status multiply last. Finally a question among the best candidates passes `reply`
+of its score to the memory saved right after it in its scope (a conversation answers in the
+next turn; the question itself only echoes the query's words).
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .tokenize import tokens
+from .tokenize import term_groups, tokens
 
 __all__ = [
     "DEFAULT", "Candidate", "Features", "Params", "Query", "features", "fuse", "rank", "score", "stat_terms",
@@ -62,6 +71,7 @@ class Candidate:
     epistemic: str = "actual"
     polarity: str = "affirmative"
     cos_en: float | None = None  # English term-embedder cosine, filled by `rank` when asked
+    next_id: str | None = None  # the memory saved right after this one in its scope (see Store.successors)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +88,9 @@ class Params:
     echo: float = 0.20  # demotion of question / guess memories for a question
     temporal: float = 0.20  # promotion of memories with a relative time word for a "when" query
     negation: float = 0.20  # promotion of negative memories for a negated query
+    idf_power: float = 1.5  # keyword words weigh IDF**power: rare words (a unique name) count for more
+    reply: float = 0.90  # share of a matching question's score passed to the memory saved after it
+    reply_top: int = 5  # ... for the questions among this many best candidates
 
 
 DEFAULT = Params()
@@ -102,6 +115,7 @@ class Features:
     is_when: bool
     is_negated: bool
     cos_en: np.ndarray = field(default_factory=lambda: np.zeros(0))  # nan where not computed
+    next_idx: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))  # successor's index, -1 none
 
 
 def _idf(total: int, df: int) -> float:
@@ -158,17 +172,24 @@ _NEG_TERMS = frozenset(
 ) | {"不用", "不要", "不再", "不能", "不是", "没有", "别用", "放弃", "弃用", "禁止", "拒绝", "避免", "不会", "不得", "严禁"}
 
 
-def features(q: Query, cands: Sequence[Candidate], stats: tuple[int, Mapping[str, int]]) -> Features:
+def features(
+    q: Query, cands: Sequence[Candidate], stats: tuple[int, Mapping[str, int]], idf_power: float = DEFAULT.idf_power
+) -> Features:
     total, df = stats
     n = len(cands)
-    idf = {t: _idf(total, df.get(t, 0)) for t in q.terms}
-    denom = sum(idf.values())
+    # One unit of evidence per query word: an identifier and its parts count once, weighted by
+    # the IDF of its most specific form; a memory holding only a part gets that part's IDF.
+    idf = {t: _idf(total, df.get(t, 0)) ** idf_power for t in q.terms}
+    groups = [[(t, idf[t]) for t in g if t in idf] for g in dict.fromkeys(term_groups(q.text))]
+    groups = [g for g in groups if g]
+    denom = sum(max(w for _, w in g) for g in groups)
     kw = np.zeros(n)
     if denom:
         for i, c in enumerate(cands):
-            kw[i] = sum(w for t, w in idf.items() if t in c.terms) / denom
+            kw[i] = sum(max((w for t, w in g if t in c.terms), default=0.0) for g in groups) / denom
     zq = _zh_share(q.terms)
     zd = np.array([_zh_share(c.terms) for c in cands])
+    index = {c.atom_id: i for i, c in enumerate(cands)}
     ent = np.zeros(n)
     top_idf = _idf(total, 1) or 1.0
     for group in (q.entities, q.boost):
@@ -192,6 +213,7 @@ def features(q: Query, cands: Sequence[Candidate], stats: tuple[int, Mapping[str
         is_when=bool(_WHEN.search(q.text)),
         is_negated=bool(_NEG_QUERY.search(q.text)),
         cos_en=np.array([np.nan if c.cos_en is None else c.cos_en for c in cands], dtype=float),
+        next_idx=np.array([index.get(c.next_id, -1) if c.next_id else -1 for c in cands], dtype=int),
     )
 
 
@@ -215,10 +237,11 @@ def fuse(f: Features, p: Params = DEFAULT, *, english: bool = True) -> tuple[np.
     floor = f.floor + p.sem_shift + p.xling_shift * f.cross
     ceil = f.ceil + p.sem_shift + p.xling_shift * f.cross
     signals = {"keyword": f.kw, "semantic": _band(f.cos, floor, ceil), "entity": f.ent}
-    miss = (1.0 - p.w_kw * signals["keyword"]) * (1.0 - p.w_sem * signals["semantic"]) * (1.0 - p.w_ent * f.ent)
+    semantic = p.w_sem * signals["semantic"]
     if english and p.w_en and len(f.cos_en) == len(f.kw):
         signals["semantic_en"] = f.latin * _band(f.cos_en, p.en_floor, p.en_ceil)
-        miss = miss * (1.0 - p.w_en * signals["semantic_en"])
+        semantic = np.maximum(semantic, p.w_en * signals["semantic_en"])  # two views of one thing: the stronger
+    miss = (1.0 - p.w_kw * f.kw) * (1.0 - semantic) * (1.0 - p.w_ent * f.ent)
     score = np.minimum(1.0, (1.0 - miss) * _cues(f, p)) * f.decay
     return score, signals
 
@@ -238,6 +261,15 @@ def score(
         if top:
             f.cos_en[top] = [np.nan if v is None else v for v in english(top)]
     scores, signals = fuse(f, p, english=english is not None and bool(p.w_en))
+    if p.reply and len(f.next_idx) == len(scores):
+        passed = np.zeros(len(scores))
+        for i in np.argsort(-scores, kind="stable")[: p.reply_top]:
+            j = f.next_idx[i]
+            if scores[i] > 0 and f.possible[i] and j >= 0:
+                passed[j] = max(passed[j], p.reply * scores[i])
+        if passed.any():
+            signals["reply"] = passed
+            scores = np.maximum(scores, passed)
     return scores, signals, _cues(f, p)
 
 
@@ -254,14 +286,14 @@ def rank(
     """
     if not cands:
         return []
-    f = features(q, cands, stats)
+    f = features(q, cands, stats, p.idf_power)
     ask = None if english is None else (lambda idx: english(q, [cands[i] for i in idx]))
     scores, signals, cue = score(f, p, ask)
     out = []
     for i, c in enumerate(cands):
         s = round(float(scores[i]), 4)
         if s > 0:
-            sig = {k: float(v[i]) for k, v in signals.items()}
+            sig = {k: float(v[i]) for k, v in signals.items() if k != "reply" or v[i] > 0}
             if cue[i] != 1.0:
                 sig["cues"] = float(cue[i])  # echo / temporal / negation multiplier applied
             out.append((s, c, sig))

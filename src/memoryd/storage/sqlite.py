@@ -10,7 +10,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -511,6 +511,32 @@ class SqliteStore:
             )  # fmt: skip
             for r in rows
         }
+
+    # -- issue 12 (recall): the memory saved right after another one -------------------------------
+
+    def successors(self, atom_ids: Sequence[str], *, statuses: Sequence[str], within_seconds: float) -> dict[str, str]:
+        ids = list(dict.fromkeys(atom_ids))
+        if not ids or not statuses:
+            return {}
+        out: dict[str, str] = {}
+        with self._lock:
+            rows = self._execute(
+                f"SELECT id, scope_hash, created_at FROM atoms WHERE id IN ({_placeholders(ids)})", ids
+            ).fetchall()
+            for atom_id, scope_hash, created in rows:
+                until = _iso(_parse_time(created) + timedelta(seconds=within_seconds))
+                found = []
+                for status in statuses:  # one seek each on atoms_scope_status (scope_hash, status, created_at)
+                    r = self._execute(
+                        "SELECT created_at, id FROM atoms WHERE scope_hash = ? AND status = ? AND created_at > ?"
+                        " AND created_at <= ? ORDER BY created_at LIMIT 1",
+                        (scope_hash, status, created, until),
+                    ).fetchone()
+                    if r:
+                        found.append((r[0], r[1]))
+                if found:
+                    out[atom_id] = min(found)[1]
+        return out
 
     def atoms_for_entities(
         self, entity_ids: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str], limit: int
