@@ -223,13 +223,12 @@ def jsonl_items(rows: list[tuple[Prepared, set[str], str]], slices: tuple[str, .
 
 
 GRID: dict[str, tuple[float, ...]] = {
-    "w_kw": (0.7, 0.8, 0.9),
-    "w_sem": (0.7, 0.85, 1.0),
-    "w_en": (0.3, 0.5, 0.7),
+    "w_en": (0.3, 0.5),
     "sem_shift": (0.1, 0.2, 0.3),
-    "xling_shift": (-0.15, -0.25, -0.35),
-    "echo": (0.1, 0.2, 0.3),
-    "temporal": (0.1, 0.2, 0.3),
+    "echo": (0.0, 0.1, 0.2),
+    "temporal": (0.2, 0.4),
+    "reply": (0.0, 0.8, 0.9),
+    "idf_power": (1.0, 1.5, 2.0),
 }
 
 
@@ -274,7 +273,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
     d = prepare(_load())
     t = time.perf_counter()
     base = evaluate(d, rank.DEFAULT)
-    print(f"defaults ({time.perf_counter() - t:.1f}s): {_line(base)}")
+    print(f"defaults ({describe(rank.DEFAULT)}; {time.perf_counter() - t:.1f}s): {_line(base)}")
     if args.no_grid:
         return
     settings = grid()
@@ -300,9 +299,20 @@ def cmd_eval(args: argparse.Namespace) -> None:
     print("LOO:", " ".join(f"{k} {v:.3f}" for k, v in agg.items()))
     for held, p in chosen.items():
         print(f"  {held}: {describe(p)}")
+    print("LOO per held-out conversation:")
+    for held in names:
+        m = loo[held]
+        print(f"  {held} (n={counts[held]}): R@1 {m['any@1']:.3f} R@5 {m['any@5']:.3f} R@10 {m['any@10']:.3f} "
+              f"MRR {m['mrr']:.3f} | all-dev defaults on it: R@10 {base['locomo_per_conv'][held]['any@10']:.3f}")
     top = sorted(ok or results, key=lambda pr: -(pr[1]["locomo"]["any@10"] + pr[1]["locomo"]["mrr"]))[:8]
+    print("best settings on all 7 conversations (keeping the bilingual targets):")
     for p, r in top:
-        print(f"{describe(p)}: {_line(r)}")
+        print(f"  {describe(p)}: {_line(r)}")
+    C.write_json(args.json, {
+        "machine": C.machine(), "grid": GRID, "settings": len(results), "keep_bilingual": len(ok), "defaults": base,
+        "loo": {"aggregate": agg, "per_conversation": loo, "chosen": {k: describe(v) for k, v in chosen.items()}},
+        "top": [{"params": describe(p), **r} for p, r in top],
+    })  # fmt: skip
 
 
 MODES = ("not in candidates", "question echo", "neighbour near-duplicate", "over-weighted entities", "temporal",

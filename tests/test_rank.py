@@ -69,7 +69,7 @@ def test_when_questions_favour_memories_with_a_time_word_and_negated_queries_neg
     dated = _c(2, "Caroline went to the support group yesterday", cos=0.3)
     q = _q("When did Caroline go to the support group?")
     hits = rank.rank(q, [plain, dated], _stats([plain, dated]))
-    assert hits[0][1].atom_id == "a02" and hits[0][2]["cues"] == pytest.approx(1.2)
+    assert hits[0][1].atom_id == "a02" and hits[0][2]["cues"] == pytest.approx(1.0 + rank.DEFAULT.temporal)
     yes = _c(3, "We use MongoDB for analytics events", cos=0.3)
     no = _c(4, "We use PostgreSQL, not MongoDB, for orders", cos=0.3, polarity="negative")
     assert _order(_q("which database did we decide not to use"), [yes, no])[0] == "a04"

@@ -168,6 +168,7 @@ class WordLlamaTerms:
         self._tok = model.tokenizer
         self._lock = threading.Lock()  # the tokenizer is shared
         self._ids_cache: dict[str, np.ndarray] = {}
+        self._bag_cache: dict[frozenset[str], np.ndarray] = {}
 
     def _ids(self, text: str) -> np.ndarray:
         with self._lock:
@@ -191,13 +192,19 @@ class WordLlamaTerms:
         """One unit vector per term set (sorted, so the vector does not depend on set order)."""
         out = np.zeros((len(term_sets), self.dim), dtype=np.float32)
         for i, ts in enumerate(term_sets):
-            ids = [self._term_ids(t) for t in sorted(ts)]
-            if ids:
-                flat = np.concatenate(ids)
-                if len(flat):
-                    out[i] = self._emb[flat].sum(axis=0)  # a loop of small sums beat reduceat/cumsum 5-40x
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+            key = ts if isinstance(ts, frozenset) else frozenset(ts)
+            vec = self._bag_cache.get(key)
+            if vec is None:
+                ids = [self._term_ids(t) for t in sorted(key)]
+                flat = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
+                vec = self._emb[flat].sum(axis=0) if len(flat) else np.zeros(self.dim, np.float32)
+                n = float(np.linalg.norm(vec))
+                vec = vec / n if n else vec  # a loop of small sums beat reduceat / cumsum 5-40x here
+                if len(self._bag_cache) >= 20_000:  # ~20 MB; the same memories come back query after query
+                    self._bag_cache.clear()
+                self._bag_cache[key] = vec
+            out[i] = vec
+        return out
 
     @staticmethod
     def _unit(v: np.ndarray) -> np.ndarray:
