@@ -21,8 +21,7 @@ Signals:
 Fusion is a noisy-OR of keyword, semantic and entity evidence: one strong signal is enough for a
 good score, agreeing signals push it towards 1.0. The two semantic signals measure the same thing
 with two models, so only the stronger of them counts (adding both over-counted memories that
-merely resemble the query's wording). Keyword words weigh IDF**`idf_power` (1.5): a word only one
-memory holds outweighs a common entity name, as a unique name should.
+merely resemble the query's wording).
 
 Then query cues multiply: a memory that is a question or a guess is demoted when the query is a
 question ("question echo"), a "when …" query favours memories with a relative time word, a
@@ -85,10 +84,10 @@ class Params:
     en_floor: float = 0.20  # band of the English signal
     en_ceil: float = 0.50
     en_top: int = 40  # candidates (best by the other signals) that get the English signal
-    echo: float = 0.10  # demotion of question / guess memories for a question
+    echo: float = 0.20  # demotion of question / guess memories for a question
     temporal: float = 0.40  # promotion of memories with a relative time word for a "when" query
     negation: float = 0.20  # promotion of negative memories for a negated query
-    idf_power: float = 1.5  # keyword words weigh IDF**power: rare words (a unique name) count for more
+    idf_power: float = 1.0  # keyword words weigh IDF**power (1.5 helped the unique-name cases, cost bilingual)
     reply: float = 0.90  # share of a matching question's score passed to the memory saved after it
     reply_top: int = 5  # ... for the questions among this many best candidates
 
