@@ -123,6 +123,20 @@ def test_wordllama_terms_match_the_model_and_load_from_the_wheel(monkeypatch: py
     assert float(bag[0] @ q) > float(w.bags([frozenset(["banana", "smoothi", "recip"])])[0] @ q)
 
 
+def test_loading_wordllama_leaves_the_process_logging_alone() -> None:
+    # wordllama calls logging.basicConfig(INFO) on import; in a fresh process (pytest's own handlers
+    # would hide it here) the root logger must stay unconfigured.
+    import subprocess
+    import sys
+
+    code = (
+        "import logging\nfrom memoryd.search.embed import WordLlamaTerms\nWordLlamaTerms()\n"
+        "r = logging.getLogger()\nprint(len(r.handlers), r.level)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.split() == ["0", "30"] and "INFO" not in out.stderr
+
+
 def test_term_embedder_names() -> None:
     assert term_embedder("none") is None
     with pytest.raises(ValueError, match="unknown term embedder 'glove'"):

@@ -156,10 +156,21 @@ class WordLlamaTerms:
     cosine_ceil = 0.70
 
     def __init__(self) -> None:
+        import logging
         from pathlib import Path
 
-        import wordllama
-        from wordllama import WordLlama
+        # wordllama calls logging.basicConfig(level=INFO) when imported, which would give the root
+        # logger of the whole process (the MCP server, the CLI) a stderr handler: undo it.
+        root = logging.getLogger()
+        handlers, level = list(root.handlers), root.level
+        try:
+            import wordllama
+            from wordllama import WordLlama
+        finally:
+            for h in [h for h in root.handlers if h not in handlers]:
+                root.removeHandler(h)
+            root.setLevel(level)
+        logging.getLogger("wordllama").setLevel(logging.WARNING)
 
         # The wheel ships weights/ and tokenizers/ beside the package; pointing the cache there
         # with downloads disabled makes a missing file an error instead of a network call.
