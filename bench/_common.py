@@ -4,9 +4,8 @@
 - fresh_engine(): an Engine on a temporary MEMORYD_HOME / non-git cwd, with a shared embedder;
 - BM25 (bm25s) and dense-only (same e5 model, exact cosine) baselines over the same texts;
 - rank metrics (recall@k any/all, MRR) and percentile helpers;
-- replay(): memoryd's own scoring (`memoryd.search.fusion`) recomputed offline over *every*
-  stored text, so fusion weights / calibration constants / pool sizes can be compared on one
-  set of signals without touching src/.
+- the offline replay of memoryd's ranking is bench/replay.py (it caches the engine's own
+  candidates and re-ranks them with `memoryd.search.rank`).
 """
 
 from __future__ import annotations
@@ -151,8 +150,11 @@ class TempEngine:
         self._tmp.cleanup()
 
 
-def fresh_engine(embedder: Any | None = None) -> TempEngine:
-    """An Engine on an empty store in a temporary MEMORYD_HOME; cwd is a non-git temp folder."""
+def fresh_engine(embedder: Any | None = None, db: str | None = None) -> TempEngine:
+    """An Engine on an empty store in a temporary MEMORYD_HOME; cwd is a non-git temp folder.
+
+    `db`: a postgresql:// URL of an empty database to use instead of the SQLite file.
+    """
     from memoryd import Engine
     from memoryd.config import Settings
 
@@ -161,7 +163,7 @@ def fresh_engine(embedder: Any | None = None) -> TempEngine:
     cwd = Path(tmp.name) / "project"
     home.mkdir()
     cwd.mkdir()
-    engine = Engine.open(Settings(home=home), cwd=cwd, embedder=embedder or e5())
+    engine = Engine.open(Settings(home=home, db=db), cwd=cwd, embedder=embedder or e5())
     return TempEngine(engine, home, tmp)
 
 
@@ -266,166 +268,10 @@ def calibration(rel_scores: Sequence[float], irr_scores: Sequence[float], thresh
     }
 
 
-# --------------------------------------------------------------------------- offline replay of memoryd's scoring
-
-
-@dataclass
-class Replay:
-    """memoryd's per-signal scores recomputed for every (query, stored text) pair.
-
-    keyword = fusion.keyword_score with df over all stored texts (as the FTS vocab gives it),
-    semantic = raw cosine (calibrated later so SEM_FLOOR / SEM_CEIL can vary),
-    entity = fusion.entity_score on extract_entities of query and text.
-    `engine_pool` marks the texts the engine's own candidate pool (keyword top-50 by BM25 of memoryd
-    tokens ~ FTS5 bm25, dense top-50, entity matches) would have looked at.
-    """
-
-    kw: np.ndarray  # (n_queries, n_docs)
-    cos: np.ndarray
-    ent: np.ndarray
-    pool: np.ndarray  # bool, engine-like candidate pool (pool_size each)
-    bm25_rank: np.ndarray = field(default_factory=lambda: np.zeros(0))
-
-
-def replay_signals(doc_texts: Sequence[str], queries: Sequence[str], doc_vecs: np.ndarray, q_vecs: np.ndarray,
-                   pool_size: int = 50) -> Replay:  # fmt: skip
-    from memoryd.search import fusion
-    from memoryd.search.tokenize import tokens
-    from memoryd.write.entities import extract_entities
-
-    doc_terms = [set(tokens(t)) for t in doc_texts]
-    df: dict[str, int] = {}
-    for ts in doc_terms:
-        for t in ts:
-            df[t] = df.get(t, 0) + 1
-    total = len(doc_texts)
-    doc_ents = [[e.id for e in extract_entities(t)] for t in doc_texts]
-    nq, nd = len(queries), len(doc_texts)
-    kw = np.zeros((nq, nd), np.float32)
-    ent = np.zeros((nq, nd), np.float32)
-    pool = np.zeros((nq, nd), bool)
-    bm = BM25(doc_texts, "bm25s-memoryd")
-    cos = (q_vecs @ doc_vecs.T).astype(np.float32)
-    for qi, q in enumerate(queries):
-        q_terms = list(dict.fromkeys(tokens(q, query=True)))
-        q_set = set(q_terms)
-        q_ents = [e.id for e in extract_entities(q)]
-        for di in range(nd):
-            if q_set & doc_terms[di]:
-                kw[qi, di] = fusion.keyword_score(q_terms, doc_terms[di], total, df)
-            if q_ents:
-                ent[qi, di] = fusion.entity_score(q_ents, doc_ents[di])
-        for di, _ in bm.search(q, pool_size):
-            pool[qi, di] = True
-        top = np.argsort(-cos[qi])[:pool_size]
-        pool[qi, top] = True
-        pool[qi, ent[qi] > 0] = True
-    return Replay(kw=kw, cos=cos, ent=ent, pool=pool)
-
-
-def fused_scores(r: Replay, *, w_sem: float = 0.85, w_kw: float = 0.80, w_ent: float = 0.45, floor: float = 0.80,
-                 ceil: float = 0.92, mode: str = "noisy_or", use_pool: bool = True) -> np.ndarray:  # fmt: skip
-    sem = np.clip((r.cos - floor) / (ceil - floor), 0.0, 1.0)
-    if mode == "noisy_or":
-        s = 1.0 - (1.0 - w_sem * sem) * (1.0 - w_kw * r.kw) * (1.0 - w_ent * r.ent)
-    elif mode == "sum":
-        s = (w_sem * sem + w_kw * r.kw + w_ent * r.ent) / (w_sem + w_kw + w_ent)
-    else:
-        raise ValueError(mode)
-    if use_pool:
-        s = np.where(r.pool, s, -1.0)
-    return s
-
-
-def rrf_scores(r: Replay, k: int = 60) -> np.ndarray:
-    """Reciprocal-rank fusion of the keyword and cosine rankings (a rank-based alternative)."""
-    out = np.zeros_like(r.cos)
-    for m in (r.kw, r.cos):
-        order = np.argsort(-m, axis=1)
-        ranks = np.empty_like(order)
-        rows = np.arange(m.shape[0])[:, None]
-        ranks[rows, order] = np.arange(m.shape[1])[None, :]
-        contrib = 1.0 / (k + ranks + 1)
-        if m is r.kw:
-            contrib = np.where(m > 0, contrib, 0.0)
-        out += contrib
-    return out
-
-
-def ranked_from_scores(scores: np.ndarray, k: int = 10) -> list[list[int]]:
-    out = []
-    for row in scores:
-        top = np.argsort(-row, kind="stable")[:k]
-        out.append([int(i) for i in top if row[i] > 0])
-    return out
+# --------------------------------------------------------------------------- misc
 
 
 def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     t = time.perf_counter()
     r = fn()
     return r, time.perf_counter() - t
-
-
-REPLAY_VARIANTS: dict[str, dict[str, Any]] = {
-    "current (engine-like pool)": {},
-    "current, full pool": {"use_pool": False},
-    "sem floor .75 ceil .92": {"floor": 0.75},
-    "sem floor .78 ceil .90": {"floor": 0.78, "ceil": 0.90},
-    "sem floor .80 ceil .88": {"ceil": 0.88},
-    "sem floor .82 ceil .95": {"floor": 0.82, "ceil": 0.95},
-    "sem floor .84 ceil .92": {"floor": 0.84},
-    "sem floor .84 ceil .95": {"floor": 0.84, "ceil": 0.95},
-    "kw weight .60": {"w_kw": 0.60},
-    "kw weight .90": {"w_kw": 0.90},
-    "sem weight .70": {"w_sem": 0.70},
-    "sem weight .95": {"w_sem": 0.95},
-    "entity weight 0": {"w_ent": 0.0},
-    "weighted sum": {"mode": "sum"},
-    "RRF(kw, cos) k=60": {"rrf": True},
-    "keyword only": {"w_sem": 0.0, "w_ent": 0.0},
-    "semantic only (cos)": {"cos_only": True},
-}
-
-
-def band_variants(floor: float, ceil: float) -> dict[str, dict[str, Any]]:
-    """Replay variants for a non-e5 embedder: its own cosine band, and shifted bands."""
-    out: dict[str, dict[str, Any]] = {f"current (band {floor:.2f}-{ceil:.2f})": {"floor": floor, "ceil": ceil}}
-    for f, c in ((floor + 0.1, ceil + 0.1), (floor + 0.15, ceil + 0.15), (floor + 0.2, ceil + 0.2), (floor + 0.1, ceil)):
-        out[f"band {f:.2f}-{c:.2f}"] = {"floor": f, "ceil": c}
-    out["keyword only"] = {"w_sem": 0.0, "w_ent": 0.0}
-    out["semantic only (cos)"] = {"cos_only": True}
-    return out
-
-
-def replay_eval(items: Sequence[tuple[Replay, Sequence[set[int]], Sequence[bool]]],
-                variants: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, float]]:  # fmt: skip
-    """Mean rank metrics of each fusion variant over (replay, relevant sets, keep-mask) items.
-
-    For score-producing variants also what "score >= 0.5" means on their top-10 hits
-    (precision, share of returned relevant hits above it), as in `calibration`.
-    """
-    out: dict[str, dict[str, float]] = {}
-    for name, kw in (variants or REPLAY_VARIANTS).items():
-        rows = []
-        rel_s: list[float] = []
-        irr_s: list[float] = []
-        for r, rels, keep in items:
-            if kw.get("rrf"):
-                s = rrf_scores(r)
-            elif kw.get("cos_only"):
-                s = r.cos.copy()
-            else:
-                s = fused_scores(r, **kw)
-            for qi, (rel, rk, k) in enumerate(zip(rels, ranked_from_scores(s, 10), keep)):
-                if k:
-                    rows.append(rank_metrics(rk, set(rel)))
-                    for d in rk:
-                        (rel_s if d in rel else irr_s).append(float(s[qi, d]))
-        out[name] = mean_metrics(rows)
-        if not kw.get("rrf") and not kw.get("cos_only"):
-            c = calibration(rel_s, irr_s, 0.5)
-            out[name]["prec@0.5"] = c["precision"]
-            out[name]["rec@0.5"] = c["recall_of_returned_relevant"]
-        else:
-            out[name]["prec@0.5"] = out[name]["rec@0.5"] = float("nan")
-    return out

@@ -19,7 +19,8 @@ texts: bm25s with its default English tokenizer (with and without a stemmer) and
 tokenizer; dense-only with the engine's e5 model (passages vs query, exact cosine).
 
 Reports recall@1/5/10 and MRR per slice and overall, the score distribution of relevant vs
-irrelevant hits and what "score >= 0.5 means relevant" gives, and the offline fusion replay.
+irrelevant hits and what "score >= 0.5 means relevant" gives. The offline replay of the ranking is
+bench/replay.py. `--data bench/data/entity_negation.jsonl` runs the entity / negation set the same way.
 
     .venv/bin/python bench/bilingual.py [--json out.json] [--quick]
 """
@@ -40,9 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "bilingual.jsonl"
-SYSTEMS = ("memoryd", "bm25s-en", "bm25s-en-stem", "bm25s-memoryd", "dense-e5", "dense-e5-sym")
-# dense-e5-sym is an experiment, not a baseline: memories embedded with the "query: " prefix too
-# (e5's symmetric mode), to see whether it helps the cross-lingual slices.
+SYSTEMS = ("memoryd", "bm25s-en", "bm25s-en-stem", "bm25s-memoryd", "dense-e5")
 XLING = ("xling_zh2en", "xling_en2zh")
 
 
@@ -59,10 +58,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(DATA))
     ap.add_argument("--quick", action="store_true", help="every 3rd query only")
-    ap.add_argument("--no-replay", action="store_true")
     ap.add_argument("--embedder", choices=("e5", "use"), default="use",
                     help="engine + dense baseline model (default use = memoryd's default USE-m3+t2s; "
-                         "e5 = multilingual-e5-small); the replay and dense-e5-sym are e5-only")  # fmt: skip
+                         "e5 = multilingual-e5-small)")  # fmt: skip
     ap.add_argument("--json")
     args = ap.parse_args()
 
@@ -73,7 +71,7 @@ def main() -> None:
         queries = queries[::3]
     t0 = time.perf_counter()
     emb = C.make(args.embedder)
-    systems = SYSTEMS if args.embedder == "e5" else tuple(s for s in SYSTEMS if s != "dense-e5-sym")
+    systems = SYSTEMS
     te = C.fresh_engine(emb)
     eng = te.engine
 
@@ -100,10 +98,8 @@ def main() -> None:
 
     bms = {v: C.BM25(texts, v) for v in C.BM25.VARIANTS}
     dense = C.Dense(texts, emb)
-    sym = np.stack([emb.query(t) for t in texts]) if args.embedder == "e5" else None
 
     rows = []
-    q_vecs = []
     for q in queries:
         rel = {idx[r] for r in q["relevant"]}
         row: dict[str, Any] = {"id": q["id"], "slice": q["slice"], "lang": q["lang"]}
@@ -117,14 +113,13 @@ def main() -> None:
         for v, bm in bms.items():
             row[v] = C.rank_metrics([d for d, _ in bm.search(q["text"], 10)], rel)
         qv = dense.query_vec(q["text"])
-        q_vecs.append(qv)
         row["dense-e5"] = C.rank_metrics([d for d, _ in dense.search_vec(qv, 10)], rel)
-        if sym is not None:
-            row["dense-e5-sym"] = C.rank_metrics([int(i) for i in np.argsort(-(sym @ qv))[:10]], rel)
         rows.append(row)
 
     slices = list(dict.fromkeys(q["slice"] for q in queries))
-    groups = [(s, {s}) for s in slices] + [("cross-lingual (both)", set(XLING)), ("overall", set(slices))]
+    has_xling = any(s in XLING for s in slices)
+    groups = [(s, {s}) for s in slices] + ([("cross-lingual (both)", set(XLING))] if has_xling else [])
+    groups.append(("overall", set(slices)))
     summary: dict[str, Any] = {}
     print(f"\nembedder {emb.name} (the dense-e5 column uses it too); "
           f"{len(mems)} memories, {len(queries)} queries; DURA gate for agent saves would give {dict(dura)}")
@@ -145,11 +140,16 @@ def main() -> None:
     lat = [r["lat_memoryd_ms"] for r in rows]
     print(f"\nmemoryd recall latency p50 {C.med(lat):.1f} ms p95 {C.pct(lat, 95):.1f} ms; "
           f"memorize p50 {C.med(write_ms):.1f} ms p95 {C.pct(write_ms, 95):.1f} ms")  # fmt: skip
-    o, x = summary["overall"]["memoryd"], summary["cross-lingual (both)"]["memoryd"]
-    targets = {"overall_r5": o["any@5"], "xling_r5": x["any@5"], "met_overall_0.90": o["any@5"] >= 0.90,
-               "met_xling_0.80": x["any@5"] >= 0.80}  # fmt: skip
-    print(f"targets: recall@5 overall {o['any@5']:.3f} (>= 0.90: {'MET' if targets['met_overall_0.90'] else 'MISSED'}), "
-          f"cross-lingual {x['any@5']:.3f} (>= 0.80: {'MET' if targets['met_xling_0.80'] else 'MISSED'})")  # fmt: skip
+    o = summary["overall"]["memoryd"]
+    if has_xling:  # issue 12: never below 0.959 / 0.873 (the ranking before it), at least 0.95 / 0.90
+        x = summary["cross-lingual (both)"]["memoryd"]
+        targets = {"overall_r5": o["any@5"], "xling_r5": x["any@5"], "met_overall_0.95": o["any@5"] >= 0.95,
+                   "met_xling_0.90": x["any@5"] >= 0.90}  # fmt: skip
+        print(f"targets: recall@5 overall {o['any@5']:.3f} (>= 0.95: {'MET' if targets['met_overall_0.95'] else 'MISSED'}), "
+              f"cross-lingual {x['any@5']:.3f} (>= 0.90: {'MET' if targets['met_xling_0.90'] else 'MISSED'})")  # fmt: skip
+    else:  # the entity / negation set (issue 12): R@5 >= 0.90
+        targets = {"overall_r5": o["any@5"], "met_overall_0.90": o["any@5"] >= 0.90}
+        print(f"target: recall@5 overall {o['any@5']:.3f} (>= 0.90: {'MET' if targets['met_overall_0.90'] else 'MISSED'})")
 
     rel_s = [h["score"] for r in rows for h in r["hits"] if h["rel"]]
     irr_s = [h["score"] for r in rows for h in r["hits"] if not h["rel"]]
@@ -159,9 +159,9 @@ def main() -> None:
     calib["top1_irr_p50"] = C.pct([h["score"] for h in top1 if not h["rel"]], 50)
     calib["sweep"] = {f"{t:.2f}": C.calibration(rel_s, irr_s, t) for t in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)}
     calib["signals"] = {
-        s: {"relevant_p50": C.pct([h[s] for r in rows for h in r["hits"] if h["rel"]], 50),
-            "irrelevant_p50": C.pct([h[s] for r in rows for h in r["hits"] if not h["rel"]], 50)}
-        for s in ("keyword", "semantic", "entity")
+        s: {"relevant_p50": C.pct([h.get(s, 0.0) for r in rows for h in r["hits"] if h["rel"]], 50),
+            "irrelevant_p50": C.pct([h.get(s, 0.0) for r in rows for h in r["hits"] if not h["rel"]], 50)}
+        for s in ("keyword", "semantic", "semantic_en", "entity")
     }  # fmt: skip
     print("\n## score calibration (memoryd top-10 hits)")
     print(C.table(["hits", "n", "p10", "median", "p90"],
@@ -174,33 +174,13 @@ def main() -> None:
         C.fmt(calib["top1_rel_p50"]), C.fmt(calib["top1_irr_p50"]),
         ", ".join(f"{k} {C.fmt(v['relevant_p50'])}/{C.fmt(v['irrelevant_p50'])}" for k, v in calib["signals"].items())))
 
-    replay = None
-    if not args.no_replay:
-        rp = C.replay_signals(texts, [q["text"] for q in queries], dense.matrix, np.stack(q_vecs))
-        rels = [{idx[r] for r in q["relevant"]} for q in queries]
-        vs = None if args.embedder == "e5" else C.band_variants(emb.cosine_floor, emb.cosine_ceil)
-        replay = {"overall": C.replay_eval([(rp, rels, [True] * len(queries))], vs),
-                  "cross-lingual": C.replay_eval([(rp, rels, [q["slice"] in XLING for q in queries])], vs)}  # fmt: skip
-        if sym is not None:  # the same fusion with symmetric ("query: " both sides) e5 cosines
-            rp_sym = C.Replay(kw=rp.kw, cos=(np.stack(q_vecs) @ sym.T).astype(np.float32), ent=rp.ent, pool=rp.pool)
-            sym_vars = {"sym cos, current fusion": {"use_pool": False},
-                        "sym cos, floor .84 ceil .95": {"use_pool": False, "floor": 0.84, "ceil": 0.95}}  # fmt: skip
-            for k, v in C.replay_eval([(rp_sym, rels, [True] * len(queries))], sym_vars).items():
-                replay["overall"][k] = v
-            for k, v in C.replay_eval([(rp_sym, rels, [q["slice"] in XLING for q in queries])], sym_vars).items():
-                replay["cross-lingual"][k] = v
-        print("\n## offline fusion replay (same signals, every memory a candidate unless 'pool')")
-        print(C.table(["variant", "R@1", "R@5", "R@10", "MRR", "prec@>=0.5", "rec@>=0.5", "xling R@5", "xling MRR"],
-                      [[k, *(C.fmt(v[x]) for x in ("any@1", "any@5", "any@10", "mrr", "prec@0.5", "rec@0.5")),
-                        C.fmt(replay["cross-lingual"][k]["any@5"]), C.fmt(replay["cross-lingual"][k]["mrr"])]
-                       for k, v in replay["overall"].items()]))  # fmt: skip
     misses = [(r["id"], r["slice"], r["top"]) for r in rows if not r["memoryd"]["any@5"]]
     print(f"\nmemoryd misses at 5 ({len(misses)}): " + "; ".join(f"{i} [{s}] top={t}" for i, s, t in misses))
     wall = time.perf_counter() - t0
     print(f"wall time {wall:.0f}s")
     te.close()
     C.write_json(args.json, {
-        "machine": m, "embedder": emb.name, "wall_s": wall, "summary": summary, "targets": targets, "calibration": calib, "replay": replay,
+        "machine": m, "embedder": emb.name, "wall_s": wall, "summary": summary, "targets": targets, "calibration": calib,
         "dura_agent_gate": dict(dura), "recall_ms": {"p50": C.med(lat), "p95": C.pct(lat, 95)},
         "memorize_ms": {"p50": C.med(write_ms), "p95": C.pct(write_ms, 95)},
         "queries": [{k: v for k, v in r.items() if k != "hits"} for r in rows],

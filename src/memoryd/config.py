@@ -29,6 +29,10 @@ class Settings(BaseSettings):
         "use",
         description="Embedding model: e5 (multilingual-e5-small), use (USE multilingual v3), or hash (lexical fake).",
     )
+    term_embedder: Literal["wordllama", "none"] = Field(
+        "wordllama",
+        description="Recall's second, English semantic signal: wordllama (static embeddings over index terms) or none.",
+    )
     max_content_chars: int = Field(8000, description="Longest memory accepted, in characters.")
     busy_timeout_ms: int = Field(5000, description="How long a write waits for a locked database.")
     dura_reject_below: float = Field(0.35, description="DURA average below which a save is rejected as junk.")

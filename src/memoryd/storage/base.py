@@ -53,6 +53,7 @@ class CandidateFacts:
     last_accessed_at: datetime | None
     terms: tuple[str, ...]  # the keyword terms indexed for the atom
     entities: tuple[str, ...]
+    polarity: str = "affirmative"  # issue 12 (recall): negation queries prefer negative memories
 
 
 class StoreTx(Protocol):
@@ -109,6 +110,16 @@ class Store(Protocol):
     def atoms_for_entities(
         self, entity_ids: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str], limit: int
     ) -> list[str]: ...
+
+    # -- issue 12 (recall): the memory saved right after another one -------------------------------
+
+    def successors(self, atom_ids: Sequence[str], *, statuses: Sequence[str], within_seconds: float) -> dict[str, str]:
+        """For each listed atom, the next atom created in its scope (one of `statuses`) within the window.
+
+        A conversation saved turn by turn answers a question in the turn after it; recall uses this
+        to pass part of a matching question's score to its reply.
+        """
+        ...
 
     def vector_candidates(self, query: np.ndarray, *, scope_hashes: Sequence[str], k: int) -> list[tuple[str, float]]:
         """The k atoms (of these scopes) whose vectors are closest to `query`, with cosines."""

@@ -602,17 +602,32 @@ class PostgresStore:
         rows = self._rows(
             "SELECT a.id, a.status, a.scope_hash, a.type, a.epistemic, a.updated_at, a.last_accessed_at,"
             " coalesce(tsvector_to_array(a.kw), '{}'),"
-            " ARRAY(SELECT e.dst FROM edges e WHERE e.src = a.id AND e.kind = 'mentions')"
+            " ARRAY(SELECT e.dst FROM edges e WHERE e.src = a.id AND e.kind = 'mentions'), a.polarity"
             " FROM atoms a WHERE a.id = ANY(%s::text[])",
             (ids,),
         )
         return {
             r[0]: CandidateFacts(
                 status=r[1], scope_hash=r[2], type=r[3], epistemic=r[4], updated_at=r[5], last_accessed_at=r[6],
-                terms=tuple(r[7]), entities=tuple(r[8]),
+                terms=tuple(r[7]), entities=tuple(r[8]), polarity=r[9],
             )  # fmt: skip
             for r in rows
         }
+
+    # -- issue 12 (recall): the memory saved right after another one -------------------------------
+
+    def successors(self, atom_ids: Sequence[str], *, statuses: Sequence[str], within_seconds: float) -> dict[str, str]:
+        ids = list(dict.fromkeys(atom_ids))
+        if not ids or not statuses:
+            return {}
+        rows = self._rows(
+            "SELECT q.id, n.id FROM atoms q CROSS JOIN LATERAL (SELECT a.id FROM atoms a"
+            " WHERE a.scope_hash = q.scope_hash AND a.status = ANY(%s::text[]) AND a.created_at > q.created_at"
+            " AND a.created_at <= q.created_at + make_interval(secs => %s) ORDER BY a.created_at LIMIT 1) n"
+            " WHERE q.id = ANY(%s::text[])",
+            (list(statuses), float(within_seconds), ids),
+        )
+        return {r[0]: r[1] for r in rows}
 
     def atoms_for_entities(
         self, entity_ids: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str], limit: int

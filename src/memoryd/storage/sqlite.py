@@ -10,7 +10,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -510,7 +510,8 @@ class SqliteStore:
             return {}
         with self._lock:
             rows = self._execute(
-                "SELECT a.id, a.status, a.scope_hash, a.type, a.epistemic, a.updated_at, a.last_accessed_at, f.terms"
+                "SELECT a.id, a.status, a.scope_hash, a.type, a.epistemic, a.updated_at, a.last_accessed_at, f.terms,"
+                " a.polarity"
                 f" FROM atoms a LEFT JOIN atom_fts f ON f.rowid = a.seq WHERE a.id IN ({_placeholders(ids)})",
                 ids,
             ).fetchall()
@@ -519,10 +520,36 @@ class SqliteStore:
             r[0]: CandidateFacts(
                 status=r[1], scope_hash=r[2], type=r[3], epistemic=r[4], updated_at=_parse_time(r[5]),
                 last_accessed_at=_parse_time(r[6]) if r[6] else None, terms=tuple((r[7] or "").split()),
-                entities=tuple(ents[r[0]]),
+                entities=tuple(ents[r[0]]), polarity=r[8],
             )  # fmt: skip
             for r in rows
         }
+
+    # -- issue 12 (recall): the memory saved right after another one -------------------------------
+
+    def successors(self, atom_ids: Sequence[str], *, statuses: Sequence[str], within_seconds: float) -> dict[str, str]:
+        ids = list(dict.fromkeys(atom_ids))
+        if not ids or not statuses:
+            return {}
+        out: dict[str, str] = {}
+        with self._lock:
+            rows = self._execute(
+                f"SELECT id, scope_hash, created_at FROM atoms WHERE id IN ({_placeholders(ids)})", ids
+            ).fetchall()
+            for atom_id, scope_hash, created in rows:
+                until = _iso(_parse_time(created) + timedelta(seconds=within_seconds))
+                found = []
+                for status in statuses:  # one seek each on atoms_scope_status (scope_hash, status, created_at)
+                    r = self._execute(
+                        "SELECT created_at, id FROM atoms WHERE scope_hash = ? AND status = ? AND created_at > ?"
+                        " AND created_at <= ? ORDER BY created_at LIMIT 1",
+                        (scope_hash, status, created, until),
+                    ).fetchone()
+                    if r:
+                        found.append((r[0], r[1]))
+                if found:
+                    out[atom_id] = min(found)[1]
+        return out
 
     def atoms_for_entities(
         self, entity_ids: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str], limit: int
