@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import getpass
+import hashlib
 import os
 import re
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .models import Scope
+if TYPE_CHECKING:  # at run time imported inside infer_scope: hooks use this module without pydantic
+    from .models import Scope
 
-__all__ = ["infer_scope", "parse_remote", "local_tenant"]
+__all__ = ["infer_scope", "parse_remote", "local_tenant", "scope_hash"]
 
 _SCP_LIKE = re.compile(r"^(?:[\w.\-]+@)?(?P<host>[\w.\-]+):(?P<path>(?!/).+)$")
 
@@ -24,6 +27,15 @@ def local_tenant() -> str:
         return getpass.getuser()
     except (KeyError, OSError):  # no passwd entry, e.g. in minimal containers
         return "local"
+
+
+def scope_hash(tenant_id: str, workspace: str, repository: str, root: str) -> str:
+    """The stable key of a scope: tenant + workspace + repository (+ the root for `local` ones)."""
+    # Non-git directories share no remote, so their path keeps two same-named folders apart.
+    key = f"{tenant_id}\x1f{workspace}\x1f{repository}"
+    if workspace == "local":
+        key += f"\x1f{root}"
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def parse_remote(url: str) -> tuple[str, str] | None:
@@ -76,6 +88,8 @@ def infer_scope(cwd: str | os.PathLike[str] | None = None) -> Scope:
     name when there is none, with workspace `local`), branch from HEAD (`detached@<sha>`
     on a detached HEAD). Elsewhere: workspace `local`, repository = the directory's name.
     """
+    from .models import Scope
+
     path = Path(cwd if cwd is not None else os.getcwd()).resolve()
     tenant = local_tenant()
     top = _git(path, "rev-parse", "--show-toplevel")

@@ -8,7 +8,7 @@ import logging
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Self
@@ -48,6 +48,7 @@ from ..write.admission import infer_type as _infer_type
 from ..write.classify import classify
 from ..write.entities import extract_entities
 from ..write.redact import redact
+from .anchoring import DRIFT_WEIGHT, check_filters
 
 __all__ = ["EngineCore", "GATES", "PLACEHOLDERS", "visible_content"]
 
@@ -270,16 +271,21 @@ class EngineCore:
         scope: Scope | None = None,
         actor: str | None = None,
         origin: str = "save",
+        anchors: Sequence[str] | None = None,
     ) -> MemorizeResult:
         """Write one memory through the full write path (SPEC §2).
 
         `gate` is "admit" (junk rejected, the rest stored), "review" (grey-zone saves wait as
         `pending`), "hold" (every save that is not junk waits as `pending`: transcript
-        observations), or "trusted" (no DURA gate: importers, passive capture).
+        observations), or "trusted" (no DURA gate: importers, passive capture). `anchors` ties the
+        memory to code beyond what its text names (`path`, `path::Symbol`, `Symbol`).
+
+        Raises:
+            InvalidInput: an explicit anchor that does not resolve.
         """
         draft = self._prepare_memory(
             content, source=source, type=type, title=title, tags=tags, triggers=triggers, gate=gate, scope=scope,
-            actor=actor, origin=origin,
+            actor=actor, origin=origin, anchors=anchors,
         )  # fmt: skip
         if isinstance(draft, MemorizeResult):
             return draft
@@ -301,6 +307,7 @@ class EngineCore:
         actor: str | None,
         origin: str,
         batch: dict[tuple[str, str], Atom] | None = None,
+        anchors: Sequence[str] | None = None,
     ) -> _Draft | MemorizeResult:
         """Everything of the write path before the transaction: validate, redact, dedup, admit, classify.
 
@@ -318,6 +325,7 @@ class EngineCore:
         if problem is not None:
             return MemorizeResult(effect="rejected", reason=problem)
         scope = scope or self.scope
+        explicit = self._explicit_anchors(anchors, scope.scope_hash)  # type: ignore[attr-defined]
         clean = _clean(str(content))
         key = (scope.scope_hash, _norm_hash(clean))
         if batch is not None and key in batch:
@@ -348,12 +356,16 @@ class EngineCore:
         )  # fmt: skip
         if batch is not None:
             batch[key] = atom
-        return _Draft(atom=atom, dura=d, gate=gate, origin=origin, actor=actor or source)
+        code, note = self._auto_anchors(atom, explicit)  # type: ignore[attr-defined]
+        return _Draft(atom=atom, dura=d, gate=gate, origin=origin, actor=actor or source, anchors=code, anchor_note=note)
 
     def _store_draft(self, tx: Any, draft: _Draft, vector: Any) -> MemorizeResult:
         """Write a prepared memory inside an open `_write()` transaction (with its promotion if held)."""
         atom, d = draft.atom, draft.dura
         self._persist(tx, atom, actor=draft.actor, action="create", reason=None, vector=vector)
+        if draft.anchors:
+            tx.set_anchors(atom.id, draft.anchors)
+        code = {"anchors": [a.ref for a in draft.anchors] or None, "anchor_note": draft.anchor_note}
         dura = d.as_dict() if d is not None else None
         if atom.status == "pending" and d is not None:
             promotion_id = tx.insert_promotion(
@@ -363,9 +375,9 @@ class EngineCore:
             why = f"every {draft.origin} waits for review" if draft.gate == "hold" else "the DURA score is in the grey zone"
             return MemorizeResult(
                 atom_id=atom.id, effect="applied", status="pending", promotion_id=promotion_id, dura=dura,
-                reason=f"held for review: {why} ({d.reasoning})",
+                reason=f"held for review: {why} ({d.reasoning})", **code,
             )  # fmt: skip
-        return MemorizeResult(atom_id=atom.id, effect="applied", status="active", dura=dura)
+        return MemorizeResult(atom_id=atom.id, effect="applied", status="active", dura=dura, **code)
 
     def handoff(self, summary: str, *, source: str = "agent", scope: Scope | None = None) -> HandoffResult:
         """Write a session handoff; the next session's brief shows the latest one first."""
@@ -411,8 +423,11 @@ class EngineCore:
                 clean, type=atom.type, source=atom.source, scope=atom.scope, title=atom.title,
                 tags=atom.tags, triggers=atom.triggers, supersedes=atom.id,
             )  # fmt: skip
+            code, _ = self._auto_anchors(new, self._carried_anchors(atom))  # type: ignore[attr-defined]
             with self._write() as tx:
                 self._persist(tx, new, actor=actor, action="replace", reason=reason)
+                if code:
+                    tx.set_anchors(new.id, code)
                 tx.update_atom(atom.id, status="superseded", superseded_by=new.id)
                 tx.link(new.id, atom.id, "supersedes")
                 tx.append_event(atom_id=atom.id, actor=actor, action="superseded", reason=reason, content=None)
@@ -427,9 +442,13 @@ class EngineCore:
         else:
             target = {"confirm_actual": "actual", "confirm_necessary": "necessary", "demote": "possible"}[action]
             fields = {"epistemic": target}
+        # Confirming says the memory holds for the code as it is now: its anchors move to HEAD.
+        plan = self._reanchor_plan(atom) if action.startswith("confirm_") else None  # type: ignore[attr-defined]
         with self._write() as tx:
             tx.update_atom(atom.id, **fields)
             tx.append_event(atom_id=atom.id, actor=actor, action=action, reason=reason, content=None)
+            if plan is not None:
+                self._apply_reanchor(tx, atom.id, plan, actor=actor)  # type: ignore[attr-defined]
         return CorrectResult(effect="applied", target_atom=atom.id)
 
     def govern(
@@ -513,11 +532,17 @@ class EngineCore:
         entity_ids: Sequence[str] | None = None,
         scope: Scope | None = None,
         statuses: Sequence[str] | None = None,
+        path: str | None = None,
+        symbol: str | None = None,
     ) -> RecallResult:
         """Hybrid search over the current repository and the tenant-global scope.
 
+        `path` (a file or directory of the repository) and `symbol` (`Table.insert_all`, or its last
+        parts) keep only memories anchored to that code. Memories whose anchored code changed rank
+        ×0.9 and say so (`freshness`, `code_changes`).
+
         Raises:
-            InvalidInput: empty query, or max_results outside 1..100.
+            InvalidInput: empty query, max_results outside 1..100, a path/symbol filter over 1024 characters.
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("query is empty")
@@ -528,9 +553,15 @@ class EngineCore:
             if unknown:
                 raise InvalidInput(f"unknown type(s) {unknown}; expected any of {', '.join(ATOM_TYPES)}")
         statuses = list(statuses or (["active", "negated"] if include_negated else ["active"]))
+        path, symbol = check_filters(path, symbol)
         current = scope or self.scope
         self._guard_read(current.scope_hash, current.name)
         scopes = self._recall_scopes(scope)
+        allowed: set[str] | None = None
+        if path or symbol:  # only memories anchored to that code, whatever the query surfaces
+            checker = self._checker()  # type: ignore[attr-defined]
+            rel = (checker.repo.relpath(path) or path) if path and checker is not None else path
+            allowed = set(self.store.anchored_atoms(scope_hashes=scopes, statuses=statuses, path=rel, symbol=symbol))
         q_terms = list(dict.fromkeys(tokens(query, query=True)))
         q_entities = [e.id for e in extract_entities(query)]
         boost = list(entity_ids or [])
@@ -554,6 +585,10 @@ class EngineCore:
             list(dict.fromkeys(q_entities + boost)), scope_hashes=scopes, statuses=statuses, limit=pool
         ):
             candidates.setdefault(atom_id, None)
+        if allowed is not None:
+            candidates = {i: cos for i, cos in candidates.items() if i in allowed}
+            for atom_id in allowed:
+                candidates.setdefault(atom_id, None)
         if q_vec is not None:
             missing = [i for i, cos in candidates.items() if cos is None]
             candidates.update(self.store.cosines(q_vec, missing))
@@ -579,13 +614,22 @@ class EngineCore:
             if fact.status == "negated":
                 score *= 0.8  # shown on request, never above live knowledge
             score = round(score, 4)
-            if score > 0:
+            if score > 0 or allowed is not None:
                 scored.append((score, atom_id, signals))
+        # Code anchors: a memory whose code moved on ranks a little lower (applied after fusion).
+        drift = self.code_changes([atom_id for _, atom_id, _ in scored])  # type: ignore[attr-defined]
+        if drift:
+            scored = [
+                (round(s * DRIFT_WEIGHT, 4) if drift.get(i, ("current",))[0] == "code_changed" else s, i, sig)
+                for s, i, sig in scored
+            ]
         scored.sort(key=lambda s: (-s[0], s[1]))
         scored = scored[:max_results]
         atoms = self.store.get_atoms(atom_id for _, atom_id, _ in scored)  # full atoms for the hits only
         hits = [
-            Hit(atom=atoms[atom_id], score=score, signals={k: round(v, 4) for k, v in signals.items()})
+            Hit(atom=atoms[atom_id], score=score, signals={k: round(v, 4) for k, v in signals.items()},
+                freshness=drift[atom_id][0] if atom_id in drift else None,
+                code_changes=(drift[atom_id][1] or None) if atom_id in drift else None)  # fmt: skip
             for score, atom_id, signals in scored
             if atom_id in atoms  # deleted between the two reads
         ]
@@ -656,8 +700,13 @@ class EngineCore:
                     return state
         return None
 
-    def agent_brief(self, scope: Scope | None = None) -> Brief:
-        """The session-start brief: latest handoff, constraints, preferences, recent decisions."""
+    def agent_brief(self, scope: Scope | None = None, *, mark_session: bool = False) -> Brief:
+        """The session-start brief: latest handoff, memories whose code moved since the last session,
+        constraints, preferences, recent decisions.
+
+        `mark_session` (the SessionStart hook) records which code changes this brief reported, so the
+        next session lists only new ones; `memoryd stale` lists them all.
+        """
         scopes = self._recall_scopes(scope)
         active = ["active"]
         handoffs = self.store.list_atoms(scope_hashes=scopes, statuses=active, types=["handoff"], limit=1)
@@ -668,7 +717,8 @@ class EngineCore:
         constraints = [a for a in constraints if a.type != "handoff"]
         prefs = [a for a in prefs if a not in constraints]
         decisions = [a for a in decisions if a not in constraints]
-        everything = [*handoffs, *constraints, *prefs, *decisions]
+        moved = self.code_moved_since_last_session(mark=mark_session) if scope is None else []  # type: ignore[attr-defined]
+        everything = [*handoffs, *constraints, *prefs, *decisions, *(m.atom for m in moved)]
         if not everything and not pending:
             return Brief(text=_GUIDE, empty_store=True)
         sample = " ".join(a.content for a in everything)
@@ -685,7 +735,20 @@ class EngineCore:
             used += len(line) + 1
             return True
 
-        for title, atoms in zip(labels[:4], (handoffs, constraints, prefs, decisions), strict=True):
+        sections: list[tuple[str, list[Atom]]] = [(labels[0], handoffs)]
+        if moved:
+            sections.append((labels[5], []))
+        sections += [(labels[1], constraints), (labels[2], prefs), (labels[3], decisions)]
+        for title, atoms in sections:
+            if title == labels[5]:
+                if add(f"## {title}"):
+                    for m in moved[:_BRIEF_MOVED]:
+                        text = m.atom.content if len(m.atom.content) <= 200 else m.atom.content[:197] + "…"
+                        if not add(f"- {text} ({m.atom.id}): {'; '.join(c.detail for c in m.changes[:2])}"):
+                            break
+                    if len(moved) > _BRIEF_MOVED:
+                        add(f"- … {len(moved) - _BRIEF_MOVED} more: `memoryd stale`")
+                continue
             if not atoms:
                 continue
             if not add(f"## {title}"):
@@ -698,7 +761,7 @@ class EngineCore:
             add(labels[4].format(n=pending))
         return Brief(
             text="\n".join(parts), handoff=handoffs[0] if handoffs else None, constraints=constraints,
-            preferences=prefs, decisions=decisions, pending_review=pending,
+            preferences=prefs, decisions=decisions, pending_review=pending, code_changed=moved,
         )  # fmt: skip
 
 
@@ -711,12 +774,16 @@ _GUIDE = (
 )
 
 
-def _labels(sample: str) -> tuple[str, str, str, str, str]:
+_BRIEF_MOVED = 5  # memories listed under "code changed" (the rest: `memoryd stale`)
+
+
+def _labels(sample: str) -> tuple[str, str, str, str, str, str]:
     if len(_CJK.findall(sample)) * 2 < len(sample.replace(" ", "")) * 0.3:
-        return ("Latest handoff", "Constraints", "Preferences", "Recent decisions", "Pending review: {n}")
+        return ("Latest handoff", "Constraints", "Preferences", "Recent decisions", "Pending review: {n}",
+                "Code changed since the last session")  # fmt: skip
     if to_simplified(sample) != sample:
-        return ("最近交接", "約束", "偏好", "近期決策", "待審核：{n} 條")
-    return ("最近交接", "约束", "偏好", "近期决策", "待审核：{n} 条")
+        return ("最近交接", "約束", "偏好", "近期決策", "待審核：{n} 條", "上次會話以來程式碼已變")
+    return ("最近交接", "约束", "偏好", "近期决策", "待审核：{n} 条", "上次会话以来代码已变")
 
 
 @dataclass
@@ -728,6 +795,8 @@ class _Draft:
     gate: str
     origin: str
     actor: str
+    anchors: list[Any] = field(default_factory=list)  # memoryd.anchors.Anchor
+    anchor_note: str | None = None
 
 
 class _TrackedTx:

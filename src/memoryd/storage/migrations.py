@@ -133,9 +133,31 @@ UPDATE atoms SET vec_seq = seq WHERE embedding IS NOT NULL;
 CREATE INDEX atoms_vec_seq ON atoms (vec_seq);
 """
 
+# Code anchors (issue 13): the files and symbols a memory names, fingerprinted at its commit. Paths and
+# symbols come from memory text, so tombstoning deletes an atom's rows.
+_V6 = """
+CREATE TABLE anchors (
+    atom_id TEXT NOT NULL,
+    path TEXT NOT NULL,
+    symbol TEXT NOT NULL DEFAULT '',
+    kind TEXT NOT NULL,
+    lang TEXT,
+    commit_sha TEXT,
+    blob TEXT,
+    fingerprint TEXT,
+    line INTEGER,
+    origin TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (atom_id, path, symbol)
+);
+CREATE INDEX anchors_path ON anchors (path);
+CREATE INDEX anchors_symbol ON anchors (symbol);
+"""
+
 # (version, name, SQL script). Never edit a released entry: append a new one.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial schema: atoms, events, payloads, entities, edges, keyword index", _V1),
     (2, "vault paths, access times, sessions, promotions, sensitive scopes", _V2),
     (3, "vector change sequence", _V3),
+    (6, "code anchors", _V6),
 ]

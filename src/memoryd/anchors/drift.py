@@ -1,0 +1,110 @@
+"""How far the working tree has moved past a memory's anchors.
+
+For each anchor, against the working tree of the repository (what the agent sees, committed or not):
+
+- file anchor: gone and renamed since the anchor's commit (git's rename detection between that
+  commit and the working tree) -> `file_renamed` to the new path; gone otherwise -> `file_deleted`;
+  different content -> `file_changed`, but only when the memory anchors no symbol in that file
+  (its symbol anchors say more precisely what changed);
+- symbol anchor: the file's blob unchanged -> unchanged, without parsing; otherwise the definition
+  is looked up in the file (followed through a rename): a different fingerprint -> `symbol_changed`;
+  not there -> searched in the rest of the repository: found -> `symbol_moved` to that file, else
+  `symbol_removed`.
+
+Costs: a stat per anchored file (blob ids are cached by stat), a parse only for files whose blob
+differs from the anchor's (cached per blob), a `git diff` per anchor commit only when a file is
+missing and a `git grep` only when a symbol left its file (both cached per HEAD/index state).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from .git import GitRepo
+from .model import Anchor, Change
+from .resolve import Resolver
+from .symbols import language_of, parser_available, save
+
+__all__ = ["DriftChecker", "freshness"]
+
+
+def freshness(anchors: Sequence[Anchor], changes: Sequence[Change]) -> str | None:
+    """"code_changed", "current", or None for a memory without anchors."""
+    if not anchors:
+        return None
+    return "code_changed" if changes else "current"
+
+
+class DriftChecker:
+    """Checks anchors against one working tree; keep one per repository to reuse its caches."""
+
+    def __init__(self, repo: GitRepo, cache_dir: Path | None = None) -> None:
+        self.repo = repo
+        self.resolver = Resolver(repo, cache_dir)
+
+    def check(self, anchors: Sequence[Anchor]) -> list[Change]:
+        """What changed since each anchor was taken, in anchor order (empty: all current)."""
+        changes: list[Change] = []
+        file_paths = {a.path for a in anchors if a.kind == "file"}
+        symbol_paths = {a.path for a in anchors if a.kind == "symbol"}
+        for a in anchors:
+            since = a.commit[:7] if a.commit else None
+            if a.kind == "file":
+                change = self._file(a, since, symbol_paths)
+            else:
+                change = self._symbol(a, since, file_paths)
+            if change is not None:
+                changes.append(change)
+        return changes
+
+    def _renamed(self, a: Anchor) -> str | None:
+        to = self.repo.renames(a.commit).get(a.path)
+        return to if to and self.repo.blob(to) is not None else None
+
+    def _file(self, a: Anchor, since: str | None, symbol_paths: set[str]) -> Change | None:
+        blob = self.repo.blob(a.path)
+        if blob is None:
+            to = self._renamed(a)
+            if to is not None:
+                return Change("file_renamed", a.path, since=since, to=to)
+            return Change("file_deleted", a.path, since=since)
+        if blob != a.blob and a.path not in symbol_paths:
+            return Change("file_changed", a.path, since=since)
+        return None
+
+    def _symbol(self, a: Anchor, since: str | None, file_paths: set[str]) -> Change | None:
+        path = a.path
+        blob = self.repo.blob(path)
+        renamed = False
+        if blob is None:
+            to = self._renamed(a)
+            if to is not None:
+                path, blob, renamed = to, self.repo.blob(to), True
+        if blob is not None:
+            if blob == a.blob and not renamed:
+                return None
+            lang = language_of(path)
+            if lang is None or not parser_available(lang):
+                # No parser here (the code extra is missing): the file changed, the symbol cannot be told.
+                return Change("file_changed", path, since=since) if blob != a.blob else None
+            table, _ = self.resolver.table(path)
+            if table is None:
+                return None  # does not parse (mid-edit): not evidence of a change
+            fp = table.fingerprint(a.symbol) if a.symbol in table.defs else None
+            save(table, blob, self.resolver.cache_dir)
+            if fp is not None:
+                if fp != a.fingerprint:
+                    return Change("symbol_changed", path, symbol=a.symbol, since=since)
+                if renamed and a.path not in file_paths:  # the file anchor already reports the rename
+                    return Change("symbol_moved", a.path, symbol=a.symbol, since=since, to=path)
+                return None
+        moved = self._find_elsewhere(a.symbol, exclude=path)
+        if moved is not None:
+            return Change("symbol_moved", a.path, symbol=a.symbol, since=since, to=moved)
+        return Change("symbol_removed", a.path, symbol=a.symbol, since=since)
+
+    def _find_elsewhere(self, symbol: str, exclude: str) -> str | None:
+        found = self.resolver.search(symbol, commit=None, origin="auto", exclude=[exclude])
+        exact = sorted({a.path for a in found if a.symbol == symbol})
+        return exact[0] if exact else None
