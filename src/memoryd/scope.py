@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # at run time imported inside infer_scope: hooks use this module without pydantic
     from .models import Scope
 
-__all__ = ["infer_scope", "parse_remote", "local_tenant", "scope_hash"]
+__all__ = ["infer_scope", "local_tenant", "parse_remote", "repository_identity", "repository_scope_hash", "scope_hash"]
 
 _SCP_LIKE = re.compile(r"^(?:[\w.\-]+@)?(?P<host>[\w.\-]+):(?P<path>(?!/).+)$")
 
@@ -100,9 +100,18 @@ def infer_scope(cwd: str | os.PathLike[str] | None = None) -> Scope:
     if not branch:
         sha = _git(root, "rev-parse", "--short", "HEAD")
         branch = f"detached@{sha}" if sha else "detached"
+    workspace, repository = repository_identity(root)
+    return Scope(tenant_id=tenant, workspace=workspace, repository=repository, branch=branch, root=str(root))
+
+
+def repository_identity(root: Path) -> tuple[str, str]:
+    """(workspace, repository) of a git root: from the `origin` remote, else ("local", the folder name)."""
     remote = _git(root, "config", "--get", "remote.origin.url")
     parsed = parse_remote(remote) if remote else None
-    if parsed is None:
-        return Scope(tenant_id=tenant, workspace="local", repository=root.name, branch=branch, root=str(root))
-    workspace, repository = parsed
-    return Scope(tenant_id=tenant, workspace=workspace, repository=repository, branch=branch, root=str(root))
+    return parsed if parsed is not None else ("local", root.name)
+
+
+def repository_scope_hash(root: Path) -> str:
+    """The scope hash `infer_scope` gives a git root, without building a Scope (hooks avoid pydantic)."""
+    workspace, repository = repository_identity(root)
+    return scope_hash(local_tenant(), workspace, repository, str(root))

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .model import Anchor, Change
+from .model import Anchor, Change  # noqa: F401 - Change is used in annotations
 
 __all__ = ["FileMemory", "InjectedRecord", "compose", "estimate_tokens"]
 

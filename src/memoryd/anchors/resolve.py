@@ -14,6 +14,7 @@ resolve, or the save fails with a message saying which one and why.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,11 @@ _AUTO_LIMIT = 12
 _AUTO_SEARCH_FILES = 15  # an automatic repository-wide lookup gives up on names in more files than this  # automatic anchors per memory (a long text naming many files keeps the first ones)
 _BACKTICK = re.compile(r"`([A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)*)(?:\(\))?`")
 _RECEIVERS = ("self.", "this.", "cls.", "super().")
+# Suffixes that make a bare anchor a file name rather than a dotted symbol (`db.py`, not `Table.insert`).
+_FILE_SUFFIXES = frozenset(
+    "py pyi js mjs cjs jsx ts tsx go rs java kt rb php c h cc cpp hpp cs swift md rst txt json yml yaml toml "
+    "ini cfg sql sh html css lock".split()
+)
 _IDENT = re.compile(r"^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*$")
 
 
@@ -165,7 +171,8 @@ class Resolver:
             rel = None
             if path:
                 rel, candidates = self.find_file(path)
-                if rel is None and not symbol and _IDENT.match(path) and not candidates:
+                looks_like_file = "/" in path or os.path.splitext(path)[1][1:].lower() in _FILE_SUFFIXES
+                if rel is None and not symbol and _IDENT.match(path) and not candidates and not looks_like_file:
                     symbol = _norm_symbol(path)  # a bare name that is not a file: a symbol
                 elif rel is None:
                     if candidates:

@@ -617,7 +617,8 @@ class EngineCore:
             if score > 0 or allowed is not None:
                 scored.append((score, atom_id, signals))
         # Code anchors: a memory whose code moved on ranks a little lower (applied after fusion).
-        drift = self.code_changes([atom_id for _, atom_id, _ in scored])  # type: ignore[attr-defined]
+        own = self.scope.scope_hash  # anchors are checked against this working tree: its own memories only
+        drift = self.code_changes([i for _, i, _ in scored if facts[i].scope_hash == own])  # type: ignore[attr-defined]
         if drift:
             scored = [
                 (round(s * DRIFT_WEIGHT, 4) if drift.get(i, ("current",))[0] == "code_changed" else s, i, sig)

@@ -9,6 +9,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from ..models import CodeChange, Freshness
 from .common import EngineHandle, ScopeInput, call
 
 __all__ = ["TOOL_NAMES", "register"]
@@ -29,6 +30,10 @@ class RecalledAtom(BaseModel):
     score: float = Field(description="Relevance, 0.0 to 1.0.")
     created_at: datetime
     source: str
+    freshness: Freshness | None = Field(
+        None, description="Memories tied to code only: current, or code_changed when that code moved on since."
+    )
+    code_changes: list[CodeChange] | None = Field(None, description="What changed (code_changed only).")
 
 
 class RecallOut(BaseModel):
@@ -70,6 +75,9 @@ class StatsOut(BaseModel):
 
 
 _SCOPE = Field(description="Injected by the host; anything passed here is ignored.")
+_ANCHORS = Field(description="Optional: code it is about beyond what it names: 'path', 'path::Class.method' or 'Symbol'.")
+_PATH = Field(description="Optional: only memories anchored to this file or directory of the repository.")
+_SYMBOL = Field(description="Optional: only memories anchored to this symbol, e.g. Table.insert_all or insert_all.")
 
 
 def register(mcp: MCPServer, handle: EngineHandle) -> None:
@@ -88,9 +96,10 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
         content: Annotated[str, Field(description="The memory, one self-contained sentence.")],
         source: Annotated[str | None, Field(description="user (the user said it) / agent (you concluded it) / custom.")] = None,
         scope: Annotated[ScopeInput | None, _SCOPE] = None,
+        anchors: Annotated[list[str] | None, _ANCHORS] = None,
     ) -> Annotated[CallToolResult, MemorizeOut]:
         def run(engine):  # type: ignore[no-untyped-def]
-            r = engine.memorize(content, source=source or "agent", gate="admit")
+            r = engine.memorize(content, source=source or "agent", gate="admit", anchors=anchors)
             return MemorizeOut(atom_id=r.atom_id, effect=r.effect, reason=r.reason, deduped_with=r.deduped_with)
 
         return await call(handle, run)
@@ -108,15 +117,19 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
         max_results: Annotated[int, Field(description="Maximum number of memories to return.", ge=1, le=100)] = 10,
         include_negated: Annotated[bool, Field(description="Also return memories marked false.")] = False,
         scope: Annotated[ScopeInput | None, _SCOPE] = None,
+        path: Annotated[str | None, _PATH] = None,
+        symbol: Annotated[str | None, _SYMBOL] = None,
     ) -> Annotated[CallToolResult, RecallOut]:
         def run(engine):  # type: ignore[no-untyped-def]
             from ..engine import visible_content
 
-            hits = engine.recall(query, max_results=max_results, include_negated=include_negated).hits
+            hits = engine.recall(query, max_results=max_results, include_negated=include_negated, path=path,
+                                 symbol=symbol).hits  # fmt: skip
             return RecallOut(
                 atoms=[
                     RecalledAtom(atom_id=h.atom.id, content=visible_content(h.atom), score=h.score,
-                                 created_at=h.atom.created_at, source=h.atom.source)  # fmt: skip
+                                 created_at=h.atom.created_at, source=h.atom.source, freshness=h.freshness,
+                                 code_changes=h.code_changes)  # fmt: skip
                     for h in hits
                 ]
             )
