@@ -45,18 +45,19 @@ class DriftChecker:
 
     def check(self, anchors: Sequence[Anchor]) -> list[Change]:
         """What changed since each anchor was taken, in anchor order (empty: all current)."""
-        changes: list[Change] = []
         file_paths = {a.path for a in anchors if a.kind == "file"}
         symbol_paths = {a.path for a in anchors if a.kind == "symbol"}
-        for a in anchors:
-            since = a.commit[:7] if a.commit else None
-            if a.kind == "file":
-                change = self._file(a, since, symbol_paths)
-            else:
-                change = self._symbol(a, since, file_paths)
-            if change is not None:
-                changes.append(change)
-        return changes
+        changes = [c for a in anchors if (c := self.check_anchor(a, file_paths, symbol_paths)) is not None]
+        # A deleted file the memory names explains its symbols being gone: say it once.
+        deleted = {c.path for c in changes if c.kind == "file_deleted"}
+        return [c for c in changes if not (c.kind == "symbol_removed" and c.path in deleted)]
+
+    def check_anchor(self, a: Anchor, file_paths: set[str] = frozenset(), symbol_paths: set[str] = frozenset()) -> Change | None:  # type: ignore[assignment]
+        """The change of one anchor; `file_paths`/`symbol_paths`: the paths of the memory's other anchors."""
+        since = a.commit[:7] if a.commit else None
+        if a.kind == "file":
+            return self._file(a, since, symbol_paths)
+        return self._symbol(a, since, file_paths)
 
     def _renamed(self, a: Anchor) -> str | None:
         to = self.repo.renames(a.commit).get(a.path)

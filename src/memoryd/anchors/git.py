@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ __all__ = ["GitRepo", "blob_id"]
 GIT_TIMEOUT = 10.0
 # A word search never looks at more files than this (a name common enough to exceed it is ambiguous).
 GREP_MAX_FILES = 40
+# Word searches also see untracked and unstaged edits, which the stamp does not: their answers live this long.
+GREP_TTL = 5.0
 
 
 def blob_id(data: bytes) -> str:
@@ -87,8 +90,10 @@ class GitRepo:
             parts.append(_stat_key(self.common_dir / ref))
         return tuple(parts)
 
-    def _cached(self, key: Any, compute: Any) -> Any:
+    def _cached(self, key: Any, compute: Any, ttl: float | None = None) -> Any:
         stamp = self.stamp()
+        if ttl is not None:
+            stamp = (stamp, int(time.monotonic() // ttl))
         hit = self._cache.get(key)
         if hit is not None and hit[0] == stamp:
             return hit[1]
@@ -203,4 +208,4 @@ class GitRepo:
             files = [p.decode("utf-8", "surrogateescape") for p in out.stdout.split(b"\0") if p]
             return files[: GREP_MAX_FILES + 1]
 
-        return self._cached(("grep", word, suffixes), compute)
+        return self._cached(("grep", word, suffixes), compute, ttl=GREP_TTL)
