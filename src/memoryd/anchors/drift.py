@@ -18,15 +18,19 @@ missing and a `git grep` only when a symbol left its file (both cached per HEAD/
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from .git import GitRepo
+from .git import GREP_TTL, GitRepo, _stat_key
 from .model import Anchor, Change
 from .resolve import Resolver
 from .symbols import language_of, parser_available, save
 
 __all__ = ["DriftChecker", "freshness"]
+
+_MEMO_MAX = 50_000
 
 
 def freshness(anchors: Sequence[Anchor], changes: Sequence[Change]) -> str | None:
@@ -42,15 +46,40 @@ class DriftChecker:
     def __init__(self, repo: GitRepo, cache_dir: Path | None = None) -> None:
         self.repo = repo
         self.resolver = Resolver(repo, cache_dir)
+        self._memo: dict[Any, tuple[Any, ...]] = {}
+        self._root = str(repo.root)
 
-    def check(self, anchors: Sequence[Anchor]) -> list[Change]:
-        """What changed since each anchor was taken, in anchor order (empty: all current)."""
+    def check(self, anchors: Sequence[Anchor], stamp: Any = None) -> list[Change]:
+        """What changed since each anchor was taken, in anchor order (empty: all current).
+
+        Verdicts are remembered per anchor and reused while its file's stat, the repository stamp
+        (pass `stamp()` when checking many memories at once) and any searched answer still hold, so a
+        steady working tree costs one stat per anchor.
+        """
+        stamp = self.repo.stamp() if stamp is None else stamp
         file_paths = {a.path for a in anchors if a.kind == "file"}
         symbol_paths = {a.path for a in anchors if a.kind == "symbol"}
-        changes = [c for a in anchors if (c := self.check_anchor(a, file_paths, symbol_paths)) is not None]
+        changes = [c for a in anchors if (c := self._remembered(a, file_paths, symbol_paths, stamp)) is not None]
         # A deleted file the memory names explains its symbols being gone: say it once.
         deleted = {c.path for c in changes if c.kind == "file_deleted"}
         return [c for c in changes if not (c.kind == "symbol_removed" and c.path in deleted)]
+
+    def _remembered(self, a: Anchor, file_paths: set[str], symbol_paths: set[str], stamp: Any) -> Change | None:
+        key = (a, a.path in file_paths, a.path in symbol_paths)
+        st = _stat_key(f"{self._root}/{a.path}")
+        bucket = int(time.monotonic() // GREP_TTL)
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] == st and hit[1] == stamp and hit[3] in (None, bucket):
+            change = hit[4]
+            if change is None or change.to is None or _stat_key(f"{self._root}/{change.to}") == hit[2]:
+                return change
+        change = self.check_anchor(a, file_paths, symbol_paths)
+        searched = change is not None and change.kind in ("symbol_removed", "symbol_moved")
+        to_stat = _stat_key(f"{self._root}/{change.to}") if change is not None and change.to else None
+        if len(self._memo) > _MEMO_MAX:
+            self._memo.clear()
+        self._memo[key] = (st, stamp, to_stat, bucket if searched else None, change)
+        return change
 
     def check_anchor(self, a: Anchor, file_paths: set[str] = frozenset(), symbol_paths: set[str] = frozenset()) -> Change | None:  # type: ignore[assignment]
         """The change of one anchor; `file_paths`/`symbol_paths`: the paths of the memory's other anchors."""

@@ -30,9 +30,9 @@ def blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
-def _stat_key(path: Path) -> tuple[int, int, int] | None:
+def _stat_key(path: Path | str) -> tuple[int, int, int] | None:
     try:
-        st = path.stat()
+        st = os.stat(path)
     except OSError:
         return None
     return (st.st_mtime_ns, st.st_size, st.st_ino)

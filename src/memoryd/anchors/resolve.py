@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .git import GREP_MAX_FILES, GitRepo
 from .model import Anchor
-from .symbols import LANGUAGES, language_of, parser_available, save, symbol_table
+from .symbols import LANGUAGES, cached_table, language_of, parser_available, save, symbol_table
 
 __all__ = ["MAX_ANCHORS", "MAX_ANCHOR_CHARS", "AnchorError", "Resolver", "parse_ref"]
 
@@ -93,9 +93,13 @@ class Resolver:
     # -- symbols -----------------------------------------------------------------------------
 
     def table(self, rel: str):  # type: ignore[no-untyped-def]
+        """(symbol table of the working-tree file, its blob id); (None, blob or None) when unreadable."""
         blob = self.repo.blob(rel)
         if blob is None:
             return None, None
+        cached = cached_table(rel, blob)  # no read when this version was parsed already
+        if cached is not None:
+            return cached, blob
         data = self.repo.read(rel)
         if data is None:
             return None, None

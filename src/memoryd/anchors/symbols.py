@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LANGUAGES", "SymbolTable", "language_of", "parser_available", "symbol_table"]
+__all__ = ["LANGUAGES", "SymbolTable", "cached_table", "language_of", "parser_available", "save", "symbol_table"]
 
 LANGUAGES: dict[str, str] = {
     ".py": "python", ".pyi": "python",
@@ -320,6 +320,15 @@ def save(table: SymbolTable, blob: str, cache_dir: Path | None) -> None:
         table._dirty = False
     except OSError:
         pass  # a cache: the next process parses again
+
+
+def cached_table(path: str, blob: str) -> SymbolTable | None:
+    """The in-memory table of this file version, if it was parsed by this process recently."""
+    lang = language_of(path)
+    table = _tables.get(f"{lang}:{blob}") if lang else None
+    if table is not None and not table._source and not table._nodes:
+        return None
+    return table
 
 
 def symbol_table(path: str, source: bytes, blob: str, cache_dir: Path | None = None) -> SymbolTable | None:

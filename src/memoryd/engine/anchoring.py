@@ -133,14 +133,39 @@ class AnchorOps(_Base):
         if checker is None or not atom_ids:
             return {}
         out: dict[str, tuple[str, list[CodeChange]]] = {}
-        for atom_id, anchors in self.store.anchors_of(list(atom_ids)).items():
+        found = self.store.anchors_of(list(atom_ids))
+        stamp = checker.repo.stamp() if found else None
+        for atom_id, anchors in found.items():
             try:
-                changes = checker.check(anchors)
+                changes = checker.check(anchors, stamp)
             except Exception:  # noqa: BLE001 - a read never fails because of a drift check
                 log.exception("drift check failed for %s", atom_id)
                 continue
             out[atom_id] = (freshness(anchors, changes) or "current", [to_code_change(c) for c in changes])
         return out
+
+    def _rank_with_drift(
+        self, scored: list[tuple[float, str, Any]], own: set[str], n: int
+    ) -> tuple[list[tuple[float, str, Any]], dict[str, tuple[str, list[CodeChange]]]]:
+        """Demote drifted memories in a ranking (best first), checking only as deep as the top `n` needs.
+
+        Demotion only lowers scores, so once the n-th best checked score is at least the next unchecked
+        candidate's score, nothing further down can enter the top n.
+        """
+        if self._checker() is None or not own:
+            return scored, {}
+        drift: dict[str, tuple[str, list[CodeChange]]] = {}
+        checked, k = 0, min(len(scored), 2 * n)
+        while True:
+            drift.update(self.code_changes([i for _, i, _ in scored[checked:k] if i in own]))
+            checked = k
+            head = sorted(
+                ((round(sc * DRIFT_WEIGHT, 4) if drift.get(i, ("",))[0] == "code_changed" else sc, i, sig)
+                 for sc, i, sig in scored[:k]), key=lambda s: (-s[0], s[1]),
+            )  # fmt: skip
+            if k >= len(scored) or (len(head) >= n and head[n - 1][0] >= scored[k][0]):
+                return head + scored[k:], drift
+            k = min(len(scored), 2 * k)
 
     def anchors(self, atom_id: str) -> list[Anchor]:
         """The anchors of one memory (scope-checked like `get`)."""

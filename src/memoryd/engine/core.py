@@ -48,7 +48,7 @@ from ..write.admission import infer_type as _infer_type
 from ..write.classify import classify
 from ..write.entities import extract_entities
 from ..write.redact import redact
-from .anchoring import DRIFT_WEIGHT, check_filters
+from .anchoring import check_filters
 
 __all__ = ["EngineCore", "GATES", "PLACEHOLDERS", "visible_content"]
 
@@ -616,15 +616,11 @@ class EngineCore:
             score = round(score, 4)
             if score > 0 or allowed is not None:
                 scored.append((score, atom_id, signals))
-        # Code anchors: a memory whose code moved on ranks a little lower (applied after fusion).
-        own = self.scope.scope_hash  # anchors are checked against this working tree: its own memories only
-        drift = self.code_changes([i for _, i, _ in scored if facts[i].scope_hash == own])  # type: ignore[attr-defined]
-        if drift:
-            scored = [
-                (round(s * DRIFT_WEIGHT, 4) if drift.get(i, ("current",))[0] == "code_changed" else s, i, sig)
-                for s, i, sig in scored
-            ]
         scored.sort(key=lambda s: (-s[0], s[1]))
+        # Code anchors: a memory whose code moved on ranks ×DRIFT_WEIGHT (after fusion). Anchors are checked
+        # against this working tree, so only this repository's memories, and only as deep as the ranking needs.
+        own = {i for _, i, _ in scored if facts[i].scope_hash == self.scope.scope_hash}
+        scored, drift = self._rank_with_drift(scored, own, max_results)  # type: ignore[attr-defined]
         scored = scored[:max_results]
         atoms = self.store.get_atoms(atom_id for _, atom_id, _ in scored)  # full atoms for the hits only
         hits = [
