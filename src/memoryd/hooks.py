@@ -3,8 +3,8 @@
 Input (every event): `session_id`, `transcript_path`, `cwd`, `hook_event_name`; PreToolUse
 adds `tool_name`, `tool_input`; SessionStart `source`; SessionEnd `reason`; PreCompact `trigger`.
 
-- `session-start`: the agent brief for the scope of `cwd` (latest handoff, constraints,
-  preferences, recent decisions, pending-review count; a short guide on an empty store) as
+- `session-start`: the agent brief for the scope of `cwd` (latest handoff, memories whose code
+  moved since the last session, constraints, preferences, recent decisions, pending-review count; a short guide on an empty store) as
   `{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": …}}`, at most
   `brief_max_chars` characters. A sensitive scope without a grant gets a notice, not its memories.
 - `pre-tool-use`: for Claude Code's file tools (Read, Edit, Write, MultiEdit, NotebookEdit), the
@@ -246,7 +246,7 @@ def _session_start(payload: dict[str, Any], settings: Settings | None, embedder:
             )
         tail = None
         if not locked:
-            brief = engine.agent_brief()
+            brief = engine.agent_brief(mark_session=True)  # also: code moved since the last session
             body = brief.text
             last = body.splitlines()[-1] if body else ""
             if brief.pending_review and str(brief.pending_review) in last and not last.startswith(("- ", "## ")):
