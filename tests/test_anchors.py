@@ -257,7 +257,11 @@ def test_stale_confirm_drops_what_is_gone_and_stays_in_scope(engine: Engine, cod
     with Engine.open(settings, cwd=other, embedder=embedder) as e2:  # type: ignore[arg-type]
         with pytest.raises(NotFound, match=f"no memory with id '{a}' in acme/other"):
             e2.confirm_anchors(a)
-        assert e2.stale() == []
+        with pytest.raises(NotFound, match=f"no memory with id '{a}' in acme/other"):
+            e2.anchors(a)
+        assert e2.stale() == [] and e2.memories_for_path(str(code / "auth" / "session.py")).text == ""
+        assert e2.correct(a, "confirm_actual", "from elsewhere").effect in ("applied", "rejected")
+        assert {x.ref for x in engine.anchors(a)} == {"auth/session.py", "auth/session.py::Store.get"}  # untouched
     engine.govern(a, "quarantine", "review")
     with pytest.raises(Conflict, match="only active or pending"):
         engine.confirm_anchors(a)

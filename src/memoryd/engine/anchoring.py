@@ -168,8 +168,10 @@ class AnchorOps(_Base):
             k = min(len(scored), 2 * k)
 
     def anchors(self, atom_id: str) -> list[Anchor]:
-        """The anchors of one memory (scope-checked like `get`)."""
+        """The anchors of one memory of this repository or the global scope. Raises NotFound."""
         atom = self.get(atom_id)
+        if atom.scope_hash not in self._recall_scopes(None):
+            raise NotFound(f"no memory with id {atom_id!r} in {self.scope.name}")
         return self.store.anchors_of([atom.id]).get(atom.id, [])
 
     def stale(self, *, limit: int = 500) -> list[StaleMemory]:
@@ -197,9 +199,11 @@ class AnchorOps(_Base):
 
     def _reanchor_plan(self, atom: Atom) -> tuple[list[Anchor], str] | None:
         """The anchors of `atom` taken again at HEAD, following renames and moves; None: no anchors."""
-        old = self.store.anchors_of([atom.id]).get(atom.id, [])
         checker = self._checker()
-        if not old or checker is None:
+        if checker is None or not self._anchorable(atom.scope_hash):
+            return None  # another repository's anchors are not checked against this working tree
+        old = self.store.anchors_of([atom.id]).get(atom.id, [])
+        if not old:
             return None
         resolver = checker.resolver
         commit = checker.repo.head()
