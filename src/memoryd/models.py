@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from .scope import scope_hash as _scope_hash  # scope.py imports this module only inside infer_scope
+
 __all__ = [
     "ATOM_TYPES",
     "Atom",
@@ -69,9 +71,7 @@ class Scope(BaseModel):
 
     @property
     def scope_hash(self) -> str:
-        from .scope import scope_hash
-
-        return scope_hash(self.tenant_id, self.workspace, self.repository, self.root)
+        return _scope_hash(self.tenant_id, self.workspace, self.repository, self.root)
 
     @property
     def name(self) -> str:

@@ -619,7 +619,8 @@ class EngineCore:
         scored.sort(key=lambda s: (-s[0], s[1]))
         # Code anchors: a memory whose code moved on ranks ×DRIFT_WEIGHT (after fusion). Anchors are checked
         # against this working tree, so only this repository's memories, and only as deep as the ranking needs.
-        own = {i for _, i, _ in scored if facts[i].scope_hash == self.scope.scope_hash}
+        here = self.scope.scope_hash
+        own = {i for _, i, _ in scored if facts[i].scope_hash == here}
         scored, drift = self._rank_with_drift(scored, own, max_results)  # type: ignore[attr-defined]
         scored = scored[:max_results]
         atoms = self.store.get_atoms(atom_id for _, atom_id, _ in scored)  # full atoms for the hits only
