@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .git import GREP_MAX_FILES, GitRepo
 from .model import Anchor
-from .symbols import LANGUAGES, cached_table, language_of, parser_available, save, symbol_table
+from .symbols import LANGUAGES, cached_table, language_of, parser_available, symbol_table
 
 __all__ = ["MAX_ANCHORS", "MAX_ANCHOR_CHARS", "AnchorError", "Resolver", "parse_ref"]
 
@@ -115,7 +115,8 @@ class Resolver:
             kind, line, _ = table.defs[q]
             found.append(Anchor(path=rel, symbol=q, kind="symbol", lang=table.lang, commit=commit, blob=blob,
                                 fingerprint=table.fingerprint(q), line=line, origin=origin))  # fmt: skip
-        save(table, blob, self.cache_dir)
+        # Not written to the disk cache here: a file version anchored now is the anchor's own blob, which
+        # a drift check never needs to parse; drift checks save the versions they do parse.
         return found
 
     def search(self, name: str, *, commit: str | None, origin: str, exclude: Iterable[str] = (),
