@@ -170,7 +170,7 @@ def test_symbol_removed_and_symbol_moved(engine: Engine, code: Path) -> None:
     (code / "auth" / "lookup.py").write_text('def get_session(token):\n    """Look a session up by its token."""\n    return STORE.get(token)\n')
     (code / "auth" / "session.py").write_text((code / "auth" / "session.py").read_text().replace(
         'def get_session(token):\n    """Look a session up by its token."""\n    return STORE.get(token)\n', ""))
-    git(code, "add", "-A")  # word searches are cached per index state (and for 5 s): a move is seen once staged
+    git(code, "add", "-A")  # word searches are cached per index state (and for 30 s): a move is seen once staged
     assert changes(engine, a) == ("code_changed", [("symbol_removed", "Store.put", None)])
     assert changes(engine, b) == ("code_changed", [("symbol_moved", "get_session", "auth/lookup.py")])
 
@@ -449,3 +449,13 @@ def test_the_file_hook_process_imports_no_engine(engine: Engine, code: Path, set
                        capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
     assert a in r.stdout and "symbol_changed" not in r.stdout and "changed since" in r.stdout, r.stdout + r.stderr
     assert r.stdout.strip().endswith("HEAVY []"), r.stdout + r.stderr
+
+
+def test_explicit_anchors_are_redacted_before_use(engine: Engine, code: Path) -> None:
+    secret = "postgres://app:hunter2secret@db:5432/x"
+    with pytest.raises(InvalidInput) as info:
+        engine.memorize("x is y", anchors=[f"{secret}::get_session"])
+    assert "hunter2secret" not in str(info.value) and "[REDACTED]" in str(info.value)
+    with pytest.raises(InvalidInput) as info:
+        engine.recall("x", path="a" * 1025 + "password=hunter2secret")
+    assert "hunter2secret" not in str(info.value)

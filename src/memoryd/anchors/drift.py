@@ -23,10 +23,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .git import GREP_TTL, GitRepo, _stat_key
+from .git import GREP_MAX_FILES, GREP_TTL, GitRepo, _stat_key
 from .model import Anchor, Change
 from .resolve import Resolver
-from .symbols import language_of, parser_available, save
+from .symbols import LANGUAGES, definition_names, language_of, parser_available, save
 
 __all__ = ["DriftChecker", "freshness"]
 
@@ -135,6 +135,18 @@ class DriftChecker:
         return Change("symbol_removed", a.path, symbol=a.symbol, since=since)
 
     def _find_elsewhere(self, symbol: str, exclude: str) -> str | None:
-        found = self.resolver.search(symbol, commit=None, origin="auto", exclude=[exclude])
-        exact = sorted({a.path for a in found if a.symbol == symbol})
-        return exact[0] if exact else None
+        """The file that now defines `symbol` (the exact qualified name), if another one does."""
+        key = ("elsewhere", symbol, exclude, self.repo.stamp(), int(time.monotonic() // GREP_TTL))
+        if key in self._memo:
+            return self._memo[key][0]
+        suffixes = tuple(sorted({ext for ext, lang in LANGUAGES.items() if parser_available(lang)}))
+        files = [f for f in self.repo.grep_files(symbol.rsplit(".", 1)[-1], suffixes) if f != exclude]
+        found = None
+        for rel in sorted(files)[:GREP_MAX_FILES]:
+            blob = self.repo.blob(rel)
+            names = definition_names(rel, blob, lambda r=rel: self.repo.read(r), self.resolver.cache_dir) if blob else None
+            if names is not None and symbol in names:
+                found = rel
+                break
+        self._memo[key] = (found,)
+        return found

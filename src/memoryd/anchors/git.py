@@ -22,7 +22,7 @@ GIT_TIMEOUT = 10.0
 # A word search never looks at more files than this (a name common enough to exceed it is ambiguous).
 GREP_MAX_FILES = 40
 # Word searches also see untracked and unstaged edits, which the stamp does not: their answers live this long.
-GREP_TTL = 5.0
+GREP_TTL = 30.0
 
 
 def blob_id(data: bytes) -> str:

@@ -31,7 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LANGUAGES", "SymbolTable", "cached_table", "language_of", "parser_available", "save", "symbol_table"]
+__all__ = [
+    "LANGUAGES", "SymbolTable", "cached_table", "definition_names", "language_of", "parser_available", "save",
+    "symbol_table",
+]  # fmt: skip
 
 LANGUAGES: dict[str, str] = {
     ".py": "python", ".pyi": "python",
@@ -320,6 +323,31 @@ def save(table: SymbolTable, blob: str, cache_dir: Path | None) -> None:
         table._dirty = False
     except OSError:
         pass  # a cache: the next process parses again
+
+
+_names: OrderedDict[str, frozenset[str]] = OrderedDict()  # blob -> qualified names: cheap, kept for many files
+_MEMORY_NAMES = 4096
+
+
+def definition_names(path: str, blob: str, read: Any, cache_dir: Path | None = None) -> frozenset[str] | None:
+    """The qualified names a file version defines (no fingerprints); `read()` gives its bytes if needed."""
+    key = f"{language_of(path)}:{blob}"
+    hit = _names.get(key)
+    if hit is not None:
+        _names.move_to_end(key)
+        return hit
+    table = cached_table(path, blob)
+    if table is None:
+        data = read()
+        table = symbol_table(path, data, blob, cache_dir) if data is not None else None
+        if table is None:
+            return None
+        save(table, blob, cache_dir)
+    names = frozenset(table.defs)
+    _names[key] = names
+    while len(_names) > _MEMORY_NAMES:
+        _names.popitem(last=False)
+    return names
 
 
 def cached_table(path: str, blob: str) -> SymbolTable | None:
