@@ -47,6 +47,7 @@ class DriftChecker:
         self.repo = repo
         self.resolver = Resolver(repo, cache_dir)
         self._memo: dict[Any, tuple[Any, ...]] = {}
+        self._unsaved: dict[str, Any] = {}
         self._root = str(repo.root)
 
     def check(self, anchors: Sequence[Anchor], stamp: Any = None) -> list[Change]:
@@ -60,6 +61,9 @@ class DriftChecker:
         file_paths = {a.path for a in anchors if a.kind == "file"}
         symbol_paths = {a.path for a in anchors if a.kind == "symbol"}
         changes = [c for a in anchors if (c := self._remembered(a, file_paths, symbol_paths, stamp)) is not None]
+        for blob, table in self._unsaved.items():  # file versions parsed for this check, saved once each
+            save(table, blob, self.resolver.cache_dir)
+        self._unsaved.clear()
         # A deleted file the memory names explains its symbols being gone: say it once.
         deleted = {c.path for c in changes if c.kind == "file_deleted"}
         return [c for c in changes if not (c.kind == "symbol_removed" and c.path in deleted)]
@@ -122,7 +126,8 @@ class DriftChecker:
             if table is None:
                 return None  # does not parse (mid-edit): not evidence of a change
             fp = table.fingerprint(a.symbol) if a.symbol in table.defs else None
-            save(table, blob, self.resolver.cache_dir)
+            if table._dirty:
+                self._unsaved[blob] = table
             if fp is not None:
                 if fp != a.fingerprint:
                     return Change("symbol_changed", path, symbol=a.symbol, since=since)

@@ -312,6 +312,9 @@ def save(table: SymbolTable, blob: str, cache_dir: Path | None) -> None:
     """Write a table's names and the fingerprints computed so far (atomic; errors are ignored)."""
     if cache_dir is None or not table._dirty:
         return
+    if table._nodes:  # a saved table is complete: no process ever parses this version again
+        for name in table.defs:
+            table.fingerprint(name)
     path = _disk_path(cache_dir, blob)
     data = {"v": _CACHE_VERSION, "lang": table.lang, "defs": table.defs, "fps": table.fps}
     try:
