@@ -459,3 +459,18 @@ def test_explicit_anchors_are_redacted_before_use(engine: Engine, code: Path) ->
     with pytest.raises(InvalidInput) as info:
         engine.recall("x", path="a" * 1025 + "password=hunter2secret")
     assert "hunter2secret" not in str(info.value)
+
+
+def test_the_hooks_git_reading_matches_git(code: Path, tmp_path: Path) -> None:
+    from memoryd.anchors.git import GitRepo
+    from memoryd.scope import infer_scope, repository_scope_hash
+
+    git(code, "worktree", "add", "-q", str(tmp_path / "wt"), "-b", "side")
+    (tmp_path / "plain").mkdir()
+    for where in (code, code / "auth", tmp_path / "wt" / "auth", tmp_path / "plain"):
+        fast, slow = GitRepo.find(where), GitRepo.discover(where)
+        assert (fast and (fast.root, fast.git_dir, fast.common_dir)) == (slow and (slow.root, slow.git_dir, slow.common_dir))
+        if fast is not None:
+            assert repository_scope_hash(fast.root, fast.origin_url() or "") == infer_scope(where).scope_hash
+    git(code, "remote", "set-url", "origin", "https://github.com/acme/other.git")
+    assert GitRepo.find(code).origin_url() == "https://github.com/acme/other.git"  # type: ignore[union-attr]

@@ -77,7 +77,7 @@ def file_context(payload: dict[str, Any], home: Path) -> Composed | None:
         return None
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
     start = Path(target) if os.path.isabs(target) else Path(cwd or os.getcwd()) / target
-    repo = GitRepo.discover(start.parent if start.parent.is_dir() else (cwd or os.getcwd()))
+    repo = GitRepo.find(start.parent if start.parent.is_dir() else (cwd or os.getcwd()))
     rel = repo.relpath(str(start)) if repo is not None else None
     if repo is None or rel is None:
         return None
@@ -88,7 +88,7 @@ def file_context(payload: dict[str, Any], home: Path) -> Composed | None:
     if reader is None:
         return None
     try:
-        scope_hash = repository_scope_hash(repo.root)
+        scope_hash = repository_scope_hash(repo.root, repo.origin_url() or "")
         if reader.locked(scope_hash):
             return None  # a sensitive scope without a grant shows nothing, as every agent read
         rows = reader.anchored([scope_hash], rel)

@@ -111,7 +111,10 @@ def repository_identity(root: Path) -> tuple[str, str]:
     return parsed if parsed is not None else ("local", root.name)
 
 
-def repository_scope_hash(root: Path) -> str:
-    """The scope hash `infer_scope` gives a git root, without building a Scope (hooks avoid pydantic)."""
-    workspace, repository = repository_identity(root)
+def repository_scope_hash(root: Path, remote: str | None = None) -> str:
+    """The scope hash `infer_scope` gives a git root, without building a Scope (hooks avoid pydantic);
+    `remote` is remote.origin.url when the caller read it already."""
+    parsed = parse_remote(remote) if remote else None
+    workspace, repository = parsed if parsed is not None else (
+        repository_identity(root) if remote is None else ("local", root.name))  # fmt: skip
     return scope_hash(local_tenant(), workspace, repository, str(root))

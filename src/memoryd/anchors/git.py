@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -71,6 +72,64 @@ class GitRepo:
         if len(lines) != 3 or not lines[0]:
             return None
         return cls(Path(lines[0]), Path(lines[1]), Path(lines[2]))
+
+    @classmethod
+    def find(cls, path: str | os.PathLike[str]) -> GitRepo | None:
+        """`discover` without spawning git, for the file hook: the nearest `.git` directory or file
+        (worktrees and submodules: `gitdir:` and `commondir`); git itself when the layout is unusual."""
+        if any(k in os.environ for k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")):
+            return cls.discover(path)
+        here = os.path.realpath(path)
+        while True:
+            dot = os.path.join(here, ".git")
+            if os.path.isdir(dot):
+                git_dir = dot
+                break
+            if os.path.isfile(dot):
+                try:
+                    text = open(dot, encoding="utf-8").read().strip()
+                except OSError:
+                    return cls.discover(path)
+                if not text.startswith("gitdir:"):
+                    return cls.discover(path)
+                git_dir = os.path.normpath(os.path.join(here, text[len("gitdir:") :].strip()))
+                break
+            parent = os.path.dirname(here)
+            if parent == here:
+                return None
+            here = parent
+        common = git_dir
+        try:
+            with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as fh:
+                common = os.path.normpath(os.path.join(git_dir, fh.read().strip()))
+        except OSError:
+            pass
+        if not os.path.isfile(os.path.join(git_dir, "HEAD")):
+            return cls.discover(path)
+        return cls(Path(here), Path(git_dir), Path(common))
+
+    def origin_url(self) -> str | None:
+        """remote.origin.url read from the repository's config file (git itself when it has includes)."""
+        try:
+            text = (self.common_dir / "config").read_text("utf-8", "replace")
+        except OSError:
+            return None
+        if re.search(r"^\s*\[include", text, re.M | re.I):
+            out = _run(self.root, "config", "--get", "remote.origin.url")
+            return out.stdout.decode().strip() or None if out is not None and out.returncode == 0 else None
+        section, url = None, None
+        for line in text.splitlines():
+            line = line.strip()
+            head = re.match(r'^\[\s*remote\s+"([^"]*)"\s*\]', line, re.I)
+            if head:
+                section = head.group(1)
+            elif line.startswith("["):
+                section = None
+            elif section == "origin":
+                kv = re.match(r"^url\s*=\s*(.*)$", line, re.I)
+                if kv:
+                    url = kv.group(1).strip().strip('"')
+        return url
 
     # -- state -------------------------------------------------------------------------------
 
