@@ -17,6 +17,9 @@ decisions, facts, and some pending saves) in a git checkout with an `origin` rem
   end to end with --worker);
 * baseline: `python -c pass` with the same interpreter, the floor for any Python hook.
 
+Besides wall time, each hook's CPU time (user + system, its git children included) is reported: on
+a loaded machine it is what the wall time would be on a quiet one.
+
 The fill uses the hash embedder (the hooks never embed, so the vectors do not matter here) and is
 kept in --home between runs (delete it to refill).
 
@@ -32,6 +35,7 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -152,10 +156,17 @@ def anchor_fill(home: Path, repo: Path) -> Path:
     return target
 
 
+CPU: list[float] = []  # CPU seconds (user + system) of each spawned hook and its children, load-independent
+
+
 def spawn(cmd: list[str], stdin: str, env: dict[str, str], cwd: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     r = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env, cwd=cwd, timeout=60, check=False)
-    return time.perf_counter() - t, r
+    dt = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return dt, r
 
 
 def stats(xs: list[float]) -> dict[str, float]:
@@ -213,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     ]  # fmt: skip
     rows = []
     for name, cmd, stdin, expect in cases:
-        times = []
+        times, cpu = [], []
         for i in range(args.runs + 2):
             if name.startswith("session-end"):
                 transcript.write_text("")  # nothing to observe: time the hook, not the worker
@@ -226,9 +237,11 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             if i >= 2:
                 times.append(dt)
+                cpu.append(CPU[-1])
             if name.startswith("session-end"):
                 time.sleep(1.5)  # let the detached worker finish, so it does not slow the next run
-        rows.append({"hook": name, **stats(times), "runs": len(times)})
+        rows.append({"hook": name, **stats(times), "cpu_p50_ms": round(statistics.median(cpu) * 1000, 1),
+                     "runs": len(times)})  # fmt: skip
     worker = None
     if args.worker:
         worker = time_worker(base, common, env, repo, home)
@@ -239,9 +252,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"store: {info['atoms']} atoms ({args.size} filled), via {args.via}, python {result['python']}, "
           f"{result['nproc']} cpus, load {result['loadavg']}")  # fmt: skip
-    print(f"{'hook':<42} {'min':>8} {'p50':>8} {'p95':>8} {'max':>8}  (ms, {args.runs} runs)")
+    print(f"{'hook':<42} {'min':>8} {'p50':>8} {'p95':>8} {'max':>8} {'cpu p50':>8}  (ms, {args.runs} runs)")
     for r in rows:
-        print(f"{r['hook']:<42} {r['min_ms']:>8} {r['p50_ms']:>8} {r['p95_ms']:>8} {r['max_ms']:>8}")
+        print(f"{r['hook']:<42} {r['min_ms']:>8} {r['p50_ms']:>8} {r['p95_ms']:>8} {r['max_ms']:>8} {r['cpu_p50_ms']:>8}")
     if worker:
         print(f"session-end worker, end to end (English fixture, e5 model): {worker['seconds']} s — {worker['log']}")
     return 0
