@@ -53,9 +53,10 @@ class AnchorReader:
         return [
             (r[0], r[1], r[2])
             for r in self._rows(
-                f"SELECT a.id, a.type, a.content FROM atoms a WHERE a.scope_hash IN ({marks}) AND a.status = 'active'"
-                " AND EXISTS (SELECT 1 FROM anchors n WHERE n.atom_id = a.id AND n.path = ?) ORDER BY a.seq DESC LIMIT ?",
-                (*scope_hashes, path, limit),
+                # Driven by the anchors' path index: cost follows the anchors of this file, not the store's size.
+                f"SELECT a.id, a.type, a.content FROM atoms a WHERE a.id IN (SELECT atom_id FROM anchors WHERE path = ?)"
+                f" AND +a.scope_hash IN ({marks}) AND +a.status = 'active' ORDER BY a.seq DESC LIMIT ?",
+                (path, *scope_hashes, limit),
             )
         ]
 

@@ -150,8 +150,8 @@ CREATE TABLE anchors (
     created_at TEXT NOT NULL,
     PRIMARY KEY (atom_id, path, symbol)
 );
-CREATE INDEX anchors_path ON anchors (path);
-CREATE INDEX anchors_symbol ON anchors (symbol);
+CREATE INDEX anchors_path ON anchors (path, atom_id);
+CREATE INDEX anchors_symbol ON anchors (symbol, atom_id);
 """
 
 # (version, name, SQL script). Never edit a released entry: append a new one.

@@ -219,8 +219,8 @@ CREATE TABLE anchors (
     created_at timestamptz NOT NULL,
     PRIMARY KEY (atom_id, path, symbol)
 );
-CREATE INDEX anchors_path ON anchors (path);
-CREATE INDEX anchors_symbol ON anchors (symbol);
+CREATE INDEX anchors_path ON anchors (path, atom_id);
+CREATE INDEX anchors_symbol ON anchors (symbol, atom_id);
 ALTER TABLE anchors ALTER COLUMN path SET STATISTICS 0, ALTER COLUMN symbol SET STATISTICS 0;
 """
 

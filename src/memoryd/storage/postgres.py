@@ -700,11 +700,11 @@ class PostgresStore:
         if symbol:
             where.append("(n.symbol = %s OR right(n.symbol, %s) = %s)")
             params += [symbol, len(symbol) + 1, "." + symbol]
-        clause = (" AND " + " AND ".join(where)) if where else ""
-        rows = self._rows(
-            "SELECT a.id FROM atoms a WHERE a.scope_hash = ANY(%s::text[]) AND a.status = ANY(%s::text[])"
-            f" AND EXISTS (SELECT 1 FROM anchors n WHERE n.atom_id = a.id{clause}) ORDER BY a.seq DESC LIMIT %s",
-            (list(scope_hashes), list(statuses), *params, limit),
+        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        rows = self._rows(  # driven by the anchors (path index): cost follows them, not the store size
+            f"SELECT a.id FROM atoms a WHERE a.id IN (SELECT n.atom_id FROM anchors n{clause})"
+            " AND a.scope_hash = ANY(%s::text[]) AND a.status = ANY(%s::text[]) ORDER BY a.seq DESC LIMIT %s",
+            (*params, list(scope_hashes), list(statuses), limit),
         )
         return [r[0] for r in rows]
 

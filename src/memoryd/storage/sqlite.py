@@ -643,13 +643,13 @@ class SqliteStore:
         if symbol:
             where.append("(n.symbol = ? OR substr(n.symbol, -?) = ?)")
             params += [symbol, len(symbol) + 1, "." + symbol]
-        clause = (" AND " + " AND ".join(where)) if where else ""
+        clause = (" WHERE " + " AND ".join(where)) if where else ""
         with self._lock:
-            rows = self._execute(
-                f"SELECT a.id FROM atoms a WHERE a.scope_hash IN ({_placeholders(scope_hashes)})"
-                f" AND a.status IN ({_placeholders(statuses)})"
-                f" AND EXISTS (SELECT 1 FROM anchors n WHERE n.atom_id = a.id{clause}) ORDER BY a.seq DESC LIMIT ?",
-                (*scope_hashes, *statuses, *params, limit),
+            rows = self._execute(  # driven by the anchors (path index): cost follows them, not the store size
+                f"SELECT a.id FROM atoms a WHERE a.id IN (SELECT n.atom_id FROM anchors n{clause})"
+                f" AND +a.scope_hash IN ({_placeholders(scope_hashes)}) AND +a.status IN ({_placeholders(statuses)})"
+                " ORDER BY a.seq DESC LIMIT ?",  # unary +: look atoms up by id, not by scope
+                (*params, *scope_hashes, *statuses, limit),
             ).fetchall()
         return [r[0] for r in rows]
 
