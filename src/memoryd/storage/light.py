@@ -50,12 +50,13 @@ class AnchorReader:
     def anchored(self, scope_hashes: Sequence[str], path: str, limit: int = 50) -> list[tuple[str, str, str]]:
         """(id, type, content) of active atoms of these scopes anchored to `path`, newest first."""
         marks = ",".join("?" * len(scope_hashes))
+        plus = "+" if self._q == "?" else ""  # SQLite: unary + keeps the planner on id lookups
         return [
             (r[0], r[1], r[2])
             for r in self._rows(
                 # Driven by the anchors' path index: cost follows the anchors of this file, not the store's size.
                 f"SELECT a.id, a.type, a.content FROM atoms a WHERE a.id IN (SELECT atom_id FROM anchors WHERE path = ?)"
-                f" AND +a.scope_hash IN ({marks}) AND +a.status = 'active' ORDER BY a.seq DESC LIMIT ?",
+                f" AND {plus}a.scope_hash IN ({marks}) AND {plus}a.status = 'active' ORDER BY a.seq DESC LIMIT ?",
                 (path, *scope_hashes, limit),
             )
         ]
