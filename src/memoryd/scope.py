@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import os
 import re
@@ -23,6 +22,11 @@ def local_tenant() -> str:
     tenant = os.environ.get("MEMORYD_TENANT")
     if tenant:
         return tenant
+    for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):  # getpass.getuser()'s own order, without importing it
+        if os.environ.get(name):
+            return os.environ[name]
+    import getpass
+
     try:
         return getpass.getuser()
     except (KeyError, OSError):  # no passwd entry, e.g. in minimal containers

@@ -18,7 +18,7 @@ import math
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from typing import NamedTuple
 from pathlib import Path
 
 from .model import Anchor, Change  # noqa: F401 - Change is used in annotations
@@ -35,17 +35,15 @@ def estimate_tokens(text: str) -> int:
     return cjk + math.ceil((len(text) - cjk) / 4)
 
 
-@dataclass
-class FileMemory:
+class FileMemory(NamedTuple):
     atom_id: str
     type: str
     content: str
-    anchors: list[Anchor] = field(default_factory=list)
-    changes: list[Change] = field(default_factory=list)
+    anchors: list[Anchor]
+    changes: list[Change]
 
 
-@dataclass
-class Composed:
+class Composed(NamedTuple):
     text: str
     included: list[str]
     tokens: int

@@ -1,8 +1,12 @@
-"""Plain records shared by the anchor modules, the stores and the engine (no pydantic: hooks use them)."""
+"""Plain records shared by the anchor modules, the stores and the engine.
+
+Named tuples, not dataclasses or pydantic: the file hook imports them, and `dataclasses` (with
+`inspect`) alone costs more start-up than the rest of its imports.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["CHANGE_KINDS", "Anchor", "Change"]
 
@@ -12,8 +16,7 @@ CHANGE_KINDS = (
 )  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
-class Anchor:
+class Anchor(NamedTuple):
     """One file or symbol a memory is tied to, as it was when the memory was written or confirmed.
 
     `path` is relative to the repository root with `/` separators; `symbol` is the qualified name
@@ -38,8 +41,7 @@ class Anchor:
         return f"{self.path}::{self.symbol}" if self.symbol else self.path
 
 
-@dataclass(frozen=True, slots=True)
-class Change:
+class Change(NamedTuple):
     """One way the code moved past an anchor."""
 
     kind: str  # one of CHANGE_KINDS

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,8 @@ class AnchorReader:
         """A sensitive scope without a running grant (its memories must not be shown)."""
         if not self._rows("SELECT 1 FROM sensitive_scopes WHERE scope_hash = ?", (scope_hash,)):
             return False
+        from datetime import UTC, datetime  # only for sensitive scopes: the hook's start-up counts
+
         now = datetime.now(UTC)
         for (expires,) in self._rows("SELECT expires_at FROM grants WHERE scope_hash = ?", (scope_hash,)):
             when = expires if isinstance(expires, datetime) else datetime.fromisoformat(str(expires).replace("Z", "+00:00"))
