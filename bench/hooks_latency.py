@@ -9,10 +9,16 @@ decisions, facts, and some pending saves) in a git checkout with an `origin` rem
 * session-start: the brief for the checkout's scope (JSON with additionalContext);
 * pre-tool-use (HMG tool): infers the scope (git) and rewrites the tool input;
 * pre-tool-use (mem_* tool): rewrites `scope` without touching git or the store;
+* pre-tool-use (Read): the file hook, the memories anchored to the file read (a new session each
+  run, so nothing is left out as already shown); on a file with 6 anchored memories whose code has
+  changed since (a drift check with the file's parsed table cached), and on a file nothing is anchored to;
 * session-end: returns once the detached observation worker is started (runs are spaced so the
   workers do not compete with the next one; the worker's own run is logged to hooks.log and timed
   end to end with --worker);
 * baseline: `python -c pass` with the same interpreter, the floor for any Python hook.
+
+Besides wall time, each hook's CPU time (user + system, its git children included) is reported: on
+a loaded machine it is what the wall time would be on a quiet one.
 
 The fill uses the hash embedder (the hooks never embed, so the vectors do not matter here) and is
 kept in --home between runs (delete it to refill).
@@ -28,6 +34,8 @@ import argparse
 import json
 import os
 import random
+import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -103,10 +111,62 @@ def fill(home: Path, repo: Path, size: int) -> dict[str, Any]:
     return info
 
 
+ANCHORED = '''"""Sessions."""
+
+
+def get_session(token):
+    return STORE.get(token)
+
+
+class Store:
+    def put(self, key, value):
+        self.data[key] = value
+
+    def get(self, key):
+        return self.data.get(key)
+'''
+
+
+def anchor_fill(home: Path, repo: Path) -> Path:
+    """Six memories anchored to src/auth/session.py, whose code then changes (uncommitted)."""
+    target = repo / "src" / "auth" / "session.py"
+    mark = home / ".bench-anchored"
+    if mark.exists():
+        return target
+    from memoryd.config import Settings
+    from memoryd.engine import Engine
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(ANCHORED)
+    (repo / "src" / "auth" / "plain.py").write_text("def nothing():\n    return None\n")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.email=b@example.com", "-c", "user.name=b", "commit", "-q", "-m", "code")
+    with Engine.open(Settings(home=home, embedder="hash"), cwd=repo) as engine:
+        for i, text in enumerate([
+            "Sessions come from `get_session()` in src/auth/session.py; never call it from request handlers.",
+            "`Store.put` in src/auth/session.py overwrites existing keys without a warning.",
+            "`Store.get` returns None for unknown keys (src/auth/session.py).",
+            "src/auth/session.py must stay free of network calls: it runs inside the request lock.",
+            "Token lookups go through get_session() and must stay O(1).",
+            "The session store in src/auth/session.py is per process; restart clears it.",
+        ]):
+            engine.memorize(text, source="user", gate="trusted")
+    target.write_text(ANCHORED.replace("STORE.get(token)", "STORE[token]"))  # the code moves on
+    mark.write_text("done")
+    return target
+
+
+CPU: list[float] = []  # CPU seconds (user + system) of each spawned hook and its children, load-independent
+
+
 def spawn(cmd: list[str], stdin: str, env: dict[str, str], cwd: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     r = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env, cwd=cwd, timeout=60, check=False)
-    return time.perf_counter() - t, r
+    dt = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return dt, r
 
 
 def stats(xs: list[float]) -> dict[str, float]:
@@ -131,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     home = args.home / f"size-{args.size}"
     repo = make_repo(args.home / "widgets")
     info = fill(home, repo, args.size)
+    anchored = anchor_fill(home, repo)
     env = {**os.environ, "MEMORYD_HOME": str(home), "MEMORYD_EMBEDDER": "hash"}
     if args.via == "cli":
         exe = shutil.which("memoryd", path=str(Path(sys.executable).parent)) or "memoryd"
@@ -151,15 +212,24 @@ def main(argv: list[str] | None = None) -> int:
          json.dumps({**common, "hook_event_name": "PreToolUse", "tool_name": "mcp__memoryd__mem_search",
                      "tool_input": {"query": "redis", "scope": "acme/other"}, "tool_use_id": "toolu_02"}),
          "updatedInput"),
+        ("pre-tool-use (Read, 6 anchored memories)", [*base, "pre-tool-use"],
+         json.dumps({**common, "hook_event_name": "PreToolUse", "tool_name": "Read",
+                     "tool_input": {"file_path": str(anchored)}, "tool_use_id": "toolu_03"}), "additionalContext"),
+        ("pre-tool-use (Read, nothing anchored)", [*base, "pre-tool-use"],
+         json.dumps({**common, "hook_event_name": "PreToolUse", "tool_name": "Read",
+                     "tool_input": {"file_path": str(anchored.with_name("plain.py"))}, "tool_use_id": "toolu_04"}),
+         None),
         ("session-end (hand-off to the worker)", [*base, "session-end"],
          json.dumps({**common, "hook_event_name": "SessionEnd", "reason": "other"}), None),
     ]  # fmt: skip
     rows = []
     for name, cmd, stdin, expect in cases:
-        times = []
+        times, cpu = [], []
         for i in range(args.runs + 2):
             if name.startswith("session-end"):
                 transcript.write_text("")  # nothing to observe: time the hook, not the worker
+            if name.startswith("pre-tool-use (Read"):  # a new session: nothing was shown in it yet
+                stdin = re.sub(r'"session_id": "[^"]*"', f'"session_id": "bench-{time.time_ns()}"', stdin)
             dt, r = spawn(cmd, stdin, env, repo)
             if r.returncode != 0 or (expect and expect not in r.stdout):
                 print(f"{name}: unexpected result (exit {r.returncode}): {r.stdout[:200]!r} {r.stderr[-500:]!r}",
@@ -167,9 +237,11 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             if i >= 2:
                 times.append(dt)
+                cpu.append(CPU[-1])
             if name.startswith("session-end"):
                 time.sleep(1.5)  # let the detached worker finish, so it does not slow the next run
-        rows.append({"hook": name, **stats(times), "runs": len(times)})
+        rows.append({"hook": name, **stats(times), "cpu_p50_ms": round(statistics.median(cpu) * 1000, 1),
+                     "runs": len(times)})  # fmt: skip
     worker = None
     if args.worker:
         worker = time_worker(base, common, env, repo, home)
@@ -180,9 +252,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"store: {info['atoms']} atoms ({args.size} filled), via {args.via}, python {result['python']}, "
           f"{result['nproc']} cpus, load {result['loadavg']}")  # fmt: skip
-    print(f"{'hook':<42} {'min':>8} {'p50':>8} {'p95':>8} {'max':>8}  (ms, {args.runs} runs)")
+    print(f"{'hook':<42} {'min':>8} {'p50':>8} {'p95':>8} {'max':>8} {'cpu p50':>8}  (ms, {args.runs} runs)")
     for r in rows:
-        print(f"{r['hook']:<42} {r['min_ms']:>8} {r['p50_ms']:>8} {r['p95_ms']:>8} {r['max_ms']:>8}")
+        print(f"{r['hook']:<42} {r['min_ms']:>8} {r['p50_ms']:>8} {r['p95_ms']:>8} {r['max_ms']:>8} {r['cpu_p50_ms']:>8}")
     if worker:
         print(f"session-end worker, end to end (English fixture, e5 model): {worker['seconds']} s — {worker['log']}")
     return 0

@@ -65,6 +65,8 @@ def test_project_install_into_an_empty_project_and_back(home: Path, project: Pat
     assert hooks == {
         "SessionStart": [{"hooks": [{"type": "command", "command": f"{HOOK} hook session-start", "timeout": 10}]}],
         "PreToolUse": [{"matcher": "mcp__memoryd__.*",
+                        "hooks": [{"type": "command", "command": f"{HOOK} hook pre-tool-use", "timeout": 5}]},
+                       {"matcher": "Read|Edit|Write|MultiEdit|NotebookEdit",  # memories anchored to the file
                         "hooks": [{"type": "command", "command": f"{HOOK} hook pre-tool-use", "timeout": 5}]}],
         "SessionEnd": [{"hooks": [{"type": "command", "command": f"{HOOK} hook session-end", "timeout": 15}]}],
         "PreCompact": [{"hooks": [{"type": "command", "command": f"{HOOK} hook pre-compact", "timeout": 30}]}],
@@ -176,11 +178,12 @@ def test_both_profiles_share_the_session_hooks_and_come_out_cleanly(home: Path, 
     claude("project", home, project, profile="memoryd")
     claude("project", home, project, profile="hmg")
     hooks = load(project / ".claude" / "settings.json")["hooks"]
-    assert [g.get("matcher") for g in hooks["PreToolUse"]] == ["Bash", "mcp__memoryd__.*", "mcp__hmg__.*"]
+    files = "Read|Edit|Write|MultiEdit|NotebookEdit"  # the file hook: one entry for both profiles
+    assert [g.get("matcher") for g in hooks["PreToolUse"]] == ["Bash", "mcp__memoryd__.*", files, "mcp__hmg__.*"]
     assert len(hooks["SessionStart"]) == 2  # theirs + one memoryd entry for both profiles
     unclaude("project", home, project, profile="memoryd")
     hooks = load(project / ".claude" / "settings.json")["hooks"]
-    assert [g.get("matcher") for g in hooks["PreToolUse"]] == ["Bash", "mcp__hmg__.*"]
+    assert [g.get("matcher") for g in hooks["PreToolUse"]] == ["Bash", files, "mcp__hmg__.*"]
     assert len(hooks["SessionStart"]) == 2 and len(hooks["SessionEnd"]) == 1  # hmg still needs them
     assert list(load(project / ".mcp.json")["mcpServers"]) == ["github", "资料库", "hmg"]
     unclaude("project", home, project, profile="hmg")

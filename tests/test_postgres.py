@@ -540,6 +540,10 @@ def test_migrate_store_copies_a_sqlite_store(tmp_path: Path, repo: Path, dsn: st
             tx.mark_sensitive(lite.scope.scope_hash, "acme/widgets", True)
             tx.add_grant(lite.scope.scope_hash, "me", datetime.now(UTC) + timedelta(minutes=5))
             tx.add_access_request(lite.scope.scope_hash, "need it")
+        (repo / "session.py").write_text("def get_session(token):\n    return token\n")
+        anchored = lite.memorize("`get_session()` in session.py returns the token", source="user", gate="trusted")
+        want_anchors = lite.store.anchors_of([str(anchored.atom_id)])
+        assert len(want_anchors[str(anchored.atom_id)]) == 2
         want = {q: [(h.atom.id, round(h.score, 3)) for h in lite.recall(q, include_negated=True).hits] for q in QUERIES}
         want_events = [ev.model_dump() for ev in lite.store.events()]
         want_atoms = {a.id: a for a in lite.store.list_atoms(limit=-1)}
@@ -560,6 +564,7 @@ def test_migrate_store_copies_a_sqlite_store(tmp_path: Path, repo: Path, dsn: st
         assert pg.store.get_promotions([pending.promotion_id])[pending.promotion_id].atom_id == pending.atom_id
         assert pg.store.is_sensitive(pg.scope.scope_hash) and pg.store.grant_expiry(pg.scope.scope_hash)
         assert [r["reason"] for r in pg.store.access_requests()] == ["need it"]  # type: ignore[attr-defined]
+        assert pg.store.anchors_of([str(anchored.atom_id)]) == want_anchors  # code anchors come along
         assert pg.store.integrity() == "ok"  # type: ignore[attr-defined]
         pg.memorize("After the move, new memories get fresh sequence numbers")  # identities were advanced
         assert pg.verify_chain().ok

@@ -61,12 +61,17 @@ def memorize(
     content: Annotated[str, typer.Argument(help="The memory, one self-contained sentence.")],
     source: Annotated[str, typer.Option(help="user / agent / a custom source.")] = "user",
     type: Annotated[str | None, typer.Option("--type", help="decision, preference, fact, … (default: inferred)")] = None,
+    anchor: Annotated[list[str] | None, typer.Option(
+        "--anchor", help="Tie it to code: PATH, PATH::Class.method or a symbol (repeatable; files and symbols "
+                         "the text names are anchored anyway).")] = None,
     json_: JsonOpt = False,
     cwd: CwdOpt = None,
 ) -> None:
-    """Save a memory through the full write path (redaction, dedup, admission)."""
-    r = _run(cwd, lambda e: e.memorize(content, source=source, type=type)).model_dump(exclude_none=True)
-    _emit(r, json_, lambda: f"{r['effect']}: {r.get('atom_id', '-')}" + (f"  ({r['reason']})" if "reason" in r else ""))
+    """Save a memory through the full write path (redaction, dedup, admission, code anchors)."""
+    r = _run(cwd, lambda e: e.memorize(content, source=source, type=type, anchors=anchor)).model_dump(exclude_none=True)
+    _emit(r, json_, lambda: f"{r['effect']}: {r.get('atom_id', '-')}" + (f"  ({r['reason']})" if "reason" in r else "")
+          + (f"\nanchored to: {', '.join(r['anchors'])}" if r.get("anchors") else "")
+          + (f"\nnot anchored: {r['anchor_note']}" if r.get("anchor_note") else ""))  # fmt: skip
     _effect_exit(r)
 
 
@@ -75,20 +80,31 @@ def recall(
     query: Annotated[str, typer.Argument(help="What to look for (noun phrases work best).")],
     max_results: Annotated[int, typer.Option("--max-results", "-n", help="How many results.")] = 10,
     include_negated: Annotated[bool, typer.Option(help="Include memories marked false.")] = False,
+    path: Annotated[str | None, typer.Option("--path", help="Only memories anchored to this file or directory.")] = None,
+    symbol: Annotated[str | None, typer.Option("--symbol", help="Only memories anchored to this symbol.")] = None,
     json_: JsonOpt = False,
     cwd: CwdOpt = None,
 ) -> None:
     """Search memories of this repository and the global scope."""
     from .engine import visible_content
 
-    hits = _run(cwd, lambda e: e.recall(query, max_results=max_results, include_negated=include_negated).hits)
+    hits = _run(cwd, lambda e: e.recall(query, max_results=max_results, include_negated=include_negated, path=path,
+                                        symbol=symbol).hits)  # fmt: skip
     rows = [
         {"atom_id": h.atom.id, "score": h.score, "content": visible_content(h.atom), "type": h.atom.type,
-         "status": h.atom.status, "created_at": h.atom.created_at.isoformat(), "source": h.atom.source}
+         "status": h.atom.status, "created_at": h.atom.created_at.isoformat(), "source": h.atom.source,
+         **({"freshness": h.freshness} if h.freshness else {}),
+         **({"code_changes": [c.model_dump() for c in h.code_changes]} if h.code_changes else {})}
         for h in hits
     ]  # fmt: skip
-    _emit(rows, json_, lambda: "\n".join(f"{r['score']:.2f}  {r['atom_id']}  {r['content']}" for r in rows)
-          or "no matching memories")  # fmt: skip
+
+    def line(r: dict[str, Any]) -> str:
+        text = f"{r['score']:.2f}  {r['atom_id']}  {r['content']}"
+        for c in r.get("code_changes", []):
+            text += f"\n      code changed: {c['detail']}"
+        return text
+
+    _emit(rows, json_, lambda: "\n".join(line(r) for r in rows) or "no matching memories")
 
 
 @app.command()
@@ -407,15 +423,59 @@ def show(atom_id: Annotated[str, typer.Argument(help="Memory id.")], json_: Json
     """One memory with its file path and history."""
     def run(e: Any) -> dict[str, Any]:
         a = e.get(atom_id)
+        fresh, changes = e.code_changes([a.id]).get(a.id, (None, [])) if a.scope_hash == e.scope.scope_hash else (None, [])
         return {"memory": a.model_dump(mode="json"), "path": str(e.path_of(a) or ""),
+                "anchors": [x.ref for x in e.anchors(a.id)], "freshness": fresh,
+                "code_changes": [c.model_dump(exclude_none=True) for c in changes],
                 "history": [ev.model_dump(mode="json") for ev in e.history(atom_id)]}  # fmt: skip
 
     r = _run(cwd, run)
     m = r["memory"]
     _emit(r, json_, lambda: f"{m['id']}  {m['type']}  {m['status']}  {m['epistemic']}/{m['polarity']}\n"
-          f"{m['content']}\nfile: {r['path'] or '-'}\n" + "\n".join(
+          f"{m['content']}\nfile: {r['path'] or '-'}\n"
+          + (f"anchors: {', '.join(r['anchors'])} ({r['freshness']})\n" if r["anchors"] else "")
+          + "".join(f"  code changed: {c['detail']}\n" for c in r["code_changes"]) + "\n".join(
               f"  {e['at'][:19]}  {e['action']} by {e['actor']}" + (f": {e['reason']}" if e["reason"] else "")
               for e in r["history"]))  # fmt: skip
+
+
+@app.command()
+def stale(
+    confirm: Annotated[str | None, typer.Option("--confirm", help="Memory id: it still holds; re-anchor it to the "
+                                                "code as it is now (audited).")] = None,
+    reason: Annotated[str | None, typer.Option("--reason", "-r", help="Why it still holds (with --confirm).")] = None,
+    json_: JsonOpt = False,
+    cwd: CwdOpt = None,
+) -> None:
+    """Memories of this repository whose anchored code changed (deleted, renamed, edited, moved, gone)."""
+    if confirm:
+        def run_confirm(e: Any) -> dict[str, Any]:
+            anchors = e.confirm_anchors(confirm, reason=reason, actor="cli")
+            return {"memory_id": confirm, "anchors": [a.ref for a in anchors]}
+
+        r = _run(cwd, run_confirm)
+        _emit(r, json_, lambda: f"re-anchored {r['memory_id']}: {', '.join(r['anchors']) or 'no anchor left'}")
+        return
+
+    def run(e: Any) -> dict[str, Any]:
+        return {"anchors": e.code_status(), "stale": [
+            {"memory_id": s.atom.id, "type": s.atom.type, "content": s.atom.content,
+             "changes": [c.model_dump(exclude_none=True) for c in s.changes]} for s in e.stale()]}  # fmt: skip
+
+    r = _run(cwd, run)
+
+    def human() -> str:
+        if not r["stale"]:
+            return f"no memory's code changed (code anchors {r['anchors']})"
+        lines = []
+        for item in r["stale"]:
+            lines.append(f"{item['memory_id']}  {item['type']:<10} {item['content'][:120]}")
+            lines += [f"    {c['detail']}" for c in item["changes"]]
+        lines.append("confirm one that still holds: memoryd stale --confirm ID; replace one that does not: "
+                     "memoryd correct ID replace --new-content …")  # fmt: skip
+        return "\n".join(lines)
+
+    _emit(r, json_, human)
 
 
 @app.command()

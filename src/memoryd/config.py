@@ -45,6 +45,11 @@ class Settings(BaseSettings):
         description="SQLite: live vectors before an HNSW graph (saved next to the database) speeds up search.",
     )  # fmt: skip
 
+    anchors: bool = Field(True, description="Anchor memories to the code they name and report drift (git only).")
+    file_context_tokens: int = Field(
+        600, ge=50, le=20_000, description="Token budget of the memories the file hook adds when a file is opened."
+    )
+
     @field_validator("db")
     @classmethod
     def _known_database(cls, value: str | None) -> str | None:

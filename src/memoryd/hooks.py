@@ -3,11 +3,13 @@
 Input (every event): `session_id`, `transcript_path`, `cwd`, `hook_event_name`; PreToolUse
 adds `tool_name`, `tool_input`; SessionStart `source`; SessionEnd `reason`; PreCompact `trigger`.
 
-- `session-start`: the agent brief for the scope of `cwd` (latest handoff, constraints,
-  preferences, recent decisions, pending-review count; a short guide on an empty store) as
+- `session-start`: the agent brief for the scope of `cwd` (latest handoff, memories whose code
+  moved since the last session, constraints, preferences, recent decisions, pending-review count; a short guide on an empty store) as
   `{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": …}}`, at most
   `brief_max_chars` characters. A sensitive scope without a grant gets a notice, not its memories.
-- `pre-tool-use`: for memoryd's own tools (`mcp__memoryd__*`, `mcp__hmg__*`) the scope inferred
+- `pre-tool-use`: for Claude Code's file tools (Read, Edit, Write, MultiEdit, NotebookEdit), the
+  memories anchored to that file (`memoryd.filehook`), as `additionalContext`, once per session;
+  for memoryd's own tools (`mcp__memoryd__*`, `mcp__hmg__*`) the scope inferred
   from `cwd` replaces whatever the agent passed, through
   `{"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": {…whole input…}}}`
   (no `permissionDecision`: the user's permission rules still apply). Other tools: no output.
@@ -65,6 +67,8 @@ MEM_SCOPED = frozenset({"mem_save", "mem_search", "mem_timeline", "mem_session_s
                         "mem_request_sensitive_read"})  # fmt: skip
 MEM_REVIEW_SCOPED = frozenset({"mem_review_pending", "mem_promote"})  # "global" = every scope (their default)
 SERVERS = ("memoryd", "hmg")
+# Claude Code's file tools: their PreToolUse adds the memories anchored to the file (filehook.FILE_TOOLS).
+FILE_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "NotebookRead"})
 
 
 @dataclass(frozen=True)
@@ -171,6 +175,8 @@ def run_hook(
         log(settings, name, f"bad hook input: {exc}")
         return HookOutput()
     if name == "pre-tool-use":
+        if payload.get("tool_name") in FILE_TOOLS:
+            return _bounded(lambda: _file_tool(payload, settings), PRE_TOOL_USE_BUDGET, settings, name)
         return _bounded(lambda: _pre_tool_use(payload), PRE_TOOL_USE_BUDGET, settings, name)
     if name == "session-start":
         return _bounded(lambda: _session_start(payload, settings, embedder), SESSION_START_BUDGET, settings, name)
@@ -240,7 +246,7 @@ def _session_start(payload: dict[str, Any], settings: Settings | None, embedder:
             )
         tail = None
         if not locked:
-            brief = engine.agent_brief()
+            brief = engine.agent_brief(mark_session=True)  # also: code moved since the last session
             body = brief.text
             last = body.splitlines()[-1] if body else ""
             if brief.pending_review and str(brief.pending_review) in last and not last.startswith(("- ", "## ")):
@@ -263,6 +269,12 @@ def _split_tool(tool_name: str) -> tuple[str, str] | None:
     if not sep or server not in SERVERS:
         return None
     return server, tool
+
+
+def _file_tool(payload: dict[str, Any], settings: Settings | None) -> str:
+    from .filehook import hook_output  # the memories anchored to the file (no engine: filehook.py)
+
+    return hook_output(payload, Path(settings.home) if settings is not None else None)
 
 
 def _pre_tool_use(payload: dict[str, Any]) -> str:

@@ -9,7 +9,8 @@ Claude Code (formats from the Claude Code docs: MCP scopes and the hooks referen
 - Hooks: `<project>/.claude/settings.json` or `~/.claude/settings.json`,
   `{"hooks": {"<Event>": [{"matcher": "<regex>", "hooks": [{"type": "command", "command": "...",
   "timeout": <seconds>}]}]}}`. memoryd adds SessionStart, PreToolUse (matcher = its own tools,
-  `mcp__memoryd__.*` or `mcp__hmg__.*`), SessionEnd and PreCompact, each running
+  `mcp__memoryd__.*` or `mcp__hmg__.*`, and a second one, shared by both profiles, for the file
+  tools `Read|Edit|Write|MultiEdit|NotebookEdit`), SessionEnd and PreCompact, each running
   `<abs path>/memoryd hook <event>`.
 
 Codex: `$CODEX_HOME/config.toml` (default `~/.codex/config.toml`), table
@@ -69,6 +70,8 @@ HOOK_EVENTS: dict[str, tuple[str, int]] = {
     "PreCompact": ("pre-compact", 30),
 }
 _SHARED_EVENTS = ("SessionStart", "SessionEnd", "PreCompact")  # one entry serves both profiles
+# A second PreToolUse entry, shared too: the memories anchored to a file the agent reads or edits.
+FILE_TOOLS_MATCHER = "Read|Edit|Write|MultiEdit|NotebookEdit"
 _OUR_HOOK = re.compile(
     r"""(?:^|[\s/\\"'])memoryd(?:\.exe|\.hooks)?["']?\s+hook\s+(?:session-start|pre-tool-use|session-end|pre-compact)\b"""
 )
@@ -363,6 +366,15 @@ def _hook_group(event: str, exe: str, profile: str) -> dict[str, Any]:
     return group
 
 
+def _file_group(exe: str) -> dict[str, Any]:
+    name, timeout = HOOK_EVENTS["PreToolUse"]
+    return {"matcher": FILE_TOOLS_MATCHER, "hooks": [{"type": "command", "command": f"{exe} hook {name}", "timeout": timeout}]}
+
+
+def _is_file_group(group: Any) -> bool:
+    return _is_our_group(group, "PreToolUse") and group.get("matcher") == FILE_TOOLS_MATCHER
+
+
 def _is_our_handler(handler: Any) -> bool:
     return (
         isinstance(handler, dict) and handler.get("type", "command") == "command"
@@ -410,6 +422,15 @@ def _add_hooks(path: Path, data: dict[str, Any], exe: str, profile: str) -> list
         else:
             groups.append(want)
         items.append(f"hooks.{event}")
+    groups = hooks["PreToolUse"]
+    want = _file_group(exe)
+    if want not in groups:
+        ours = [i for i, g in enumerate(groups) if _is_file_group(g)]
+        if ours:
+            groups[ours[0]] = want
+        else:
+            groups.append(want)
+        items.append(f"hooks.PreToolUse[{FILE_TOOLS_MATCHER}]")
     return items
 
 
@@ -427,9 +448,11 @@ def _remove_hooks(path: Path, data: dict[str, Any], original: dict[str, Any] | N
         if event not in hooks or (event in _SHARED_EVENTS and still_used):
             continue
         groups = hooks[event]
-        kept = [g for g in groups if not _is_our_group(g, event, profile)]
+        kept = [g for g in groups if not _is_our_group(g, event, profile)
+                and not (event == "PreToolUse" and not still_used and _is_file_group(g))]  # fmt: skip
         # Older memoryd entries the backup had (a previous install) come back as they were.
-        kept += [g for g in (orig_hooks or {}).get(event, []) if _is_our_group(g, event, profile) and g not in kept]
+        kept += [g for g in (orig_hooks or {}).get(event, []) if (_is_our_group(g, event, profile) or (
+            event == "PreToolUse" and not still_used and _is_file_group(g))) and g not in kept]  # fmt: skip
         if kept != groups:
             items.append(f"hooks.{event}")
         if kept or event in (orig_hooks or {}):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, Field
+
+from .scope import scope_hash as _scope_hash  # scope.py imports this module only inside infer_scope
 
 __all__ = [
     "ATOM_TYPES",
@@ -14,11 +15,14 @@ __all__ = [
     "AtomType",
     "Brief",
     "ChainReport",
+    "CodeChange",
     "CorrectAction",
     "CorrectResult",
     "Effect",
     "Epistemic",
     "Event",
+    "FileContext",
+    "Freshness",
     "GovernAction",
     "GovernResult",
     "HandoffResult",
@@ -30,6 +34,7 @@ __all__ = [
     "RecallResult",
     "Session",
     "Scope",
+    "StaleMemory",
     "Stats",
     "Status",
 ]
@@ -44,6 +49,9 @@ CorrectAction = Literal["negate", "confirm_actual", "confirm_necessary", "demote
 GovernAction = Literal["quarantine", "seal", "tombstone", "derive_lesson"]
 CORRECT_ACTIONS: tuple[str, ...] = CorrectAction.__args__  # type: ignore[attr-defined]
 GOVERN_ACTIONS: tuple[str, ...] = GovernAction.__args__  # type: ignore[attr-defined]
+
+Freshness = Literal["current", "code_changed"]
+ChangeKind = Literal["file_deleted", "file_renamed", "file_changed", "symbol_changed", "symbol_removed", "symbol_moved"]
 
 GLOBAL_REPOSITORY = "*"
 
@@ -63,11 +71,7 @@ class Scope(BaseModel):
 
     @property
     def scope_hash(self) -> str:
-        # Non-git directories share no remote, so their path keeps two same-named folders apart.
-        key = f"{self.tenant_id}\x1f{self.workspace}\x1f{self.repository}"
-        if self.workspace == "local":
-            key += f"\x1f{self.root}"
-        return hashlib.sha256(key.encode()).hexdigest()[:16]
+        return _scope_hash(self.tenant_id, self.workspace, self.repository, self.root)
 
     @property
     def name(self) -> str:
@@ -135,12 +139,44 @@ class MemorizeResult(BaseModel):
     status: Status | None = Field(None, description="Stored status: active, or pending when held for review.")
     promotion_id: int | None = None
     dura: dict[str, float] | None = None
+    anchors: list[str] | None = Field(None, description="Code it was anchored to: path or path::symbol.")
+    anchor_note: str | None = Field(None, description="Why named code was not anchored (e.g. outside git).")
+
+
+class CodeChange(BaseModel):
+    """One way the code moved past a memory's anchor (see `memoryd.anchors.drift`)."""
+
+    kind: ChangeKind
+    path: str = Field(description="The anchored file, relative to the repository root.")
+    symbol: str | None = Field(None, description="The anchored symbol (symbol kinds only).")
+    since: str | None = Field(None, description="The commit the anchor was taken at (abbreviated).")
+    to: str | None = Field(None, description="Where it went (file_renamed, symbol_moved).")
+    detail: str = Field(description="The change in words.")
 
 
 class Hit(BaseModel):
     atom: Atom
     score: float
     signals: dict[str, float] = Field(default_factory=dict)
+    freshness: Freshness | None = Field(None, description="Anchored memories only: did the code move on?")
+    code_changes: list[CodeChange] | None = None
+
+
+class StaleMemory(BaseModel):
+    """A memory whose anchored code changed, and how."""
+
+    atom: Atom
+    changes: list[CodeChange]
+
+
+class FileContext(BaseModel):
+    """The memories anchored to one file, as context for an agent opening it."""
+
+    path: str = Field(description="The file, relative to the repository root.")
+    text: str = Field(description="The context (empty when nothing new is anchored there).")
+    memory_ids: list[str] = Field(default_factory=list, description="The memories in the text, newest first.")
+    tokens: int = Field(0, description="Estimated tokens of the text.")
+    left_out: int = Field(0, description="Anchored memories that did not fit the budget.")
 
 
 class RecallResult(BaseModel):
@@ -190,6 +226,7 @@ class Brief(BaseModel):
     decisions: list[Atom] = Field(default_factory=list)
     pending_review: int = 0
     empty_store: bool = False
+    code_changed: list[StaleMemory] = Field(default_factory=list, description="Code moved since the last session.")
 
 
 class Session(BaseModel):

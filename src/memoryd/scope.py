@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import getpass
+import hashlib
 import os
 import re
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .models import Scope
+if TYPE_CHECKING:  # at run time imported inside infer_scope: hooks use this module without pydantic
+    from .models import Scope
 
-__all__ = ["infer_scope", "parse_remote", "local_tenant"]
+__all__ = ["infer_scope", "local_tenant", "parse_remote", "repository_identity", "repository_scope_hash", "scope_hash"]
 
 _SCP_LIKE = re.compile(r"^(?:[\w.\-]+@)?(?P<host>[\w.\-]+):(?P<path>(?!/).+)$")
 
@@ -20,10 +22,24 @@ def local_tenant() -> str:
     tenant = os.environ.get("MEMORYD_TENANT")
     if tenant:
         return tenant
+    for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):  # getpass.getuser()'s own order, without importing it
+        if os.environ.get(name):
+            return os.environ[name]
+    import getpass
+
     try:
         return getpass.getuser()
     except (KeyError, OSError):  # no passwd entry, e.g. in minimal containers
         return "local"
+
+
+def scope_hash(tenant_id: str, workspace: str, repository: str, root: str) -> str:
+    """The stable key of a scope: tenant + workspace + repository (+ the root for `local` ones)."""
+    # Non-git directories share no remote, so their path keeps two same-named folders apart.
+    key = f"{tenant_id}\x1f{workspace}\x1f{repository}"
+    if workspace == "local":
+        key += f"\x1f{root}"
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def parse_remote(url: str) -> tuple[str, str] | None:
@@ -76,6 +92,8 @@ def infer_scope(cwd: str | os.PathLike[str] | None = None) -> Scope:
     name when there is none, with workspace `local`), branch from HEAD (`detached@<sha>`
     on a detached HEAD). Elsewhere: workspace `local`, repository = the directory's name.
     """
+    from .models import Scope
+
     path = Path(cwd if cwd is not None else os.getcwd()).resolve()
     tenant = local_tenant()
     top = _git(path, "rev-parse", "--show-toplevel")
@@ -86,9 +104,21 @@ def infer_scope(cwd: str | os.PathLike[str] | None = None) -> Scope:
     if not branch:
         sha = _git(root, "rev-parse", "--short", "HEAD")
         branch = f"detached@{sha}" if sha else "detached"
+    workspace, repository = repository_identity(root)
+    return Scope(tenant_id=tenant, workspace=workspace, repository=repository, branch=branch, root=str(root))
+
+
+def repository_identity(root: Path) -> tuple[str, str]:
+    """(workspace, repository) of a git root: from the `origin` remote, else ("local", the folder name)."""
     remote = _git(root, "config", "--get", "remote.origin.url")
     parsed = parse_remote(remote) if remote else None
-    if parsed is None:
-        return Scope(tenant_id=tenant, workspace="local", repository=root.name, branch=branch, root=str(root))
-    workspace, repository = parsed
-    return Scope(tenant_id=tenant, workspace=workspace, repository=repository, branch=branch, root=str(root))
+    return parsed if parsed is not None else ("local", root.name)
+
+
+def repository_scope_hash(root: Path, remote: str | None = None) -> str:
+    """The scope hash `infer_scope` gives a git root, without building a Scope (hooks avoid pydantic);
+    `remote` is remote.origin.url when the caller read it already."""
+    parsed = parse_remote(remote) if remote else None
+    workspace, repository = parsed if parsed is not None else (
+        repository_identity(root) if remote is None else ("local", root.name))  # fmt: skip
+    return scope_hash(local_tenant(), workspace, repository, str(root))

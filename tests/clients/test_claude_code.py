@@ -121,3 +121,32 @@ def test_http_registration_connects_and_the_token_is_enforced(c: Claude) -> None
     assert status["memoryd-noauth"].startswith(f"{url} (HTTP) - ✘ Failed to connect")
     assert "401" in status["memoryd-noauth"]
     assert "Status: ✔ Connected" in got and "Type: http" in got
+
+
+def test_the_file_hook_adds_anchored_memories_to_a_real_session_once(c: Claude) -> None:
+    """`memoryd install claude` + a real `claude -p` session whose model (tests/clients/fake_api.py, offline)
+    reads the same file twice: Claude Code runs the PreToolUse hook on Read and sends its context to the
+    model once, with the memory and how its code changed."""
+    from .fake_api import fake_model
+
+    (c.repo / "auth").mkdir()
+    source = c.repo / "auth" / "session.py"
+    source.write_text("def get_session(token):\n    return STORE.get(token)\n")
+    for args in (["add", "-A"], ["commit", "-q", "-m", "code"]):
+        run(["git", *args], c.env, c.repo)
+    saved = json.loads(c.memoryd("memorize", "Sessions come from `get_session()` in auth/session.py", "--json"))
+    assert saved["anchors"] == ["auth/session.py", "auth/session.py::get_session"]
+    source.write_text("def get_session(token):\n    return STORE[token]\n")  # the code moves on
+    c.memoryd("install", "claude")
+    with fake_model([str(source), str(source)]) as model:
+        env = {**c.env, "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{model.port}", "ANTHROPIC_API_KEY": "sk-test-offline"}
+        r = run([c.exe, "-p", "read auth/session.py", "--allowedTools", "Read", "--output-format", "json"], env, c.repo,
+                timeout=180)  # fmt: skip
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert json.loads(r.stdout)["result"] == "done"
+    final = json.dumps(model.requests[-1], ensure_ascii=False)
+    marker = "PreToolUse:Read hook additional context: [memoryd · 1 memory anchored to auth/session.py · ~"
+    assert final.count(marker) == 1, final[-3000:]  # two reads of the file, one injection
+    assert f"[fact {saved['atom_id']}] Sessions come from `get_session()` in auth/session.py" in final
+    assert "code changed: the definition of get_session (auth/session.py) changed since" in final
+    assert sum(1 for m in model.requests if "memoryd · 1 memory anchored" in json.dumps(m, ensure_ascii=False)) == 2

@@ -9,7 +9,7 @@ import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Self
@@ -51,6 +51,7 @@ from ..write.admission import infer_type as _infer_type
 from ..write.classify import classify
 from ..write.entities import extract_entities
 from ..write.redact import redact
+from .anchoring import check_filters
 
 __all__ = ["AUTHORITIES", "EngineCore", "GATES", "PLACEHOLDERS", "visible_content"]
 
@@ -429,16 +430,21 @@ class EngineCore:
         scope: Scope | None = None,
         actor: str | None = None,
         origin: str = "save",
+        anchors: Sequence[str] | None = None,
     ) -> MemorizeResult:
         """Write one memory through the full write path (SPEC §2).
 
         `gate` is "admit" (junk rejected, the rest stored), "review" (grey-zone saves wait as
         `pending`), "hold" (every save that is not junk waits as `pending`: transcript
-        observations), or "trusted" (no DURA gate: importers, passive capture).
+        observations), or "trusted" (no DURA gate: importers, passive capture). `anchors` ties the
+        memory to code beyond what its text names (`path`, `path::Symbol`, `Symbol`).
+
+        Raises:
+            InvalidInput: an explicit anchor that does not resolve.
         """
         draft = self._prepare_memory(
             content, source=source, type=type, title=title, tags=tags, triggers=triggers, gate=gate, scope=scope,
-            actor=actor, origin=origin,
+            actor=actor, origin=origin, anchors=anchors,
         )  # fmt: skip
         if isinstance(draft, MemorizeResult):
             return draft
@@ -460,6 +466,7 @@ class EngineCore:
         actor: str | None,
         origin: str,
         batch: dict[tuple[str, str], Atom] | None = None,
+        anchors: Sequence[str] | None = None,
     ) -> _Draft | MemorizeResult:
         """Everything of the write path before the transaction: validate, redact, dedup, admit, classify.
 
@@ -483,6 +490,7 @@ class EngineCore:
         scope = scope or self.scope
         if not self._reach(scope.scope_hash, scope.name):
             raise NotFound(f"no scope {scope.name!r} within reach")
+        explicit = self._explicit_anchors(anchors, scope.scope_hash)  # type: ignore[attr-defined]
         clean = _clean(str(content))
         key = (scope.scope_hash, _norm_hash(clean))
         if batch is not None and key in batch:
@@ -513,12 +521,16 @@ class EngineCore:
         )  # fmt: skip
         if batch is not None:
             batch[key] = atom
-        return _Draft(atom=atom, dura=d, gate=gate, origin=origin, actor=actor or source)
+        code, note = self._auto_anchors(atom, explicit)  # type: ignore[attr-defined]
+        return _Draft(atom=atom, dura=d, gate=gate, origin=origin, actor=actor or source, anchors=code, anchor_note=note)
 
     def _store_draft(self, tx: Any, draft: _Draft, vector: Any) -> MemorizeResult:
         """Write a prepared memory inside an open `_write()` transaction (with its promotion if held)."""
         atom, d = draft.atom, draft.dura
         self._persist(tx, atom, actor=draft.actor, action="create", reason=None, vector=vector)
+        if draft.anchors:
+            tx.set_anchors(atom.id, draft.anchors)
+        code = {"anchors": [a.ref for a in draft.anchors] or None, "anchor_note": draft.anchor_note}
         dura = d.as_dict() if d is not None else None
         if atom.status == "pending" and d is not None:
             promotion_id = tx.insert_promotion(
@@ -528,9 +540,9 @@ class EngineCore:
             why = f"every {draft.origin} waits for review" if draft.gate == "hold" else "the DURA score is in the grey zone"
             return MemorizeResult(
                 atom_id=atom.id, effect="applied", status="pending", promotion_id=promotion_id, dura=dura,
-                reason=f"held for review: {why} ({d.reasoning})",
+                reason=f"held for review: {why} ({d.reasoning})", **code,
             )  # fmt: skip
-        return MemorizeResult(atom_id=atom.id, effect="applied", status="active", dura=dura)
+        return MemorizeResult(atom_id=atom.id, effect="applied", status="active", dura=dura, **code)
 
     def handoff(self, summary: str, *, source: str = "agent", scope: Scope | None = None) -> HandoffResult:
         """Write a session handoff; the next session's brief shows the latest one first."""
@@ -582,8 +594,11 @@ class EngineCore:
                 clean, type=atom.type, source=atom.source, scope=atom.scope, title=atom.title,
                 tags=atom.tags, triggers=atom.triggers, supersedes=atom.id,
             )  # fmt: skip
+            code, _ = self._auto_anchors(new, self._carried_anchors(atom))  # type: ignore[attr-defined]
             with self._write() as tx:
                 self._persist(tx, new, actor=actor, action="replace", reason=reason)
+                if code:
+                    tx.set_anchors(new.id, code)
                 tx.update_atom(atom.id, status="superseded", superseded_by=new.id)
                 tx.link(new.id, atom.id, "supersedes")
                 tx.append_event(atom_id=atom.id, actor=actor, action="superseded", reason=reason, content=None)
@@ -598,9 +613,13 @@ class EngineCore:
         else:
             target = {"confirm_actual": "actual", "confirm_necessary": "necessary", "demote": "possible"}[action]
             fields = {"epistemic": target}
+        # Confirming says the memory holds for the code as it is now: its anchors move to HEAD.
+        plan = self._reanchor_plan(atom) if action.startswith("confirm_") else None  # type: ignore[attr-defined]
         with self._write() as tx:
             tx.update_atom(atom.id, **fields)
             tx.append_event(atom_id=atom.id, actor=actor, action=action, reason=reason, content=None)
+            if plan is not None:
+                self._apply_reanchor(tx, atom.id, plan, actor=actor)  # type: ignore[attr-defined]
         return CorrectResult(effect="applied", target_atom=atom.id)
 
     def govern(
@@ -690,11 +709,17 @@ class EngineCore:
         entity_ids: Sequence[str] | None = None,
         scope: Scope | None = None,
         statuses: Sequence[str] | None = None,
+        path: str | None = None,
+        symbol: str | None = None,
     ) -> RecallResult:
         """Hybrid search over the current repository and the tenant-global scope.
 
+        `path` (a file or directory of the repository) and `symbol` (`Table.insert_all`, or its last
+        parts) keep only memories anchored to that code. Memories whose anchored code changed rank
+        ×0.9 and say so (`freshness`, `code_changes`).
+
         Raises:
-            InvalidInput: empty query, or max_results outside 1..100.
+            InvalidInput: empty query, max_results outside 1..100, a path/symbol filter over 1024 characters.
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("query is empty")
@@ -707,16 +732,27 @@ class EngineCore:
             if unknown:
                 raise InvalidInput(f"unknown type(s) {unknown}; expected any of {', '.join(ATOM_TYPES)}")
         check_texts("entity_ids", "id", entity_ids)
+        path, symbol = check_filters(path, symbol)
         q, cands, stats = self._recall_gather(
             query, max_results=max_results, include_negated=include_negated, types=types, entity_ids=entity_ids,
-            scope=scope, statuses=statuses,
+            scope=scope, statuses=statuses, path=path, symbol=symbol,
         )  # fmt: skip
-        ranked = rank.rank(q, cands, stats, english=self._english if self.term_embedder is not None else None)
-        ranked = ranked[:max_results]
+        # A path/symbol filter lists every memory anchored there, whatever the query's signals say.
+        ranked = rank.rank(q, cands, stats, english=self._english if self.term_embedder is not None else None,
+                           keep_zero=bool(path or symbol))  # fmt: skip
         scored = [(score, c.atom_id, signals) for score, c, signals in ranked]
+        # Code anchors: a memory whose code moved on ranks ×DRIFT_WEIGHT, a multiplier after the ranking.
+        # Anchors are checked against this working tree, so only this repository's memories, and only as
+        # deep as the top max_results needs.
+        here = self.scope.scope_hash
+        own = {c.atom_id for _, c, _ in ranked if c.scope_hash == here}
+        scored, drift = self._rank_with_drift(scored, own, max_results)  # type: ignore[attr-defined]
+        scored = scored[:max_results]
         atoms = self.store.get_atoms(atom_id for _, atom_id, _ in scored)  # full atoms for the hits only
         hits = [
-            Hit(atom=atoms[atom_id], score=score, signals={k: round(v, 4) for k, v in signals.items()})
+            Hit(atom=atoms[atom_id], score=score, signals={k: round(v, 4) for k, v in signals.items()},
+                freshness=drift[atom_id][0] if atom_id in drift else None,
+                code_changes=(drift[atom_id][1] or None) if atom_id in drift else None)  # fmt: skip
             for score, atom_id, signals in scored
             if atom_id in atoms  # deleted between the two reads
         ]
@@ -743,17 +779,25 @@ class EngineCore:
         entity_ids: Sequence[str] | None = None,
         scope: Scope | None = None,
         statuses: Sequence[str] | None = None,
+        path: str | None = None,
+        symbol: str | None = None,
     ) -> tuple[rank.Query, list[rank.Candidate], tuple[int, dict[str, int]]]:
         """recall's first half: the query's terms and entities, every candidate with its scoring facts.
 
         The ranking (`search.rank.rank`) is a pure function of what this returns, so
-        bench/replay.py caches it once and re-ranks offline.
+        bench/replay.py caches it once and re-ranks offline. `path`/`symbol` (checked by recall)
+        keep only the memories anchored to that code.
         """
         statuses = list(statuses or (["active", "negated"] if include_negated else ["active"]))
         current = scope or self.scope
         if not self._reach(current.scope_hash, current.name):
             raise NotFound(f"no scope {current.name!r} within reach")
         scopes = self._recall_scopes(scope)
+        allowed: set[str] | None = None
+        if path or symbol:  # only memories anchored to that code, whatever the query surfaces
+            checker = self._checker()  # type: ignore[attr-defined]
+            rel = (checker.repo.relpath(path) or path) if path and checker is not None else path
+            allowed = set(self.store.anchored_atoms(scope_hashes=scopes, statuses=statuses, path=rel, symbol=symbol))
         q = rank.Query(
             text=query, terms=tuple(dict.fromkeys(tokens(query, query=True))),
             entities=tuple(dict.fromkeys(e.id for e in extract_entities(query))),
@@ -779,6 +823,10 @@ class EngineCore:
             list(dict.fromkeys(q.entities + q.boost)), scope_hashes=scopes, statuses=statuses, limit=pool
         ):
             candidates.setdefault(atom_id, None)
+        if allowed is not None:
+            candidates = {i: cos for i, cos in candidates.items() if i in allowed}
+            for atom_id in allowed:
+                candidates.setdefault(atom_id, None)
         if q_vec is not None:
             missing = [i for i, cos in candidates.items() if cos is None]
             candidates.update(self.store.cosines(q_vec, missing))
@@ -787,6 +835,8 @@ class EngineCore:
         # passes it part of the question's score (a conversation answers in the next turn).
         asks = [i for i, f in facts.items() if f.epistemic == "possible" and f.status in statuses]
         nexts = self.store.successors(asks, statuses=statuses, within_seconds=_REPLY_WINDOW_S) if asks else {}
+        if allowed is not None:
+            nexts = {i: n for i, n in nexts.items() if n in allowed}
         new = [n for n in dict.fromkeys(nexts.values()) if n not in candidates]
         if new:
             new_cos = self.store.cosines(q_vec, new) if q_vec is not None else {}
@@ -804,7 +854,7 @@ class EngineCore:
                 rank.Candidate(
                     atom_id=atom_id, cos=cos, terms=frozenset(fact.terms), entities=fact.entities, status=fact.status,
                     type=fact.type, decay=_DECAY_WEIGHT[decay_state(fact, now)], epistemic=fact.epistemic,
-                    polarity=fact.polarity, next_id=nexts.get(atom_id),
+                    polarity=fact.polarity, next_id=nexts.get(atom_id), scope_hash=fact.scope_hash,
                 )  # fmt: skip
             )
         return q, cands, stats
@@ -882,8 +932,13 @@ class EngineCore:
                     return state
         return None
 
-    def agent_brief(self, scope: Scope | None = None) -> Brief:
-        """The session-start brief: latest handoff, constraints, preferences, recent decisions."""
+    def agent_brief(self, scope: Scope | None = None, *, mark_session: bool = False) -> Brief:
+        """The session-start brief: latest handoff, memories whose code moved since the last session,
+        constraints, preferences, recent decisions.
+
+        `mark_session` (the SessionStart hook) records which code changes this brief reported, so the
+        next session lists only new ones; `memoryd stale` lists them all.
+        """
         if scope is not None and not self._reach(scope.scope_hash, scope.name):
             raise NotFound(f"no scope {scope.name!r} within reach")
         scopes = self._recall_scopes(scope)
@@ -896,7 +951,8 @@ class EngineCore:
         constraints = [a for a in constraints if a.type != "handoff"]
         prefs = [a for a in prefs if a not in constraints]
         decisions = [a for a in decisions if a not in constraints]
-        everything = [*handoffs, *constraints, *prefs, *decisions]
+        moved = self.code_moved_since_last_session(mark=mark_session) if scope is None else []  # type: ignore[attr-defined]
+        everything = [*handoffs, *constraints, *prefs, *decisions, *(m.atom for m in moved)]
         if not everything and not pending:
             return Brief(text=_GUIDE, empty_store=True)
         sample = " ".join(a.content for a in everything)
@@ -913,7 +969,20 @@ class EngineCore:
             used += len(line) + 1
             return True
 
-        for title, atoms in zip(labels[:4], (handoffs, constraints, prefs, decisions), strict=True):
+        sections: list[tuple[str, list[Atom]]] = [(labels[0], handoffs)]
+        if moved:
+            sections.append((labels[5], []))
+        sections += [(labels[1], constraints), (labels[2], prefs), (labels[3], decisions)]
+        for title, atoms in sections:
+            if title == labels[5]:
+                if add(f"## {title}"):
+                    for m in moved[:_BRIEF_MOVED]:
+                        text = m.atom.content if len(m.atom.content) <= 200 else m.atom.content[:197] + "…"
+                        if not add(f"- {text} ({m.atom.id}): {'; '.join(c.detail for c in m.changes[:2])}"):
+                            break
+                    if len(moved) > _BRIEF_MOVED:
+                        add(f"- … {len(moved) - _BRIEF_MOVED} more: `memoryd stale`")
+                continue
             if not atoms:
                 continue
             if not add(f"## {title}"):
@@ -926,7 +995,7 @@ class EngineCore:
             add(labels[4].format(n=pending))
         return Brief(
             text="\n".join(parts), handoff=handoffs[0] if handoffs else None, constraints=constraints,
-            preferences=prefs, decisions=decisions, pending_review=pending,
+            preferences=prefs, decisions=decisions, pending_review=pending, code_changed=moved,
         )  # fmt: skip
 
 
@@ -939,12 +1008,16 @@ _GUIDE = (
 )
 
 
-def _labels(sample: str) -> tuple[str, str, str, str, str]:
+_BRIEF_MOVED = 5  # memories listed under "code changed" (the rest: `memoryd stale`)
+
+
+def _labels(sample: str) -> tuple[str, str, str, str, str, str]:
     if len(_CJK.findall(sample)) * 2 < len(sample.replace(" ", "")) * 0.3:
-        return ("Latest handoff", "Constraints", "Preferences", "Recent decisions", "Pending review: {n}")
+        return ("Latest handoff", "Constraints", "Preferences", "Recent decisions", "Pending review: {n}",
+                "Code changed since the last session")  # fmt: skip
     if to_simplified(sample) != sample:
-        return ("最近交接", "約束", "偏好", "近期決策", "待審核：{n} 條")
-    return ("最近交接", "约束", "偏好", "近期决策", "待审核：{n} 条")
+        return ("最近交接", "約束", "偏好", "近期決策", "待審核：{n} 條", "上次會話以來程式碼已變")
+    return ("最近交接", "约束", "偏好", "近期决策", "待审核：{n} 条", "上次会话以来代码已变")
 
 
 @dataclass
@@ -956,6 +1029,8 @@ class _Draft:
     gate: str
     origin: str
     actor: str
+    anchors: list[Any] = field(default_factory=list)  # memoryd.anchors.Anchor
+    anchor_note: str | None = None
 
 
 @dataclass(frozen=True)

@@ -115,13 +115,19 @@ class MemoryOps(_Base):
             fields["title"] = redact(title).text
         if not fields:
             raise InvalidInput("nothing to update: pass content, tags, triggers or title that differ")
+        code = None
         if new_content is not None:
             fields["norm_hash"] = _norm_hash(new_content)
+            # New text, new anchors: what it names now, plus its explicit anchors taken again at HEAD.
+            renamed = atom.model_copy(update={"content": new_content,
+                                              "entities": [e.id for e in extract_entities(new_content)]})  # fmt: skip
+            code, _ = self._auto_anchors(renamed, self._carried_anchors(atom))  # type: ignore[attr-defined]
         with self._write() as tx:
             tx.update_atom(atom.id, **fields)
             updated = atom.model_copy(update={k: v for k, v in fields.items() if k != "norm_hash"})
             if new_content is not None:
                 updated = updated.model_copy(update={"entities": [e.id for e in extract_entities(new_content)]})
+                tx.set_anchors(atom.id, code or [])
             self.reindex(tx, updated)
             changed = ",".join(k for k in fields if k != "norm_hash")
             tx.append_event(atom_id=atom.id, actor=actor, action="update",
@@ -148,9 +154,12 @@ class MemoryOps(_Base):
         top_k: int = 10,
         types: Sequence[str] | None = None,
         entity_ids: Sequence[str] | None = None,
+        path: str | None = None,
+        symbol: str | None = None,
     ) -> RecallResult:
-        """mem_search: recall with types as a post-filter and entity ids as a boost."""
-        return self.recall(query, max_results=top_k, types=types, entity_ids=entity_ids, scope=self.resolve_scope(scope))
+        """mem_search: recall with types as a post-filter, entity ids as a boost, path/symbol as anchor filters."""
+        return self.recall(query, max_results=top_k, types=types, entity_ids=entity_ids, scope=self.resolve_scope(scope),
+                           path=path, symbol=symbol)  # fmt: skip
 
     def context(self, memory_id: str, *, neighbors: int = 3) -> tuple[list[Atom], Atom, list[Atom]]:
         """The memories created just before and after one memory, in its scope."""

@@ -9,6 +9,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from ..models import CodeChange, Freshness
 from .common import EngineHandle, ScopeInput, call
 
 __all__ = ["TOOL_NAMES", "register"]
@@ -30,6 +31,10 @@ class RecalledAtom(BaseModel):
     score: float = Field(description="Relevance, 0.0 to 1.0.")
     created_at: datetime
     source: str
+    freshness: Freshness | None = Field(
+        None, description="Memories tied to code only: current, or code_changed when that code moved on since."
+    )
+    code_changes: list[CodeChange] | None = Field(None, description="What changed (code_changed only).")
 
 
 class RecallOut(BaseModel):
@@ -75,6 +80,9 @@ class StatsOut(BaseModel):
 
 
 _SCOPE = Field(description="Injected by the host; the scope is inferred (a different one is answered with a warning).")
+_ANCHORS = Field(description="Optional: code it is about beyond what it names: 'path', 'path::Class.method' or 'Symbol'.")
+_PATH = Field(description="Optional: only memories anchored to this file or directory of the repository.")
+_SYMBOL = Field(description="Optional: only memories anchored to this symbol, e.g. Table.insert_all or insert_all.")
 
 
 def _given(scope: ScopeInput | None) -> dict[str, object] | None:
@@ -97,10 +105,11 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
         content: Annotated[str, Field(description="The memory, one self-contained sentence.")],
         source: Annotated[str | None, Field(description="user (the user said it) / agent (you concluded it) / custom.")] = None,
         scope: Annotated[ScopeInput | None, _SCOPE] = None,
+        anchors: Annotated[list[str] | None, _ANCHORS] = None,
     ) -> Annotated[CallToolResult, MemorizeOut]:
         def run(engine):  # type: ignore[no-untyped-def]
             warning = engine.scope_input_warning(_given(scope))
-            r = engine.memorize(content, source=source or "agent", gate="admit")
+            r = engine.memorize(content, source=source or "agent", gate="admit", anchors=anchors)
             return MemorizeOut(atom_id=r.atom_id, effect=r.effect, reason=r.reason, deduped_with=r.deduped_with,
                                warning=warning)  # fmt: skip
 
@@ -119,16 +128,20 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
         max_results: Annotated[int, Field(description="Maximum number of memories to return.", ge=1, le=100)] = 10,
         include_negated: Annotated[bool, Field(description="Also return memories marked false.")] = False,
         scope: Annotated[ScopeInput | None, _SCOPE] = None,
+        path: Annotated[str | None, _PATH] = None,
+        symbol: Annotated[str | None, _SYMBOL] = None,
     ) -> Annotated[CallToolResult, RecallOut]:
         def run(engine):  # type: ignore[no-untyped-def]
             from ..engine import visible_content
 
             warning = engine.scope_input_warning(_given(scope))
-            hits = engine.recall(query, max_results=max_results, include_negated=include_negated).hits
+            hits = engine.recall(query, max_results=max_results, include_negated=include_negated, path=path,
+                                 symbol=symbol).hits  # fmt: skip
             return RecallOut(
                 atoms=[
                     RecalledAtom(atom_id=h.atom.id, content=visible_content(h.atom), score=h.score,
-                                 created_at=h.atom.created_at, source=h.atom.source)  # fmt: skip
+                                 created_at=h.atom.created_at, source=h.atom.source, freshness=h.freshness,
+                                 code_changes=h.code_changes)  # fmt: skip
                     for h in hits
                 ],
                 warning=warning,

@@ -10,6 +10,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from ..models import CodeChange, Freshness
 from .common import EngineHandle, call
 
 __all__ = ["ADMIN_TOOLS", "AGENT_TOOLS", "register"]
@@ -38,6 +39,8 @@ class SaveOut(BaseModel):
     deduped_with: str | None = None
     reasoning: str | None = Field(None, description="DURA scores and cues (pending / rejected).")
     warning: str | None = Field(None, description="Set when the scope argument named another repository: where the call went.")
+    anchors: list[str] | None = Field(None, description="Code it is anchored to: path or path::symbol.")
+    anchor_note: str | None = Field(None, description="Why the code it names was not anchored.")
 
 
 class UpdateOut(BaseModel):
@@ -69,6 +72,10 @@ class Brief(BaseModel):
     title: str | None = None
     content_preview: str
     created_at: datetime
+    freshness: Freshness | None = Field(
+        None, description="Memories tied to code only: current, or code_changed when that code moved on since."
+    )
+    code_changes: list[CodeChange] | None = Field(None, description="What changed (code_changed only).")
 
 
 class Result(Brief):
@@ -225,12 +232,13 @@ class TopicKeyOut(BaseModel):
 # -- shaping helpers ---------------------------------------------------------------------------
 
 
-def _brief(engine: Any, atom: Any) -> Brief:
+def _brief(engine: Any, atom: Any, drift: dict[str, Any] | None = None) -> Brief:
     from ..engine import visible_content
 
     text = visible_content(atom)
+    fresh, changes = (drift or {}).get(atom.id, (None, None))
     return Brief(memory_id=atom.id, type=atom.type, title=atom.title, content_preview=text[:200],
-                 created_at=atom.created_at)  # fmt: skip
+                 created_at=atom.created_at, freshness=fresh, code_changes=changes or None)  # fmt: skip
 
 
 def _path(engine: Any, atom: Any) -> str | None:
@@ -260,21 +268,25 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
         tags: Annotated[list[str] | None, Field(description="Labels, e.g. ['frontend'].")] = None,
         triggers: Annotated[list[str] | None, Field(description="Words that should recall it.")] = None,
         title: Annotated[str | None, Field(description="Short title.")] = None,
+        anchors: Annotated[list[str] | None, Field(
+            description="Optional: code it is about beyond what it names: 'path', 'path::Class.method' or 'Symbol'. "
+                        "Files and symbols named in the content are anchored anyway.")] = None,
     ) -> Annotated[CallToolResult, SaveOut]:
         def run(e: Any) -> SaveOut:
             target, warning = e.resolve_scope_arg(scope)
             r = e.memorize(content, source="agent", type=type, title=title, tags=tags or [], triggers=triggers or [],
-                           gate="review", scope=target)  # fmt: skip
+                           gate="review", scope=target, anchors=anchors)  # fmt: skip
             if r.effect == "rejected":
                 return SaveOut(status="rejected", reasoning=r.reason, warning=warning)
             atom = e.store.get_atoms([r.atom_id])[r.atom_id]
             if r.effect == "no_op":
                 return SaveOut(status="duplicate", memory_id=atom.id, path=_path(e, atom), deduped_with=r.deduped_with,
                                warning=warning)  # fmt: skip
+            code = {"anchors": r.anchors, "anchor_note": r.anchor_note}
             if r.status == "pending":
                 return SaveOut(status="pending", memory_id=atom.id, promotion_id=r.promotion_id, reasoning=r.reason,
-                               warning=warning)  # fmt: skip
-            return SaveOut(status="saved", memory_id=atom.id, path=_path(e, atom), warning=warning)
+                               warning=warning, **code)  # fmt: skip
+            return SaveOut(status="saved", memory_id=atom.id, path=_path(e, atom), warning=warning, **code)
 
         return await call(handle, run)
 
@@ -317,7 +329,8 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
         return await call(handle, run)
 
     @tool("Search memories (keyword + semantic + entity). Use noun phrases with key names; types filters the "
-          "results, entity_ids (e.g. entity:library:Solid) boosts memories that mention them.",
+          "results, entity_ids (e.g. entity:library:Solid) boosts memories that mention them, path / symbol keep "
+          "only memories anchored to that code. freshness=code_changed: the code it describes moved on since.",
           read_only=True, idempotent=True)  # fmt: skip
     async def mem_search(
         query: str,
@@ -325,13 +338,17 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
         top_k: Annotated[int, Field(ge=1, le=100, description="How many results.")] = 10,
         types: list[MemType] | None = None,
         entity_ids: list[str] | None = None,
+        path: Annotated[str | None, Field(description="Only memories anchored to this file or directory.")] = None,
+        symbol: Annotated[str | None, Field(description="Only memories anchored to this symbol, e.g. Table.insert_all.")] = None,
     ) -> Annotated[CallToolResult, SearchOut]:
         def run(e: Any) -> SearchOut:
             warning = e.resolve_scope_arg(scope)[1]
-            hits = e.search(query, scope=scope, top_k=top_k, types=types, entity_ids=entity_ids).hits
+            hits = e.search(query, scope=scope, top_k=top_k, types=types, entity_ids=entity_ids, path=path,
+                            symbol=symbol).hits  # fmt: skip
+            drift = {h.atom.id: (h.freshness, h.code_changes) for h in hits if h.freshness}
             return SearchOut(results=[
-                Result(**_brief(e, h.atom).model_dump(), score=h.score, tags=h.atom.tags, scope_hash=h.atom.scope_hash,
-                       path=_path(e, h.atom))
+                Result(**_brief(e, h.atom, drift).model_dump(), score=h.score, tags=h.atom.tags,
+                       scope_hash=h.atom.scope_hash, path=_path(e, h.atom))
                 for h in hits
             ], warning=warning)  # fmt: skip
 
@@ -343,8 +360,9 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
     ) -> Annotated[CallToolResult, ContextOut]:
         def run(e: Any) -> ContextOut:
             before, anchor, after = e.context(memory_id, neighbors=neighbors)
-            return ContextOut(before=[_brief(e, a) for a in before], anchor=_brief(e, anchor),
-                              after=[_brief(e, a) for a in after])  # fmt: skip
+            drift = e.code_changes([a.id for a in (*before, anchor, *after) if a.scope_hash == e.scope.scope_hash])
+            return ContextOut(before=[_brief(e, a, drift) for a in before], anchor=_brief(e, anchor, drift),
+                              after=[_brief(e, a, drift) for a in after])  # fmt: skip
 
         return await call(handle, run)
 

@@ -71,6 +71,7 @@ class Candidate:
     polarity: str = "affirmative"
     cos_en: float | None = None  # English term-embedder cosine, filled by `rank` when asked
     next_id: str | None = None  # the memory saved right after this one in its scope (see Store.successors)
+    scope_hash: str = ""  # the memory's scope (recall checks code anchors of its own repository only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,8 +282,11 @@ def rank(
     stats: tuple[int, Mapping[str, int]],
     p: Params = DEFAULT,
     english: Callable[[Query, Sequence[Candidate]], Sequence[float | None]] | None = None,
+    *,
+    keep_zero: bool = False,
 ) -> list[tuple[float, Candidate, dict[str, float]]]:
-    """Hits best first: (score, candidate, signals); candidates scoring 0 are left out.
+    """Hits best first: (score, candidate, signals); candidates scoring 0 are left out unless `keep_zero`
+    (the caller already chose them, e.g. recall's path/symbol filter).
 
     `english(q, cands)` computes the English signal's cosines for the candidates it is given.
     """
@@ -294,7 +298,7 @@ def rank(
     out = []
     for i, c in enumerate(cands):
         s = round(float(scores[i]), 4)
-        if s > 0:
+        if s > 0 or keep_zero:
             sig = {k: float(v[i]) for k, v in signals.items() if k != "reply" or v[i] > 0}
             if cue[i] != 1.0:
                 sig["cues"] = float(cue[i])  # echo / temporal / negation multiplier applied

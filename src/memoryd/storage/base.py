@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..anchors.model import Anchor
 from ..models import Atom, Event
 
 __all__ = ["KEYWORD_BIG_TERMS", "KEYWORD_POSTINGS_BUDGET", "CandidateFacts", "Store", "StoreTx", "selective_terms"]
@@ -70,8 +71,16 @@ class StoreTx(Protocol):
     ) -> Event: ...
 
     def scrub_atom(self, atom_id: str) -> None:
-        """Destroy an atom's content everywhere: row, keyword index, vector, edges, payloads."""
+        """Destroy an atom's content everywhere: row, keyword index, vector, edges, payloads, anchors."""
         ...
+
+    # -- code anchors (issue 13) -------------------------------------------------------------
+
+    def set_anchors(self, atom_id: str, anchors: Sequence[Anchor]) -> None:
+        """Replace the anchors of an atom (none: remove them)."""
+        ...
+
+    # -- end code anchors --------------------------------------------------------------------
 
 
 class Store(Protocol):
@@ -132,6 +141,22 @@ class Store(Protocol):
     def cosines(self, query: np.ndarray, atom_ids: Sequence[str]) -> dict[str, float]:
         """Cosine of `query` with each listed atom's vector (atoms without one are left out)."""
         ...
+
+    # -- code anchors (issue 13) -------------------------------------------------------------
+
+    def anchors_of(self, atom_ids: Sequence[str]) -> dict[str, list[Anchor]]:
+        """The anchors of each listed atom that has any."""
+        ...
+
+    def anchored_atoms(
+        self, *, scope_hashes: Sequence[str], statuses: Sequence[str], path: str | None = None,
+        symbol: str | None = None, limit: int = 1000,
+    ) -> list[str]:
+        """Anchored atoms of these scopes, newest first; `path` (file or directory) and `symbol`
+        (qualified name or its last parts) narrow them to anchors on that code."""
+        ...
+
+    # -- end code anchors --------------------------------------------------------------------
 
     def events(self, atom_id: str | None = None) -> list[Event]: ...
 

@@ -146,10 +146,32 @@ CREATE TABLE vault_outbox (
 );
 """
 
+# Code anchors (issue 13): the files and symbols a memory names, fingerprinted at its commit. Paths and
+# symbols come from memory text, so tombstoning deletes an atom's rows.
+_V6 = """
+CREATE TABLE anchors (
+    atom_id TEXT NOT NULL,
+    path TEXT NOT NULL,
+    symbol TEXT NOT NULL DEFAULT '',
+    kind TEXT NOT NULL,
+    lang TEXT,
+    commit_sha TEXT,
+    blob TEXT,
+    fingerprint TEXT,
+    line INTEGER,
+    origin TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (atom_id, path, symbol)
+);
+CREATE INDEX anchors_path ON anchors (path, atom_id);
+CREATE INDEX anchors_symbol ON anchors (symbol, atom_id);
+"""
+
 # (version, name, SQL script). Never edit a released entry: append a new one.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial schema: atoms, events, payloads, entities, edges, keyword index", _V1),
     (2, "vault paths, access times, sessions, promotions, sensitive scopes", _V2),
     (3, "vector change sequence", _V3),
     (4, "vault outbox: files to publish after commit", _V4),
+    (6, "code anchors", _V6),
 ]

@@ -1,7 +1,7 @@
 """Numbered schema migrations for the PostgreSQL backend, recorded in `schema_migrations`.
 
 Versions track `storage/migrations.py` feature for feature (1: core, 2: vault/sessions/
-governance, 3: vectors), so "schema N" means the same capabilities on both backends. Never
+governance, 3: vectors, 6: code anchors), so "schema N" means the same capabilities on both backends. Never
 edit a released entry: append a new one. The pending entries run in one transaction that
 holds a transaction-level advisory lock, so processes opening a new database at once apply
 each entry exactly once (see `PostgresStore._migrate`).
@@ -212,10 +212,33 @@ CREATE TABLE vault_outbox (
 );
 """
 
+# Code anchors (issue 13), as in SQLite's migration 6; paths and symbols come from memory text, so no
+# column statistics (a tombstone deletes the rows, ANALYZE must not have copied them).
+_V6 = """
+CREATE TABLE anchors (
+    atom_id text NOT NULL,
+    path text NOT NULL,
+    symbol text NOT NULL DEFAULT '',
+    kind text NOT NULL,
+    lang text,
+    commit_sha text,
+    blob text,
+    fingerprint text,
+    line integer,
+    origin text NOT NULL,
+    created_at timestamptz NOT NULL,
+    PRIMARY KEY (atom_id, path, symbol)
+);
+CREATE INDEX anchors_path ON anchors (path, atom_id);
+CREATE INDEX anchors_symbol ON anchors (symbol, atom_id);
+ALTER TABLE anchors ALTER COLUMN path SET STATISTICS 0, ALTER COLUMN symbol SET STATISTICS 0;
+"""
+
 # (version, name, SQL script). Never edit a released entry: append a new one.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial schema: atoms, events, payloads, entities, edges, keyword index and statistics", _V1),
     (2, "vault paths, access times, sessions, promotions, sensitive scopes", _V2),
     (3, "pgvector embeddings with HNSW cosine indexes per model size", _V3),
     (4, "vault outbox: files to publish after commit", _V4),
+    (6, "code anchors", _V6),
 ]

@@ -41,6 +41,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 from ulid import ULID
 
+from ..anchors.model import Anchor
 from ..errors import StorageBusy, StorageError
 from ..models import Atom, Event, Promotion, Scope, Session
 from .base import CandidateFacts, selective_terms
@@ -261,6 +262,7 @@ class _Tx:
         self._execute("DELETE FROM edges WHERE src = %s OR dst = %s", (atom_id, atom_id))
         self._execute("DELETE FROM sessions WHERE id = %s", (atom_id,))
         self._execute("DELETE FROM promotions WHERE atom_id = %s", (atom_id,))
+        self._execute("DELETE FROM anchors WHERE atom_id = %s", (atom_id,))
         self._execute("DELETE FROM atoms WHERE id = %s", (atom_id,))
 
     def insert_session(self, session: Session) -> None:
@@ -340,7 +342,23 @@ class _Tx:
                 " AND NOT EXISTS (SELECT 1 FROM edges e WHERE e.dst = n.id)",
                 ([r[0] for r in gone],),
             )
+        self._execute("DELETE FROM anchors WHERE atom_id = %s", (atom_id,))  # paths and symbols are content
         self.scrubbed = True
+
+    # -- code anchors (issue 13) -------------------------------------------------------------
+
+    def set_anchors(self, atom_id: str, anchors: Sequence[Anchor]) -> None:
+        """Replace the anchors of an atom."""
+        self._execute("DELETE FROM anchors WHERE atom_id = %s", (atom_id,))
+        at = now_iso()
+        for a in anchors:
+            self._execute(
+                "INSERT INTO anchors (atom_id, path, symbol, kind, lang, commit_sha, blob, fingerprint, line, origin,"
+                " created_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (atom_id, path, symbol) DO NOTHING",
+                (atom_id, a.path, a.symbol, a.kind, a.lang, a.commit, a.blob, a.fingerprint, a.line, a.origin, at),
+            )
+
+    # -- end code anchors --------------------------------------------------------------------
 
 
 class PostgresStore:
@@ -676,6 +694,50 @@ class PostgresStore:
         )
         return {r[0]: _cos(r[1]) for r in rows}
 
+    # -- code anchors (issue 13) -------------------------------------------------------------
+
+    def anchors_of(self, atom_ids: Sequence[str]) -> dict[str, list[Anchor]]:
+        """The anchors of each listed atom that has any."""
+        ids = list(dict.fromkeys(atom_ids))
+        if not ids:
+            return {}
+        rows = self._rows(
+            "SELECT atom_id, path, symbol, kind, lang, commit_sha, blob, fingerprint, line, origin FROM anchors"
+            ' WHERE atom_id = ANY(%s::text[]) ORDER BY atom_id, kind, path COLLATE "C", symbol COLLATE "C"',
+            (ids,),
+        )
+        out: dict[str, list[Anchor]] = {}
+        for r in rows:
+            out.setdefault(r[0], []).append(
+                Anchor(path=r[1], symbol=r[2], kind=r[3], lang=r[4], commit=r[5], blob=r[6], fingerprint=r[7],
+                       line=r[8], origin=r[9])  # fmt: skip
+            )
+        return out
+
+    def anchored_atoms(
+        self, *, scope_hashes: Sequence[str], statuses: Sequence[str], path: str | None = None,
+        symbol: str | None = None, limit: int = 1000,
+    ) -> list[str]:  # fmt: skip
+        """Atoms of these scopes with an anchor on `path` (a file, or a directory prefix) and/or on
+        `symbol` (the qualified name or its last parts), newest first; no filter: every anchored atom."""
+        where, params = [], []
+        if path:
+            prefix = path.rstrip("/") + "/"
+            where.append("(n.path = %s OR left(n.path, %s) = %s)")
+            params += [path.rstrip("/"), len(prefix), prefix]
+        if symbol:
+            where.append("(n.symbol = %s OR right(n.symbol, %s) = %s)")
+            params += [symbol, len(symbol) + 1, "." + symbol]
+        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        rows = self._rows(  # driven by the anchors (path index): cost follows them, not the store size
+            f"SELECT a.id FROM atoms a WHERE a.id IN (SELECT n.atom_id FROM anchors n{clause})"
+            " AND a.scope_hash = ANY(%s::text[]) AND a.status = ANY(%s::text[]) ORDER BY a.seq DESC LIMIT %s",
+            (*params, list(scope_hashes), list(statuses), limit),
+        )
+        return [r[0] for r in rows]
+
+    # -- end code anchors --------------------------------------------------------------------
+
     def events(self, atom_id: str | None = None) -> list[Event]:
         query = (
             "SELECT e.seq, e.id, e.atom_id, e.actor, e.action, e.reason, e.at, e.content_hash, e.prev_hash,"
@@ -928,6 +990,8 @@ _COPY_TABLES: list[tuple[str, list[str]]] = [
     ("sensitive_scopes", ["scope_hash", "name", "marked_at"]),
     ("grants", ["id", "scope_hash", "granted_by", "granted_at", "expires_at"]),
     ("access_requests", ["id", "scope_hash", "reason", "requested_at"]),
+    ("anchors", ["atom_id", "path", "symbol", "kind", "lang", "commit_sha", "blob", "fingerprint", "line", "origin",
+                 "created_at"]),
 ]  # fmt: skip
 _JSON_COLUMNS = {"tags", "triggers"}
 

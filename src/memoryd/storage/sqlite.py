@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from ulid import ULID
 
+from ..anchors.model import Anchor
 from ..errors import StorageBusy, StorageError
 from ..models import Atom, Event, Promotion, Scope, Session
 from ..search.vector import ANN_MIN, VectorIndex
@@ -107,6 +108,11 @@ def _row_to_atom(row: sqlite3.Row, entities: list[str] | None = None) -> Atom:
         last_accessed_at=_parse_time(row["last_accessed_at"]) if row["last_accessed_at"] else None,
         vault_path=row["vault_path"],
     )
+
+
+def _row_to_anchor(r: Sequence[Any]) -> Anchor:
+    return Anchor(path=r[1], symbol=r[2], kind=r[3], lang=r[4], commit=r[5], blob=r[6], fingerprint=r[7], line=r[8],
+                  origin=r[9])  # fmt: skip
 
 
 def _translate(exc: sqlite3.Error) -> StorageError:
@@ -210,6 +216,7 @@ class _Tx:
         self._execute("DELETE FROM edges WHERE src = ? OR dst = ?", (atom_id, atom_id))
         self._execute("DELETE FROM sessions WHERE id = ?", (atom_id,))
         self._execute("DELETE FROM promotions WHERE atom_id = ?", (atom_id,))
+        self._execute("DELETE FROM anchors WHERE atom_id = ?", (atom_id,))
         self._execute("DELETE FROM atoms WHERE id = ?", (atom_id,))
 
     # -- vault outbox (trust, issue 10) ---------------------------------------------------------
@@ -293,7 +300,23 @@ class _Tx:
             (atom_id,),
         )
         self._execute("DELETE FROM edges WHERE src = ? AND dst LIKE 'entity:%'", (atom_id,))
+        self._execute("DELETE FROM anchors WHERE atom_id = ?", (atom_id,))  # paths and symbols are content
         self.scrubbed = True
+
+    # -- code anchors (issue 13) -------------------------------------------------------------
+
+    def set_anchors(self, atom_id: str, anchors: Sequence[Anchor]) -> None:
+        """Replace the anchors of an atom."""
+        self._execute("DELETE FROM anchors WHERE atom_id = ?", (atom_id,))
+        at = now_iso()
+        for a in anchors:
+            self._execute(
+                "INSERT OR REPLACE INTO anchors (atom_id, path, symbol, kind, lang, commit_sha, blob, fingerprint,"
+                " line, origin, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (atom_id, a.path, a.symbol, a.kind, a.lang, a.commit, a.blob, a.fingerprint, a.line, a.origin, at),
+            )
+
+    # -- end code anchors --------------------------------------------------------------------
 
 
 class SqliteStore:
@@ -627,6 +650,50 @@ class SqliteStore:
                 if vec is not None and vec.shape == query.shape:
                     out[atom_id] = float(vec @ query)
             return out
+
+    # -- code anchors (issue 13) -------------------------------------------------------------
+
+    def anchors_of(self, atom_ids: Sequence[str]) -> dict[str, list[Anchor]]:
+        """The anchors of each listed atom that has any."""
+        ids = list(dict.fromkeys(atom_ids))
+        if not ids:
+            return {}
+        with self._lock:
+            rows = self._execute(
+                "SELECT atom_id, path, symbol, kind, lang, commit_sha, blob, fingerprint, line, origin FROM anchors"
+                f" WHERE atom_id IN ({_placeholders(ids)}) ORDER BY atom_id, kind, path, symbol",
+                ids,
+            ).fetchall()
+        out: dict[str, list[Anchor]] = {}
+        for r in rows:
+            out.setdefault(r[0], []).append(_row_to_anchor(r))
+        return out
+
+    def anchored_atoms(
+        self, *, scope_hashes: Sequence[str], statuses: Sequence[str], path: str | None = None,
+        symbol: str | None = None, limit: int = 1000,
+    ) -> list[str]:  # fmt: skip
+        """Atoms of these scopes with an anchor on `path` (a file, or a directory prefix) and/or on
+        `symbol` (the qualified name or its last parts), newest first; no filter: every anchored atom."""
+        where, params = [], []
+        if path:
+            prefix = path.rstrip("/") + "/"
+            where.append("(n.path = ? OR substr(n.path, 1, ?) = ?)")
+            params += [path.rstrip("/"), len(prefix), prefix]
+        if symbol:
+            where.append("(n.symbol = ? OR substr(n.symbol, -?) = ?)")
+            params += [symbol, len(symbol) + 1, "." + symbol]
+        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        with self._lock:
+            rows = self._execute(  # driven by the anchors (path index): cost follows them, not the store size
+                f"SELECT a.id FROM atoms a WHERE a.id IN (SELECT n.atom_id FROM anchors n{clause})"
+                f" AND +a.scope_hash IN ({_placeholders(scope_hashes)}) AND +a.status IN ({_placeholders(statuses)})"
+                " ORDER BY a.seq DESC LIMIT ?",  # unary +: look atoms up by id, not by scope
+                (*params, *scope_hashes, *statuses, limit),
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    # -- end code anchors --------------------------------------------------------------------
 
     def events(self, atom_id: str | None = None) -> list[Event]:
         sql = (

@@ -1,0 +1,270 @@
+"""The git repository of a working directory, read through a few cached `git` calls.
+
+Everything that lists or diffs the repository is cached against `stamp()`: the stat of HEAD, the
+ref it points to, packed-refs and the index (commits, checkouts, `git add` and `git mv` all change
+one of them). Files themselves are hashed in-process (a blob id is sha1("blob <size>\\0" + bytes)),
+cached against each file's own stat, so a recall never walks the tree or spawns git for files
+that did not change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["GitRepo", "blob_id"]
+
+GIT_TIMEOUT = 10.0
+# A word search never looks at more files than this (a name common enough to exceed it is ambiguous).
+GREP_MAX_FILES = 40
+# Word searches also see untracked and unstaged edits, which the stamp does not: their answers live this long.
+GREP_TTL = 30.0
+
+
+def blob_id(data: bytes) -> str:
+    """The id git gives a file with these bytes (`git hash-object`)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def _stat_key(path: Path | str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _run(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
+    try:
+        return subprocess.run(
+            ["git", "-C", str(cwd), *args], capture_output=True, timeout=GIT_TIMEOUT, check=False,
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+class GitRepo:
+    """One working tree (a clone or a `git worktree`), with caches keyed by its state."""
+
+    def __init__(self, root: Path, git_dir: Path, common_dir: Path) -> None:
+        self.root = root
+        self.git_dir = git_dir
+        self.common_dir = common_dir
+        self._cache: dict[Any, tuple[Any, Any]] = {}  # key -> (stamp, value)
+        self._files: dict[str, tuple[tuple[int, int, int], str]] = {}  # path -> (stat key, blob)
+
+    @classmethod
+    def discover(cls, path: str | os.PathLike[str]) -> GitRepo | None:
+        """The repository whose working tree holds `path`, or None outside git (or in a bare repository)."""
+        p = Path(path)
+        if not p.is_dir():
+            return None
+        out = _run(p, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir")
+        if out is None or out.returncode != 0:
+            return None
+        lines = out.stdout.decode("utf-8", "surrogateescape").splitlines()
+        if len(lines) != 3 or not lines[0]:
+            return None
+        return cls(Path(lines[0]), Path(lines[1]), Path(lines[2]))
+
+    @classmethod
+    def find(cls, path: str | os.PathLike[str]) -> GitRepo | None:
+        """`discover` without spawning git, for the file hook: the nearest `.git` directory or file
+        (worktrees and submodules: `gitdir:` and `commondir`); git itself when the layout is unusual."""
+        if any(k in os.environ for k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")):
+            return cls.discover(path)
+        here = os.path.realpath(path)
+        while True:
+            dot = os.path.join(here, ".git")
+            if os.path.isdir(dot):
+                git_dir = dot
+                break
+            if os.path.isfile(dot):
+                try:
+                    text = open(dot, encoding="utf-8").read().strip()
+                except OSError:
+                    return cls.discover(path)
+                if not text.startswith("gitdir:"):
+                    return cls.discover(path)
+                git_dir = os.path.normpath(os.path.join(here, text[len("gitdir:") :].strip()))
+                break
+            parent = os.path.dirname(here)
+            if parent == here:
+                return None
+            here = parent
+        common = git_dir
+        try:
+            with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as fh:
+                common = os.path.normpath(os.path.join(git_dir, fh.read().strip()))
+        except OSError:
+            pass
+        if not os.path.isfile(os.path.join(git_dir, "HEAD")):
+            return cls.discover(path)
+        return cls(Path(here), Path(git_dir), Path(common))
+
+    def origin_url(self) -> str | None:
+        """remote.origin.url read from the repository's config file (git itself when it has includes)."""
+        try:
+            text = (self.common_dir / "config").read_text("utf-8", "replace")
+        except OSError:
+            return None
+        if re.search(r"^\s*\[include", text, re.M | re.I):
+            out = _run(self.root, "config", "--get", "remote.origin.url")
+            return out.stdout.decode().strip() or None if out is not None and out.returncode == 0 else None
+        section, url = None, None
+        for line in text.splitlines():
+            line = line.strip()
+            head = re.match(r'^\[\s*remote\s+"([^"]*)"\s*\]', line, re.I)
+            if head:
+                section = head.group(1)
+            elif line.startswith("["):
+                section = None
+            elif section == "origin":
+                kv = re.match(r"^url\s*=\s*(.*)$", line, re.I)
+                if kv:
+                    url = kv.group(1).strip().strip('"')
+        return url
+
+    # -- state -------------------------------------------------------------------------------
+
+    def _head_ref(self) -> str | None:
+        try:
+            text = (self.git_dir / "HEAD").read_text("utf-8").strip()
+        except OSError:
+            return None
+        return text[5:].strip() if text.startswith("ref:") else None
+
+    def stamp(self) -> tuple[Any, ...]:
+        """Changes whenever HEAD moves, a branch is checked out or committed to, or the index changes."""
+        ref = self._head_ref()
+        parts: list[Any] = [_stat_key(self.git_dir / "HEAD"), _stat_key(self.git_dir / "index"),
+                            _stat_key(self.common_dir / "packed-refs")]  # fmt: skip
+        if ref:
+            parts.append(_stat_key(self.common_dir / ref))
+        return tuple(parts)
+
+    def _cached(self, key: Any, compute: Any, ttl: float | None = None) -> Any:
+        stamp = self.stamp()
+        if ttl is not None:
+            stamp = (stamp, int(time.monotonic() // ttl))
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        value = compute()
+        self._cache[key] = (stamp, value)
+        return value
+
+    def head(self) -> str | None:
+        """The commit checked out, or None in a repository without commits."""
+
+        def compute() -> str | None:
+            out = _run(self.root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+            return out.stdout.decode().strip() or None if out is not None and out.returncode == 0 else None
+
+        return self._cached("head", compute)
+
+    def tracked(self) -> dict[str, list[str]]:
+        """Tracked paths grouped by file name (`db.py` -> ["sqlite_utils/db.py", …])."""
+
+        def compute() -> dict[str, list[str]]:
+            out = _run(self.root, "ls-files", "-z", "--cached")
+            names: dict[str, list[str]] = {}
+            if out is None or out.returncode != 0:
+                return names
+            for raw in out.stdout.split(b"\0"):
+                if raw:
+                    path = raw.decode("utf-8", "surrogateescape")
+                    names.setdefault(path.rsplit("/", 1)[-1], []).append(path)
+            return names
+
+        return self._cached("tracked", compute)
+
+    # -- files -------------------------------------------------------------------------------
+
+    def abspath(self, rel: str) -> Path:
+        return self.root / rel
+
+    def relpath(self, path: str) -> str | None:
+        """`path` (absolute, or relative to the root) as a clean root-relative path; None outside the tree."""
+        p = Path(path)
+        if not p.is_absolute():
+            p = self.root / p
+        try:
+            rel = Path(os.path.normpath(p)).relative_to(self.root)
+        except ValueError:
+            try:  # the root may be reached through a symlink
+                rel = Path(os.path.realpath(p)).relative_to(os.path.realpath(self.root))
+            except ValueError:
+                return None
+        text = rel.as_posix()
+        return None if text in ("", ".") or text.startswith("../") or text.split("/")[0] == ".git" else text
+
+    def blob(self, rel: str) -> str | None:
+        """The blob id of the working-tree file, or None when it does not exist (cached by the file's stat)."""
+        path = self.root / rel
+        key = _stat_key(path)
+        if key is None or not path.is_file():
+            self._files.pop(rel, None)
+            return None
+        hit = self._files.get(rel)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        data = self.read(rel)
+        if data is None:
+            return None
+        blob = blob_id(data)
+        self._files[rel] = (key, blob)
+        return blob
+
+    def read(self, rel: str) -> bytes | None:
+        try:
+            return (self.root / rel).read_bytes()
+        except OSError:
+            return None
+
+    # -- history -----------------------------------------------------------------------------
+
+    def renames(self, commit: str | None) -> dict[str, str]:
+        """Files renamed between `commit` and the working tree (tracked paths), old -> new."""
+        if not commit:
+            return {}
+
+        def compute() -> dict[str, str]:
+            out = _run(self.root, "diff", "--find-renames", "--name-status", "-z", "--no-ext-diff", commit, "--")
+            if out is None or out.returncode != 0:
+                return {}
+            parts = out.stdout.decode("utf-8", "surrogateescape").split("\0")
+            found: dict[str, str] = {}
+            i = 0
+            while i < len(parts) and parts[i]:
+                status = parts[i]
+                if status.startswith(("R", "C")) and i + 2 < len(parts):
+                    if status.startswith("R"):
+                        found[parts[i + 1]] = parts[i + 2]
+                    i += 3
+                else:
+                    i += 2
+            return found
+
+        return self._cached(("renames", commit), compute)
+
+    def grep_files(self, word: str, suffixes: tuple[str, ...]) -> list[str]:
+        """Files (tracked or untracked, not ignored) holding `word` as a whole word, of these suffixes."""
+        if not word or not suffixes:
+            return []
+
+        def compute() -> list[str]:
+            globs = [f"*{s}" for s in suffixes]
+            out = _run(self.root, "grep", "-l", "-z", "-w", "-F", "-I", "--untracked", "-e", word, "--", *globs)
+            if out is None or out.returncode not in (0, 1):
+                return []
+            files = [p.decode("utf-8", "surrogateescape") for p in out.stdout.split(b"\0") if p]
+            return files[: GREP_MAX_FILES + 1]
+
+        return self._cached(("grep", word, suffixes), compute, ttl=GREP_TTL)

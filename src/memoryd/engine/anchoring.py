@@ -1,0 +1,375 @@
+"""Code anchors in the engine: anchoring at write, freshness on reads, re-anchoring on confirm.
+
+The work itself is in `memoryd.anchors` (standard library only, shared with the file hook); this
+part ties it to the store, the scope and the audit chain. Anchors exist only for memories of the
+engine's own repository scope (a global memory is recalled in other repositories, where its paths
+mean nothing) and only inside a git working tree; elsewhere anchoring is off and a save that names
+code says so.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..anchors.drift import DriftChecker, freshness
+from ..anchors.filectx import FileMemory, InjectedRecord, compose
+from ..anchors.git import GitRepo
+from ..anchors.model import Anchor, Change
+from ..anchors.resolve import MAX_ANCHOR_CHARS, MAX_ANCHORS, AnchorError, Resolver, parse_ref
+from ..errors import Conflict, InvalidInput
+from ..models import Atom, CodeChange, FileContext, StaleMemory
+from ..write.redact import redact
+
+if TYPE_CHECKING:
+    from .core import EngineCore
+
+    _Base = EngineCore
+else:
+    _Base = object
+
+__all__ = ["AnchorOps", "DRIFT_WEIGHT", "MAX_FILTER_CHARS"]
+
+log = logging.getLogger("memoryd")
+
+# Recall ranks a memory whose code changed a little lower: it may still be useful history.
+DRIFT_WEIGHT = 0.9
+MAX_FILTER_CHARS = 1024
+_OFF = object()
+
+
+def to_code_change(c: Change) -> CodeChange:
+    return CodeChange(kind=c.kind, path=c.path, symbol=c.symbol, since=c.since, to=c.to, detail=c.detail)  # type: ignore[arg-type]
+
+
+class AnchorOps(_Base):
+    _code_state: Any = None
+
+    # -- the repository ----------------------------------------------------------------------
+
+    def _checker(self) -> DriftChecker | None:
+        """The drift checker of this engine's working tree; None outside git or with anchors off."""
+        if self._code_state is None:
+            state: Any = _OFF
+            if self.settings.anchors and not self.scope.is_global and self.scope.root:
+                try:
+                    repo = GitRepo.discover(self.scope.root)
+                except Exception:  # noqa: BLE001 - anchoring never breaks a write or a read
+                    log.exception("git discovery failed; code anchors are off")
+                    repo = None
+                if repo is not None:
+                    state = DriftChecker(repo, self.settings.home / "cache" / "symbols")
+            self._code_state = state
+        return None if self._code_state is _OFF else self._code_state
+
+    def _anchorable(self, scope_hash: str) -> bool:
+        return scope_hash == self.scope.scope_hash and not self.scope.is_global
+
+    @staticmethod
+    def _check_refs(anchors: object) -> list[str]:
+        if anchors is None:
+            return []
+        if isinstance(anchors, str) or not isinstance(anchors, (list, tuple)):
+            raise InvalidInput("anchors must be a list of strings: path, path::Symbol or Symbol")
+        if len(anchors) > MAX_ANCHORS:
+            raise InvalidInput(f"at most {MAX_ANCHORS} anchors, got {len(anchors)}")
+        refs = []
+        for i, ref in enumerate(anchors):
+            if not isinstance(ref, str) or not ref.strip():
+                raise InvalidInput(f"anchors[{i}] must be a non-empty string")
+            if len(ref) > MAX_ANCHOR_CHARS:
+                raise InvalidInput(f"anchors[{i}] is {len(ref)} characters; the limit is {MAX_ANCHOR_CHARS}")
+            if any(ord(ch) < 32 for ch in ref):
+                raise InvalidInput(f"anchors[{i}] contains control characters")
+            refs.append(redact(ref.strip()).text)
+        return refs
+
+    def _explicit_anchors(self, anchors: object, scope_hash: str) -> list[Anchor]:
+        """Resolve the `anchors` argument of a save. Raises InvalidInput."""
+        refs = self._check_refs(anchors)
+        if not refs:
+            return []
+        if not self._anchorable(scope_hash):
+            raise InvalidInput("anchors are only kept for memories of this repository, not global ones")
+        checker = self._checker()
+        if checker is None:
+            why = "code anchors are turned off (MEMORYD_ANCHORS)" if not self.settings.anchors else (
+                f"{self.scope.root or 'this directory'} is not in a git working tree, so code anchors are off")
+            raise InvalidInput(why)
+        try:
+            return checker.resolver.explicit(refs)
+        except AnchorError as exc:
+            raise InvalidInput(str(exc)) from exc
+
+    def _auto_anchors(self, atom: Atom, explicit: Sequence[Anchor]) -> tuple[list[Anchor], str | None]:
+        """The anchors of a new memory: what its text names that exists here, plus the explicit ones."""
+        names_code = any(e.startswith(("entity:file:", "entity:function:")) for e in atom.entities)
+        if not self._anchorable(atom.scope_hash):
+            return list(explicit), None
+        checker = self._checker()
+        if checker is None:
+            if names_code and self.settings.anchors:
+                return [], "not in a git working tree: code anchors are off"
+            return [], None
+        found: dict[tuple[str, str], Anchor] = {(a.path, a.symbol): a for a in explicit}
+        if names_code or "`" in atom.content:
+            try:
+                for a in checker.resolver.auto(atom.content, atom.entities):
+                    found.setdefault((a.path, a.symbol), a)
+            except Exception:  # noqa: BLE001 - a write never fails because of anchoring
+                log.exception("anchoring failed; the memory is stored without automatic anchors")
+        return list(found.values()), None
+
+    # -- freshness ---------------------------------------------------------------------------
+
+    def code_changes(self, atom_ids: Sequence[str]) -> dict[str, tuple[str, list[CodeChange]]]:
+        """atom id -> (freshness, changes) for each listed atom that has anchors (others are left out)."""
+        checker = self._checker()
+        if checker is None or not atom_ids:
+            return {}
+        out: dict[str, tuple[str, list[CodeChange]]] = {}
+        found = self.store.anchors_of(list(atom_ids))
+        stamp = checker.repo.stamp() if found else None
+        for atom_id, anchors in found.items():
+            try:
+                changes = checker.check(anchors, stamp)
+            except Exception:  # noqa: BLE001 - a read never fails because of a drift check
+                log.exception("drift check failed for %s", atom_id)
+                continue
+            out[atom_id] = (freshness(anchors, changes) or "current", [to_code_change(c) for c in changes])
+        return out
+
+    def _rank_with_drift(
+        self, scored: list[tuple[float, str, Any]], own: set[str], n: int
+    ) -> tuple[list[tuple[float, str, Any]], dict[str, tuple[str, list[CodeChange]]]]:
+        """Demote drifted memories in a ranking (best first), checking only as deep as the top `n` needs.
+
+        Demotion only lowers scores, so once the n-th best checked score is at least the next unchecked
+        candidate's score, nothing further down can enter the top n.
+        """
+        if self._checker() is None or not own:
+            return scored, {}
+        drift: dict[str, tuple[str, list[CodeChange]]] = {}
+        checked, k = 0, min(len(scored), 2 * n)
+        while True:
+            drift.update(self.code_changes([i for _, i, _ in scored[checked:k] if i in own]))
+            checked = k
+            head = sorted(
+                ((round(sc * DRIFT_WEIGHT, 4) if drift.get(i, ("",))[0] == "code_changed" else sc, i, sig)
+                 for sc, i, sig in scored[:k]), key=lambda s: (-s[0], s[1]),
+            )  # fmt: skip
+            if k >= len(scored) or (len(head) >= n and head[n - 1][0] >= scored[k][0]):
+                return head + scored[k:], drift
+            k = min(len(scored), 2 * k)
+
+    def anchors(self, atom_id: str) -> list[Anchor]:
+        """The anchors of one memory within reach. Raises NotFound."""
+        atom = self.get(atom_id)  # the scope boundary (issue 10): NotFound out of reach
+        return self.store.anchors_of([atom.id]).get(atom.id, [])
+
+    def stale(self, *, limit: int = 500) -> list[StaleMemory]:
+        """Active memories of this repository whose anchored code changed, newest first."""
+        if self._checker() is None:
+            return []
+        self._guard_read(self.scope.scope_hash, self.scope.name)
+        ids = self.store.anchored_atoms(scope_hashes=[self.scope.scope_hash], statuses=["active"], limit=limit)
+        fresh = self.code_changes(ids)
+        stale_ids = [i for i in ids if i in fresh and fresh[i][0] == "code_changed"]
+        atoms = self.store.get_atoms(stale_ids)
+        return [StaleMemory(atom=atoms[i], changes=fresh[i][1]) for i in stale_ids if i in atoms]
+
+    def code_status(self) -> str:
+        """Whether anchoring is on here, in words (for `memoryd stale` and doctor)."""
+        if not self.settings.anchors:
+            return "off (MEMORYD_ANCHORS=0)"
+        checker = self._checker()
+        if checker is None:
+            return f"off: {self.scope.root or 'this directory'} is not in a git working tree"
+        head = checker.repo.head()
+        return f"on: {checker.repo.root} at {head[:7] if head else 'no commits yet'}"
+
+    # -- re-anchoring --------------------------------------------------------------------------
+
+    def _reanchor_plan(self, atom: Atom) -> tuple[list[Anchor], str] | None:
+        """The anchors of `atom` taken again at HEAD, following renames and moves; None: no anchors."""
+        checker = self._checker()
+        if checker is None or not self._anchorable(atom.scope_hash):
+            return None  # another repository's anchors are not checked against this working tree
+        old = self.store.anchors_of([atom.id]).get(atom.id, [])
+        if not old:
+            return None
+        resolver = checker.resolver
+        commit = checker.repo.head()
+        new: dict[tuple[str, str], Anchor] = {}
+        moved, dropped = [], []
+        for a, change in _pair(old, checker.check(old)):
+            path = a.path if change is None or change.kind not in ("file_renamed", "symbol_moved") else change.to
+            if change is not None and change.kind in ("file_deleted", "symbol_removed"):
+                dropped.append(a.ref)
+                continue
+            if a.kind == "file":
+                b = resolver.file_anchor(path or a.path, commit=commit, origin=a.origin)
+                found = [b] if b is not None else []
+            else:
+                if change is not None and change.kind == "symbol_changed":
+                    path = change.path
+                found = [x for x in resolver.symbol_in(path or a.path, a.symbol, commit=commit, origin=a.origin)
+                         if x.symbol == a.symbol]  # fmt: skip
+            if not found:
+                dropped.append(a.ref)
+                continue
+            if found[0].path != a.path:
+                moved.append(f"{a.ref} → {found[0].ref}")
+            new[(found[0].path, found[0].symbol)] = found[0]
+        parts = [f"re-anchored to {commit[:7] if commit else 'the working tree'}: {len(new)} anchor(s)"]
+        if moved:
+            parts.append("followed " + ", ".join(moved))
+        if dropped:
+            parts.append("dropped " + ", ".join(dropped) + " (gone)")
+        return list(new.values()), "; ".join(parts)
+
+    def _apply_reanchor(self, tx: Any, atom_id: str, plan: tuple[list[Anchor], str], *, actor: str,
+                        reason: str | None = None) -> None:  # fmt: skip
+        anchors, summary = plan
+        tx.set_anchors(atom_id, anchors)
+        text = f"{reason}; {summary}" if reason else summary
+        tx.append_event(atom_id=atom_id, actor=actor, action="reanchor", reason=redact(text).text, content=None)
+
+    def confirm_anchors(self, atom_id: str, *, reason: str | None = None, actor: str = "cli") -> list[Anchor]:
+        """`memoryd stale --confirm ID`: the memory still holds; anchor it to the code as it is now.
+
+        Raises:
+            NotFound: no such memory within reach. Conflict: another repository's, not active, or not anchored.
+        """
+        atom = self.get(atom_id)  # the scope boundary (issue 10): NotFound out of reach
+        if atom.scope_hash != self.scope.scope_hash:  # a person may reach it, but its code is elsewhere
+            raise Conflict(f"memory {atom_id} belongs to {atom.scope.name}; confirm it from that repository")
+        if atom.status not in ("active", "pending"):
+            raise Conflict(f"memory {atom_id} is {atom.status}; only active or pending memories are re-anchored")
+        plan = self._reanchor_plan(atom)
+        if plan is None:
+            raise Conflict(f"memory {atom_id} has no code anchors here ({self.code_status()})")
+        with self._write() as tx:
+            self._apply_reanchor(tx, atom.id, plan, actor=actor, reason=reason or "confirmed: still true")
+        return plan[0]
+
+    def _carried_anchors(self, atom: Atom) -> list[Anchor]:
+        """The explicit anchors of `atom` taken again at HEAD (for its replacement or update)."""
+        checker = self._checker()
+        old = [a for a in self.store.anchors_of([atom.id]).get(atom.id, []) if a.origin == "explicit"]
+        if checker is None or not old:
+            return []
+        try:
+            return checker.resolver.explicit([a.ref for a in old])
+        except AnchorError:
+            plan = self._reanchor_plan(atom)  # some moved or went away: follow what can be followed
+            return [a for a in (plan[0] if plan else []) if a.origin == "explicit"]
+
+    # -- file context ---------------------------------------------------------------------------
+
+    def memories_for_path(self, path: str, *, budget_tokens: int | None = None, session_id: str | None = None,
+                          record: bool = False) -> FileContext:  # fmt: skip
+        """The memories anchored to a file, newest first, within a token budget (the file hook's answer).
+
+        `session_id` leaves out what was already added in that agent session; `record` remembers what
+        this answer adds. Raises InvalidInput (path too long), AuthorizationRequired (sensitive scope).
+        """
+        path = _check_filter(path, "path") or ""
+        checker = self._checker()
+        rel = checker.repo.relpath(path) if checker is not None and path else None
+        if rel is None:
+            return FileContext(path=path, text="")
+        self._guard_read(self.scope.scope_hash, self.scope.name)
+        ids = self.store.anchored_atoms(scope_hashes=[self.scope.scope_hash], statuses=["active"], path=rel, limit=50)
+        record_file = InjectedRecord(self.settings.home, session_id) if session_id else None
+        seen = record_file.ids() if record_file is not None else set()
+        ids = [i for i in ids if i not in seen]
+        atoms = self.store.get_atoms(ids)
+        anchors = self.store.anchors_of(ids)
+        memories = []
+        for i in ids:
+            if i in atoms:
+                a = anchors.get(i, [])
+                memories.append(FileMemory(i, atoms[i].type, atoms[i].content, a, checker.check(a)))
+        budget = budget_tokens if budget_tokens is not None else self.settings.file_context_tokens
+        out = compose(rel, memories, budget)
+        if record and record_file is not None:
+            record_file.add(out.included)
+        return FileContext(path=rel, text=out.text, memory_ids=out.included, tokens=out.tokens, left_out=out.left_out)
+
+    # -- the brief: code moved since the last session ---------------------------------------------
+
+    def _session_state_path(self) -> Path:
+        return self.settings.home / "state" / f"code-{self.scope.scope_hash}.json"
+
+    def code_moved_since_last_session(self, *, mark: bool = False) -> list[StaleMemory]:
+        """Stale memories whose changes were not reported at the last marked session start."""
+        try:
+            stale = self.stale()
+        except Exception:  # noqa: BLE001 - the brief goes on without this section
+            log.exception("drift check for the brief failed")
+            return []
+        path = self._session_state_path()
+        try:
+            seen = json.loads(path.read_text("utf-8")).get("reported", {})
+        except (OSError, ValueError, AttributeError):
+            seen = {}
+        current = {s.atom.id: sorted("|".join(_key(c)) for c in s.changes) for s in stale}
+        new = [s for s in stale if seen.get(s.atom.id) != current[s.atom.id]]
+        if mark:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump({"reported": current}, fh)
+                os.replace(tmp, path)
+            except OSError:
+                log.exception("could not record the brief's code state")
+        return new
+
+
+def _key(c: CodeChange) -> list[str]:
+    return [c.kind, c.path, c.symbol or "", c.to or ""]
+
+
+def _pair(anchors: Sequence[Anchor], changes: Sequence[Change]) -> list[tuple[Anchor, Change | None]]:
+    """Each anchor with the change reported for it (checks report at most one per anchor)."""
+    out = []
+    pending = list(changes)
+    for a in anchors:
+        match = next((c for c in pending if c.path == a.path and (c.symbol or "") == a.symbol), None)
+        if match is None and a.kind == "symbol":  # followed through a rename: reported at the new path
+            match = next((c for c in pending if (c.symbol or "") == a.symbol and c.kind == "symbol_changed"), None)
+        if match is not None:
+            pending.remove(match)
+        out.append((a, match))
+    return out
+
+
+def _check_filter(value: object, name: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string")
+    value = value.strip()
+    if not value:
+        return None
+    if len(value) > MAX_FILTER_CHARS:
+        raise InvalidInput(f"{name} is {len(value)} characters; the limit is {MAX_FILTER_CHARS}")
+    if any(ord(ch) < 32 for ch in value):
+        raise InvalidInput(f"{name} contains control characters")
+    return value
+
+
+def check_filters(path: object, symbol: object) -> tuple[str | None, str | None]:
+    """Validated `path` / `symbol` search filters (symbol as a qualified name). Raises InvalidInput."""
+    p = _check_filter(path, "path")
+    s = _check_filter(symbol, "symbol")
+    if s is not None:
+        _, s = parse_ref("::" + s)
+    return p, s

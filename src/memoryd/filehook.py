@@ -1,0 +1,114 @@
+"""The file hook: memories anchored to a file an agent is about to read or edit (Claude Code PreToolUse).
+
+`Engine.memories_for_path` answers the same question through the engine; this is its fast twin for
+a hook process, which must answer in ~100 ms and so reads the store through `storage.light` (no
+engine, numpy or pydantic). Both compose the answer with `anchors.filectx.compose` and skip what
+`anchors.filectx.InjectedRecord` says this session has already seen.
+
+Settings come from the environment as `Settings` reads them: `MEMORYD_HOME`, `MEMORYD_DB`,
+`MEMORYD_ANCHORS`, `MEMORYD_FILE_CONTEXT_TOKENS` (tests/test_anchors.py checks they agree).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from typing import TYPE_CHECKING
+
+from .anchors.filectx import InjectedRecord
+from .anchors.git import GitRepo
+
+if TYPE_CHECKING:
+    from .anchors.filectx import Composed
+
+__all__ = ["FILE_TOOLS", "default_home", "file_context", "hook_output", "settings_from_env"]
+
+# Claude Code's file tools and the input field naming the file (hooks.FILE_TOOLS lists the same names).
+FILE_TOOLS: dict[str, str] = {
+    "Read": "file_path", "Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path",
+    "NotebookEdit": "notebook_path", "NotebookRead": "notebook_path",
+}  # fmt: skip
+DEFAULT_BUDGET = 600
+
+
+def default_home() -> Path:
+    """`Settings().home` without importing pydantic: MEMORYD_HOME, else the platform data directory."""
+    env = os.environ.get("MEMORYD_HOME")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("memoryd", appauthor=False))
+
+
+def hook_output(payload: dict[str, Any], home: Path | None = None) -> str:
+    """The PreToolUse hook's stdout for a file tool: additionalContext, or nothing."""
+    import json
+
+    out = file_context(payload, home or default_home())
+    if out is None:
+        return ""
+    return json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": out.text}},
+                      ensure_ascii=False)  # fmt: skip
+
+
+def settings_from_env(home: Path) -> tuple[str | None, bool, int]:
+    """(database URL, anchors on, token budget), read like `Settings` reads them."""
+    db = os.environ.get("MEMORYD_DB") or None
+    anchors = os.environ.get("MEMORYD_ANCHORS", "1").strip().lower() not in ("0", "false", "no", "off")
+    try:
+        budget = int(os.environ.get("MEMORYD_FILE_CONTEXT_TOKENS", DEFAULT_BUDGET))
+    except ValueError:
+        budget = DEFAULT_BUDGET
+    return db, anchors, min(max(budget, 50), 20_000)
+
+
+def file_context(payload: dict[str, Any], home: Path) -> Composed | None:
+    """The context for a file tool call, or None when there is nothing (new) to add."""
+    field = FILE_TOOLS.get(str(payload.get("tool_name") or ""))
+    tool_input = payload.get("tool_input")
+    target = tool_input.get(field) if field and isinstance(tool_input, dict) else None
+    if not isinstance(target, str) or not target.strip() or len(target) > 4096:
+        return None
+    db, enabled, budget = settings_from_env(home)
+    if not enabled:
+        return None
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+    start = Path(target) if os.path.isabs(target) else Path(cwd or os.getcwd()) / target
+    repo = GitRepo.find(start.parent if start.parent.is_dir() else (cwd or os.getcwd()))
+    rel = repo.relpath(str(start)) if repo is not None else None
+    if repo is None or rel is None:
+        return None
+    from .scope import repository_scope_hash
+    from .storage.light import open_reader
+
+    reader = open_reader(home, db)
+    if reader is None:
+        return None
+    try:
+        scope_hash = repository_scope_hash(repo.root, repo.origin_url() or "")
+        if reader.locked(scope_hash):
+            return None  # a sensitive scope without a grant shows nothing, as every agent read
+        rows = reader.anchored([scope_hash], rel)
+        session = payload.get("session_id")
+        record = InjectedRecord(home, session) if isinstance(session, str) and session else None
+        seen = record.ids() if record is not None else set()
+        rows = [r for r in rows if r[0] not in seen]
+        if not rows:
+            return None
+        anchors = reader.anchors_of([r[0] for r in rows])
+    finally:
+        reader.close()
+    from .anchors.drift import DriftChecker  # only when something is anchored here: parsers load lazily
+    from .anchors.filectx import FileMemory, compose
+
+    checker = DriftChecker(repo, home / "cache" / "symbols")
+    memories = [FileMemory(i, t, c, anchors.get(i, []), checker.check(anchors.get(i, []))) for i, t, c in rows]
+    out = compose(rel, memories, budget)
+    if not out.included:
+        return None
+    if record is not None:
+        record.add(out.included)
+    return out

@@ -1,0 +1,477 @@
+"""Code anchors: each freshness case on small real repositories, filters, limits, scope, the file hook."""
+
+from __future__ import annotations
+
+import json
+import re
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memoryd.config import Settings
+from memoryd.engine import Engine
+from memoryd.errors import Conflict, InvalidInput, NotFound
+from memoryd.hooks import run_hook
+
+from .conftest import git, make_repo
+
+SESSION_PY = '''"""Sessions."""
+
+
+def get_session(token):
+    """Look a session up by its token."""
+    return STORE.get(token)
+
+
+class Store:
+    def put(self, key, value):
+        self.data[key] = value
+
+    def get(self, key):
+        return self.data.get(key)
+'''
+
+
+def commit(repo: Path, message: str = "change") -> None:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+
+
+@pytest.fixture
+def code(repo: Path) -> Path:
+    (repo / "auth").mkdir()
+    (repo / "auth" / "session.py").write_text(SESSION_PY)
+    (repo / "web").mkdir()
+    (repo / "web" / "app.ts").write_text("export class Server {\n  start(port: number): void { listen(port) }\n}\n")
+    commit(repo, "code")
+    return repo
+
+
+def save(engine: Engine, text: str, **kw: object) -> str:
+    r = engine.memorize(text, source="user", gate="trusted", **kw)  # type: ignore[arg-type]
+    assert r.effect == "applied", r
+    return str(r.atom_id)
+
+
+def changes(engine: Engine, atom_id: str) -> tuple[str | None, list[tuple[str, str | None, str | None]]]:
+    fresh, found = engine.code_changes([atom_id]).get(atom_id, (None, []))
+    return fresh, [(c.kind, c.symbol, c.to) for c in found]
+
+
+# -- anchoring at write ----------------------------------------------------------------------------
+
+
+def test_named_files_and_symbols_are_anchored_with_their_fingerprints(engine: Engine, code: Path) -> None:
+    r = engine.memorize("Sessions come from `get_session()` in auth/session.py; `Store.put` writes them.",
+                        source="user", gate="trusted")  # fmt: skip
+    assert sorted(r.anchors or []) == ["auth/session.py", "auth/session.py::Store.put", "auth/session.py::get_session"]
+    anchors = {a.ref: a for a in engine.anchors(str(r.atom_id))}
+    head = git(code, "rev-parse", "HEAD")
+    blob = git(code, "hash-object", "auth/session.py")
+    assert {a.commit for a in anchors.values()} == {head} and {a.blob for a in anchors.values()} == {blob}
+    assert anchors["auth/session.py::get_session"].line == 4 and anchors["auth/session.py::get_session"].fingerprint
+    assert anchors["auth/session.py"].fingerprint is None
+    # A name without its file is looked up in the repository; a file name alone is found by its tail.
+    r2 = engine.memorize("`Store.get` returns None for unknown keys, see session.py", source="user", gate="trusted")
+    assert sorted(r2.anchors or []) == ["auth/session.py", "auth/session.py::Store.get"]
+    r3 = engine.memorize("Never call get_session() from request handlers directly", source="user", gate="trusted")
+    assert r3.anchors == ["auth/session.py::get_session"]
+
+
+def test_names_that_do_not_resolve_or_are_ambiguous_are_not_anchored(engine: Engine, code: Path) -> None:
+    (code / "tools").mkdir()
+    (code / "tools" / "session.py").write_text("def helper():\n    pass\n")
+    commit(code)
+    r = engine.memorize("session.py and missing.py hold `nothing_here()`", source="user", gate="trusted")
+    assert r.anchors is None and r.anchor_note is None  # two session.py files, no missing.py
+    assert engine.memorize("PostgreSQL 16 is the main database", source="user", gate="trusted").anchors is None
+
+
+def test_typescript_symbols_use_tree_sitter(engine: Engine, code: Path) -> None:
+    r = engine.memorize("`Server.start` in web/app.ts binds the port", source="user", gate="trusted")
+    assert sorted(r.anchors or []) == ["web/app.ts", "web/app.ts::Server.start"]
+    (code / "web" / "app.ts").write_text("export class Server {\n  start(port: number): void { listen(port + 1) }\n}\n")
+    assert changes(engine, str(r.atom_id)) == ("code_changed", [("symbol_changed", "Server.start", None)])
+
+
+def test_explicit_anchors_resolve_or_fail_with_a_reason(engine: Engine, code: Path) -> None:
+    r = engine.memorize("Token lookups must stay O(1)", source="user", gate="trusted",
+                        anchors=["auth/session.py::Store.get", "web/app.ts", "get_session"])  # fmt: skip
+    assert sorted(r.anchors or []) == ["auth/session.py::Store.get", "auth/session.py::get_session", "web/app.ts"]
+    assert {a.origin for a in engine.anchors(str(r.atom_id))} == {"explicit"}
+    cases = {
+        "nope.py": "anchors[0] 'nope.py': no such file in the working tree",
+        "auth/session.py::nope": "anchors[0] 'auth/session.py::nope': auth/session.py defines no nope",
+        "no_such_function": "anchors[0] 'no_such_function': no definition of no_such_function in the repository",
+        "README::x": "README is not a source file",
+        "auth/session.py::a b": "is not a symbol name",
+        "::": "give a path, path::symbol or a symbol name",
+    }
+    for ref, message in cases.items():
+        with pytest.raises(InvalidInput, match=re.escape(message)):
+            engine.memorize("Token lookups must stay fast", source="user", anchors=[ref])
+    with pytest.raises(InvalidInput, match="at most 20 anchors"):
+        engine.memorize("x is y", anchors=["web/app.ts"] * 21)
+    with pytest.raises(InvalidInput, match="the limit is 512"):
+        engine.memorize("x is y", anchors=["a" * 513])
+    with pytest.raises(InvalidInput, match="must be a list of strings"):
+        engine.memorize("x is y", anchors="web/app.ts")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="control characters"):
+        engine.memorize("x is y", anchors=["web/app.ts\x00"])
+    with pytest.raises(InvalidInput, match="not global ones"):
+        engine.memorize("x is y", anchors=["web/app.ts"], scope=engine.scope.global_scope())
+    assert engine.stats().atoms == 1  # nothing was written by the refused saves
+
+
+def test_an_ambiguous_explicit_anchor_names_the_candidates(engine: Engine, code: Path) -> None:
+    (code / "tools").mkdir()
+    (code / "tools" / "session.py").write_text("def get_session():\n    pass\n")
+    commit(code)
+    with pytest.raises(InvalidInput, match="ambiguous, it matches auth/session.py, tools/session.py; give the path"):
+        engine.memorize("x is y", anchors=["session.py"])
+    with pytest.raises(InvalidInput, match="ambiguous, it matches auth/session.py::get_session, tools/session.py"):
+        engine.memorize("x is y", anchors=["get_session"])
+
+
+# -- each freshness case ---------------------------------------------------------------------------
+
+
+def test_unchanged_code_is_current_and_unanchored_memories_have_no_field(engine: Engine, code: Path) -> None:
+    a = save(engine, "Sessions come from `get_session()` in auth/session.py")
+    b = save(engine, "Deploys happen on Fridays after the review")
+    hits = {h.atom.id: h for h in engine.recall("sessions deploys Fridays get_session", max_results=10).hits}
+    assert hits[a].freshness == "current" and hits[a].code_changes is None
+    assert hits[b].freshness is None and hits[b].code_changes is None
+    # Touching the file without changing its content, or editing another definition, changes nothing.
+    (code / "auth" / "session.py").write_text(SESSION_PY.replace("self.data[key] = value", "self.data[key] = [value]"))
+    assert changes(engine, a) == ("current", [])
+
+
+def test_symbol_body_changed(engine: Engine, code: Path) -> None:
+    a = save(engine, "Sessions come from `get_session()` in auth/session.py")
+    (code / "auth" / "session.py").write_text(SESSION_PY.replace("return STORE.get(token)", "return STORE.get(token.strip())"))
+    head = git(code, "rev-parse", "--short=7", "HEAD")
+    fresh, found = engine.code_changes([a])[a]
+    assert fresh == "code_changed" and [(c.kind, c.path, c.symbol, c.since) for c in found] == [
+        ("symbol_changed", "auth/session.py", "get_session", head)]
+    assert found[0].detail == f"the definition of get_session (auth/session.py) changed since {head}"
+    # Layout and comments are not changes.
+    (code / "auth" / "session.py").write_text(SESSION_PY.replace("    return STORE.get(token)", "    # cached\n    return STORE.get(  token )"))
+    assert changes(engine, a) == ("current", [])
+
+
+def test_symbol_removed_and_symbol_moved(engine: Engine, code: Path) -> None:
+    a = save(engine, "`Store.put` in auth/session.py overwrites existing keys")
+    b = save(engine, "Sessions come from `get_session()`")
+    (code / "auth" / "session.py").write_text(SESSION_PY.replace("    def put(self, key, value):\n        self.data[key] = value\n\n", ""))
+    (code / "auth" / "lookup.py").write_text('def get_session(token):\n    """Look a session up by its token."""\n    return STORE.get(token)\n')
+    (code / "auth" / "session.py").write_text((code / "auth" / "session.py").read_text().replace(
+        'def get_session(token):\n    """Look a session up by its token."""\n    return STORE.get(token)\n', ""))
+    git(code, "add", "-A")  # word searches are cached per index state (and for 30 s): a move is seen once staged
+    assert changes(engine, a) == ("code_changed", [("symbol_removed", "Store.put", None)])
+    assert changes(engine, b) == ("code_changed", [("symbol_moved", "get_session", "auth/lookup.py")])
+
+
+def test_file_deleted_renamed_and_changed(engine: Engine, code: Path) -> None:
+    (code / "docs.md").write_text("# Notes\n\nSome notes.\n")
+    commit(code)
+    a = save(engine, "The notes live in docs.md")
+    b = save(engine, "`Store.get` in auth/session.py returns None for unknown keys")
+    c = save(engine, "web/app.ts is the entry point of the web server")
+    (code / "docs.md").write_text("# Notes\n\nOther notes.\n")
+    assert changes(engine, a) == ("code_changed", [("file_changed", None, None)])
+    git(code, "mv", "auth/session.py", "auth/sessions.py")
+    git(code, "rm", "-q", "web/app.ts")
+    commit(code, "rename and delete")
+    assert changes(engine, b) == ("code_changed", [("file_renamed", None, "auth/sessions.py")])  # symbol unchanged
+    assert changes(engine, c) == ("code_changed", [("file_deleted", None, None)])
+    hit = next(h for h in engine.recall("Store.get unknown keys").hits if h.atom.id == b)
+    assert hit.code_changes and hit.code_changes[0].detail.startswith("auth/session.py was renamed to auth/sessions.py")
+
+
+def test_a_symbol_in_a_renamed_file_is_followed(engine: Engine, code: Path) -> None:
+    a = save(engine, "Sessions come from `get_session()`")  # the symbol only: its file is not named
+    git(code, "mv", "auth/session.py", "auth/sessions.py")
+    commit(code)
+    assert changes(engine, a) == ("code_changed", [("symbol_moved", "get_session", "auth/sessions.py")])
+    (code / "auth" / "sessions.py").write_text(SESSION_PY.replace("STORE.get(token)", "STORE[token]"))
+    assert changes(engine, a) == ("code_changed", [("symbol_changed", "get_session", None)])
+
+
+def test_drifted_memories_rank_a_little_lower(engine: Engine, code: Path) -> None:
+    a = save(engine, "Sessions are looked up by token in `get_session()` in auth/session.py")
+    before = next(h.score for h in engine.recall("sessions looked up by token").hits if h.atom.id == a)
+    (code / "auth" / "session.py").write_text(SESSION_PY.replace("STORE.get(token)", "STORE[token]"))
+    after = next(h.score for h in engine.recall("sessions looked up by token").hits if h.atom.id == a)
+    assert after == pytest.approx(before * 0.9, abs=2e-4)
+
+
+# -- filters, confirm, replace ---------------------------------------------------------------------
+
+
+def test_path_and_symbol_filters(engine: Engine, code: Path) -> None:
+    a = save(engine, "Sessions come from `get_session()` in auth/session.py")
+    b = save(engine, "`Server.start` in web/app.ts binds the port")
+    save(engine, "Sessions expire after one hour")
+    assert [h.atom.id for h in engine.recall("sessions", path="auth/session.py").hits] == [a]
+    assert [h.atom.id for h in engine.recall("sessions", path=str(code / "auth")).hits] == [a]  # a directory, absolute
+    assert [h.atom.id for h in engine.recall("port", symbol="start").hits] == [b]  # the last part of Server.start
+    assert [h.atom.id for h in engine.search("port", symbol="Server.start").hits] == [b]
+    assert engine.recall("sessions", path="nowhere.py").hits == []
+    with pytest.raises(InvalidInput, match="path is 1025 characters; the limit is 1024"):
+        engine.recall("x", path="a" * 1025)
+    with pytest.raises(InvalidInput, match="symbol contains control characters"):
+        engine.recall("x", symbol="a\nb")
+
+
+def test_confirm_reanchors_to_head_with_an_audit_event(engine: Engine, code: Path) -> None:
+    a = save(engine, "Sessions come from `get_session()` in auth/session.py")
+    git(code, "mv", "auth/session.py", "auth/sessions.py")
+    (code / "auth" / "sessions.py").write_text(SESSION_PY.replace("STORE.get(token)", "STORE[token]"))
+    commit(code)
+    assert engine.stale()[0].atom.id == a
+    assert engine.correct(a, "confirm_actual", "still true after the refactor").effect == "applied"
+    assert changes(engine, a) == ("current", [])
+    assert {x.ref for x in engine.anchors(a)} == {"auth/sessions.py", "auth/sessions.py::get_session"}
+    assert {x.commit for x in engine.anchors(a)} == {git(code, "rev-parse", "HEAD")}
+    last = engine.history(a)[-1]
+    assert last.action == "reanchor" and "followed auth/session.py → auth/sessions.py" in (last.reason or "")
+    assert engine.verify_chain().ok and engine.stale() == []
+
+
+def test_stale_confirm_drops_what_is_gone_and_stays_in_scope(engine: Engine, code: Path, settings: Settings,
+                                                             tmp_path: Path, embedder: object) -> None:  # fmt: skip
+    a = save(engine, "`Store.put` and `Store.get` in auth/session.py share one dict")
+    (code / "auth" / "session.py").write_text(SESSION_PY.replace("    def put(self, key, value):\n        self.data[key] = value\n\n", ""))
+    anchors = engine.confirm_anchors(a, reason="get still holds", actor="cli")
+    assert {x.ref for x in anchors} == {"auth/session.py", "auth/session.py::Store.get"}
+    assert "dropped auth/session.py::Store.put (gone)" in (engine.history(a)[-1].reason or "")
+    with pytest.raises(Conflict, match="has no code anchors"):
+        engine.confirm_anchors(save(engine, "Deploys happen on Fridays after review"))
+    with pytest.raises(NotFound, match="no atom with id 'nope'"):
+        engine.confirm_anchors("nope")
+    other = make_repo(tmp_path / "other", remote="git@github.com:acme/other.git")
+    with Engine.open(settings, cwd=other, embedder=embedder) as e2:  # type: ignore[arg-type]
+        # another repository's id answers exactly as a missing one (issue 10's scope boundary)
+        with pytest.raises(NotFound, match=f"no atom with id '{a}'"):
+            e2.confirm_anchors(a)
+        with pytest.raises(NotFound, match=f"no atom with id '{a}'"):
+            e2.anchors(a)
+        assert e2.stale() == [] and e2.memories_for_path(str(code / "auth" / "session.py")).text == ""
+        assert e2.correct(a, "confirm_actual", "from elsewhere").effect == "rejected"
+        assert {x.ref for x in engine.anchors(a)} == {"auth/session.py", "auth/session.py::Store.get"}  # untouched
+    engine.govern(a, "quarantine", "review")
+    with pytest.raises(Conflict, match="only active or pending"):
+        engine.confirm_anchors(a)
+
+
+def test_replace_and_update_take_anchors_again(engine: Engine, code: Path) -> None:
+    a = save(engine, "Token lookups are cached", anchors=["auth/session.py::get_session"])
+    r = engine.correct(a, "replace", "more precise", "Token lookups are cached in `Store.get`")
+    new = str(r.new_atom_id)
+    assert {x.ref for x in engine.anchors(new)} == {"auth/session.py::get_session", "auth/session.py::Store.get"}
+    engine.update(new, content="Token lookups go through web/app.ts now")
+    assert {x.ref for x in engine.anchors(new)} == {"auth/session.py::get_session", "web/app.ts"}
+
+
+def test_tombstone_and_delete_remove_anchors(engine: Engine, code: Path) -> None:
+    a = save(engine, "Sessions come from `get_session()` in auth/session.py")
+    b = save(engine, "`Server.start` in web/app.ts binds the port")
+    engine.govern(a, "tombstone", "mistake")
+    engine.delete(b)
+    assert engine.store.anchors_of([a, b]) == {}
+
+
+# -- repositories: none, empty, branches, worktrees --------------------------------------------------
+
+
+def test_outside_git_anchors_are_off_and_said_so(settings: Settings, tmp_path: Path, embedder: object) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "login.py").write_text("def login():\n    pass\n")
+    with Engine.open(settings, cwd=plain, embedder=embedder) as e:  # type: ignore[arg-type]
+        r = e.memorize("login() in login.py checks the password hash", source="user", gate="trusted")
+        assert r.anchors is None and r.anchor_note == "not in a git working tree: code anchors are off"
+        assert e.memorize("Deploys happen on Fridays", source="user", gate="trusted").anchor_note is None
+        with pytest.raises(InvalidInput, match="is not in a git working tree, so code anchors are off"):
+            e.memorize("x is y", anchors=["login.py"])
+        assert e.stale() == [] and e.code_status().startswith("off:")
+
+
+def test_a_repository_without_commits(settings: Settings, tmp_path: Path, embedder: object) -> None:
+    repo = tmp_path / "fresh"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "app.py").write_text("def main():\n    return 1\n")
+    with Engine.open(settings, cwd=repo, embedder=embedder) as e:  # type: ignore[arg-type]
+        r = e.memorize("`main()` in app.py returns the exit code", source="user", gate="trusted")
+        assert sorted(r.anchors or []) == ["app.py", "app.py::main"]
+        assert {a.commit for a in e.anchors(str(r.atom_id))} == {None}
+        (repo / "app.py").write_text("def main():\n    return 0\n")
+        assert [c.kind for c in e.code_changes([str(r.atom_id)])[str(r.atom_id)][1]] == ["symbol_changed"]
+        (repo / "app.py").unlink()
+        assert [c.detail for c in e.code_changes([str(r.atom_id)])[str(r.atom_id)][1]] == ["app.py was deleted"]
+
+
+def test_anchors_belong_to_their_commit_across_branches_and_worktrees(engine: Engine, code: Path, settings: Settings,
+                                                                      tmp_path: Path, embedder: object) -> None:  # fmt: skip
+    git(code, "switch", "-q", "-c", "feature")
+    (code / "auth" / "session.py").write_text(SESSION_PY.replace("STORE.get(token)", "STORE.lookup(token)"))
+    commit(code, "feature")
+    a = save(engine, "Sessions come from `get_session()` in auth/session.py")  # anchored on the feature branch
+    feature = git(code, "rev-parse", "HEAD")
+    git(code, "worktree", "add", "-q", str(tmp_path / "wt-main"), "main")
+    with Engine.open(settings, cwd=tmp_path / "wt-main", embedder=embedder) as e:  # type: ignore[arg-type]
+        assert e.scope.scope_hash == engine.scope.scope_hash  # one repository, one scope
+        fresh, found = e.code_changes([a])[a]  # main does not have the feature's body
+        assert fresh == "code_changed" and [(c.kind, c.since) for c in found] == [("symbol_changed", feature[:7])]
+    assert changes(engine, a) == ("current", [])  # the feature worktree still matches
+    git(code, "switch", "-q", "--detach", "main")  # main itself is checked out in the other worktree
+    assert changes(engine, a)[1] == [("symbol_changed", "get_session", None)]
+
+
+def test_anchors_can_be_turned_off(settings: Settings, code: Path, embedder: object) -> None:
+    off = settings.model_copy(update={"anchors": False})
+    with Engine.open(off, cwd=code, embedder=embedder) as e:  # type: ignore[arg-type]
+        r = e.memorize("Sessions come from `get_session()` in auth/session.py", source="user", gate="trusted")
+        assert r.anchors is None and r.anchor_note is None
+        with pytest.raises(InvalidInput, match="code anchors are turned off"):
+            e.memorize("x is y", anchors=["auth/session.py"])
+
+
+# -- the brief, the file context and the hook ----------------------------------------------------------
+
+
+def test_the_brief_lists_code_moved_since_the_last_session(engine: Engine, code: Path) -> None:
+    a = save(engine, "We decided sessions come from `get_session()` in auth/session.py", type="decision")
+    assert engine.agent_brief(mark_session=True).code_changed == []
+    (code / "auth" / "session.py").write_text(SESSION_PY.replace("STORE.get(token)", "STORE[token]"))
+    brief = engine.agent_brief(mark_session=True)
+    assert [m.atom.id for m in brief.code_changed] == [a]
+    assert "## Code changed since the last session" in brief.text
+    assert f"({a}): the definition of get_session (auth/session.py) changed since" in brief.text
+    assert engine.agent_brief(mark_session=True).code_changed == []  # reported once
+    assert [m.atom.id for m in engine.agent_brief().code_changed] == []  # unmarked briefs see the same state
+
+
+def test_memories_for_path_within_a_budget_once_per_session(engine: Engine, code: Path) -> None:
+    ids = [save(engine, f"Session rule {i}: `get_session()` in auth/session.py must stay pure ({'x' * 200})")
+           for i in range(5)]  # fmt: skip
+    ctx = engine.memories_for_path(str(code / "auth" / "session.py"), budget_tokens=200, session_id="s1", record=True)
+    assert ctx.path == "auth/session.py" and ctx.memory_ids == ids[::-1][: len(ctx.memory_ids)]
+    assert 1 <= len(ctx.memory_ids) < 5 and ctx.left_out == 5 - len(ctx.memory_ids) and ctx.tokens <= 200
+    assert ctx.text.startswith(f"[memoryd · {len(ctx.memory_ids)} memor")
+    again = engine.memories_for_path("auth/session.py", budget_tokens=5000, session_id="s1", record=True)
+    assert set(again.memory_ids) == set(ids) - set(ctx.memory_ids)  # never the same memory twice in a session
+    assert engine.memories_for_path("auth/session.py", session_id="s1").memory_ids == []
+    assert engine.memories_for_path("web/app.ts").text == ""
+    assert engine.memories_for_path("/etc/passwd").text == ""
+
+
+def hook_payload(repo: Path, file_path: str, session: str = "sess-1", tool: str = "Read") -> str:
+    key = "notebook_path" if tool == "NotebookEdit" else "file_path"
+    return json.dumps({"session_id": session, "transcript_path": "/dev/null", "cwd": str(repo),
+                       "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": {key: file_path}})  # fmt: skip
+
+
+@pytest.mark.sqlite_only("the hook reads the default SQLite store; PostgreSQL: test_file_hook_reads_postgresql")
+def test_file_hook_adds_anchored_memories_once(engine: Engine, code: Path, settings: Settings,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    monkeypatch.setenv("MEMORYD_HOME", str(settings.home))
+    a = save(engine, "Sessions come from `get_session()` in auth/session.py")
+    (code / "auth" / "session.py").write_text(SESSION_PY.replace("STORE.get(token)", "STORE[token]"))
+    out = run_hook("pre-tool-use", hook_payload(code, str(code / "auth" / "session.py")), settings=settings)
+    ctx = json.loads(out.stdout)["hookSpecificOutput"]
+    assert ctx["hookEventName"] == "PreToolUse" and "permissionDecision" not in ctx
+    assert ctx["additionalContext"].startswith("[memoryd · 1 memory anchored to auth/session.py · ~")
+    assert f"[fact {a}] Sessions come from" in ctx["additionalContext"]
+    assert "⚠ code changed: the definition of get_session (auth/session.py) changed since" in ctx["additionalContext"]
+    assert run_hook("pre-tool-use", hook_payload(code, "auth/session.py", tool="Edit"), settings=settings).stdout == ""
+    other = run_hook("pre-tool-use", hook_payload(code, "auth/session.py", session="sess-2", tool="Write"), settings=settings)
+    assert a in other.stdout  # another session sees it again
+    for path in ("web/app.ts", "/etc/hosts", "", "x" * 5000):
+        assert run_hook("pre-tool-use", hook_payload(code, path, session="sess-3"), settings=settings).stdout == ""
+
+
+@pytest.mark.sqlite_only("the hook's budget and sensitive-scope checks on the default store")
+def test_file_hook_respects_budget_and_sensitive_scopes(engine: Engine, code: Path, settings: Settings,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    monkeypatch.setenv("MEMORYD_FILE_CONTEXT_TOKENS", "60")
+    for i in range(3):
+        save(engine, f"Rule {i}: `get_session()` in auth/session.py never raises; {'details ' * 20}")
+    out = json.loads(run_hook("pre-tool-use", hook_payload(code, "auth/session.py"), settings=settings).stdout)
+    text = out["hookSpecificOutput"]["additionalContext"]
+    assert "1 memory anchored" in text and "2 more: mem_search / memory_recall with path='auth/session.py'" in text
+    with engine._write() as tx:
+        tx.mark_sensitive(engine.scope.scope_hash, engine.scope.name, True)
+    assert run_hook("pre-tool-use", hook_payload(code, "auth/session.py", session="s9"), settings=settings).stdout == ""
+    monkeypatch.setenv("MEMORYD_ANCHORS", "0")
+    assert run_hook("pre-tool-use", hook_payload(code, "auth/session.py", session="s8"), settings=settings).stdout == ""
+
+
+def test_file_hook_reads_postgresql(engine: Engine, code: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not settings.db:
+        pytest.skip("PostgreSQL variant of test_file_hook_adds_anchored_memories_once")
+    monkeypatch.setenv("MEMORYD_DB", settings.db)
+    a = save(engine, "Sessions come from `get_session()` in auth/session.py")
+    out = run_hook("pre-tool-use", hook_payload(code, "auth/session.py"), settings=settings)
+    assert a in json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_hook_settings_agree_with_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from memoryd.filehook import default_home, settings_from_env
+
+    for env in ({}, {"MEMORYD_HOME": str(tmp_path), "MEMORYD_FILE_CONTEXT_TOKENS": "900", "MEMORYD_ANCHORS": "0"}):
+        for key in ("MEMORYD_HOME", "MEMORYD_FILE_CONTEXT_TOKENS", "MEMORYD_ANCHORS", "MEMORYD_DB"):
+            monkeypatch.delenv(key, raising=False)
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        s = Settings()
+        assert default_home() == s.home
+        assert settings_from_env(s.home) == (s.db, s.anchors, s.file_context_tokens)
+
+
+@pytest.mark.sqlite_only("the hook process reads the default SQLite store")
+def test_the_file_hook_process_imports_no_engine(engine: Engine, code: Path, settings: Settings) -> None:
+    """The hook answers fast because it never imports numpy, pydantic or the engine."""
+    a = save(engine, "Sessions come from `get_session()` in auth/session.py")
+    (code / "auth" / "session.py").write_text(SESSION_PY.replace("STORE.get(token)", "STORE[token]"))  # parse too
+    probe = (
+        "import sys, io; sys.stdin = io.StringIO(sys.argv[1]); from memoryd.hooks import main; main(['pre-tool-use']);"
+        " bad = [m for m in ('numpy', 'pydantic', 'memoryd.engine', 'memoryd.models') if m in sys.modules];"
+        " print('\\nHEAVY', bad)"
+    )
+    env = {**os.environ, "MEMORYD_HOME": str(settings.home)}
+    env.pop("MEMORYD_DB", None)
+    r = subprocess.run([sys.executable, "-c", probe, hook_payload(code, "auth/session.py")], env=env,
+                       capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+    assert a in r.stdout and "symbol_changed" not in r.stdout and "changed since" in r.stdout, r.stdout + r.stderr
+    assert r.stdout.strip().endswith("HEAVY []"), r.stdout + r.stderr
+
+
+def test_explicit_anchors_are_redacted_before_use(engine: Engine, code: Path) -> None:
+    secret = "postgres://app:hunter2secret@db:5432/x"
+    with pytest.raises(InvalidInput) as info:
+        engine.memorize("x is y", anchors=[f"{secret}::get_session"])
+    assert "hunter2secret" not in str(info.value) and "[REDACTED]" in str(info.value)
+    with pytest.raises(InvalidInput) as info:
+        engine.recall("x", path="a" * 1025 + "password=hunter2secret")
+    assert "hunter2secret" not in str(info.value)
+
+
+def test_the_hooks_git_reading_matches_git(code: Path, tmp_path: Path) -> None:
+    from memoryd.anchors.git import GitRepo
+    from memoryd.scope import infer_scope, repository_scope_hash
+
+    git(code, "worktree", "add", "-q", str(tmp_path / "wt"), "-b", "side")
+    (tmp_path / "plain").mkdir()
+    for where in (code, code / "auth", tmp_path / "wt" / "auth", tmp_path / "plain"):
+        fast, slow = GitRepo.find(where), GitRepo.discover(where)
+        assert (fast and (fast.root, fast.git_dir, fast.common_dir)) == (slow and (slow.root, slow.git_dir, slow.common_dir))
+        if fast is not None:
+            assert repository_scope_hash(fast.root, fast.origin_url() or "") == infer_scope(where).scope_hash
+    git(code, "remote", "set-url", "origin", "https://github.com/acme/other.git")
+    assert GitRepo.find(code).origin_url() == "https://github.com/acme/other.git"  # type: ignore[union-attr]
