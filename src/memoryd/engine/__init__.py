@@ -3,12 +3,14 @@
 The class is assembled from themed parts, each in its own module: the write path, recall and
 lifecycle (`core`), memory operations of the memoryd profile (`memories`), sessions,
 promotion review, judgments, administration and sensitive scopes, the markdown vault,
-observations from agent transcripts, and bulk import of JSON lines (`importer`).
+observations from agent transcripts, bulk import of JSON lines (`importer`), and what the web
+console reads (`console`).
 """
 
 from __future__ import annotations
 
 from .admin import AdminOps
+from .console import ConsoleOps
 from .core import PLACEHOLDERS, EngineCore, visible_content
 from .importer import ImportOps
 from .memories import MemoryOps
@@ -20,5 +22,5 @@ from .vault_sync import VaultOps
 __all__ = ["Engine", "PLACEHOLDERS", "visible_content"]
 
 
-class Engine(ImportOps, ObservationOps, VaultOps, AdminOps, ReviewOps, SessionOps, MemoryOps, EngineCore):
+class Engine(ConsoleOps, ImportOps, ObservationOps, VaultOps, AdminOps, ReviewOps, SessionOps, MemoryOps, EngineCore):
     """memoryd's service layer over one store; see the module docstring for its parts."""

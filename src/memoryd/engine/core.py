@@ -513,8 +513,11 @@ class EngineCore:
         entity_ids: Sequence[str] | None = None,
         scope: Scope | None = None,
         statuses: Sequence[str] | None = None,
+        record: bool = True,
     ) -> RecallResult:
         """Hybrid search over the current repository and the tenant-global scope.
+
+        `record` logs the recall (redacted query, hit ids) for the console's Sessions page.
 
         Raises:
             InvalidInput: empty query, or max_results outside 1..100.
@@ -590,6 +593,8 @@ class EngineCore:
             if atom_id in atoms  # deleted between the two reads
         ]
         self.store.touch([h.atom.id for h in hits])
+        if record:
+            self.store.log_recall(current.scope_hash, redact(query.strip()).text[:500], [h.atom.id for h in hits])
         return RecallResult(hits=hits)
 
     def history(self, atom_id: str) -> list[Event]:

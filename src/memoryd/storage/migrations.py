@@ -133,9 +133,30 @@ UPDATE atoms SET vec_seq = seq WHERE embedding IS NOT NULL;
 CREATE INDEX atoms_vec_seq ON atoms (vec_seq);
 """
 
+# The console (issue 14): filtered listing newest first. In SQLite an index on one column also
+# orders by rowid (= seq) within each value, so these serve `WHERE status = ? ORDER BY seq DESC`.
+# `recalls` records each recall (redacted query, hit ids) for the Sessions page; it is a read
+# hint like last_accessed_at, not an audit event.
+_V5 = """
+CREATE INDEX atoms_status ON atoms (status);
+CREATE INDEX atoms_type ON atoms (type);
+CREATE INDEX atoms_source ON atoms (source);
+CREATE INDEX atoms_scope ON atoms (scope_hash);
+CREATE INDEX atoms_created ON atoms (created_at);
+CREATE TABLE recalls (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at TEXT NOT NULL,
+    scope_hash TEXT NOT NULL,
+    query TEXT NOT NULL,
+    hits TEXT NOT NULL DEFAULT '[]'
+);
+CREATE INDEX recalls_scope_at ON recalls (scope_hash, at);
+"""
+
 # (version, name, SQL script). Never edit a released entry: append a new one.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial schema: atoms, events, payloads, entities, edges, keyword index", _V1),
     (2, "vault paths, access times, sessions, promotions, sensitive scopes", _V2),
     (3, "vector change sequence", _V3),
+    (5, "console: listing indexes, recall log", _V5),
 ]
