@@ -784,7 +784,7 @@ class PostgresStore:
         }
         top = self._rows(
             "SELECT e.dst, count(*) FROM edges e JOIN atoms a ON a.id = e.src"
-            f" WHERE e.kind = 'mentions' AND {where('a.')} GROUP BY 1 ORDER BY 2 DESC, 1 COLLATE \"C\" LIMIT 10",
+            f" WHERE e.kind = 'mentions' AND {where('a.')} GROUP BY 1 ORDER BY 2 DESC, e.dst COLLATE \"C\" LIMIT 10",
             params,
         )
         return {"by_type": by_type, "by_scope": by_scope, "top_entities": [{"id": r[0], "count": r[1]} for r in top]}
@@ -931,7 +931,7 @@ class PostgresStore:
         rows = self._rows(
             "SELECT e.dst, count(*) FROM edges e JOIN atoms a ON a.id = e.src WHERE e.kind = 'mentions'"
             " AND a.status = 'active' AND a.scope_hash <> ALL(%s::text[])"
-            ' GROUP BY 1 ORDER BY 2 DESC, 1 COLLATE "C" LIMIT %s',
+            ' GROUP BY 1 ORDER BY 2 DESC, e.dst COLLATE "C" LIMIT %s',
             (list(exclude_scopes), limit),
         )
         return [(r[0], int(r[1])) for r in rows]

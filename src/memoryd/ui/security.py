@@ -184,7 +184,7 @@ class ConsoleGuard:
                 return _refuse(401, "the token in the address is wrong; open the address memoryd ui printed")
             rest = urlencode([(k, v) for k, v in parse_qsl(scope["query_string"].decode("latin-1"),
                                                            keep_blank_values=True) if k != "token"])  # fmt: skip
-            target = (scope.get("root_path", "") + scope["path"]) or "/"
+            target = scope["path"] or "/"  # the full path (Starlette keeps root_path inside path)
             redirect = RedirectResponse(target + (f"?{rest}" if rest else ""), status_code=303)
             redirect.set_cookie(self.cookie_name, self.cookie_value, httponly=True, samesite="strict",
                                 path=scope.get("root_path") or "/")  # fmt: skip
