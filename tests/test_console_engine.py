@@ -185,7 +185,8 @@ def test_health_overview_counts_and_growth(engine: Engine) -> None:
     engine.memorize(SOLID, source="user", type="decision")
     h = engine.health_overview()
     assert h.atoms == 2 and h.by_status == {"active": 2} and h.by_type == {"fact": 1, "decision": 1}
-    assert h.growth == [(datetime.now(UTC).strftime("%Y-%m-%d"), 2)]
+    assert len(h.growth) == 90 and h.growth[-1] == (datetime.now(UTC).strftime("%Y-%m-%d"), 2)
+    assert sum(n for _, n in h.growth) == 2
     assert [s.name for s in h.scopes] == ["acme/widgets"] and not h.scopes[0].locked
     applied = {v for v, _ in engine.store.applied_migrations()}  # type: ignore[attr-defined]
     assert 5 in applied

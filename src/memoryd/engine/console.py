@@ -151,7 +151,7 @@ class HealthOverview(BaseModel):
     by_type: dict[str, int]
     by_decay: dict[str, int]
     indexes: dict[str, int]
-    growth: list[tuple[str, int]]
+    growth: list[tuple[str, int]] = Field(description="Memories created per UTC day, every day of the window.")
     scopes: list[ScopeInfo]
     access_requests: list[dict[str, Any]]
 
@@ -409,7 +409,16 @@ class ConsoleOps(_Base):
         return HealthOverview(
             atoms=stats.atoms, edges=stats.edges, snapshot_version=stats.snapshot_version, by_status=stats.by_status,
             by_type=by_type, by_decay=by_decay, indexes=stats.indexes.model_dump(),
-            growth=self.store.growth(now - timedelta(days=days)), scopes=self.console_scopes(),
+            growth=_dense(self.store.growth(now - timedelta(days=days - 1)), now.date(), days), scopes=self.console_scopes(),
             access_requests=self.store.access_requests(),
         )  # fmt: skip
 
+
+def _dense(counts: list[tuple[str, int]], today: date, days: int) -> list[tuple[str, int]]:
+    """One (day, count) per day of the window, oldest first, zeros included."""
+    have = dict(counts)
+    out = []
+    for back in range(days - 1, -1, -1):
+        day = (today - timedelta(days=back)).isoformat()
+        out.append((day, have.get(day, 0)))
+    return out

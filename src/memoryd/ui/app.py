@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import jinja2
 from starlette.applications import Starlette
@@ -52,6 +52,7 @@ def _environment() -> jinja2.Environment:
     env.filters["visible"] = visible_content
     env.filters["snippet"] = lambda text, n=160: text if len(text) <= n else text[: n - 1] + "…"
     env.filters["short"] = lambda h, n=10: (h or "")[:n]
+    env.filters["path"] = lambda v: quote(str(v), safe=":@")  # one URL path segment (entity ids hold ':')
     return env
 
 
@@ -185,7 +186,8 @@ def build_app(engine: Engine | Callable[[], Engine]) -> Starlette:
             done, skipped = await call(lambda e: e.promote(ids, actor=ACTOR))
         else:
             done, skipped = await call(lambda e: e.reject(ids, actor=ACTOR))
-        text = f"{action}d: {', '.join(f'#{i}' for i in done) or 'none'}" + "".join(
+        past = {"promote": "promoted", "reject": "rejected"}[action]
+        text = f"{past}: {', '.join(f'#{i}' for i in done) or 'none'}" + "".join(
             f"; skipped #{s['promotion_id']}: {s['reason']}" for s in skipped)  # fmt: skip
         return redirect(request, "/review", "ok" if done else "error", text)
 
