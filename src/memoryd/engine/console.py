@@ -20,6 +20,7 @@ from .. import vault
 from ..errors import AuthorizationRequired, InvalidInput, NotFound
 from ..lifecycle.decay import DECAY_STATES, HALF_LIFE_DAYS, decay_state
 from ..models import ATOM_TYPES, Atom, Event, Hit, Scope, Session
+from ..search.tokenize import tokens
 from ..storage.base import AtomFilter, LastUsedWindow
 
 from .core import PLACEHOLDERS
@@ -32,12 +33,13 @@ else:
     _Base = object
 
 __all__ = [
-    "STATUSES", "BrowseQuery", "ConsoleOps", "EntityGraph", "HealthOverview", "MemoryDetail", "MemoryPage",
+    "COUNT_CAP", "STATUSES", "BrowseQuery", "ConsoleOps", "EntityGraph", "HealthOverview", "MemoryDetail", "MemoryPage",
     "ScopeInfo", "SessionDetail", "decay_windows",
 ]  # fmt: skip
 
 STATUSES = ("active", "pending", "negated", "superseded", "quarantined", "sealed", "tombstoned")
 MAX_PAGE = 200
+COUNT_CAP = 10_000  # the Memories page counts matches up to here ("10000+"), so a count never scans 100k rows
 _CHAIN_LIMIT = 50  # supersede chains longer than this are cut (and said so)
 
 
@@ -79,7 +81,7 @@ class MemoryPage(BaseModel):
     atoms: list[Atom] = Field(default_factory=list)
     hits: list[Hit] | None = Field(None, description="Search results (with score and signals) when q was given.")
     next_before: str | None = None
-    total: int | None = Field(None, description="How many memories match the filters (listing only).")
+    total: int | None = Field(None, description="How many memories match (listing only); COUNT_CAP + 1 means more.")
     search_scope: str | None = Field(None, description="Name of the scope a search covered (plus global).")
 
 
@@ -150,7 +152,6 @@ class HealthOverview(BaseModel):
     by_status: dict[str, int]
     by_type: dict[str, int]
     by_decay: dict[str, int]
-    indexes: dict[str, int]
     growth: list[tuple[str, int]] = Field(description="Memories created per UTC day, every day of the window.")
     scopes: list[ScopeInfo]
     access_requests: list[dict[str, Any]]
@@ -165,16 +166,16 @@ class ConsoleOps(_Base):
             return ()
         return tuple(h for h, _ in self.store.sensitive_scopes() if self.store.grant_expiry(h) is None)
 
-    def console_scopes(self) -> list[ScopeInfo]:
+    def console_scopes(self, counts: dict[str, int] | None = None) -> list[ScopeInfo]:
         """Every scope holding memories, plus sensitive ones, with its lock state."""
-        groups = self.store.group_counts(None)["by_scope"]
+        counts = counts if counts is not None else self.store.console_counts()["by_scope"]
         sensitive = dict(self.store.sensitive_scopes())
+        names = self._scope_names(set(counts))
         out = []
-        for h in dict.fromkeys([*groups, *sensitive]):
+        for h in dict.fromkeys([*counts, *sensitive]):
             expiry = self.store.grant_expiry(h) if h in sensitive else None
             out.append(ScopeInfo(
-                scope_hash=h, name=groups.get(h, {}).get("name") or sensitive.get(h, h),
-                count=groups.get(h, {}).get("count", 0), sensitive=h in sensitive,
+                scope_hash=h, name=names.get(h) or sensitive.get(h, h), count=counts.get(h, 0), sensitive=h in sensitive,
                 locked=h in sensitive and expiry is None and self.enforce_sensitive, grant_expires_at=expiry,
             ))  # fmt: skip
         return sorted(out, key=lambda s: (s.name != self.scope.name, s.name))
@@ -215,7 +216,7 @@ class ConsoleOps(_Base):
         return AtomFilter(
             scope_hashes=(q.scope,) if q.scope else None, exclude_scopes=locked,
             statuses=(q.status,) if q.status else None, types=(q.type,) if q.type else None,
-            source=q.source or None, tag=q.tag or None,
+            source=q.source or None, tag=q.tag or None, tag_terms=tuple(dict.fromkeys(tokens(q.tag))) if q.tag else (),
             created_from=datetime.combine(q.created_from, time(), UTC) if q.created_from else None,
             created_to=datetime.combine(q.created_to + timedelta(days=1), time(), UTC) if q.created_to else None,
             last_used=decay_windows(q.decay, now) if q.decay else None, before=q.before or None, limit=q.limit,
@@ -236,7 +237,7 @@ class ConsoleOps(_Base):
         rows = self.store.browse_atoms(dataclasses.replace(f, limit=f.limit + 1))
         more = len(rows) > f.limit
         rows = rows[: f.limit]
-        total = self.store.count_atoms(f) if f.before is None else None
+        total = self.store.count_atoms(f, cap=COUNT_CAP + 1) if f.before is None else None
         return MemoryPage(atoms=rows, next_before=rows[-1].id if more and rows else None, total=total)
 
     def _search(self, q: BrowseQuery, f: AtomFilter, now: datetime) -> MemoryPage:
@@ -359,7 +360,7 @@ class ConsoleOps(_Base):
         names = {s.scope_hash: s.name for s in (self.scope, self.scope.global_scope())}
         missing = [h for h in hashes if h not in names]
         if missing:
-            names.update({h: v["name"] for h, v in self.store.group_counts(missing)["by_scope"].items()})
+            names.update(self.store.scope_names(missing))
         return names
 
     # -- entities -------------------------------------------------------------------------
@@ -369,8 +370,13 @@ class ConsoleOps(_Base):
         if not 1 <= entities <= 200 or not 1 <= per_entity <= 50:
             raise InvalidInput("entities must be 1-200 and per_entity 1-50")
         locked = self._locked_scopes()
-        top = self.store.top_entities(limit=entities, exclude_scopes=locked)
-        mentions = self.store.entity_mentions([e for e, _ in top], per_entity=per_entity, exclude_scopes=locked)
+        # Ranked by an index-only count of every mention; an entity shows only with a mention by an
+        # active memory of a readable scope (so a locked scope's entity names never appear).
+        ranked = self.store.top_entities(limit=entities * 3)
+        mentions = self.store.entity_mentions([e for e, _ in ranked], per_entity=per_entity, exclude_scopes=locked)
+        visible = {e for e, _ in mentions}
+        top = [(e, n) for e, n in ranked if e in visible][:entities]
+        mentions = [(e, a) for e, a in mentions if e in dict(top)]
         atoms = self.store.get_atoms({a for _, a in mentions})
         nodes: list[dict[str, Any]] = [
             {"id": e, "kind": "entity", "label": e.split(":", 2)[-1], "group": e.split(":", 2)[1], "count": n}
@@ -396,21 +402,21 @@ class ConsoleOps(_Base):
     # -- health ---------------------------------------------------------------------------
 
     def health_overview(self, *, days: int = 90) -> HealthOverview:
-        """Counts by status, type and decay state, index coverage, growth per day, scopes and their locks."""
+        """Counts by status, type and decay state, growth per day, scopes and their locks (index-only
+        queries; index coverage and the chain are on-demand checks: `stats`, `verify_chain`)."""
         from .core import _now
 
         now = _now()
-        stats = self.stats()
-        by_type = self.store.group_counts(None)["by_type"]
+        c = self.store.console_counts()
         by_decay = {
             s: self.store.count_atoms(AtomFilter(statuses=("active",), last_used=decay_windows(s, now)))
             for s in DECAY_STATES
         }
         return HealthOverview(
-            atoms=stats.atoms, edges=stats.edges, snapshot_version=stats.snapshot_version, by_status=stats.by_status,
-            by_type=by_type, by_decay=by_decay, indexes=stats.indexes.model_dump(),
-            growth=_dense(self.store.growth(now - timedelta(days=days - 1)), now.date(), days), scopes=self.console_scopes(),
-            access_requests=self.store.access_requests(),
+            atoms=sum(c["by_status"].values()), edges=c["edges"], snapshot_version=self.store.snapshot_version(),
+            by_status=c["by_status"], by_type=c["by_type"], by_decay=by_decay,
+            growth=_dense(self.store.growth(now - timedelta(days=days - 1)), now.date(), days),
+            scopes=self.console_scopes(c["by_scope"]), access_requests=self.store.access_requests(),
         )  # fmt: skip
 
 

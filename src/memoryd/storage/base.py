@@ -85,6 +85,7 @@ class AtomFilter:
     types: tuple[str, ...] | None = None
     source: str | None = None
     tag: str | None = None
+    tag_terms: tuple[str, ...] = ()  # the keyword terms `tag` was indexed under: a prefilter a backend may use
     entity: str | None = None
     created_from: datetime | None = None
     created_to: datetime | None = None
@@ -178,8 +179,8 @@ class Store(Protocol):
         """Atoms matching `f`, newest first, at most `f.limit`, after the cursor `f.before`."""
         ...
 
-    def count_atoms(self, f: AtomFilter) -> int:
-        """How many atoms match `f` (cursor and limit ignored)."""
+    def count_atoms(self, f: AtomFilter, *, cap: int | None = None) -> int:
+        """How many atoms match `f` (cursor and limit ignored), counting no further than `cap`."""
         ...
 
     def list_sessions(self, *, before: str | None, limit: int, exclude_scopes: Sequence[str] = ()) -> list[Session]:
@@ -190,8 +191,16 @@ class Store(Protocol):
         """(src, dst, kind) of every atom-to-atom edge touching `atom_id` (supersedes, derived_from, …)."""
         ...
 
-    def top_entities(self, *, limit: int, exclude_scopes: Sequence[str] = ()) -> list[tuple[str, int]]:
-        """The entities most mentioned by active atoms, with their mention counts."""
+    def top_entities(self, *, limit: int) -> list[tuple[str, int]]:
+        """The most mentioned entities (mentions by atoms in any state and scope: an index-only count)."""
+        ...
+
+    def console_counts(self) -> dict[str, Any]:
+        """by_status, by_type, by_scope (atom counts) and edges, each from an index alone."""
+        ...
+
+    def scope_names(self, scope_hashes: Sequence[str]) -> dict[str, str]:
+        """Display name (`owner/repo`, `tenant/global`) of each scope that holds atoms."""
         ...
 
     def entity_mentions(

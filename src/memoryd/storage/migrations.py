@@ -143,6 +143,9 @@ CREATE INDEX atoms_type ON atoms (type);
 CREATE INDEX atoms_source ON atoms (source);
 CREATE INDEX atoms_scope ON atoms (scope_hash);
 CREATE INDEX atoms_created ON atoms (created_at);
+-- Covers the decay filter and counts (last use = max(updated_at, last_accessed_at) per type):
+-- an index-only scan instead of reading rows that carry content and a 2 KB vector.
+CREATE INDEX atoms_decay ON atoms (status, type, updated_at, last_accessed_at, epistemic);
 CREATE TABLE recalls (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     at TEXT NOT NULL,

@@ -894,9 +894,11 @@ class PostgresStore:
             params.append(f.before)
         return self._atoms(where, (*params, f.limit), "ORDER BY a.seq DESC LIMIT %s")
 
-    def count_atoms(self, f: AtomFilter) -> int:
+    def count_atoms(self, f: AtomFilter, *, cap: int | None = None) -> int:
         where, params = self._filter_sql(f)
-        return int(self._one(f"SELECT count(*) FROM atoms a WHERE {where}", params)[0])
+        if cap is None:
+            return int(self._one(f"SELECT count(*) FROM atoms a WHERE {where}", params)[0])
+        return int(self._one(f"SELECT count(*) FROM (SELECT 1 FROM atoms a WHERE {where} LIMIT %s) c", [*params, cap])[0])
 
     def list_sessions(self, *, before: str | None, limit: int, exclude_scopes: Sequence[str] = ()) -> list[Session]:
         query = (
@@ -927,14 +929,28 @@ class PostgresStore:
         )
         return [(r[0], r[1], r[2]) for r in rows]
 
-    def top_entities(self, *, limit: int, exclude_scopes: Sequence[str] = ()) -> list[tuple[str, int]]:
+    def top_entities(self, *, limit: int) -> list[tuple[str, int]]:
         rows = self._rows(
-            "SELECT e.dst, count(*) FROM edges e JOIN atoms a ON a.id = e.src WHERE e.kind = 'mentions'"
-            " AND a.status = 'active' AND a.scope_hash <> ALL(%s::text[])"
-            ' GROUP BY 1 ORDER BY 2 DESC, e.dst COLLATE "C" LIMIT %s',
-            (list(exclude_scopes), limit),
+            "SELECT dst, count(*) FROM edges WHERE kind = 'mentions' GROUP BY dst"
+            ' ORDER BY 2 DESC, dst COLLATE "C" LIMIT %s',
+            (limit,),
         )
         return [(r[0], int(r[1])) for r in rows]
+
+    def console_counts(self) -> dict[str, Any]:
+        def groups(column: str) -> dict[str, int]:
+            return {r[0]: int(r[1]) for r in self._rows(f"SELECT {column}, count(*) FROM atoms GROUP BY 1")}
+
+        return {"by_status": groups("status"), "by_type": groups("type"), "by_scope": groups("scope_hash"),
+                "edges": int(self._one("SELECT count(*) FROM edges")[0])}  # fmt: skip
+
+    def scope_names(self, scope_hashes: Sequence[str]) -> dict[str, str]:
+        rows = self._rows(
+            "SELECT q.h, a.tenant_id, a.workspace, a.repository FROM unnest(%s::text[]) AS q(h)"
+            " CROSS JOIN LATERAL (SELECT tenant_id, workspace, repository FROM atoms WHERE scope_hash = q.h LIMIT 1) a",
+            (list(dict.fromkeys(scope_hashes)),),
+        )
+        return {r[0]: Scope(tenant_id=r[1], workspace=r[2], repository=r[3]).name for r in rows}
 
     def entity_mentions(
         self, entity_ids: Sequence[str], *, per_entity: int, exclude_scopes: Sequence[str] = ()

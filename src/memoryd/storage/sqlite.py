@@ -789,6 +789,9 @@ class SqliteStore:
             where.append("source = ?")
             params.append(f.source)
         if f.tag is not None:
+            if f.tag_terms:  # the keyword index narrows to atoms holding the tag's terms; json_each decides
+                where.append("seq IN (SELECT rowid FROM atom_fts WHERE atom_fts MATCH ?)")
+                params.append(" AND ".join(f'"{t}"' for t in f.tag_terms))
             where.append("EXISTS (SELECT 1 FROM json_each(atoms.tags) WHERE value = ?)")
             params.append(f.tag)
         if f.entity is not None:
@@ -828,10 +831,14 @@ class SqliteStore:
                 f"SELECT {_ATOM_COLUMNS} FROM atoms WHERE {clause} ORDER BY seq DESC LIMIT ?", (*params, f.limit)
             )
 
-    def count_atoms(self, f: AtomFilter) -> int:
+    def count_atoms(self, f: AtomFilter, *, cap: int | None = None) -> int:
         clause, params = self._filter_sql(f)
+        sql = f"SELECT count(*) FROM atoms WHERE {clause}"
+        if cap is not None:
+            sql = f"SELECT count(*) FROM (SELECT 1 FROM atoms WHERE {clause} LIMIT ?)"
+            params.append(cap)
         with self._lock:
-            return int(self._execute(f"SELECT count(*) FROM atoms WHERE {clause}", params).fetchone()[0])
+            return int(self._execute(sql, params).fetchone()[0])
 
     def list_sessions(self, *, before: str | None, limit: int, exclude_scopes: Sequence[str] = ()) -> list[Session]:
         sql = (
@@ -864,15 +871,34 @@ class SqliteStore:
             ).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]
 
-    def top_entities(self, *, limit: int, exclude_scopes: Sequence[str] = ()) -> list[tuple[str, int]]:
-        excluded = f" AND a.scope_hash NOT IN ({_placeholders(exclude_scopes)})" if exclude_scopes else ""
+    def top_entities(self, *, limit: int) -> list[tuple[str, int]]:
         with self._lock:
             rows = self._execute(
-                "SELECT e.dst, count(*) FROM edges e JOIN atoms a ON a.id = e.src"
-                f" WHERE e.kind = 'mentions' AND a.status = 'active'{excluded} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ?",
-                (*exclude_scopes, limit),
+                "SELECT dst, count(*) FROM edges WHERE kind = 'mentions' GROUP BY dst ORDER BY 2 DESC, 1 LIMIT ?",
+                (limit,),
             ).fetchall()
         return [(r[0], int(r[1])) for r in rows]
+
+    def console_counts(self) -> dict[str, Any]:
+        with self._lock:
+            q = self._execute
+            return {
+                "by_status": {r[0]: r[1] for r in q("SELECT status, count(*) FROM atoms GROUP BY 1")},
+                "by_type": {r[0]: r[1] for r in q("SELECT type, count(*) FROM atoms GROUP BY 1")},
+                "by_scope": {r[0]: r[1] for r in q("SELECT scope_hash, count(*) FROM atoms GROUP BY 1")},
+                "edges": q("SELECT count(*) FROM edges").fetchone()[0],
+            }
+
+    def scope_names(self, scope_hashes: Sequence[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        with self._lock:
+            for h in dict.fromkeys(scope_hashes):
+                r = self._execute(
+                    "SELECT tenant_id, workspace, repository FROM atoms WHERE scope_hash = ? LIMIT 1", (h,)
+                ).fetchone()
+                if r is not None:
+                    out[h] = Scope.model_construct(tenant_id=r[0], workspace=r[1], repository=r[2]).name
+        return out
 
     def entity_mentions(
         self, entity_ids: Sequence[str], *, per_entity: int, exclude_scopes: Sequence[str] = ()

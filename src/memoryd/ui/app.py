@@ -117,7 +117,7 @@ def build_app(engine: Engine | Callable[[], Engine]) -> Starlette:
         args = {k: v for k, v in p.items() if k not in ("before", "done")}
         next_url = f"?{urlencode({**args, 'before': page.next_before})}" if page.next_before else None
         return render(request, "memories.html", query=query, result=page, scopes=scopes, decay=decay, args=args,
-                      next_url=next_url, types=ATOM_TYPES, statuses=_statuses())  # fmt: skip
+                      next_url=next_url, types=ATOM_TYPES, statuses=_statuses(), count_cap=_count_cap())  # fmt: skip
 
     async def memory(request: Request, error: str | None = None, status: int = 200,
                      form: dict[str, str] | None = None) -> Response:  # fmt: skip
@@ -234,9 +234,9 @@ def build_app(engine: Engine | Callable[[], Engine]) -> Starlette:
         return render(request, name, report=report)
 
     async def health_doctor(request: Request) -> Response:
-        findings = await call(lambda e: e.doctor())
+        findings, stats = await call(lambda e: (e.doctor(), e.stats()))
         name = "_doctor.html" if request.headers.get("hx-request") else "doctor.html"
-        return render(request, name, findings=findings)
+        return render(request, name, findings=findings, indexes=stats.indexes.model_dump())
 
     async def request_access(request: Request) -> Response:
         form = await request.form()
@@ -289,6 +289,12 @@ def _statuses() -> tuple[str, ...]:
     from ..engine.console import STATUSES
 
     return STATUSES
+
+
+def _count_cap() -> int:
+    from ..engine.console import COUNT_CAP
+
+    return COUNT_CAP
 
 
 def _opt(value: str | None) -> str | None:
