@@ -75,7 +75,7 @@ def fill(n: int, root: Path, embedder: Any) -> dict[str, Any]:
             created = now - timedelta(days=rng.uniform(0, 400))
             updated = created + timedelta(days=rng.uniform(0, 5))
             read = (updated + timedelta(days=rng.uniform(0, 60))) if rng.random() < 0.3 else None
-            iso = lambda d: d.isoformat(timespec="microseconds").replace("+00:00", "Z")  # noqa: E731
+            iso = lambda d: d.isoformat(timespec="microseconds").replace("+00:00", "Z")
             rows.append((iso(created), iso(min(updated, now)), iso(min(read, now)) if read else None, atom_id))
         db.executemany("UPDATE atoms SET created_at = ?, updated_at = ?, last_accessed_at = ? WHERE id = ?", rows)
     t = time.perf_counter()
@@ -188,7 +188,7 @@ def main() -> None:
     for n in [int(s) for s in args.sizes.split(",")]:
         with tempfile.TemporaryDirectory(prefix="memoryd-ui-bench-") as tmp:
             info = fill(n, Path(tmp), embedder)
-            load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+            load = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
             pages = asyncio.run(measure(info, embedder, args.reps))
         results["sizes"][n] = {"fill": {k: v for k, v in info.items() if k not in ("sample", "repo", "settings")},
                                "uptime": load, "pages": pages}  # fmt: skip

@@ -66,6 +66,18 @@ def test_browse_filters_and_keyset_pages(engine: Engine, other: Engine) -> None:
     assert [x.id for x in second.atoms] == [b, a] and second.next_before is None and second.total is None
 
 
+def test_tag_filter_is_exact(engine: Engine) -> None:
+    zh = engine.memorize(SOLID, source="user", tags=["性能优化", "C++"]).atom_id
+    engine.memorize("We profile the renderer before every release to keep it fast", source="user", tags=["性能"])
+    sub = engine.memorize("Use get_session() for every request that needs the user", source="user",
+                          tags=["get_session"]).atom_id  # fmt: skip
+    assert [x.id for x in engine.browse(BrowseQuery(tag="性能优化")).atoms] == [zh]
+    assert [x.id for x in engine.browse(BrowseQuery(tag="C++")).atoms] == [zh]  # "c" alone is no prefilter bug
+    assert [x.id for x in engine.browse(BrowseQuery(tag="get_session")).atoms] == [sub]
+    assert engine.browse(BrowseQuery(tag="session")).atoms == []  # a tag matches whole, not by its parts
+    assert engine.browse(BrowseQuery(tag='"!')).atoms == []
+
+
 def test_browse_by_decay_state(engine: Engine) -> None:
     fresh = engine.memorize(PG, source="user").atom_id
     stale = engine.memorize(SOLID, source="user", type="decision").atom_id  # decision: half-life 180 days
@@ -75,7 +87,7 @@ def test_browse_by_decay_state(engine: Engine) -> None:
     _age(engine, stale, 200)
     _age(engine, gone, 300)
     _age(engine, rule, 1000)  # hard constraints never go past stale
-    ids = lambda state: {x.id for x in engine.browse(BrowseQuery(decay=state)).atoms}  # noqa: E731
+    ids = lambda state: {x.id for x in engine.browse(BrowseQuery(decay=state)).atoms}
     assert ids("fresh") == {fresh}
     assert ids("stale") == {stale, rule}
     assert ids("soft_forgotten") == {gone}

@@ -349,10 +349,10 @@ def test_memoryd_ui_prints_one_line_and_serves(tmp_path: Path) -> None:
 def test_memoryd_ui_refuses_other_addresses_without_a_long_token(tmp_path: Path) -> None:
     env = server_env(tmp_path / "home", MEMORYD_EMBEDDER="hash")
     r = subprocess.run([MEMORYD, "ui", "--no-browser", "--host", "0.0.0.0", "--port", "0"], env=env,
-                       capture_output=True, text=True, timeout=60)  # fmt: skip
+                       capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
     assert r.returncode == 2 and "memoryd ui: binding 0.0.0.0 needs MEMORYD_TOKEN set (at least 32 characters)" in r.stderr
     r = subprocess.run([MEMORYD, "ui", "--no-browser", "--port", "0"], env={**env, "MEMORYD_TOKEN": "short"},
-                       capture_output=True, text=True, timeout=60)  # fmt: skip
+                       capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
     assert r.returncode == 2 and "MEMORYD_TOKEN is 5 characters; use at least 32" in r.stderr
 
 
@@ -382,7 +382,7 @@ def test_http_transport_serves_the_console_under_ui(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    r = subprocess.run([MCP, "--ui"], env=env, capture_output=True, text=True, timeout=60)
+    r = subprocess.run([MCP, "--ui"], env=env, capture_output=True, text=True, timeout=60, check=False)
     assert r.returncode != 0 and "--ui needs --transport http" in r.stderr
 
 

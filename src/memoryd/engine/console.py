@@ -22,7 +22,6 @@ from ..lifecycle.decay import DECAY_STATES, HALF_LIFE_DAYS, decay_state
 from ..models import ATOM_TYPES, Atom, Event, Hit, Scope, Session
 from ..search.tokenize import tokens
 from ..storage.base import AtomFilter, LastUsedWindow
-
 from .core import PLACEHOLDERS
 
 if TYPE_CHECKING:

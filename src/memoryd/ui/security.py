@@ -20,7 +20,7 @@ import hmac
 import ipaddress
 import secrets
 from collections.abc import Iterable
-from http.cookies import SimpleCookie
+from http.cookies import CookieError, SimpleCookie
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from starlette.datastructures import Headers
@@ -204,7 +204,7 @@ class ConsoleGuard:
         cookie = SimpleCookie()
         try:
             cookie.load(headers.get("cookie", ""))
-        except Exception:  # a malformed Cookie header is simply not a credential
+        except CookieError:  # a malformed Cookie header is simply not a credential
             return False
         morsel = cookie.get(self.cookie_name)
         return morsel is not None and same(morsel.value, self.cookie_value)
