@@ -293,6 +293,11 @@ async def test_locked_scope_is_refused_and_access_can_only_be_requested(
     r = await web.post(f"/memories/{secret}/govern", headers=ORIGIN,
                        data={"_csrf": csrf, "action": "tombstone", "reason": "r", "confirm": "yes"})  # fmt: skip
     assert r.status_code == 403  # refused before any change
+    with Engine.open(Settings(home=settings_home), cwd=repo, embedder=embedder) as other:
+        held = other.memorize("maybe the payroll export should move to the 26th", gate="hold")
+    r = await web.post("/review", headers=ORIGIN, data={"_csrf": csrf, "single": f"promote:{held.promotion_id}"})
+    assert r.status_code == 403 and "is sensitive and has no running grant" in r.text
+    assert "promote" not in [e.action for e in console.history(held.atom_id)]
     r = await web.post("/health/request-access", headers=ORIGIN,
                        data={"_csrf": csrf, "scope_hash": locked, "reason": "need the payroll date"})  # fmt: skip
     assert "ask the user to run `memoryd scope grant --minutes 30`" in _notice((await web.get(r.headers["location"])).text)

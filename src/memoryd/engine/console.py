@@ -318,6 +318,17 @@ class ConsoleOps(_Base):
         cut = len(older) >= _CHAIN_LIMIT or len(newer) >= _CHAIN_LIMIT
         return [*reversed(older), atom, *newer], cut
 
+    def decide_promotions(self, action: str, ids: list[int], *, actor: str) -> tuple[list[int], list[dict[str, Any]]]:
+        """Promote or reject held saves; a promotion of a locked sensitive scope is refused, not decided.
+
+        Raises InvalidInput (unknown action), AuthorizationRequired.
+        """
+        if action not in ("promote", "reject"):
+            raise InvalidInput(f"unknown review action {action!r}; expected promote or reject")
+        for p in self.store.get_promotions(ids).values():
+            self._guard_read(p.scope_hash)
+        return self.promote(ids, actor=actor) if action == "promote" else self.reject(ids, actor=actor)
+
     # -- sessions -------------------------------------------------------------------------
 
     def sessions_page(self, *, before: str | None = None, limit: int = 50) -> tuple[list[SessionRow], str | None]:

@@ -182,10 +182,7 @@ def build_app(engine: Engine | Callable[[], Engine]) -> Starlette:
         ids = [_int(v, 0, "promotion id") for v in ids_raw]
         if not ids:
             raise InvalidInput("select at least one promotion")
-        if action == "promote":
-            done, skipped = await call(lambda e: e.promote(ids, actor=ACTOR))
-        else:
-            done, skipped = await call(lambda e: e.reject(ids, actor=ACTOR))
+        done, skipped = await call(lambda e: e.decide_promotions(action, ids, actor=ACTOR))
         past = {"promote": "promoted", "reject": "rejected"}[action]
         text = f"{past}: {', '.join(f'#{i}' for i in done) or 'none'}" + "".join(
             f"; skipped #{s['promotion_id']}: {s['reason']}" for s in skipped)  # fmt: skip
