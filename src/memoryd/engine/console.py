@@ -167,7 +167,7 @@ class ConsoleOps(_Base):
 
     def console_scopes(self, counts: dict[str, int] | None = None) -> list[ScopeInfo]:
         """Every scope holding memories, plus sensitive ones, with its lock state."""
-        counts = counts if counts is not None else self.store.console_counts()["by_scope"]
+        counts = counts if counts is not None else self.store.console_counts(("by_scope",))["by_scope"]
         sensitive = dict(self.store.sensitive_scopes())
         names = self._scope_names(set(counts))
         out = []

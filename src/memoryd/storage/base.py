@@ -195,8 +195,8 @@ class Store(Protocol):
         """The most mentioned entities (mentions by atoms in any state and scope: an index-only count)."""
         ...
 
-    def console_counts(self) -> dict[str, Any]:
-        """by_status, by_type, by_scope (atom counts) and edges, each from an index alone."""
+    def console_counts(self, parts: Sequence[str] = ("by_status", "by_type", "by_scope", "edges")) -> dict[str, Any]:
+        """The asked parts of: by_status, by_type, by_scope (atom counts), edges; each from an index alone."""
         ...
 
     def scope_names(self, scope_hashes: Sequence[str]) -> dict[str, str]:

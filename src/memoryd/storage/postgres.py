@@ -937,12 +937,16 @@ class PostgresStore:
         )
         return [(r[0], int(r[1])) for r in rows]
 
-    def console_counts(self) -> dict[str, Any]:
-        def groups(column: str) -> dict[str, int]:
-            return {r[0]: int(r[1]) for r in self._rows(f"SELECT {column}, count(*) FROM atoms GROUP BY 1")}
-
-        return {"by_status": groups("status"), "by_type": groups("type"), "by_scope": groups("scope_hash"),
-                "edges": int(self._one("SELECT count(*) FROM edges")[0])}  # fmt: skip
+    def console_counts(self, parts: Sequence[str] = ("by_status", "by_type", "by_scope", "edges")) -> dict[str, Any]:
+        columns = {"by_status": "status", "by_type": "type", "by_scope": "scope_hash"}
+        out: dict[str, Any] = {}
+        for part in parts:
+            if part == "edges":
+                out[part] = int(self._one("SELECT count(*) FROM edges")[0])
+            else:
+                rows = self._rows(f"SELECT {columns[part]}, count(*) FROM atoms GROUP BY 1")
+                out[part] = {r[0]: int(r[1]) for r in rows}
+        return out
 
     def scope_names(self, scope_hashes: Sequence[str]) -> dict[str, str]:
         rows = self._rows(

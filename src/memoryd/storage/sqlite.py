@@ -843,7 +843,7 @@ class SqliteStore:
     def list_sessions(self, *, before: str | None, limit: int, exclude_scopes: Sequence[str] = ()) -> list[Session]:
         sql = (
             "SELECT s.id, s.source, s.title, s.started_at, s.ended_at, s.summary, a.scope_hash"
-            " FROM sessions s JOIN atoms a ON a.id = s.id WHERE 1"
+            " FROM sessions s CROSS JOIN atoms a ON a.id = s.id WHERE 1"  # CROSS: sessions drive, newest first
         )
         params: list[Any] = []
         if before is not None:
@@ -879,15 +879,17 @@ class SqliteStore:
             ).fetchall()
         return [(r[0], int(r[1])) for r in rows]
 
-    def console_counts(self) -> dict[str, Any]:
+    def console_counts(self, parts: Sequence[str] = ("by_status", "by_type", "by_scope", "edges")) -> dict[str, Any]:
+        columns = {"by_status": "status", "by_type": "type", "by_scope": "scope_hash"}
+        out: dict[str, Any] = {}
         with self._lock:
-            q = self._execute
-            return {
-                "by_status": {r[0]: r[1] for r in q("SELECT status, count(*) FROM atoms GROUP BY 1")},
-                "by_type": {r[0]: r[1] for r in q("SELECT type, count(*) FROM atoms GROUP BY 1")},
-                "by_scope": {r[0]: r[1] for r in q("SELECT scope_hash, count(*) FROM atoms GROUP BY 1")},
-                "edges": q("SELECT count(*) FROM edges").fetchone()[0],
-            }
+            for part in parts:
+                if part == "edges":
+                    out[part] = self._execute("SELECT count(*) FROM edges").fetchone()[0]
+                else:
+                    sql = f"SELECT {columns[part]}, count(*) FROM atoms GROUP BY 1"
+                    out[part] = {r[0]: r[1] for r in self._execute(sql)}
+        return out
 
     def scope_names(self, scope_hashes: Sequence[str]) -> dict[str, str]:
         out: dict[str, str] = {}
