@@ -418,10 +418,9 @@ class ConsoleOps(_Base):
 
         now = _now()
         c = self.store.console_counts()
-        by_decay = {
-            s: self.store.count_atoms(AtomFilter(statuses=("active",), last_used=decay_windows(s, now)))
-            for s in DECAY_STATES
-        }
+        # one scan of the covering decay index
+        by_decay = self.store.count_split(AtomFilter(statuses=("active",)),
+                                          {s: decay_windows(s, now) for s in DECAY_STATES})  # fmt: skip
         return HealthOverview(
             atoms=sum(c["by_status"].values()), edges=c["edges"], snapshot_version=self.store.snapshot_version(),
             by_status=c["by_status"], by_type=c["by_type"], by_decay=by_decay,

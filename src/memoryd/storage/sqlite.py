@@ -20,7 +20,7 @@ from ulid import ULID
 from ..errors import StorageBusy, StorageError
 from ..models import Atom, Event, Promotion, Scope, Session
 from ..search.vector import ANN_MIN, VectorIndex
-from .base import AtomFilter, CandidateFacts, selective_terms
+from .base import AtomFilter, CandidateFacts, LastUsedWindow, selective_terms
 from .migrations import MIGRATIONS
 
 __all__ = ["SqliteStore", "chain_hash", "content_hash"]
@@ -840,6 +840,17 @@ class SqliteStore:
         with self._lock:
             return int(self._execute(sql, params).fetchone()[0])
 
+    def count_split(self, f: AtomFilter, splits: dict[str, tuple[LastUsedWindow, ...]]) -> dict[str, int]:
+        clause, params = self._filter_sql(f)
+        sums, sum_params = [], []
+        for windows in splits.values():
+            cond, p = self._filter_sql(AtomFilter(last_used=windows))
+            sums.append(f"coalesce(sum(CASE WHEN {cond} THEN 1 ELSE 0 END), 0)")
+            sum_params += p
+        with self._lock:
+            row = self._execute(f"SELECT {', '.join(sums)} FROM atoms WHERE {clause}", (*sum_params, *params)).fetchone()
+        return {name: int(n) for name, n in zip(splits, row, strict=True)}
+
     def list_sessions(self, *, before: str | None, limit: int, exclude_scopes: Sequence[str] = ()) -> list[Session]:
         sql = (
             "SELECT s.id, s.source, s.title, s.started_at, s.ended_at, s.summary, a.scope_hash"
@@ -849,8 +860,9 @@ class SqliteStore:
         if before is not None:
             sql += " AND s.id < ?"
             params.append(before)
-        if exclude_scopes:
-            sql += f" AND a.scope_hash NOT IN ({_placeholders(exclude_scopes)})"
+        if exclude_scopes:  # correlated: a plain NOT IN on the join makes SQLite Bloom-filter every atom
+            marks = _placeholders(exclude_scopes)
+            sql += f" AND NOT EXISTS (SELECT 1 FROM atoms b WHERE b.id = s.id AND b.scope_hash IN ({marks}))"
             params.extend(exclude_scopes)
         with self._lock:
             rows = self._execute(sql + " ORDER BY s.id DESC LIMIT ?", (*params, limit)).fetchall()
