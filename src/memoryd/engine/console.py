@@ -418,9 +418,12 @@ class ConsoleOps(_Base):
 
         now = _now()
         c = self.store.console_counts()
-        # one scan of the covering decay index
-        by_decay = self.store.count_split(AtomFilter(statuses=("active",)),
-                                          {s: decay_windows(s, now) for s in DECAY_STATES})  # fmt: skip
+        counted = {  # two scans of the covering decay index; stale is the rest of the active memories
+            s: self.store.count_atoms(AtomFilter(statuses=("active",), last_used=decay_windows(s, now)))
+            for s in ("fresh", "soft_forgotten")
+        }
+        counted["stale"] = c["by_status"].get("active", 0) - counted["fresh"] - counted["soft_forgotten"]
+        by_decay = {s: counted[s] for s in DECAY_STATES}
         return HealthOverview(
             atoms=sum(c["by_status"].values()), edges=c["edges"], snapshot_version=self.store.snapshot_version(),
             by_status=c["by_status"], by_type=c["by_type"], by_decay=by_decay,

@@ -183,10 +183,6 @@ class Store(Protocol):
         """How many atoms match `f` (cursor and limit ignored), counting no further than `cap`."""
         ...
 
-    def count_split(self, f: AtomFilter, splits: dict[str, tuple[LastUsedWindow, ...]]) -> dict[str, int]:
-        """In one scan: how many atoms matching `f` fall in each named set of last-used windows."""
-        ...
-
     def list_sessions(self, *, before: str | None, limit: int, exclude_scopes: Sequence[str] = ()) -> list[Session]:
         """Sessions newest first (keyset on the session id, a ULID)."""
         ...

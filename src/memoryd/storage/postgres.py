@@ -43,7 +43,7 @@ from ulid import ULID
 
 from ..errors import StorageBusy, StorageError
 from ..models import Atom, Event, Promotion, Scope, Session
-from .base import AtomFilter, CandidateFacts, LastUsedWindow, selective_terms
+from .base import AtomFilter, CandidateFacts, selective_terms
 from .pg_migrations import MIGRATIONS
 from .sqlite import GENESIS, chain_hash, content_hash, now_iso
 
@@ -899,16 +899,6 @@ class PostgresStore:
         if cap is None:
             return int(self._one(f"SELECT count(*) FROM atoms a WHERE {where}", params)[0])
         return int(self._one(f"SELECT count(*) FROM (SELECT 1 FROM atoms a WHERE {where} LIMIT %s) c", [*params, cap])[0])
-
-    def count_split(self, f: AtomFilter, splits: dict[str, tuple[LastUsedWindow, ...]]) -> dict[str, int]:
-        where, params = self._filter_sql(f)
-        sums, sum_params = [], []
-        for windows in splits.values():
-            cond, p = self._filter_sql(AtomFilter(last_used=windows))
-            sums.append(f"count(*) FILTER (WHERE {cond})")
-            sum_params += p
-        row = self._one(f"SELECT {', '.join(sums)} FROM atoms a WHERE {where}", [*sum_params, *params])
-        return {name: int(n) for name, n in zip(splits, row, strict=True)}
 
     def list_sessions(self, *, before: str | None, limit: int, exclude_scopes: Sequence[str] = ()) -> list[Session]:
         query = (

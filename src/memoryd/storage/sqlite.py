@@ -20,7 +20,7 @@ from ulid import ULID
 from ..errors import StorageBusy, StorageError
 from ..models import Atom, Event, Promotion, Scope, Session
 from ..search.vector import ANN_MIN, VectorIndex
-from .base import AtomFilter, CandidateFacts, LastUsedWindow, selective_terms
+from .base import AtomFilter, CandidateFacts, selective_terms
 from .migrations import MIGRATIONS
 
 __all__ = ["SqliteStore", "chain_hash", "content_hash"]
@@ -839,17 +839,6 @@ class SqliteStore:
             params.append(cap)
         with self._lock:
             return int(self._execute(sql, params).fetchone()[0])
-
-    def count_split(self, f: AtomFilter, splits: dict[str, tuple[LastUsedWindow, ...]]) -> dict[str, int]:
-        clause, params = self._filter_sql(f)
-        sums, sum_params = [], []
-        for windows in splits.values():
-            cond, p = self._filter_sql(AtomFilter(last_used=windows))
-            sums.append(f"coalesce(sum(CASE WHEN {cond} THEN 1 ELSE 0 END), 0)")
-            sum_params += p
-        with self._lock:
-            row = self._execute(f"SELECT {', '.join(sums)} FROM atoms WHERE {clause}", (*sum_params, *params)).fetchone()
-        return {name: int(n) for name, n in zip(splits, row, strict=True)}
 
     def list_sessions(self, *, before: str | None, limit: int, exclude_scopes: Sequence[str] = ()) -> list[Session]:
         sql = (
