@@ -276,6 +276,7 @@ def test_review_promotes_and_rejects(page: Any, console: Console, shots: Path) -
     first = console.ids["promotions"][0]
     page.click(f"button[name=single][value='reject:{first}']")
     assert f"rejected: #{first}" in _flash(page)
+    page.wait_for_selector("html[data-console=ready]", state="attached")
     page.check("input.select-all")  # console.js ticks every row
     assert page.locator("input[name=ids]:checked").count() == 2
     page.click("button[name=action][value=promote]")
@@ -293,7 +294,7 @@ def test_sessions_show_what_was_written_recalled_and_handed_off(page: Any, conso
     page.click("text=Fix the login bug")
     assert page.url.endswith(console.ids["session"])
     assert "get_session() returns None" in page.locator("table.atoms").inner_text()
-    assert "why does login fail" in page.locator("table.recalls").inner_text()
+    assert "get_session() returns None" in page.locator("table.recalls").inner_text()  # what the recall returned
     assert "integration tests" in page.locator("ul.plain").inner_text()
     page.screenshot(path=str(shots / "session.png"), full_page=True)
 

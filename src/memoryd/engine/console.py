@@ -125,8 +125,9 @@ class SessionRow(BaseModel):
 
 
 class Recall(BaseModel):
+    """A recall that ran in the session's scope and window: when, and what it returned (no query is kept)."""
+
     at: datetime
-    query: str
     hits: list[Atom]
 
 
@@ -360,7 +361,7 @@ class ConsoleOps(_Base):
         logged = self.store.recalls(scope_hashes=[session.scope_hash], since=session.started_at, until=end, limit=limit)
         atoms = self.store.get_atoms({i for r in logged for i in r["hits"]})
         for r in logged:
-            recalls.append(Recall(at=r["at"], query=r["query"], hits=[atoms[i] for i in r["hits"] if i in atoms]))
+            recalls.append(Recall(at=r["at"], hits=[atoms[i] for i in r["hits"] if i in atoms]))
         return SessionDetail(
             session=session, scope_name=own.scope.name, wrote=wrote[:limit], wrote_more=len(wrote) > limit,
             handoffs=handoffs, recalls=recalls,

@@ -517,7 +517,7 @@ class EngineCore:
     ) -> RecallResult:
         """Hybrid search over the current repository and the tenant-global scope.
 
-        `record` logs the recall (redacted query, hit ids) for the console's Sessions page.
+        `record` logs when the recall ran and its hit ids (not the query) for the console's Sessions page.
 
         Raises:
             InvalidInput: empty query, or max_results outside 1..100.
@@ -594,7 +594,7 @@ class EngineCore:
         ]
         self.store.touch([h.atom.id for h in hits])
         if record:
-            self.store.log_recall(current.scope_hash, redact(query.strip()).text[:500], [h.atom.id for h in hits])
+            self.store.log_recall(current.scope_hash, [h.atom.id for h in hits])
         return RecallResult(hits=hits)
 
     def history(self, atom_id: str) -> list[Event]:

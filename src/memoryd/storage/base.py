@@ -213,11 +213,11 @@ class Store(Protocol):
         """(UTC day YYYY-MM-DD, atoms created that day) from `since` on, oldest first."""
         ...
 
-    def log_recall(self, scope_hash: str, query: str, hit_ids: Sequence[str]) -> None:
-        """Remember that a recall ran (hint for the console's Sessions page; never fails a read)."""
+    def log_recall(self, scope_hash: str, hit_ids: Sequence[str]) -> None:
+        """Remember that a recall ran and what it returned (no query text; never fails a read)."""
         ...
 
     def recalls(self, *, scope_hashes: Sequence[str], since: datetime, until: datetime | None,
                 limit: int) -> list[dict[str, Any]]:  # fmt: skip
-        """Recorded recalls of these scopes in [since, until], newest first: at, scope_hash, query, hits."""
+        """Recorded recalls of these scopes in [since, until], newest first: at, scope_hash, hits."""
         ...

@@ -135,8 +135,9 @@ CREATE INDEX atoms_vec_seq ON atoms (vec_seq);
 
 # The console (issue 14): filtered listing newest first. In SQLite an index on one column also
 # orders by rowid (= seq) within each value, so these serve `WHERE status = ? ORDER BY seq DESC`.
-# `recalls` records each recall (redacted query, hit ids) for the Sessions page; it is a read
-# hint like last_accessed_at, not an audit event.
+# `recalls` records when each recall ran and what it returned (hit ids, never the query: a query can
+# hold a secret redaction misses, or the words of a memory later tombstoned) for the Sessions page;
+# a read hint like last_accessed_at, not an audit event.
 _V5 = """
 CREATE INDEX atoms_status ON atoms (status);
 CREATE INDEX atoms_type ON atoms (type);
@@ -150,7 +151,6 @@ CREATE TABLE recalls (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     at TEXT NOT NULL,
     scope_hash TEXT NOT NULL,
-    query TEXT NOT NULL,
     hits TEXT NOT NULL DEFAULT '[]'
 );
 CREATE INDEX recalls_scope_at ON recalls (scope_hash, at);

@@ -978,24 +978,24 @@ class PostgresStore:
         )
         return [(r[0], int(r[1])) for r in rows]
 
-    def log_recall(self, scope_hash: str, query: str, hit_ids: Sequence[str]) -> None:
+    def log_recall(self, scope_hash: str, hit_ids: Sequence[str]) -> None:
         try:
             self._rows(
-                "INSERT INTO recalls (at, scope_hash, query, hits) VALUES (%s, %s, %s, %s)",
-                (datetime.now(UTC), scope_hash, query, Jsonb(list(hit_ids))),
+                "INSERT INTO recalls (at, scope_hash, hits) VALUES (%s, %s, %s)",
+                (datetime.now(UTC), scope_hash, Jsonb(list(hit_ids))),
             )
         except StorageError as exc:
             log.debug("recall not recorded: %s", exc)
 
     def recalls(self, *, scope_hashes: Sequence[str], since: datetime, until: datetime | None,
                 limit: int) -> list[dict[str, Any]]:  # fmt: skip
-        query = "SELECT at, scope_hash, query, hits FROM recalls WHERE scope_hash = ANY(%s::text[]) AND at >= %s"
+        query = "SELECT at, scope_hash, hits FROM recalls WHERE scope_hash = ANY(%s::text[]) AND at >= %s"
         params: list[Any] = [list(scope_hashes), since.astimezone(UTC)]
         if until is not None:
             query += " AND at <= %s"
             params.append(until.astimezone(UTC))
         rows = self._rows(query + " ORDER BY at DESC, id DESC LIMIT %s", (*params, limit))
-        return [{"at": _utc(r[0]), "scope_hash": r[1], "query": r[2], "hits": list(r[3])} for r in rows]
+        return [{"at": _utc(r[0]), "scope_hash": r[1], "hits": list(r[2])} for r in rows]
 
     def close(self) -> None:
         pool = getattr(self, "_pool", None)
@@ -1030,7 +1030,7 @@ _COPY_TABLES: list[tuple[str, list[str]]] = [
     ("sensitive_scopes", ["scope_hash", "name", "marked_at"]),
     ("grants", ["id", "scope_hash", "granted_by", "granted_at", "expires_at"]),
     ("access_requests", ["id", "scope_hash", "reason", "requested_at"]),
-    ("recalls", ["id", "at", "scope_hash", "query", "hits"]),
+    ("recalls", ["id", "at", "scope_hash", "hits"]),
 ]  # fmt: skip
 _JSON_COLUMNS = {"tags", "triggers", "hits"}
 

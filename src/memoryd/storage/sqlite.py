@@ -926,26 +926,26 @@ class SqliteStore:
             ).fetchall()
         return [(r[0], int(r[1])) for r in rows]
 
-    def log_recall(self, scope_hash: str, query: str, hit_ids: Sequence[str]) -> None:
+    def log_recall(self, scope_hash: str, hit_ids: Sequence[str]) -> None:
         with self._lock:
             try:
                 self._execute(
-                    "INSERT INTO recalls (at, scope_hash, query, hits) VALUES (?,?,?,?)",
-                    (now_iso(), scope_hash, query, json.dumps(list(hit_ids))),
+                    "INSERT INTO recalls (at, scope_hash, hits) VALUES (?,?,?)",
+                    (now_iso(), scope_hash, json.dumps(list(hit_ids))),
                 )
             except sqlite3.OperationalError:
                 pass  # busy: the log is a hint, never worth failing a read
 
     def recalls(self, *, scope_hashes: Sequence[str], since: datetime, until: datetime | None,
                 limit: int) -> list[dict[str, Any]]:  # fmt: skip
-        sql = f"SELECT at, scope_hash, query, hits FROM recalls WHERE scope_hash IN ({_placeholders(scope_hashes)}) AND at >= ?"
+        sql = f"SELECT at, scope_hash, hits FROM recalls WHERE scope_hash IN ({_placeholders(scope_hashes)}) AND at >= ?"
         params: list[Any] = [*scope_hashes, _iso(since)]
         if until is not None:
             sql += " AND at <= ?"
             params.append(_iso(until))
         with self._lock:
             rows = self._execute(sql + " ORDER BY at DESC, id DESC LIMIT ?", (*params, limit)).fetchall()
-        return [{"at": _parse_time(r[0]), "scope_hash": r[1], "query": r[2], "hits": json.loads(r[3])} for r in rows]
+        return [{"at": _parse_time(r[0]), "scope_hash": r[1], "hits": json.loads(r[2])} for r in rows]
 
     def close(self) -> None:
         with self._lock:

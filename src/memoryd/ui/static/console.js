@@ -52,7 +52,7 @@
       .catch(function (err) { el.textContent = String(err); });
   }
 
-  function init(root) { selectAll(root); graph(root); }
+  function init(root) { selectAll(root); graph(root); document.documentElement.dataset.console = "ready"; }
   document.addEventListener("DOMContentLoaded", function () { init(document); });
   document.addEventListener("htmx:load", function (evt) { init(evt.target); });
 }());
