@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # pinned by clients/package-lock.json; everything runs offline once installed. `make serve` needs none of it.
 CLIENTS_STAMP := clients/node_modules/.installed-stamp
 
-.PHONY: serve serve-http test test-fast install clients clean
+.PHONY: serve serve-http test test-fast install clients browser ui clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,14 @@ $(CLIENTS_STAMP): clients/package.json clients/package-lock.json
 
 clients: $(CLIENTS_STAMP)
 
+# Debian's Chromium (and CJK fonts, for readable screenshots) for the console's browser tests
+# (tests/test_ui_browser.py drives /usr/bin/chromium with Playwright; no browser download). Quiet, idempotent.
+browser:
+	@dpkg -s chromium fonts-noto-cjk >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-cjk >/dev/null; \
+	  else echo "make browser: needs root to apt-get install chromium fonts-noto-cjk (the browser tests skip without it)"; fi; }
+
 ## Run the MCP server over stdio on the embedded default store (the platform data dir, or MEMORYD_HOME).
 serve: $(STAMP)
 	$(VENV)/bin/memoryd-mcp
@@ -31,12 +39,16 @@ serve-http: $(STAMP)
 	$(VENV)/bin/memoryd-mcp --transport http --port 8766
 
 ## The whole test suite, slow end-to-end suites included (what CI runs).
-test: $(STAMP) $(CLIENTS_STAMP)
+test: $(STAMP) $(CLIENTS_STAMP) browser
 	$(PY) -m pytest
 
 ## Everything but the suites marked slow.
 test-fast: $(STAMP) $(CLIENTS_STAMP)
 	$(PY) -m pytest -m "not slow"
+
+## Serve the web console on the default store (prints its address with the token).
+ui: $(STAMP)
+	$(VENV)/bin/memoryd ui
 
 clean:
 	rm -rf $(VENV) .pytest_cache clients/node_modules

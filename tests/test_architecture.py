@@ -8,7 +8,7 @@ from pathlib import Path
 import memoryd
 
 SRC = Path(memoryd.__file__).parent
-SURFACES = {"cli", "mcp_server", "mcp_tools", "_launch"}  # _launch: the `memoryd` command's entry
+SURFACES = {"cli", "mcp_server", "mcp_tools", "_launch", "ui"}  # _launch: the `memoryd` command's entry; ui: the web console
 
 
 def _imports(path: Path) -> set[str]:

@@ -602,6 +602,28 @@ def migrate(
           + f"\nchain verified ({r['chain_events']} events), {r['recalls_checked']} sample recalls agree")  # fmt: skip
 
 
+@app.command()
+def ui(
+    port: Annotated[int, typer.Option("--port", "-p", help="Port to listen on (0 = any free one).")] = 8767,
+    host: Annotated[str, typer.Option("--host", help="Address to bind; anything but loopback needs MEMORYD_TOKEN "
+                                                     "(at least 32 characters).")] = "127.0.0.1",  # fmt: skip
+    no_browser: Annotated[bool, typer.Option("--no-browser", help="Do not open a browser.")] = False,
+    cwd: CwdOpt = None,
+) -> None:
+    """Serve the web console: browse, search, review, correct, govern and audit memories.
+
+    Prints one line, `memoryd ui: http://127.0.0.1:PORT/?token=…`; the token is
+    new on every start (or MEMORYD_TOKEN). Sensitive scopes stay locked without a grant.
+    """
+    from .ui.server import serve
+
+    try:
+        code = serve(host=host, port=port, open_browser=not no_browser, cwd=cwd)
+    except MemorydError as exc:
+        _fail(exc)
+    raise typer.Exit(code)
+
+
 @app.command("hook")
 def hook(event: Annotated[str, typer.Argument(help="session-start | pre-tool-use | session-end | pre-compact")]) -> None:
     """Run one Claude Code hook: its JSON on stdin, its answer on stdout; always exits 0 (errors go to hooks.log)."""

@@ -37,8 +37,12 @@ def build_server(
     include_admin: bool = False,
     settings: Settings | None = None,
     cwd: str | Path | None = None,
+    engine_handle: EngineHandle | None = None,
 ) -> MCPServer[Any]:
-    """Build an MCP server for `profile`; the engine opens in the background on first use."""
+    """Build an MCP server for `profile`; the engine opens in the background on first use.
+
+    `engine_handle` shares an already opening engine (the HTTP transport's console uses the same one).
+    """
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; available: {', '.join(PROFILES)}")
     handle: EngineHandle | None = None
@@ -57,7 +61,7 @@ def build_server(
         name="hmg" if profile == "hmg" else "memoryd", version=__version__, instructions=_INSTRUCTIONS,
         lifespan=lifespan,
     )  # fmt: skip
-    handle = EngineHandle(settings, cwd)
+    handle = engine_handle or EngineHandle(settings, cwd)
     if profile == "hmg":
         hmg.register(mcp, handle)
     else:
@@ -97,8 +101,15 @@ def main(argv: list[str] | None = None) -> None:
         "--admin", action="store_true", default=os.environ.get("MEMORYD_MCP_ADMIN") == "1",
         help="also register admin tools (or MEMORYD_MCP_ADMIN=1)",
     )  # fmt: skip
+    parser.add_argument(
+        "--ui", action="store_true",
+        help="HTTP only: also serve the web console under /ui (prints its address with a token)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
-    mcp = build_server(args.profile, include_admin=args.admin)
+    if args.ui and args.transport != "http":
+        sys.exit("memoryd-mcp: --ui needs --transport http (or run `memoryd ui`)")
+    handle = EngineHandle(None, None) if args.ui else None
+    mcp = build_server(args.profile, include_admin=args.admin, engine_handle=handle)
     if args.transport == "stdio":
         mcp.run("stdio")
         return
@@ -109,13 +120,50 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"memoryd-mcp: MEMORYD_TOKEN is {len(token)} characters; use at least {MIN_TOKEN_CHARS} random "
                  f"characters (e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)")  # fmt: skip
     allowed = {host_of(h) for h in args.allowed_host} | {host_of(args.host), "localhost", "127.0.0.1", "::1"}
-    _serve_http(mcp, args.host, args.port, token, allowed)
+    console = _console(handle, args.host, args.port, token) if handle is not None else None
+    _serve_http(mcp, args.host, args.port, token, allowed, console=console)
 
 
-def _serve_http(mcp: MCPServer[Any], host: str, port: int, token: str | None, allowed_hosts: set[str]) -> None:
+def _console(handle: EngineHandle, host: str, port: int, token: str | None) -> Any:
+    """The web console for `/ui`, over the server's own engine; prints its address."""
+    from .ui import create_app
+    from .ui.security import TokenError, allowed_hosts, resolve_token
+
+    try:
+        ui_token = resolve_token(host, token)
+    except TokenError as exc:
+        sys.exit(f"memoryd-mcp: {exc}")
+    shown = f"[{host}]" if ":" in host else host
+    print(f"memoryd ui: http://{shown}:{port}/ui/?token={ui_token}", flush=True)
+    person: list[Any] = []
+
+    def console_engine() -> Any:
+        # The tools act for the agent; the console for the person at the browser, who reaches every
+        # scope but still needs a grant for a sensitive one (as `memoryd ui`).
+        if not person:
+            person.append(handle.get().acting_as("operator", enforce_sensitive=True))
+        return person[0]
+
+    return create_app(console_engine, token=ui_token, hosts=allowed_hosts(host, port), cookie_name=f"memoryd_ui_{port}")
+
+
+def _serve_http(mcp: MCPServer[Any], host: str, port: int, token: str | None, allowed_hosts: set[str], *,
+                console: Any = None) -> None:  # fmt: skip
     import uvicorn
 
     app = http_guard(mcp.streamable_http_app(host=host), token=token, allowed_hosts=allowed_hosts)
+    if console is not None:  # /ui is the console's (its own guard, token and cookie); the rest is MCP's
+        mcp_app = app
+
+        async def with_console(scope: Any, receive: Any, send: Any) -> None:
+            path = scope.get("path", "")
+            if scope["type"] == "http" and (path == "/ui" or path.startswith("/ui/")):
+                scope = {**scope, "root_path": scope.get("root_path", "") + "/ui", "path": path if path != "/ui" else "/ui/"}
+                await console(scope, receive, send)
+                return
+            await mcp_app(scope, receive, send)
+
+        app = with_console
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 

@@ -3,14 +3,15 @@
 The class is assembled from themed parts, each in its own module: the write path, recall and
 lifecycle (`core`), memory operations of the memoryd profile (`memories`), sessions,
 promotion review, judgments, administration and sensitive scopes, the markdown vault,
-observations from agent transcripts, bulk import of JSON lines (`importer`), and code anchors
-(`anchoring`).
+observations from agent transcripts, bulk import of JSON lines (`importer`), code anchors
+(`anchoring`), and what the web console reads (`console`).
 """
 
 from __future__ import annotations
 
 from .admin import AdminOps
 from .anchoring import AnchorOps
+from .console import ConsoleOps
 from .core import PLACEHOLDERS, EngineCore, visible_content
 from .importer import ImportOps
 from .memories import MemoryOps
@@ -22,5 +23,7 @@ from .vault_sync import VaultOps
 __all__ = ["Engine", "PLACEHOLDERS", "visible_content"]
 
 
-class Engine(ImportOps, ObservationOps, VaultOps, AdminOps, ReviewOps, SessionOps, MemoryOps, AnchorOps, EngineCore):
+class Engine(
+    ConsoleOps, ImportOps, ObservationOps, VaultOps, AdminOps, ReviewOps, SessionOps, MemoryOps, AnchorOps, EngineCore
+):
     """memoryd's service layer over one store; see the module docstring for its parts."""

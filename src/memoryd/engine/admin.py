@@ -16,6 +16,7 @@ from ..limits import check_text
 from ..models import Scope
 from ..scope import infer_scope
 from ..storage.migrations import MIGRATIONS
+from ..write.redact import redact
 
 if TYPE_CHECKING:
     from .review import ReviewOps
@@ -227,13 +228,15 @@ class AdminOps(_Base):
 
     def request_sensitive_read(self, reason: str, *, scope: str | None = "auto") -> dict[str, Any]:
         """Record an agent's request to read a sensitive scope; a person grants it from the CLI."""
+        return self._request_read(self.resolve_scope(scope), reason)
+
+    def _request_read(self, target: Scope, reason: str) -> dict[str, Any]:
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidInput("reason is required: say what you need to read and why")
         check_text("reason", reason)
         from ..write.redact import redact
 
         reason = redact(reason).text
-        target = self.resolve_scope(scope)
         if not self.store.is_sensitive(target.scope_hash):
             return {"request_id": None, "scope_hash": target.scope_hash, "status": "not_needed",
                     "message": f"scope {target.name} is not sensitive; reads are allowed"}  # fmt: skip
@@ -242,7 +245,7 @@ class AdminOps(_Base):
             return {"request_id": None, "scope_hash": target.scope_hash, "status": "granted",
                     "message": f"a grant runs until {expiry.isoformat()}"}  # fmt: skip
         with self.store.transaction() as tx:
-            rid = tx.add_access_request(target.scope_hash, reason.strip())
+            rid = tx.add_access_request(target.scope_hash, redact(reason.strip()).text)
         where = target.root or "the repository"
         return {"request_id": rid, "scope_hash": target.scope_hash, "status": "pending",
                 "message": f"ask the user to run `memoryd scope grant --minutes 30` in {where}"}  # fmt: skip

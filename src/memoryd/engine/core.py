@@ -147,24 +147,28 @@ class EngineCore:
 
     def __init__(
         self, settings: Settings, store: Store, embedder: Embedder, scope: Scope, *, authority: str = "agent",
-        term_embedder: TermEmbedder | None = None,
+        enforce_sensitive: bool | None = None, term_embedder: TermEmbedder | None = None,
     ) -> None:
         if authority not in AUTHORITIES:
             raise ValueError(f"unknown authority {authority!r}; expected one of {', '.join(AUTHORITIES)}")
+        if authority == "agent" and enforce_sensitive is False:
+            raise ValueError("an agent always needs a grant for a sensitive scope")
         self.settings = settings
         self.store = store
         self.embedder = embedder
         self.term_embedder = term_embedder  # recall's English signal (None: left out)
         self.scope = scope
         self.authority = authority
+        # A person at the web console reaches every scope but still needs a grant for a sensitive one.
+        self._sensitive_locked = authority == "agent" if enforce_sensitive is None else enforce_sensitive
         self.vault_root = settings.home / "vault"
         self._vault_lock = vault.VaultLock(self.vault_root)
         self._system = threading.local()  # set while memoryd itself acts (vault sync), see _as_system
 
     @property
     def enforce_sensitive(self) -> bool:
-        """Whether sensitive scopes need a grant (every caller but a person at the CLI)."""
-        return self.authority == "agent" and not getattr(self._system, "on", False)
+        """Whether sensitive scopes need a grant (agents, and the console's person; not the CLI)."""
+        return self._sensitive_locked and not getattr(self._system, "on", False)
 
     @classmethod
     def open(
@@ -174,13 +178,15 @@ class EngineCore:
         cwd: str | Path | None = None,
         embedder: Embedder | None = None,
         authority: str = "agent",
+        enforce_sensitive: bool | None = None,
         term_embedder: TermEmbedder | None = _FROM_SETTINGS,
     ) -> Self:
         """Open the store named by `settings` (default: environment) for the scope of `cwd`.
 
         `authority` is "agent" (the default: by-id operations reach only the scope of `cwd` and
-        the tenant's global scope, and a sensitive scope needs a grant) or "operator" (a person at
-        the CLI, who may address any scope).
+        the tenant's global scope, and a sensitive scope needs a grant) or "operator" (a person,
+        who may address any scope). `enforce_sensitive=True` keeps sensitive scopes locked for an
+        operator too (the web console: a grant can be requested there, not bypassed).
         `term_embedder`: recall's English signal; by default the one `settings.term_embedder` names,
         left out when the main embedder is the hashing fake (tests that need no model).
         """
@@ -197,8 +203,19 @@ class EngineCore:
         if term_embedder is _FROM_SETTINGS:
             term_embedder = None if embedder.name == "hash" else make_term_embedder(settings.term_embedder)
         return cls(
-            settings, store, embedder, infer_scope(cwd), authority=authority, term_embedder=term_embedder,
+            settings, store, embedder, infer_scope(cwd), authority=authority, enforce_sensitive=enforce_sensitive,
+            term_embedder=term_embedder,
         )  # fmt: skip
+
+    def acting_as(self, authority: str, *, enforce_sensitive: bool | None = None) -> Self:
+        """This engine's store, models and scope, acting for someone else (the web console served beside
+        the MCP tools: a person, where the tools act for an agent). Close the original, not this view."""
+        view = type(self)(
+            self.settings, self.store, self.embedder, self.scope, authority=authority,
+            enforce_sensitive=enforce_sensitive, term_embedder=self.term_embedder,
+        )  # fmt: skip
+        view._vault_lock = self._vault_lock  # one lock per vault within the process
+        return view
 
     def close(self) -> None:
         self.store.close()
@@ -711,12 +728,14 @@ class EngineCore:
         statuses: Sequence[str] | None = None,
         path: str | None = None,
         symbol: str | None = None,
+        record: bool = True,
     ) -> RecallResult:
         """Hybrid search over the current repository and the tenant-global scope.
 
         `path` (a file or directory of the repository) and `symbol` (`Table.insert_all`, or its last
         parts) keep only memories anchored to that code. Memories whose anchored code changed rank
-        ×0.9 and say so (`freshness`, `code_changes`).
+        ×0.9 and say so (`freshness`, `code_changes`). `record` logs when the recall ran and its hit
+        ids (not the query) for the console's Sessions page.
 
         Raises:
             InvalidInput: empty query, max_results outside 1..100, a path/symbol filter over 1024 characters.
@@ -757,6 +776,8 @@ class EngineCore:
             if atom_id in atoms  # deleted between the two reads
         ]
         self.store.touch([h.atom.id for h in hits])
+        if record:
+            self.store.log_recall((scope or self.scope).scope_hash, [h.atom.id for h in hits])
         return RecallResult(hits=hits)
 
     def _english(self, q: rank.Query, cands: Sequence[rank.Candidate]) -> list[float | None]:

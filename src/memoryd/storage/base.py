@@ -16,9 +16,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..anchors.model import Anchor
-from ..models import Atom, Event
+from ..models import Atom, Event, Session
 
-__all__ = ["KEYWORD_BIG_TERMS", "KEYWORD_POSTINGS_BUDGET", "CandidateFacts", "Store", "StoreTx", "selective_terms"]
+__all__ = [
+    "KEYWORD_BIG_TERMS", "KEYWORD_POSTINGS_BUDGET", "AtomFilter", "CandidateFacts", "LastUsedWindow", "Store", "StoreTx",
+    "selective_terms",
+]  # fmt: skip
 
 # Keyword candidates: while the query terms' postings (documents holding each term, summed) stay
 # within the budget, every term takes part; above it, only the most selective ones do (at most
@@ -55,6 +58,42 @@ class CandidateFacts:
     terms: tuple[str, ...]  # the keyword terms indexed for the atom
     entities: tuple[str, ...]
     polarity: str = "affirmative"  # issue 12 (recall): negation queries prefer negative memories
+
+
+# -- console (issue 14): filtered, keyset-paged listing ----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LastUsedWindow:
+    """Atoms of `types` last used (max of updated and read) in [since, before); `necessary` filters epistemic."""
+
+    types: tuple[str, ...]
+    since: datetime | None = None
+    before: datetime | None = None
+    necessary: bool | None = None  # True: only hard constraints; False: all but them; None: both
+
+
+@dataclass(frozen=True, slots=True)
+class AtomFilter:
+    """What the console's Memories page asks of the store; every field narrows, None means any.
+
+    `before` is a keyset cursor (an atom id: only atoms stored before it); rows come newest
+    first. `last_used` windows are OR-ed (the engine turns a decay state into them).
+    """
+
+    scope_hashes: tuple[str, ...] | None = None
+    exclude_scopes: tuple[str, ...] = ()
+    statuses: tuple[str, ...] | None = None
+    types: tuple[str, ...] | None = None
+    source: str | None = None
+    tag: str | None = None
+    tag_terms: tuple[str, ...] = ()  # the keyword terms `tag` was indexed under: a prefilter a backend may use
+    entity: str | None = None
+    created_from: datetime | None = None
+    created_to: datetime | None = None
+    last_used: tuple[LastUsedWindow, ...] | None = None
+    before: str | None = None
+    limit: int = 50
 
 
 class StoreTx(Protocol):
@@ -169,3 +208,52 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
+
+    # -- console (issue 14) --------------------------------------------------------------------
+
+    def browse_atoms(self, f: AtomFilter) -> list[Atom]:
+        """Atoms matching `f`, newest first, at most `f.limit`, after the cursor `f.before`."""
+        ...
+
+    def count_atoms(self, f: AtomFilter, *, cap: int | None = None) -> int:
+        """How many atoms match `f` (cursor and limit ignored), counting no further than `cap`."""
+        ...
+
+    def list_sessions(self, *, before: str | None, limit: int, exclude_scopes: Sequence[str] = ()) -> list[Session]:
+        """Sessions newest first (keyset on the session id, a ULID)."""
+        ...
+
+    def atom_links(self, atom_id: str) -> list[tuple[str, str, str]]:
+        """(src, dst, kind) of every atom-to-atom edge touching `atom_id` (supersedes, derived_from, …)."""
+        ...
+
+    def top_entities(self, *, limit: int) -> list[tuple[str, int]]:
+        """The most mentioned entities (mentions by atoms in any state and scope: an index-only count)."""
+        ...
+
+    def console_counts(self, parts: Sequence[str] = ("by_status", "by_type", "by_scope", "edges")) -> dict[str, Any]:
+        """The asked parts of: by_status, by_type, by_scope (atom counts), edges; each from an index alone."""
+        ...
+
+    def scope_names(self, scope_hashes: Sequence[str]) -> dict[str, str]:
+        """Display name (`owner/repo`, `tenant/global`) of each scope that holds atoms."""
+        ...
+
+    def entity_mentions(
+        self, entity_ids: Sequence[str], *, per_entity: int, exclude_scopes: Sequence[str] = ()
+    ) -> list[tuple[str, str]]:
+        """(entity id, atom id): the newest `per_entity` active atoms mentioning each entity."""
+        ...
+
+    def growth(self, since: datetime) -> list[tuple[str, int]]:
+        """(UTC day YYYY-MM-DD, atoms created that day) from `since` on, oldest first."""
+        ...
+
+    def log_recall(self, scope_hash: str, hit_ids: Sequence[str]) -> None:
+        """Remember that a recall ran and what it returned (no query text; never fails a read)."""
+        ...
+
+    def recalls(self, *, scope_hashes: Sequence[str], since: datetime, until: datetime | None,
+                limit: int) -> list[dict[str, Any]]:  # fmt: skip
+        """Recorded recalls of these scopes in [since, until], newest first: at, scope_hash, hits."""
+        ...

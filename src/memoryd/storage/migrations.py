@@ -146,6 +146,29 @@ CREATE TABLE vault_outbox (
 );
 """
 
+# The console (issue 14): filtered listing newest first. In SQLite an index on one column also
+# orders by rowid (= seq) within each value, so these serve `WHERE status = ? ORDER BY seq DESC`.
+# `recalls` records when each recall ran and what it returned (hit ids, never the query: a query can
+# hold a secret redaction misses, or the words of a memory later tombstoned) for the Sessions page;
+# a read hint like last_accessed_at, not an audit event.
+_V5 = """
+CREATE INDEX atoms_status ON atoms (status);
+CREATE INDEX atoms_type ON atoms (type);
+CREATE INDEX atoms_source ON atoms (source);
+CREATE INDEX atoms_scope ON atoms (scope_hash);
+CREATE INDEX atoms_created ON atoms (created_at);
+-- Covers the decay filter and counts (last use = max(updated_at, last_accessed_at) per type):
+-- an index-only scan instead of reading rows that carry content and a 2 KB vector.
+CREATE INDEX atoms_decay ON atoms (status, type, updated_at, last_accessed_at, epistemic);
+CREATE TABLE recalls (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at TEXT NOT NULL,
+    scope_hash TEXT NOT NULL,
+    hits TEXT NOT NULL DEFAULT '[]'
+);
+CREATE INDEX recalls_scope_at ON recalls (scope_hash, at);
+"""
+
 # Code anchors (issue 13): the files and symbols a memory names, fingerprinted at its commit. Paths and
 # symbols come from memory text, so tombstoning deletes an atom's rows.
 _V6 = """
@@ -173,5 +196,6 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (2, "vault paths, access times, sessions, promotions, sensitive scopes", _V2),
     (3, "vector change sequence", _V3),
     (4, "vault outbox: files to publish after commit", _V4),
+    (5, "console: listing indexes, recall log", _V5),
     (6, "code anchors", _V6),
 ]

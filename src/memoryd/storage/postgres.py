@@ -44,7 +44,7 @@ from ulid import ULID
 from ..anchors.model import Anchor
 from ..errors import StorageBusy, StorageError
 from ..models import Atom, Event, Promotion, Scope, Session
-from .base import CandidateFacts, selective_terms
+from .base import AtomFilter, CandidateFacts, selective_terms
 from .pg_migrations import MIGRATIONS
 from .sqlite import GENESIS, chain_hash, content_hash, now_iso
 
@@ -874,7 +874,7 @@ class PostgresStore:
         }
         top = self._rows(
             "SELECT e.dst, count(*) FROM edges e JOIN atoms a ON a.id = e.src"
-            f" WHERE e.kind = 'mentions' AND {where('a.')} GROUP BY 1 ORDER BY 2 DESC, 1 COLLATE \"C\" LIMIT 10",
+            f" WHERE e.kind = 'mentions' AND {where('a.')} GROUP BY 1 ORDER BY 2 DESC, e.dst COLLATE \"C\" LIMIT 10",
             params,
         )
         return {"by_type": by_type, "by_scope": by_scope, "top_entities": [{"id": r[0], "count": r[1]} for r in top]}
@@ -957,6 +957,162 @@ class PostgresStore:
         except StorageError as exc:
             log.warning("VACUUM after scrubbing failed (dead row versions stay until autovacuum): %s", exc)
 
+    # -- console (issue 14) --------------------------------------------------------------------
+
+    @staticmethod
+    def _filter_sql(f: AtomFilter) -> tuple[str, list[Any]]:
+        where: list[str] = ["true"]
+        params: list[Any] = []
+        for column, values in (("scope_hash", f.scope_hashes), ("status", f.statuses), ("type", f.types)):
+            if values is not None:
+                where.append(f"a.{column} = ANY(%s::text[])")
+                params.append(list(values))
+        if f.exclude_scopes:
+            where.append("a.scope_hash <> ALL(%s::text[])")
+            params.append(list(f.exclude_scopes))
+        if f.source is not None:
+            where.append("a.source = %s")
+            params.append(f.source)
+        if f.tag is not None:
+            where.append("a.tags @> %s::jsonb")
+            params.append(json.dumps([f.tag]))
+        if f.entity is not None:
+            where.append("EXISTS (SELECT 1 FROM edges e WHERE e.src = a.id AND e.dst = %s AND e.kind = 'mentions')")
+            params.append(f.entity)
+        if f.created_from is not None:
+            where.append("a.created_at >= %s")
+            params.append(f.created_from.astimezone(UTC))
+        if f.created_to is not None:
+            where.append("a.created_at < %s")
+            params.append(f.created_to.astimezone(UTC))
+        if f.last_used is not None:
+            last = "greatest(a.updated_at, coalesce(a.last_accessed_at, a.updated_at))"
+            arms = []
+            for w in f.last_used:
+                arm = ["a.type = ANY(%s::text[])"]
+                params.append(list(w.types))
+                if w.since is not None:
+                    arm.append(f"{last} >= %s")
+                    params.append(w.since.astimezone(UTC))
+                if w.before is not None:
+                    arm.append(f"{last} < %s")
+                    params.append(w.before.astimezone(UTC))
+                if w.necessary is not None:
+                    arm.append("a.epistemic = 'necessary'" if w.necessary else "a.epistemic <> 'necessary'")
+                arms.append("(" + " AND ".join(arm) + ")")
+            where.append("(" + (" OR ".join(arms) or "false") + ")")
+        return " AND ".join(where), params
+
+    def browse_atoms(self, f: AtomFilter) -> list[Atom]:
+        where, params = self._filter_sql(f)
+        if f.before is not None:
+            where += " AND a.seq < coalesce((SELECT b.seq FROM atoms b WHERE b.id = %s), 0)"
+            params.append(f.before)
+        return self._atoms(where, (*params, f.limit), "ORDER BY a.seq DESC LIMIT %s")
+
+    def count_atoms(self, f: AtomFilter, *, cap: int | None = None) -> int:
+        where, params = self._filter_sql(f)
+        if cap is None:
+            return int(self._one(f"SELECT count(*) FROM atoms a WHERE {where}", params)[0])
+        return int(self._one(f"SELECT count(*) FROM (SELECT 1 FROM atoms a WHERE {where} LIMIT %s) c", [*params, cap])[0])
+
+    def list_sessions(self, *, before: str | None, limit: int, exclude_scopes: Sequence[str] = ()) -> list[Session]:
+        query = (
+            "SELECT s.id, s.source, s.title, s.started_at, s.ended_at, s.summary, a.scope_hash"
+            " FROM sessions s JOIN atoms a ON a.id = s.id WHERE true"
+        )
+        params: list[Any] = []
+        if before is not None:
+            query += ' AND s.id COLLATE "C" < %s'
+            params.append(before)
+        if exclude_scopes:
+            query += " AND a.scope_hash <> ALL(%s::text[])"
+            params.append(list(exclude_scopes))
+        rows = self._rows(query + ' ORDER BY s.id COLLATE "C" DESC LIMIT %s', (*params, limit))
+        return [
+            Session(
+                id=r[0], source=r[1], title=r[2], started_at=_utc(r[3]), ended_at=_utc(r[4]), summary=r[5],
+                scope_hash=r[6],
+            )  # fmt: skip
+            for r in rows
+        ]
+
+    def atom_links(self, atom_id: str) -> list[tuple[str, str, str]]:
+        rows = self._rows(
+            "SELECT src, dst, kind FROM edges WHERE src = %s AND dst NOT LIKE 'entity:%%'"
+            " UNION SELECT src, dst, kind FROM edges WHERE dst = %s",
+            (atom_id, atom_id),
+        )
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def top_entities(self, *, limit: int) -> list[tuple[str, int]]:
+        rows = self._rows(
+            "SELECT dst, count(*) FROM edges WHERE kind = 'mentions' GROUP BY dst"
+            ' ORDER BY 2 DESC, dst COLLATE "C" LIMIT %s',
+            (limit,),
+        )
+        return [(r[0], int(r[1])) for r in rows]
+
+    def console_counts(self, parts: Sequence[str] = ("by_status", "by_type", "by_scope", "edges")) -> dict[str, Any]:
+        columns = {"by_status": "status", "by_type": "type", "by_scope": "scope_hash"}
+        out: dict[str, Any] = {}
+        for part in parts:
+            if part == "edges":
+                out[part] = int(self._one("SELECT count(*) FROM edges")[0])
+            else:
+                rows = self._rows(f"SELECT {columns[part]}, count(*) FROM atoms GROUP BY 1")
+                out[part] = {r[0]: int(r[1]) for r in rows}
+        return out
+
+    def scope_names(self, scope_hashes: Sequence[str]) -> dict[str, str]:
+        rows = self._rows(
+            "SELECT q.h, a.tenant_id, a.workspace, a.repository FROM unnest(%s::text[]) AS q(h)"
+            " CROSS JOIN LATERAL (SELECT tenant_id, workspace, repository FROM atoms WHERE scope_hash = q.h LIMIT 1) a",
+            (list(dict.fromkeys(scope_hashes)),),
+        )
+        return {r[0]: Scope(tenant_id=r[1], workspace=r[2], repository=r[3]).name for r in rows}
+
+    def entity_mentions(
+        self, entity_ids: Sequence[str], *, per_entity: int, exclude_scopes: Sequence[str] = ()
+    ) -> list[tuple[str, str]]:
+        if not entity_ids:
+            return []
+        rows = self._rows(
+            "SELECT q.dst, m.src FROM unnest(%s::text[]) WITH ORDINALITY AS q(dst, n) CROSS JOIN LATERAL"
+            " (SELECT e.src, a.seq FROM edges e JOIN atoms a ON a.id = e.src WHERE e.dst = q.dst AND e.kind = 'mentions'"
+            " AND a.status = 'active' AND a.scope_hash <> ALL(%s::text[]) ORDER BY a.seq DESC LIMIT %s) m"
+            " ORDER BY q.n, m.seq DESC",
+            (list(entity_ids), list(exclude_scopes), per_entity),
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def growth(self, since: datetime) -> list[tuple[str, int]]:
+        rows = self._rows(
+            "SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, count(*) FROM atoms"
+            " WHERE created_at >= %s GROUP BY 1 ORDER BY 1",
+            (since.astimezone(UTC),),
+        )
+        return [(r[0], int(r[1])) for r in rows]
+
+    def log_recall(self, scope_hash: str, hit_ids: Sequence[str]) -> None:
+        try:
+            self._rows(
+                "INSERT INTO recalls (at, scope_hash, hits) VALUES (%s, %s, %s)",
+                (datetime.now(UTC), scope_hash, Jsonb(list(hit_ids))),
+            )
+        except StorageError as exc:
+            log.debug("recall not recorded: %s", exc)
+
+    def recalls(self, *, scope_hashes: Sequence[str], since: datetime, until: datetime | None,
+                limit: int) -> list[dict[str, Any]]:  # fmt: skip
+        query = "SELECT at, scope_hash, hits FROM recalls WHERE scope_hash = ANY(%s::text[]) AND at >= %s"
+        params: list[Any] = [list(scope_hashes), since.astimezone(UTC)]
+        if until is not None:
+            query += " AND at <= %s"
+            params.append(until.astimezone(UTC))
+        rows = self._rows(query + " ORDER BY at DESC, id DESC LIMIT %s", (*params, limit))
+        return [{"at": _utc(r[0]), "scope_hash": r[1], "hits": list(r[2])} for r in rows]
+
     def close(self) -> None:
         pool = getattr(self, "_pool", None)
         if pool is not None:
@@ -992,8 +1148,9 @@ _COPY_TABLES: list[tuple[str, list[str]]] = [
     ("access_requests", ["id", "scope_hash", "reason", "requested_at"]),
     ("anchors", ["atom_id", "path", "symbol", "kind", "lang", "commit_sha", "blob", "fingerprint", "line", "origin",
                  "created_at"]),
+    ("recalls", ["id", "at", "scope_hash", "hits"]),
 ]  # fmt: skip
-_JSON_COLUMNS = {"tags", "triggers"}
+_JSON_COLUMNS = {"tags", "triggers", "hits"}
 
 
 def migrate_store(src: str | Path, dst: str, progress: Callable[[str, int, int], None] | None = None,
@@ -1046,7 +1203,8 @@ def migrate_store(src: str | Path, dst: str, progress: Callable[[str, int, int],
                     if progress is not None:
                         progress(table, done, total)
                 copied[table] = done
-            for table, column in (("atoms", "seq"), ("promotions", "id"), ("grants", "id"), ("access_requests", "id")):
+            for table, column in (("atoms", "seq"), ("promotions", "id"), ("grants", "id"), ("access_requests", "id"),
+                                  ("recalls", "id")):
                 execute(
                     f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'),"
                     f" coalesce((SELECT max({column}) FROM {table}), 0) + 1, false)"

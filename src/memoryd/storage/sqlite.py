@@ -21,7 +21,7 @@ from ..anchors.model import Anchor
 from ..errors import StorageBusy, StorageError
 from ..models import Atom, Event, Promotion, Scope, Session
 from ..search.vector import ANN_MIN, VectorIndex
-from .base import CandidateFacts, selective_terms
+from .base import AtomFilter, CandidateFacts, selective_terms
 from .migrations import MIGRATIONS
 
 __all__ = ["SqliteStore", "chain_hash", "content_hash"]
@@ -913,6 +913,180 @@ class SqliteStore:
         with self._lock:
             self._execute("INSERT INTO atom_fts (atom_fts) VALUES ('optimize')")
             self._execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    # -- console (issue 14) --------------------------------------------------------------------
+
+    def _filter_sql(self, f: AtomFilter) -> tuple[str, list[Any]]:
+        where: list[str] = []
+        params: list[Any] = []
+        for column, values in (("scope_hash", f.scope_hashes), ("status", f.statuses), ("type", f.types)):
+            if values is not None:
+                where.append(f"{column} IN ({_placeholders(values)})")
+                params.extend(values)
+        if f.exclude_scopes:
+            where.append(f"scope_hash NOT IN ({_placeholders(f.exclude_scopes)})")
+            params.extend(f.exclude_scopes)
+        if f.source is not None:
+            where.append("source = ?")
+            params.append(f.source)
+        if f.tag is not None:
+            if f.tag_terms:  # the keyword index narrows to atoms holding the tag's terms; json_each decides
+                where.append("seq IN (SELECT rowid FROM atom_fts WHERE atom_fts MATCH ?)")
+                params.append(" AND ".join(f'"{t}"' for t in f.tag_terms))
+            where.append("EXISTS (SELECT 1 FROM json_each(atoms.tags) WHERE value = ?)")
+            params.append(f.tag)
+        if f.entity is not None:
+            where.append("EXISTS (SELECT 1 FROM edges WHERE src = atoms.id AND dst = ? AND kind = 'mentions')")
+            params.append(f.entity)
+        if f.created_from is not None:
+            where.append("created_at >= ?")
+            params.append(_iso(f.created_from))
+        if f.created_to is not None:
+            where.append("created_at < ?")
+            params.append(_iso(f.created_to))
+        if f.last_used is not None:
+            last = "max(updated_at, coalesce(last_accessed_at, updated_at))"
+            arms = []
+            for w in f.last_used:
+                arm = [f"type IN ({_placeholders(w.types)})"]
+                params.extend(w.types)
+                if w.since is not None:
+                    arm.append(f"{last} >= ?")
+                    params.append(_iso(w.since))
+                if w.before is not None:
+                    arm.append(f"{last} < ?")
+                    params.append(_iso(w.before))
+                if w.necessary is not None:
+                    arm.append("epistemic = 'necessary'" if w.necessary else "epistemic != 'necessary'")
+                arms.append("(" + " AND ".join(arm) + ")")
+            where.append("(" + (" OR ".join(arms) or "0") + ")")
+        return (" AND ".join(where) or "1"), params
+
+    def browse_atoms(self, f: AtomFilter) -> list[Atom]:
+        clause, params = self._filter_sql(f)
+        if f.before is not None:
+            clause += " AND seq < coalesce((SELECT seq FROM atoms WHERE id = ?), 0)"
+            params.append(f.before)
+        with self._lock:
+            return self._atoms(
+                f"SELECT {_ATOM_COLUMNS} FROM atoms WHERE {clause} ORDER BY seq DESC LIMIT ?", (*params, f.limit)
+            )
+
+    def count_atoms(self, f: AtomFilter, *, cap: int | None = None) -> int:
+        clause, params = self._filter_sql(f)
+        sql = f"SELECT count(*) FROM atoms WHERE {clause}"
+        if cap is not None:
+            sql = f"SELECT count(*) FROM (SELECT 1 FROM atoms WHERE {clause} LIMIT ?)"
+            params.append(cap)
+        with self._lock:
+            return int(self._execute(sql, params).fetchone()[0])
+
+    def list_sessions(self, *, before: str | None, limit: int, exclude_scopes: Sequence[str] = ()) -> list[Session]:
+        sql = (
+            "SELECT s.id, s.source, s.title, s.started_at, s.ended_at, s.summary, a.scope_hash"
+            " FROM sessions s CROSS JOIN atoms a ON a.id = s.id WHERE 1"  # CROSS: sessions drive, newest first
+        )
+        params: list[Any] = []
+        if before is not None:
+            sql += " AND s.id < ?"
+            params.append(before)
+        if exclude_scopes:  # correlated: a plain NOT IN on the join makes SQLite Bloom-filter every atom
+            marks = _placeholders(exclude_scopes)
+            sql += f" AND NOT EXISTS (SELECT 1 FROM atoms b WHERE b.id = s.id AND b.scope_hash IN ({marks}))"
+            params.extend(exclude_scopes)
+        with self._lock:
+            rows = self._execute(sql + " ORDER BY s.id DESC LIMIT ?", (*params, limit)).fetchall()
+        return [
+            Session(
+                id=r[0], source=r[1], title=r[2], started_at=_parse_time(r[3]),
+                ended_at=_parse_time(r[4]) if r[4] else None, summary=r[5], scope_hash=r[6],
+            )  # fmt: skip
+            for r in rows
+        ]
+
+    def atom_links(self, atom_id: str) -> list[tuple[str, str, str]]:
+        with self._lock:
+            rows = self._execute(
+                "SELECT src, dst, kind FROM edges WHERE src = ? AND dst NOT LIKE 'entity:%'"
+                " UNION SELECT src, dst, kind FROM edges WHERE dst = ?",
+                (atom_id, atom_id),
+            ).fetchall()
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def top_entities(self, *, limit: int) -> list[tuple[str, int]]:
+        with self._lock:
+            rows = self._execute(
+                "SELECT dst, count(*) FROM edges WHERE kind = 'mentions' GROUP BY dst ORDER BY 2 DESC, 1 LIMIT ?",
+                (limit,),
+            ).fetchall()
+        return [(r[0], int(r[1])) for r in rows]
+
+    def console_counts(self, parts: Sequence[str] = ("by_status", "by_type", "by_scope", "edges")) -> dict[str, Any]:
+        columns = {"by_status": "status", "by_type": "type", "by_scope": "scope_hash"}
+        out: dict[str, Any] = {}
+        with self._lock:
+            for part in parts:
+                if part == "edges":
+                    out[part] = self._execute("SELECT count(*) FROM edges").fetchone()[0]
+                else:
+                    sql = f"SELECT {columns[part]}, count(*) FROM atoms GROUP BY 1"
+                    out[part] = {r[0]: r[1] for r in self._execute(sql)}
+        return out
+
+    def scope_names(self, scope_hashes: Sequence[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        with self._lock:
+            for h in dict.fromkeys(scope_hashes):
+                r = self._execute(
+                    "SELECT tenant_id, workspace, repository FROM atoms WHERE scope_hash = ? LIMIT 1", (h,)
+                ).fetchone()
+                if r is not None:
+                    out[h] = Scope.model_construct(tenant_id=r[0], workspace=r[1], repository=r[2]).name
+        return out
+
+    def entity_mentions(
+        self, entity_ids: Sequence[str], *, per_entity: int, exclude_scopes: Sequence[str] = ()
+    ) -> list[tuple[str, str]]:
+        excluded = f" AND a.scope_hash NOT IN ({_placeholders(exclude_scopes)})" if exclude_scopes else ""
+        out: list[tuple[str, str]] = []
+        with self._lock:
+            for entity_id in entity_ids:  # newest mentions first: edges_dst orders by rowid within an entity
+                rows = self._execute(
+                    "SELECT e.src FROM edges e JOIN atoms a ON a.id = e.src WHERE e.dst = ? AND e.kind = 'mentions'"
+                    f" AND a.status = 'active'{excluded} ORDER BY e.rowid DESC LIMIT ?",
+                    (entity_id, *exclude_scopes, per_entity),
+                ).fetchall()
+                out += [(entity_id, r[0]) for r in rows]
+        return out
+
+    def growth(self, since: datetime) -> list[tuple[str, int]]:
+        with self._lock:
+            rows = self._execute(
+                "SELECT substr(created_at, 1, 10), count(*) FROM atoms WHERE created_at >= ? GROUP BY 1 ORDER BY 1",
+                (_iso(since),),
+            ).fetchall()
+        return [(r[0], int(r[1])) for r in rows]
+
+    def log_recall(self, scope_hash: str, hit_ids: Sequence[str]) -> None:
+        with self._lock:
+            try:
+                self._execute(
+                    "INSERT INTO recalls (at, scope_hash, hits) VALUES (?,?,?)",
+                    (now_iso(), scope_hash, json.dumps(list(hit_ids))),
+                )
+            except sqlite3.OperationalError:
+                pass  # busy: the log is a hint, never worth failing a read
+
+    def recalls(self, *, scope_hashes: Sequence[str], since: datetime, until: datetime | None,
+                limit: int) -> list[dict[str, Any]]:  # fmt: skip
+        sql = f"SELECT at, scope_hash, hits FROM recalls WHERE scope_hash IN ({_placeholders(scope_hashes)}) AND at >= ?"
+        params: list[Any] = [*scope_hashes, _iso(since)]
+        if until is not None:
+            sql += " AND at <= ?"
+            params.append(_iso(until))
+        with self._lock:
+            rows = self._execute(sql + " ORDER BY at DESC, id DESC LIMIT ?", (*params, limit)).fetchall()
+        return [{"at": _parse_time(r[0]), "scope_hash": r[1], "hits": json.loads(r[2])} for r in rows]
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,236 @@
+"""The console's guard: token, cookie, Host/Origin checks, CSRF and security headers.
+
+Rules (the same as the MCP HTTP transport's, kept here until the two are unified):
+- loopback by default; binding any other address needs `MEMORYD_TOKEN` (at least 32 characters);
+- every request carries the token: `?token=` once (answered with an HttpOnly, SameSite=Strict
+  cookie and a redirect that drops it from the address bar), then the cookie, or an
+  `Authorization: Bearer` header (scripts, benchmarks); compared in constant time;
+- the Host header must name the address the console serves (DNS rebinding);
+- a state-changing request (anything but GET/HEAD/OPTIONS) must come from the console's own
+  origin (Origin, else Referer; `Sec-Fetch-Site` must not say cross-site) and carry the CSRF
+  token (url-encoded form field `_csrf`, or header `X-CSRF-Token`), checked here for every route;
+- every response says `Content-Security-Policy: default-src 'none'; script-src 'self'; …`:
+  no inline script or style, nothing from the network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import secrets
+from collections.abc import Iterable
+from http.cookies import CookieError, SimpleCookie
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from starlette.datastructures import Headers
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+__all__ = [
+    "CSP", "CSRF_FIELD", "CSRF_HEADER", "MIN_TOKEN_CHARS", "ConsoleGuard", "TokenError", "allowed_hosts",
+    "derive", "is_loopback", "new_token", "resolve_token", "same",
+]  # fmt: skip
+
+MIN_TOKEN_CHARS = 32
+CSRF_FIELD = "_csrf"
+CSRF_HEADER = "x-csrf-token"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+MAX_FORM_BYTES = 1 << 20  # a memory is at most MEMORYD_MAX_CONTENT_CHARS; forms never need more
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "font-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    # same-origin, not no-referrer: with no-referrer browsers send `Origin: null` on form posts.
+    (b"referrer-policy", b"same-origin"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+    (b"cache-control", b"no-store"),
+]
+
+
+class TokenError(ValueError):
+    """The console may not start with this address and token."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def resolve_token(host: str, env_token: str | None) -> str:
+    """The token to serve with: `MEMORYD_TOKEN` when set (≥ 32 characters), else a new one.
+
+    Raises TokenError when binding a non-loopback address without `MEMORYD_TOKEN`, or when the
+    given token is too short.
+    """
+    if env_token is not None and env_token != "":
+        if len(env_token) < MIN_TOKEN_CHARS:
+            raise TokenError(f"MEMORYD_TOKEN is {len(env_token)} characters; use at least {MIN_TOKEN_CHARS}")
+        return env_token
+    if not is_loopback(host):
+        raise TokenError(
+            f"binding {host} needs MEMORYD_TOKEN set (at least {MIN_TOKEN_CHARS} characters); "
+            "every request must then carry it"
+        )
+    return new_token()
+
+
+def same(given: str | None, expected: str) -> bool:
+    """Constant-time comparison of a presented secret with the expected one."""
+    if not given:
+        return False
+    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), expected.encode())
+
+
+def derive(token: str, purpose: str) -> str:
+    """A value bound to the token for one purpose (cookie, csrf): knowing it does not reveal the token."""
+    return hmac.new(token.encode(), f"memoryd-ui:{purpose}".encode(), hashlib.sha256).hexdigest()
+
+
+def allowed_hosts(host: str, port: int | None) -> set[str]:
+    """Host header values the console answers to: the bound address, and loopback names when loopback."""
+    names = {host} | ({"127.0.0.1", "localhost", "[::1]"} if is_loopback(host) else set())
+    names = {f"[{n}]" if ":" in n and not n.startswith("[") else n for n in names}
+    if port is None:
+        return names
+    return {f"{n}:{port}" for n in names} | ({n for n in names} if port == 80 else set())
+
+
+class ConsoleGuard:
+    """ASGI middleware in front of the console app (see the module docstring for the rules)."""
+
+    def __init__(self, app: ASGIApp, *, token: str, hosts: Iterable[str], cookie_name: str = "memoryd_ui") -> None:
+        self.app = app
+        self.token = token
+        self.hosts = frozenset(h.lower() for h in hosts)
+        self.cookie_name = cookie_name
+        self.cookie_value = derive(token, "cookie")
+        self.csrf = derive(token, "csrf")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                present = {k.lower() for k, _ in message.get("headers", [])}
+                message["headers"] = [*message.get("headers", []),
+                                      *[(k, v) for k, v in SECURITY_HEADERS if k not in present]]  # fmt: skip
+            await send(message)
+
+        response = self._check(scope)
+        if response is None and scope["method"] not in SAFE_METHODS:
+            response, receive = await self._check_csrf(scope, receive)
+        if response is not None:
+            await response(scope, receive, send_with_headers)
+            return
+        scope.setdefault("state", {})["csrf"] = self.csrf
+        await self.app(scope, receive, send_with_headers)
+
+    async def _check_csrf(self, scope: Scope, receive: Receive) -> tuple[Response | None, Receive]:
+        """The CSRF token from the header, or from the url-encoded form (whose body is then replayed)."""
+        headers = Headers(scope=scope)
+        if same(headers.get(CSRF_HEADER), self.csrf):
+            return None, receive
+        if not headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
+            return _refuse(403, "missing CSRF token: send the form from the console page"), receive
+        body = b""
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return _refuse(400, "the request ended early"), receive
+            body += message.get("body", b"")
+            if len(body) > MAX_FORM_BYTES:
+                return _refuse(413, f"form larger than {MAX_FORM_BYTES} bytes"), receive
+            if not message.get("more_body"):
+                break
+        fields = parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True)
+        given = [v for k, v in fields if k == CSRF_FIELD]
+        if len(given) != 1 or not same(given[0], self.csrf):
+            return _refuse(403, "missing or wrong CSRF token: reload the console page and send the form again"), receive
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return None, replay
+
+    def _check(self, scope: Scope) -> Response | None:
+        headers = Headers(scope=scope)
+        host = headers.get("host", "").lower()
+        if host not in self.hosts:
+            return _refuse(400, f"memoryd ui does not answer to Host {host or '(none)'}; open the address it printed")
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
+        if "token" in query:
+            if not same(query["token"], self.token):
+                return _refuse(401, "the token in the address is wrong; open the address memoryd ui printed")
+            rest = urlencode([(k, v) for k, v in parse_qsl(scope["query_string"].decode("latin-1"),
+                                                           keep_blank_values=True) if k != "token"])  # fmt: skip
+            target = scope["path"] or "/"  # the full path (Starlette keeps root_path inside path)
+            redirect = RedirectResponse(target + (f"?{rest}" if rest else ""), status_code=303)
+            redirect.set_cookie(self.cookie_name, self.cookie_value, httponly=True, samesite="strict",
+                                path=scope.get("root_path") or "/")  # fmt: skip
+            return redirect
+        if not self._authenticated(headers):
+            return _refuse(401, "this console needs its token: open the address memoryd ui printed at start")
+        if scope["method"] not in SAFE_METHODS:
+            problem = self._cross_site(headers)
+            if problem:
+                return _refuse(403, problem)
+        return None
+
+    def _authenticated(self, headers: Headers) -> bool:
+        auth = headers.get("authorization", "")
+        if auth.lower().startswith("bearer ") and same(auth[7:].strip(), self.token):
+            return True
+        cookie = SimpleCookie()
+        try:
+            cookie.load(headers.get("cookie", ""))
+        except CookieError:  # a malformed Cookie header is simply not a credential
+            return False
+        morsel = cookie.get(self.cookie_name)
+        return morsel is not None and same(morsel.value, self.cookie_value)
+
+    def _cross_site(self, headers: Headers) -> str | None:
+        site = headers.get("sec-fetch-site")
+        if site is not None and site not in ("same-origin", "none"):
+            return f"cross-site request refused (Sec-Fetch-Site: {site})"
+        origin = headers.get("origin")
+        if origin is None:
+            referer = headers.get("referer")
+            if not referer:
+                return "cross-site request refused: no Origin or Referer header"
+            parts = urlsplit(referer)
+            origin = f"{parts.scheme}://{parts.netloc}"
+        parts = urlsplit(origin)
+        if parts.scheme not in ("http", "https") or parts.netloc.lower() not in self.hosts:
+            return f"cross-site request refused: Origin {origin} is not this console"
+        return None
+
+
+def _refuse(status: int, message: str) -> Response:
+    from html import escape
+
+    body = (
+        "<!doctype html><html lang=en><head><meta charset=utf-8><title>memoryd ui</title></head>"
+        f"<body><h1>{status}</h1><p class=error>{escape(message)}</p></body></html>"
+    )
+    return HTMLResponse(body, status_code=status)
