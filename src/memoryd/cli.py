@@ -12,13 +12,32 @@ import typer
 
 from .errors import EXIT_CODES, MemorydError
 
+# Plain click help (rich_markup_mode=None): typer's rich help prints a type such as `<bool>` beside
+# every flag, which takes no value.
+_PLAIN = {"rich_markup_mode": None, "no_args_is_help": True}
 app = typer.Typer(
     name="memoryd",
     help="Local-first long-term memory for AI coding agents.",
-    no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    **_PLAIN,  # type: ignore[arg-type]
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        typer.echo(f"memoryd {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", is_eager=True,
+                                          callback=_print_version)] = False,  # fmt: skip
+) -> None:
+    """Local-first long-term memory for AI coding agents."""
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 CwdOpt = Annotated[Path | None, typer.Option("--cwd", help="Act for this directory's scope (default: here).")]
@@ -283,9 +302,9 @@ def import_(
     _emit(data, json_, human)
 
 
-vault_app = typer.Typer(help="The markdown vault: one file per active memory.", no_args_is_help=True)
+vault_app = typer.Typer(help="The markdown vault: one file per active memory.", **_PLAIN)  # type: ignore[arg-type]
 scope_app = typer.Typer(help="Scopes: which project you are in, sensitive scopes and read grants.",
-                        no_args_is_help=True)  # fmt: skip
+                        **_PLAIN)  # type: ignore[arg-type]  # fmt: skip
 app.add_typer(vault_app, name="vault")
 app.add_typer(scope_app, name="scope")
 
@@ -428,8 +447,8 @@ def doctor(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
 
 
 install_app = typer.Typer(help="Register memoryd with an agent: its MCP server, and (Claude Code) its hooks.",
-                          no_args_is_help=True)  # fmt: skip
-uninstall_app = typer.Typer(help="Take out exactly what `memoryd install` added.", no_args_is_help=True)
+                          **_PLAIN)  # type: ignore[arg-type]  # fmt: skip
+uninstall_app = typer.Typer(help="Take out exactly what `memoryd install` added.", **_PLAIN)  # type: ignore[arg-type]
 app.add_typer(install_app, name="install")
 app.add_typer(uninstall_app, name="uninstall")
 

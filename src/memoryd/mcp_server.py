@@ -78,20 +78,44 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _preflight() -> None:
+    """Refuse to start on a configuration this install cannot serve (bad MEMORYD_* value, missing extra),
+    with the reason on stderr, rather than fail every tool call later."""
+    from pydantic import ValidationError
+
+    from .config import Settings
+    from .errors import MemorydError
+    from .extras import check_settings
+
+    try:
+        check_settings(Settings())
+    except ValidationError as exc:
+        problems = "; ".join(f"MEMORYD_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
+        sys.exit(f"memoryd-mcp: {problems}")
+    except MemorydError as exc:
+        sys.exit(f"memoryd-mcp: {exc.message}")
+
+
 def main(argv: list[str] | None = None) -> None:
+    from . import __version__
+
+    agent, admin = len(mem.AGENT_TOOLS), len(mem.ADMIN_TOOLS)
     parser = argparse.ArgumentParser(prog="memoryd-mcp", description="Serve memoryd over MCP (stdio by default).")
+    parser.add_argument("--version", action="version", version=f"memoryd-mcp {__version__}")
     parser.add_argument(
         "--profile", choices=PROFILES, default="memoryd",
-        help="tool surface: memoryd (22 mem_* tools, default) or hmg (6 memory_* tools)",
+        help=f"tool surface: memoryd ({agent} mem_* tools, {agent + admin} with --admin; the default) or hmg "
+             f"({len(hmg.TOOL_NAMES)} memory_* tools)",
     )  # fmt: skip
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8766, help="HTTP port (default: 8766)")
     parser.add_argument(
         "--admin", action="store_true", default=os.environ.get("MEMORYD_MCP_ADMIN") == "1",
-        help="also register admin tools (or MEMORYD_MCP_ADMIN=1)",
+        help=f"also register the {admin} admin tools (or MEMORYD_MCP_ADMIN=1)",
     )  # fmt: skip
     args = parser.parse_args(argv)
+    _preflight()
     mcp = build_server(args.profile, include_admin=args.admin)
     if args.transport == "stdio":
         mcp.run("stdio")

@@ -123,6 +123,9 @@ class EngineCore:
         settings = settings or Settings()
         store: Store
         if settings.db and settings.db.startswith(("postgresql://", "postgres://")):
+            from ..extras import require
+
+            require("postgres", "MEMORYD_DB=postgresql://…")
             from ..storage.postgres import PostgresStore  # psycopg loads only when PostgreSQL is used
 
             store = PostgresStore(settings.db, busy_timeout_ms=settings.busy_timeout_ms)
