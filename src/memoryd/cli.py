@@ -459,7 +459,8 @@ ClaudeScopeOpt = Annotated[str, typer.Option(
 ProjectOpt = Annotated[Path | None, typer.Option("--project-dir", help="The project (default: here).")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")]
 CommandOpt = Annotated[str | None, typer.Option(
-    "--command", help="The memoryd-mcp executable to register (default: the one next to this memoryd).")]
+    "--command", help="The memoryd-mcp executable to register (default: for a user-scope file the one next to "
+                      "this memoryd, for a shared project file `memoryd-mcp` on PATH).")]
 CodexHomeOpt = Annotated[Path | None, typer.Option(
     "--codex-home", help="Codex's folder (default: $CODEX_HOME, else ~/.codex).")]  # fmt: skip
 
@@ -479,11 +480,13 @@ def install_claude_cmd(
     project_dir: ProjectOpt = None,
     command: CommandOpt = None,
     hook_command: Annotated[str | None, typer.Option(
-        "--hook-command", help="Shell prefix the hooks run as `<prefix> hook <event>` (default: this memoryd).")] = None,
+        "--hook-command", help="Shell prefix the hooks run as `<prefix> hook <event>` (default: user scope this "
+                               "memoryd, project scope `memoryd` on PATH).")] = None,
     dry_run: DryRunOpt = False,
     json_: JsonOpt = False,
 ) -> None:
-    """Add the MCP server and the SessionStart / PreToolUse / SessionEnd / PreCompact hooks to Claude Code."""
+    """Add the MCP server and the SessionStart / UserPromptSubmit / PreToolUse / SessionEnd / PreCompact hooks
+    to Claude Code. Project scope writes only commands on PATH (memoryd-mcp, memoryd) into the shared files."""
     from .install import install_claude
 
     _report(lambda: install_claude(scope, profile, home=Path.home(), project_dir=project_dir or Path.cwd(),  # type: ignore[arg-type]
@@ -529,6 +532,72 @@ def uninstall_codex_cmd(
     _report(lambda: uninstall_codex(Path.home(), codex_home, profile, dry_run=dry_run), json_)  # type: ignore[arg-type]
 
 
+@install_app.command("claude-desktop")
+def install_claude_desktop_cmd(
+    profile: ProfileOpt = "memoryd",
+    project_dir: Annotated[Path | None, typer.Option(
+        "--project-dir", help="The folder whose scope Claude Desktop's memoryd serves (default: your home).")] = None,
+    config: Annotated[Path | None, typer.Option(
+        "--config", help="claude_desktop_config.json to edit (default: Claude Desktop's, for this OS).")] = None,
+    command: CommandOpt = None,
+    dry_run: DryRunOpt = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Add memoryd to Claude Desktop's mcpServers (claude_desktop_config.json)."""
+    from .install import install_claude_desktop
+
+    _report(lambda: install_claude_desktop(profile, home=Path.home(), config_path=config, project_dir=project_dir,  # type: ignore[arg-type]
+                                           command=command, dry_run=dry_run), json_)  # fmt: skip
+
+
+@uninstall_app.command("claude-desktop")
+def uninstall_claude_desktop_cmd(
+    profile: ProfileOpt = "memoryd",
+    config: Annotated[Path | None, typer.Option("--config", help="claude_desktop_config.json to edit.")] = None,
+    dry_run: DryRunOpt = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Remove memoryd from Claude Desktop's mcpServers."""
+    from .install import uninstall_claude_desktop
+
+    _report(lambda: uninstall_claude_desktop(profile, home=Path.home(), config_path=config, dry_run=dry_run), json_)  # type: ignore[arg-type]
+
+
+CursorScopeOpt = Annotated[str, typer.Option(
+    "--scope", help="user: ~/.cursor/mcp.json; project: <dir>/.cursor/mcp.json (shared: memoryd-mcp on PATH).")]
+
+
+@install_app.command("cursor")
+def install_cursor_cmd(
+    scope: CursorScopeOpt = "user",
+    profile: ProfileOpt = "memoryd",
+    project_dir: ProjectOpt = None,
+    command: CommandOpt = None,
+    dry_run: DryRunOpt = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Add memoryd to Cursor's mcp.json, its scope following the open project (${workspaceFolder})."""
+    from .install import install_cursor
+
+    _report(lambda: install_cursor(scope, profile, home=Path.home(), project_dir=project_dir or Path.cwd(),  # type: ignore[arg-type]
+                                   command=command, dry_run=dry_run), json_)  # fmt: skip
+
+
+@uninstall_app.command("cursor")
+def uninstall_cursor_cmd(
+    scope: CursorScopeOpt = "user",
+    profile: ProfileOpt = "memoryd",
+    project_dir: ProjectOpt = None,
+    dry_run: DryRunOpt = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Remove memoryd from Cursor's mcp.json."""
+    from .install import uninstall_cursor
+
+    _report(lambda: uninstall_cursor(scope, profile, home=Path.home(), project_dir=project_dir or Path.cwd(),  # type: ignore[arg-type]
+                                     dry_run=dry_run), json_)  # fmt: skip
+
+
 @app.command()
 def migrate(
     from_: Annotated[str, typer.Option("--from", help="sqlite:///path/to/memoryd.db (or a data root).")],
@@ -562,7 +631,8 @@ def migrate(
 
 
 @app.command("hook")
-def hook(event: Annotated[str, typer.Argument(help="session-start | pre-tool-use | session-end | pre-compact")]) -> None:
+def hook(event: Annotated[str, typer.Argument(
+        help="session-start | user-prompt-submit | pre-tool-use | session-end | pre-compact")]) -> None:
     """Run one Claude Code hook: its JSON on stdin, its answer on stdout; always exits 0 (errors go to hooks.log)."""
     from . import hooks
 

@@ -36,6 +36,14 @@ class Settings(BaseSettings):
         0.6, description="DURA average below which an agent save waits for review (memoryd profile)."
     )
     brief_max_chars: int = Field(4000, description="Upper bound on the size of the agent brief.")
+    prompt_context_tokens: int = Field(
+        600, ge=0, le=20_000,
+        description="UserPromptSubmit hook: token budget (estimated, memoryd.injected) of the memories added to a "
+                    "prompt; 0 turns the recall off.",
+    )  # fmt: skip
+    prompt_min_score: float = Field(
+        0.5, ge=0.0, le=1.0, description="UserPromptSubmit hook: only memories scoring at least this are added."
+    )
     ann_min: int = Field(
         20_000, ge=1,
         description="SQLite: live vectors before an HNSW graph (saved next to the database) speeds up search.",

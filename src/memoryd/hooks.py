@@ -1,16 +1,25 @@
 """Claude Code hooks: `memoryd hook <event>` (or `python -m memoryd.hooks <event>`), JSON on stdin.
 
 Input (every event): `session_id`, `transcript_path`, `cwd`, `hook_event_name`; PreToolUse
-adds `tool_name`, `tool_input`; SessionStart `source`; SessionEnd `reason`; PreCompact `trigger`.
+adds `tool_name`, `tool_input`; UserPromptSubmit `prompt`; SessionStart `source`; SessionEnd
+`reason`; PreCompact `trigger`.
 
 - `session-start`: the agent brief for the scope of `cwd` (latest handoff, constraints,
   preferences, recent decisions, pending-review count; a short guide on an empty store) as
   `{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": …}}`, at most
   `brief_max_chars` characters. A sensitive scope without a grant gets a notice, not its memories.
-- `pre-tool-use`: for memoryd's own tools (`mcp__memoryd__*`, `mcp__hmg__*`) the scope inferred
-  from `cwd` replaces whatever the agent passed, through
-  `{"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": {…whole input…}}}`
-  (no `permissionDecision`: the user's permission rules still apply). Other tools: no output.
+  The memories shown are recorded as injected in this session (`memoryd.injected`).
+- `user-prompt-submit`: the memories most relevant to the prompt (hybrid recall over this
+  repository and the global scope, score ≥ `prompt_min_score`), those not injected yet in this
+  session, within `prompt_context_tokens` estimated tokens, as `additionalContext`. Nothing for a
+  sensitive scope without a grant, an empty prompt or a budget of 0.
+- `pre-tool-use`: every handler in `PRE_TOOL_USE` whose matcher takes the tool runs, and their
+  answers merge into one `hookSpecificOutput` (see `ToolHandler`). memoryd's own handler pins the
+  scope of its scoped memory tools (`mcp__memoryd__*`, `mcp__hmg__*`) to the one inferred from
+  `cwd`: `updatedInput` (the whole input) paired with `permissionDecision` — "allow" (Claude
+  Code's documented pairing to apply a rewrite; the user's deny and ask rules still win, checked
+  with the real CLI in tests/clients/test_claude_code_hooks.py), "ask" for the destructive
+  `memory_govern` (the person confirms the rewritten input). Other tools: no output.
 - `session-end`, `pre-compact`: the transcript becomes observations held for review, plus a
   handoff at session end when the session wrote none (`Engine.observe_transcript`). The work is
   handed to a detached worker process so the hook returns at once: Claude Code gives SessionEnd
@@ -44,6 +53,7 @@ __all__ = ["EVENTS", "HookOutput", "main", "run_hook"]
 # memoryd hook name -> Claude Code event name
 EVENTS: dict[str, str] = {
     "session-start": "SessionStart",
+    "user-prompt-submit": "UserPromptSubmit",
     "pre-tool-use": "PreToolUse",
     "session-end": "SessionEnd",
     "pre-compact": "PreCompact",
@@ -53,6 +63,7 @@ _ALIASES = {**{k: k for k in EVENTS}, **{v.lower(): k for k, v in EVENTS.items()
 # Budgets stay below the timeouts `memoryd install` declares (10 s, 5 s): answer late rather than never,
 # give up rather than make the agent wait.
 SESSION_START_BUDGET = 6.0
+USER_PROMPT_BUDGET = 6.0  # opens the store and the embedding model (~1.5 s) in a fresh process
 PRE_TOOL_USE_BUDGET = 3.0
 WORKER_BUDGET = 30.0  # the detached observation worker's own bound (then a hard stop at WORKER_HARD_STOP)
 WORKER_HARD_STOP = 120
@@ -64,13 +75,33 @@ HMG_SCOPED = frozenset({"memory_memorize", "memory_recall", "memory_correct", "m
 MEM_SCOPED = frozenset({"mem_save", "mem_search", "mem_timeline", "mem_session_start", "mem_capture_passive",
                         "mem_request_sensitive_read"})  # fmt: skip
 MEM_REVIEW_SCOPED = frozenset({"mem_review_pending", "mem_promote"})  # "global" = every scope (their default)
+DESTRUCTIVE_SCOPED = frozenset({"memory_govern"})  # destructiveHint: the person confirms (permissionDecision "ask")
 SERVERS = ("memoryd", "hmg")
+# Types the prompt recall leaves out: session records are bookkeeping, the brief shows the handoff.
+PROMPT_SKIP_TYPES = frozenset({"session", "handoff"})
 
 
 @dataclass(frozen=True)
 class HookOutput:
     stdout: str = ""
     exit_code: int = 0
+
+
+@dataclass(frozen=True)
+class ToolHandler:
+    """One PreToolUse handler. `matches(tool_name)` picks the calls it sees; `run(payload, settings)`
+    returns `hookSpecificOutput` fields (`updatedInput`, `permissionDecision`,
+    `permissionDecisionReason`, `additionalContext`) or None.
+
+    Handlers run in `PRE_TOOL_USE` order; a later one sees the `tool_input` an earlier one updated.
+    Their answers merge: the last `updatedInput`, the strictest `permissionDecision` (deny > ask >
+    allow), every `additionalContext` joined. A handler that injects memories claims them in the
+    session's `InjectedRecord` first (see `_claim`), as the prompt recall does.
+    """
+
+    name: str
+    matches: Callable[[str], bool]
+    run: Callable[[dict[str, Any], Settings | None], dict[str, Any] | None]
 
 
 class _NoEmbedder:
@@ -171,9 +202,11 @@ def run_hook(
         log(settings, name, f"bad hook input: {exc}")
         return HookOutput()
     if name == "pre-tool-use":
-        return _bounded(lambda: _pre_tool_use(payload), PRE_TOOL_USE_BUDGET, settings, name)
+        return _bounded(lambda: _pre_tool_use(payload, settings), PRE_TOOL_USE_BUDGET, settings, name)
     if name == "session-start":
         return _bounded(lambda: _session_start(payload, settings, embedder), SESSION_START_BUDGET, settings, name)
+    if name == "user-prompt-submit":
+        return _bounded(lambda: _user_prompt(payload, settings, embedder), USER_PROMPT_BUDGET, settings, name)
     if defer is None:
         defer = os.environ.get("MEMORYD_HOOK_DEFER", "1").strip().lower() not in ("0", "false", "no")
     if defer:
@@ -249,8 +282,92 @@ def _session_start(payload: dict[str, Any], settings: Settings | None, embedder:
                 tail = _pending_line(body, brief.pending_review)
                 body = f"{body}\n{tail}" if body else tail
     context = _fit(f"[memoryd · {scope.name}]", body, settings.brief_max_chars, tail)
+    if not locked and payload.get("session_id"):  # what the brief showed is not injected again this session
+        shown = [a.id for a in (*([brief.handoff] if brief.handoff else []), *brief.constraints, *brief.preferences,
+                                *brief.decisions) if a.content[:60] in context]  # fmt: skip
+        _claim(settings, payload, shown, "session-start")
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}},
                       ensure_ascii=False)  # fmt: skip
+
+
+# -- the session's injected memories (shared by every hook that injects some) ----------------------------
+
+
+def _claim(settings: Settings | None, payload: dict[str, Any], ids: list[str], by: str) -> list[str]:
+    """The ids of `ids` not yet injected in this session, now recorded as injected (all of them when the
+    hook input names no session)."""
+    session_id = payload.get("session_id")
+    if not isinstance(session_id, str) or not session_id.strip():
+        return ids
+    from .injected import InjectedRecord
+
+    return InjectedRecord(_home(settings), session_id).claim(ids, by)
+
+
+def _already_injected(settings: Settings | None, payload: dict[str, Any]) -> set[str]:
+    session_id = payload.get("session_id")
+    if not isinstance(session_id, str) or not session_id.strip():
+        return set()
+    from .injected import InjectedRecord
+
+    return InjectedRecord(_home(settings), session_id).ids()
+
+
+# -- user-prompt-submit -------------------------------------------------------------------------------------
+
+
+_PROMPT_HEADER = {
+    "en": "[memoryd · {scope}] memories relevant to this prompt:",
+    "zh": "[memoryd · {scope}] 与这条提示相关的记忆：",
+    "zh-Hant": "[memoryd · {scope}] 與這條提示相關的記憶：",
+}
+
+
+def _user_prompt(payload: dict[str, Any], settings: Settings | None, embedder: Embedder | None) -> str:
+    from .config import Settings
+    from .engine import Engine
+    from .errors import AuthorizationRequired
+    from .injected import estimate_tokens
+    from .models import ATOM_TYPES
+
+    settings = settings or Settings()
+    prompt = payload.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip() or settings.prompt_context_tokens <= 0:
+        return ""
+    prompt = prompt.strip()[:2000]  # a pasted log is not a query; its start says what it is about
+    types = [t for t in ATOM_TYPES if t not in PROMPT_SKIP_TYPES]
+    with Engine.open(settings, cwd=_cwd(payload), embedder=embedder, enforce_sensitive=True) as engine:
+        try:
+            hits = engine.recall(prompt, max_results=20, types=types).hits
+        except AuthorizationRequired:
+            return ""  # a sensitive scope without a grant: nothing, and no notice on every prompt
+        scope_name = engine.scope.name
+    seen = _already_injected(settings, payload)
+    header = _PROMPT_HEADER[_language(prompt)].format(scope=scope_name)
+    budget = settings.prompt_context_tokens - estimate_tokens(header)
+    chosen: list[tuple[str, str]] = []
+    for hit in hits:
+        if hit.score < settings.prompt_min_score or hit.atom.id in seen:
+            continue
+        line = f"- ({hit.atom.type}, {hit.atom.id}) {' '.join(hit.atom.content.split())}"
+        cost = estimate_tokens(line) + 1
+        if cost > budget:
+            continue  # a shorter, less relevant one may still fit
+        chosen.append((hit.atom.id, line))
+        budget -= cost
+    fresh = set(_claim(settings, payload, [i for i, _ in chosen], "user-prompt-submit"))
+    lines = [line for i, line in chosen if i in fresh]
+    if not lines:
+        return ""
+    context = "\n".join([header, *lines])
+    return json.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context}},
+                      ensure_ascii=False)  # fmt: skip
+
+
+def _language(text: str) -> str:
+    from .engine.observations import _language as detect
+
+    return detect(text)
 
 
 # -- pre-tool-use -------------------------------------------------------------------------------------------
@@ -265,18 +382,24 @@ def _split_tool(tool_name: str) -> tuple[str, str] | None:
     return server, tool
 
 
-def _pre_tool_use(payload: dict[str, Any]) -> str:
+def _is_scoped_memory_tool(tool_name: str) -> bool:
+    parts = _split_tool(tool_name)
+    return parts is not None and parts[1] in HMG_SCOPED | MEM_SCOPED | MEM_REVIEW_SCOPED
+
+
+def _pin_scope(payload: dict[str, Any], settings: Settings | None) -> dict[str, Any] | None:
+    """memoryd's scoped tools: the scope inferred from `cwd` replaces what the agent passed."""
     parts = _split_tool(str(payload.get("tool_name") or ""))
     if parts is None:
-        return ""
+        return None
     _, tool = parts
     given = payload.get("tool_input")
     tool_input: dict[str, Any] = dict(given) if isinstance(given, dict) else {}
     updated = dict(tool_input)
-    if tool in HMG_SCOPED:
-        from .scope import infer_scope
+    from .scope import infer_scope
 
-        s = infer_scope(_cwd(payload))
+    s = infer_scope(_cwd(payload))
+    if tool in HMG_SCOPED:
         updated["scope"] = {"tenant_id": s.tenant_id, "workspace": s.workspace, "repository": s.repository,
                             "branch": s.branch}  # fmt: skip
     elif tool in MEM_SCOPED:
@@ -285,11 +408,43 @@ def _pre_tool_use(payload: dict[str, Any]) -> str:
         if "scope" in tool_input and tool_input["scope"] not in ("global", "auto"):
             updated["scope"] = "auto"  # a scope hash would name another repository
     else:
+        return None
+    decision = "ask" if tool in DESTRUCTIVE_SCOPED else "allow"
+    return {"updatedInput": updated, "permissionDecision": decision,
+            "permissionDecisionReason": f"memoryd: scope pinned to {s.name} (inferred from the working directory)"}  # fmt: skip
+
+
+# The PreToolUse handlers, in order. Another handler (e.g. memories anchored to the file a Read/Edit/Write
+# opens) is appended here, with its own matcher; `memoryd install` adds the matching hook entry.
+PRE_TOOL_USE: list[ToolHandler] = [ToolHandler("scope", _is_scoped_memory_tool, _pin_scope)]
+_STRICTNESS = {"deny": 3, "ask": 2, "allow": 1}
+
+
+def _pre_tool_use(payload: dict[str, Any], settings: Settings | None = None) -> str:
+    tool = str(payload.get("tool_name") or "")
+    merged: dict[str, Any] = {}
+    contexts: list[str] = []
+    for handler in PRE_TOOL_USE:
+        if not handler.matches(tool):
+            continue
+        out = handler.run(payload, settings)
+        if not out:
+            continue
+        if "updatedInput" in out:
+            merged["updatedInput"] = out["updatedInput"]
+            payload = {**payload, "tool_input": out["updatedInput"]}
+        decision = out.get("permissionDecision")
+        if decision in _STRICTNESS and _STRICTNESS[decision] >= _STRICTNESS.get(merged.get("permissionDecision", ""), 0):
+            merged["permissionDecision"] = decision
+            if out.get("permissionDecisionReason"):
+                merged["permissionDecisionReason"] = out["permissionDecisionReason"]
+        if out.get("additionalContext"):
+            contexts.append(out["additionalContext"])
+    if contexts:
+        merged["additionalContext"] = "\n\n".join(contexts)
+    if not merged:
         return ""
-    if updated == given:
-        return ""
-    return json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": updated}},
-                      ensure_ascii=False)  # fmt: skip
+    return json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", **merged}}, ensure_ascii=False)
 
 
 # -- session-end / pre-compact --------------------------------------------------------------------------------

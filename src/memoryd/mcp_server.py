@@ -107,6 +107,11 @@ def main(argv: list[str] | None = None) -> None:
         help=f"tool surface: memoryd ({agent} mem_* tools, {agent + admin} with --admin; the default) or hmg "
              f"({len(hmg.TOOL_NAMES)} memory_* tools)",
     )  # fmt: skip
+    parser.add_argument(
+        "--cwd", metavar="DIR",
+        help="infer the scope from DIR instead of the working directory (for clients that start servers "
+             "elsewhere: Claude Desktop, Cursor's ${workspaceFolder})",
+    )  # fmt: skip
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8766, help="HTTP port (default: 8766)")
@@ -116,7 +121,12 @@ def main(argv: list[str] | None = None) -> None:
     )  # fmt: skip
     args = parser.parse_args(argv)
     _preflight()
-    mcp = build_server(args.profile, include_admin=args.admin)
+    cwd = args.cwd
+    if cwd is not None and ("${" in cwd or not Path(cwd).is_dir()):
+        print(f"memoryd-mcp: --cwd {cwd!r} is not a directory (a client that does not expand the variable?); "
+              f"using the working directory {os.getcwd()}", file=sys.stderr)  # fmt: skip
+        cwd = None
+    mcp = build_server(args.profile, include_admin=args.admin, cwd=cwd)
     if args.transport == "stdio":
         mcp.run("stdio")
         return
