@@ -44,6 +44,11 @@ class Settings(BaseSettings):
     prompt_min_score: float = Field(
         0.5, ge=0.0, le=1.0, description="UserPromptSubmit hook: only memories scoring at least this are added."
     )
+    prompt_model_wait: float = Field(
+        2.5, ge=0.0, le=10.0,
+        description="UserPromptSubmit hook: seconds it waits for the embedding model (~1.5 s to load when the "
+                    "machine is quiet); past that, or at 0, its recall uses keyword and entity signals only.",
+    )  # fmt: skip
     ann_min: int = Field(
         20_000, ge=1,
         description="SQLite: live vectors before an HNSW graph (saved next to the database) speeds up search.",

@@ -11,8 +11,10 @@ adds `tool_name`, `tool_input`; UserPromptSubmit `prompt`; SessionStart `source`
   The memories shown are recorded as injected in this session (`memoryd.injected`).
 - `user-prompt-submit`: the memories most relevant to the prompt (hybrid recall over this
   repository and the global scope, score ≥ `prompt_min_score`), those not injected yet in this
-  session, within `prompt_context_tokens` estimated tokens, as `additionalContext`. Nothing for a
-  sensitive scope without a grant, an empty prompt or a budget of 0.
+  session, within `prompt_context_tokens` estimated tokens, as `additionalContext`. The hook waits
+  `prompt_model_wait` seconds for the embedding model; past that the recall uses keyword and
+  entity signals, and the score bar is scaled to what those can reach. Nothing for a sensitive
+  scope without a grant, an empty prompt or a budget of 0.
 - `pre-tool-use`: every handler in `PRE_TOOL_USE` whose matcher takes the tool runs, and their
   answers merge into one `hookSpecificOutput` (see `ToolHandler`). memoryd's own handler pins the
   scope of its scoped memory tools (`mcp__memoryd__*`, `mcp__hmg__*`) to the one inferred from
@@ -63,7 +65,7 @@ _ALIASES = {**{k: k for k in EVENTS}, **{v.lower(): k for k, v in EVENTS.items()
 # Budgets stay below the timeouts `memoryd install` declares (10 s, 5 s): answer late rather than never,
 # give up rather than make the agent wait.
 SESSION_START_BUDGET = 6.0
-USER_PROMPT_BUDGET = 6.0  # opens the store and the embedding model (~1.5 s) in a fresh process
+USER_PROMPT_BUDGET = 6.0  # the model wait (Settings.prompt_model_wait, ≤ 10 s) is cut to fit in it
 PRE_TOOL_USE_BUDGET = 3.0
 WORKER_BUDGET = 30.0  # the detached observation worker's own bound (then a hard stop at WORKER_HARD_STOP)
 WORKER_HARD_STOP = 120
@@ -102,6 +104,40 @@ class ToolHandler:
     name: str
     matches: Callable[[str], bool]
     run: Callable[[dict[str, Any], Settings | None], dict[str, Any] | None]
+
+
+class _NoVector(RuntimeError):
+    """The prompt recall goes on without a query vector (the engine then uses keyword and entity signals)."""
+
+    def __init__(self, message: str, *, expected: bool) -> None:
+        super().__init__(message)
+        self.expected = expected  # MEMORYD_PROMPT_MODEL_WAIT=0: nothing worth a log line
+
+
+class _DeadlineEmbedder:
+    """The configured model when it has loaded by `deadline` (time.monotonic()); otherwise queries fail
+    fast and the engine's recall goes on with its keyword and entity signals. `inner` None: never load it."""
+
+    def __init__(self, inner: Any, model: Any, deadline: float) -> None:
+        self._inner = inner
+        self._deadline = deadline
+        self.used = False  # whether the last query got a vector
+        self.name, self.dim = model.name, model.dim
+        self.cosine_floor, self.cosine_ceil = model.cosine_floor, model.cosine_ceil
+
+    def passages(self, texts: Any) -> Any:
+        raise RuntimeError("the prompt hook does not write")
+
+    def query(self, text: str) -> Any:
+        if self._inner is None:
+            raise _NoVector("MEMORYD_PROMPT_MODEL_WAIT=0: keyword and entity signals only", expected=True)
+        wait = getattr(self._inner, "wait", None)
+        if wait is not None and not wait(max(0.0, self._deadline - time.monotonic())):
+            raise _NoVector("the embedding model did not load within MEMORYD_PROMPT_MODEL_WAIT of the hook's start; "
+                            "this prompt's recall used keyword and entity signals only", expected=False)  # fmt: skip
+        vector = self._inner.query(text)
+        self.used = True
+        return vector
 
 
 class _NoEmbedder:
@@ -148,6 +184,34 @@ def log(settings: Settings | None, event: str, message: str) -> None:
             fh.write(f"{stamp} [{os.getpid()}] {event}: {message.rstrip()}\n")
     except Exception:  # noqa: BLE001, S110 - logging is best effort; a hook must never fail on it
         pass
+
+
+class _LogToFile:
+    """A `logging` handler for hook processes: memoryd's warnings go to hooks.log (one line, the exception's
+    message without its traceback), never to the agent's stderr."""
+
+    def __init__(self, event: str) -> None:
+        import logging
+
+        self.event = event
+        self.handler = logging.Handler(logging.WARNING)
+        self.handler.emit = self._emit  # type: ignore[method-assign]
+
+    def _emit(self, record: Any) -> None:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, _NoVector):  # the prompt recall's own fallback, not an error
+            if not exc.expected:
+                log(None, self.event, f"note: {exc}")
+            return
+        message = record.getMessage() + (f": {exc}" if exc is not None else "")
+        log(None, self.event, f"{record.levelname.lower()}: {message}")
+
+    def install(self) -> None:
+        import logging
+
+        logger = logging.getLogger("memoryd")
+        logger.addHandler(self.handler)
+        logger.propagate = False
 
 
 # -- running ---------------------------------------------------------------------------------------------
@@ -330,12 +394,20 @@ def _user_prompt(payload: dict[str, Any], settings: Settings | None, embedder: E
     from .injected import estimate_tokens
     from .models import ATOM_TYPES
 
+    started = time.monotonic()
     settings = settings or Settings()
+    deadline = started + min(settings.prompt_model_wait, USER_PROMPT_BUDGET - 2.0)
     prompt = payload.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip() or settings.prompt_context_tokens <= 0:
         return ""
     prompt = prompt.strip()[:2000]  # a pasted log is not a query; its start says what it is about
     types = [t for t in ATOM_TYPES if t not in PROMPT_SKIP_TYPES]
+    if embedder is None:
+        from .search.embed import MODELS, HashEmbedder, make_embedder
+
+        model = MODELS.get(settings.embedder, HashEmbedder)
+        inner = make_embedder(settings.embedder) if settings.prompt_model_wait > 0 else None
+        embedder = _DeadlineEmbedder(inner, model, deadline)  # type: ignore[assignment]
     with Engine.open(settings, cwd=_cwd(payload), embedder=embedder, enforce_sensitive=True) as engine:
         try:
             hits = engine.recall(prompt, max_results=20, types=types).hits
@@ -343,11 +415,17 @@ def _user_prompt(payload: dict[str, Any], settings: Settings | None, embedder: E
             return ""  # a sensitive scope without a grant: nothing, and no notice on every prompt
         scope_name = engine.scope.name
     seen = _already_injected(settings, payload)
+    floor = settings.prompt_min_score
+    if isinstance(embedder, _DeadlineEmbedder) and not embedder.used:
+        # Without a vector the fused score tops out at the keyword weight: scale the bar the same way.
+        from .search import fusion
+
+        floor *= fusion.fuse({"keyword": 1.0, "semantic": 0.0, "entity": 0.0})
     header = _PROMPT_HEADER[_language(prompt)].format(scope=scope_name)
     budget = settings.prompt_context_tokens - estimate_tokens(header)
     chosen: list[tuple[str, str]] = []
     for hit in hits:
-        if hit.score < settings.prompt_min_score or hit.atom.id in seen:
+        if hit.score < floor or hit.atom.id in seen:
             continue
         line = f"- ({hit.atom.type}, {hit.atom.id}) {' '.join(hit.atom.content.split())}"
         cost = estimate_tokens(line) + 1
@@ -533,6 +611,7 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["hook"]:  # `python -m memoryd.hooks hook <event>`, as `memoryd install --hook-command` writes it
         args = args[1:]
     event = args[0] if args else ""
+    _LogToFile(event).install()
     if worker:  # the detached observation worker: bounded on its own
         import signal
 

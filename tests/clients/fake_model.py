@@ -2,10 +2,12 @@
 offline: the model is the outside world, everything else (Claude Code, its hooks, memoryd's MCP server)
 is real.
 
-`ScriptedModel(tool, tool_input)` answers the first request of the conversation that carries the
-prompt with one `tool_use` of `tool`, records the `tool_result` Claude Code sends back (the output of
-the real tool call), then ends the turn with a short text. Any other request (a title, a quota probe)
-gets a plain text answer. Streaming (SSE) and non-streaming requests are both served.
+`ScriptedModel(prompt, tool, tool_input)` answers the first request of the conversation that carries
+the prompt with one `tool_use` of `tool`, records the `tool_result` Claude Code sends back (the
+output of the real tool call), then ends the turn with a short text; with no tool it just answers.
+Any other request (a title, a quota probe) gets a plain text answer. Every request is kept in
+`requests`, so a test can read what reached the model (hook context included). Streaming (SSE) and
+non-streaming requests are both served.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ __all__ = ["ScriptedModel", "serve"]
 
 
 class ScriptedModel:
-    def __init__(self, prompt: str, tool: str, tool_input: dict[str, Any]) -> None:
+    def __init__(self, prompt: str, tool: str | None = None, tool_input: dict[str, Any] | None = None) -> None:
         self.prompt = prompt
         self.tool = tool
-        self.tool_input = tool_input
+        self.tool_input = tool_input or {}
         self.requests: list[dict[str, Any]] = []
         self.tool_results: list[Any] = []
         self.offered_tools: list[str] = []
@@ -38,11 +40,13 @@ class ScriptedModel:
             text = json.dumps(messages, ensure_ascii=False)
             if self.prompt not in text:
                 return [{"type": "text", "text": "ok"}]
-            last = messages[-1] if messages else {}
-            results = [b for b in (last.get("content") if isinstance(last.get("content"), list) else [])
-                       if isinstance(b, dict) and b.get("type") == "tool_result"]  # fmt: skip
+            results = [b for m in messages if isinstance(m, dict) and isinstance(m.get("content"), list)
+                       for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]  # fmt: skip
             if results:
-                self.tool_results.extend(results)
+                seen = {r.get("tool_use_id") for r in self.tool_results}
+                self.tool_results.extend(r for r in results if r.get("tool_use_id") not in seen)
+                return [{"type": "text", "text": "done"}]
+            if self.tool is None:
                 return [{"type": "text", "text": "done"}]
             self.offered_tools = [t.get("name", "") for t in body.get("tools") or []]
             return [{"type": "tool_use", "id": f"toolu_{len(self.requests):04d}", "name": self.tool,

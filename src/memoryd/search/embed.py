@@ -153,6 +153,11 @@ class BackgroundEmbedder:
     def loaded(self) -> bool:
         return self._ready.is_set() and self._inner is not None
 
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait up to `timeout` seconds for the model; whether it is loaded."""
+        self._ready.wait(timeout)
+        return self.loaded
+
     @property
     def error(self) -> BaseException | None:
         return self._error if self._ready.is_set() else None
