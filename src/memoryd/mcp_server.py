@@ -15,6 +15,7 @@ from mcp.server.mcpserver import MCPServer
 
 from .mcp_tools import hmg, mem
 from .mcp_tools.common import EngineHandle
+from .mcp_tools.library import MemorydServer
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -52,11 +53,12 @@ def build_server(
 
     from . import __version__
 
-    mcp: MCPServer[Any] = MCPServer(
+    mcp = MemorydServer(
         name="hmg" if profile == "hmg" else "memoryd", version=__version__, instructions=_INSTRUCTIONS,
         lifespan=lifespan,
     )  # fmt: skip
     handle = EngineHandle(settings, cwd)
+    mcp.engine_handle = handle  # prompts and resources (mcp_tools/library.py)
     if profile == "hmg":
         hmg.register(mcp, handle)
     else:

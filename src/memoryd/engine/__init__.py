@@ -3,7 +3,8 @@
 The class is assembled from themed parts, each in its own module: the write path, recall and
 lifecycle (`core`), memory operations of the memoryd profile (`memories`), sessions,
 promotion review, judgments, administration and sensitive scopes, the markdown vault,
-observations from agent transcripts, and bulk import of JSON lines (`importer`).
+observations from agent transcripts, bulk import of JSON lines and other tools' formats
+(`importer`, `formats`), and the prompts and resources the MCP surface serves (`library`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from .admin import AdminOps
 from .core import PLACEHOLDERS, EngineCore, visible_content
 from .importer import ImportOps
+from .library import LibraryOps
 from .memories import MemoryOps
 from .observations import ObservationOps
 from .review import ReviewOps
@@ -20,5 +22,5 @@ from .vault_sync import VaultOps
 __all__ = ["Engine", "PLACEHOLDERS", "visible_content"]
 
 
-class Engine(ImportOps, ObservationOps, VaultOps, AdminOps, ReviewOps, SessionOps, MemoryOps, EngineCore):
+class Engine(ImportOps, LibraryOps, ObservationOps, VaultOps, AdminOps, ReviewOps, SessionOps, MemoryOps, EngineCore):
     """memoryd's service layer over one store; see the module docstring for its parts."""
