@@ -10,7 +10,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from .errors import EXIT_CODES, MemorydError
+from .errors import EXIT_CODES, InvalidInput, MemorydError
 
 # Plain click help (rich_markup_mode=None): typer's rich help prints a type such as `<bool>` beside
 # every flag, which takes no value.
@@ -204,10 +204,30 @@ def brief(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
 
 @app.command()
 def export(
-    output: Annotated[Path | None, typer.Argument(help="JSONL file to write (default: stdout).")] = None,
+    output: Annotated[Path | None, typer.Argument(
+        help="JSONL file to write (default: stdout); with --format markdown, the folder to write.")] = None,
+    format: Annotated[str, typer.Option(
+        "--format", help="jsonl: every atom and audit event; markdown: the active memories as linked notes.")] = "jsonl",
     cwd: CwdOpt = None,
 ) -> None:
-    """Export every atom and audit event as JSON lines."""
+    """Export every atom and audit event as JSON lines, or the memories as a markdown folder.
+
+    \b
+    --format markdown DIR writes one note per active memory
+    (DIR/memories/<type>/<title> (<id tail>).md, YAML frontmatter and body) and
+    one per entity (DIR/entities/<kind>/<name> (<kind>).md), joined by
+    [[wikilinks]]: a memory links its entities and the memories it supersedes
+    or is superseded by; an entity lists its memories. Obsidian and other
+    wikilink-aware notes tools open DIR as a vault.
+    """
+    if format == "markdown":
+        if output is None:
+            _fail(InvalidInput("--format markdown needs the folder to write: memoryd export --format markdown DIR"))
+        counts = _run(cwd, lambda e: e.export_markdown(output))
+        typer.echo(f"wrote {counts['memories']} memories and {counts['entities']} entities to {output}", err=True)
+        return
+    if format != "jsonl":
+        _fail(InvalidInput(f"unknown format {format!r}; expected jsonl or markdown"))
     if output is None:
         n = _run(cwd, lambda e: e.export(sys.stdout))
     else:
@@ -218,12 +238,16 @@ def export(
 
 @app.command("import")
 def import_(
-    file: Annotated[Path, typer.Argument(help="JSON-lines file: one memory per line (format above).")],
+    file: Annotated[Path, typer.Argument(help="JSON-lines file (format above), or another tool's export (--format).")],
+    format: Annotated[str, typer.Option(
+        "--format", help="auto (detect) | jsonl | server-memory (Anthropic's memory.jsonl graph) | mem0 (export "
+                         "JSON) | basic-memory (a folder of notes).")] = "auto",
     gate: Annotated[str, typer.Option(help="trusted (no DURA gate) | admit (junk rejected) | review (grey zone "
                                            "held as pending).")] = "trusted",  # fmt: skip
     batch_size: Annotated[int, typer.Option("--batch-size", help="Lines per batch: one model call and one "
                                                                  "transaction each.")] = 256,  # fmt: skip
-    source: Annotated[str, typer.Option(help="Source of lines that name none.")] = "import",
+    source: Annotated[str | None, typer.Option(
+        help="Source of lines that name none (default: import; for other tools' exports, the tool's name).")] = None,
     json_: JsonOpt = False,
     cwd: CwdOpt = None,
 ) -> None:
@@ -243,6 +267,18 @@ def import_(
     audit events and atoms in other states are ignored. Imported memories
     get new ids, new create events and new timestamps; epistemic and
     polarity are classified again (corrections are not carried over).
+
+    \b
+    Other tools' exports (--format, detected by default):
+      server-memory  Anthropic's memory.jsonl graph: one memory per
+                     observation ("<entity>: <text>") and per relation
+      mem0           a mem0 export (get_all JSON): one memory per item,
+                     categories as tags
+      basic-memory   a folder of notes: one memory per observation
+                     ("- [category] text #tag"), per relation, and per
+                     note with neither
+    They take the same write path and resume the same way; problems name
+    the file and line they come from.
 
     \b
     Every line takes the memorize write path (validation, redaction, exact
@@ -272,7 +308,8 @@ def import_(
 
     try:
         with _engine(cwd) as engine:
-            r = engine.import_jsonl(file, batch_size=batch_size, gate=gate, source=source, progress=progress)
+            r = engine.import_file(file, format=format, batch_size=batch_size, gate=gate, source=source,
+                                   progress=progress)  # fmt: skip
     except KeyboardInterrupt:
         if bar is not None:
             bar.close()
@@ -294,7 +331,7 @@ def import_(
     data = r.as_dict()
 
     def human() -> str:
-        lines = [f"line {p['line']}: {p['kind']}: {p['reason']}" for p in r.problems]
+        lines = [f"{p.get('origin') or 'line ' + str(p['line'])}: {p['kind']}: {p['reason']}" for p in r.problems]
         if r.more_problems:
             lines.append(f"… and {r.more_problems} more problem lines (see --json)")
         return "\n".join([*lines, r.summary()])

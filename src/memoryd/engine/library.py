@@ -109,6 +109,14 @@ class LibraryOps(_Base):
         self._guard_read(atom.scope_hash, atom.scope.name)
         return vault.render(atom)
 
+    def export_markdown(self, folder: str | Path) -> dict[str, int]:
+        """Every active memory (all scopes: this is the person's export) as a folder of linked markdown
+        notes, `memoryd.formats.write_markdown`. Returns {"memories": n, "entities": m}."""
+        from ..formats import write_markdown
+
+        atoms = self.store.list_atoms(statuses=["active"], limit=-1, newest_first=False)
+        return write_markdown(atoms, Path(folder))
+
     def brief_resource(self) -> str:
         """The agent brief of this repository. Raises AuthorizationRequired for a sensitive scope."""
         self._guard_read(self.scope.scope_hash, self.scope.name)
