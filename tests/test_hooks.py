@@ -279,6 +279,14 @@ def test_pre_tool_use_pins_mem_scopes_to_auto_unless_global(repo: Path) -> None:
     assert pre(repo, "mcp__memoryd__mem_get", {"memory_id": "x"}).stdout == ""
 
 
+def test_pre_tool_use_knows_the_plugin_servers_tool_names(repo: Path) -> None:
+    """Claude Code names a plugin's MCP tools mcp__plugin_<plugin>_<server>__<tool>."""
+    assert updated_input(pre(repo, "mcp__plugin_memoryd_memoryd__mem_search", {"query": "q", "scope": "acme/x"})) \
+        == {"query": "q", "scope": "auto"}  # fmt: skip
+    assert pre(repo, "mcp__plugin_memoryd__mem_search", {"query": "q"}).stdout == ""
+    assert pre(repo, "mcp__plugin_other_github__mem_search", {"query": "q"}).stdout == ""
+
+
 @pytest.mark.parametrize("tool", ["Bash", "Edit", "mcp__github__search", "mcp__memoryd", "mcp__memoryd_x__mem_save", ""])
 def test_pre_tool_use_ignores_other_tools(repo: Path, tool: str) -> None:
     out = pre(repo, tool, {"command": "ls", "scope": "evil"})

@@ -452,9 +452,13 @@ def _language(text: str) -> str:
 
 
 def _split_tool(tool_name: str) -> tuple[str, str] | None:
+    """(server, tool) of one of memoryd's tools: `mcp__<server>__<tool>`, or `mcp__plugin_<plugin>_<server>__<tool>`
+    for the server of a Claude Code plugin (memoryd's plugin: `mcp__plugin_memoryd_memoryd__mem_save`)."""
     if not tool_name.startswith("mcp__"):
         return None
     server, sep, tool = tool_name[len("mcp__"):].partition("__")
+    if server.startswith("plugin_"):
+        server = next((s for s in SERVERS if server.endswith(f"_{s}") and len(server) > len(f"plugin__{s}")), "")
     if not sep or server not in SERVERS:
         return None
     return server, tool

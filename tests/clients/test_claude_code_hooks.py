@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 
 
 class Setup:
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, *, install: bool = True) -> None:
         self.home = tmp_path / "home"
         self.home.mkdir()
         self.data = tmp_path / "data"
@@ -33,8 +33,9 @@ class Setup:
         self.other = make_repo(tmp_path / "gadgets", remote="git@github.com:acme/gadgets.git")
         self.env = client_env(self.home, self.data)
         self.exe = str(need(BIN / "claude"))
-        r = run([MEMORYD, "install", "claude", "--scope", "user"], self.env, self.repo)
-        assert r.returncode == 0, r.stderr
+        if install:
+            r = run([MEMORYD, "install", "claude", "--scope", "user"], self.env, self.repo)
+            assert r.returncode == 0, r.stderr
 
     def engine(self, cwd: Path) -> Engine:
         return Engine.open(Settings(home=self.data), cwd=cwd)
