@@ -538,3 +538,22 @@ def test_the_server_takes_its_scope_from_cwd_and_ignores_an_unexpanded_variable(
 
     assert anyio.run(project_of, "--cwd", str(repo)) == "acme/widgets"
     assert anyio.run(project_of, "--cwd", "${workspaceFolder}") == f"local/{tmp_path.name}"
+
+
+def test_codex_hooks_go_to_hooks_json_and_come_out_again(home: Path, tmp_path: Path) -> None:
+    codex = tmp_path / "codex"
+    codex.mkdir()
+    theirs = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}
+    (codex / "hooks.json").write_text(json.dumps(theirs, indent=2), encoding="utf-8")
+    before = tree(codex)
+    report = install_codex(home, codex, command=MCP, hooks=True, hook_command=HOOK)
+    assert [c.path for c in report.changes] == [str(codex / "config.toml"), str(codex / "hooks.json")]
+    hooks = load(codex / "hooks.json")["hooks"]
+    assert hooks["Stop"] == theirs["hooks"]["Stop"]
+    assert hooks["PreToolUse"] == [{"matcher": "mcp__memoryd__.*", "hooks": [
+        {"type": "command", "command": f"{HOOK} hook pre-tool-use", "timeout": 5}]}]  # fmt: skip
+    assert set(hooks) == {"Stop", "SessionStart", "UserPromptSubmit", "PreToolUse", "SessionEnd", "PreCompact"}
+    assert not install_codex(home, codex, command=MCP, hooks=True, hook_command=HOOK).changed
+    out = uninstall_codex(home, codex)
+    assert [c.action for c in out.changes] == ["deleted", "restored"]
+    assert tree(codex) == before

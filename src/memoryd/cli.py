@@ -550,13 +550,17 @@ def install_codex_cmd(
     profile: ProfileOpt = "memoryd",
     codex_home: CodexHomeOpt = None,
     command: CommandOpt = None,
+    hooks: Annotated[bool, typer.Option(
+        "--hooks", help="Also add memoryd's hooks to $CODEX_HOME/hooks.json (brief, prompt recall, scope pin, "
+                        "transcripts).")] = False,
     dry_run: DryRunOpt = False,
     json_: JsonOpt = False,
 ) -> None:
-    """Add [mcp_servers.memoryd] to Codex's config.toml (comments and other tables kept)."""
+    """Add [mcp_servers.memoryd] to Codex's config.toml (comments and other tables kept), and with --hooks its
+    hooks to hooks.json."""
     from .install import install_codex
 
-    _report(lambda: install_codex(Path.home(), codex_home, profile, command, dry_run=dry_run), json_)  # type: ignore[arg-type]
+    _report(lambda: install_codex(Path.home(), codex_home, profile, command, hooks=hooks, dry_run=dry_run), json_)  # type: ignore[arg-type]
 
 
 @uninstall_app.command("codex")

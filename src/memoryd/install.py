@@ -771,9 +771,16 @@ def install_codex(
     profile: Profile = "memoryd",
     command: str | None = None,
     *,
+    hooks: bool = False,
+    hook_command: str | None = None,
     dry_run: bool = False,
 ) -> InstallReport:
-    """Add `[mcp_servers.<profile>]` to Codex's config.toml; comments and other tables stay."""
+    """Add `[mcp_servers.<profile>]` to Codex's config.toml; comments and other tables stay.
+
+    `hooks`: also add memoryd's hooks to `$CODEX_HOME/hooks.json` (Codex's hook file has Claude Code's
+    layout: event → matcher groups → command handlers, the same events memoryd uses, MCP tools matched as
+    `mcp__<server>__<tool>`), each running `memoryd hook <event>` (this install's absolute path).
+    """
     import tomlkit
 
     profile = _check_profile(profile)  # type: ignore[assignment]
@@ -798,10 +805,15 @@ def install_codex(
     action = "unchanged" if not items else ("created" if raw is None else "updated")
     plan = _Plan(path, raw, raw if not items else tomlkit.dumps(doc).encode("utf-8"), action, items)
     report = InstallReport("codex", "install", profile, "user", profile, dry_run=dry_run)
-    report.changes = [_apply(plan, dry_run=dry_run, notes=report.notes)]
+    plans = [plan]
+    if hooks:
+        hooks_path = path.with_name("hooks.json")
+        exe, exe_file = _hook_executable(command, hook_command)
+        plans.append(_plan_install_json(hooks_path, lambda d: _add_hooks(hooks_path, d, exe, profile)))
+    report.changes = [_apply(p, dry_run=dry_run, notes=report.notes) for p in plans]
     report.notes += _missing_note(command, "the MCP server executable")
     report.notes.append("Codex starts MCP servers in the session's working directory, so the scope follows the "
-                        "repository you run codex in; memoryd's agent hooks are installed for Claude Code only")
+                        "repository you run codex in" + ("" if hooks else "; --hooks adds memoryd's hooks too"))
     if report.changed and not dry_run:
         report.notes.append("restart Codex to pick the server up (`/mcp` lists it)")
     return report
@@ -853,6 +865,11 @@ def uninstall_codex(
     else:
         plan = _Plan(path, raw, tomlkit.dumps(doc).encode("utf-8"), "updated", items, uninstall=True)
     report.changes = [_apply(plan, dry_run=dry_run, notes=report.notes)]
+    hooks_path = path.with_name("hooks.json")
+    if hooks_path.exists():
+        hooks_plan = _plan_uninstall_json(hooks_path, lambda d, o: _remove_hooks(hooks_path, d, o, profile))
+        if hooks_plan.action != "unchanged":
+            report.changes.append(_apply(hooks_plan, dry_run=dry_run, notes=report.notes))
     if not report.changed:
         report.notes.append(f"nothing of memoryd ({profile}) was installed in {path}")
     return report
