@@ -44,7 +44,7 @@ def _run(cmd: list[str], *, cwd: Path | None = None, env: dict[str, str] | None 
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # its own notice, not ours
-    r = _run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(ROOT)], env=env)
+    r = _run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)], env=env)  # sdist, then the wheel from it
     warnings = [line for line in (r.stdout + r.stderr).splitlines()
                 if "warning" in line.lower() and "Location 'file:" not in line]  # fmt: skip
     assert warnings == [], warnings  # e.g. the licence table setuptools deprecates
