@@ -3,17 +3,26 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+# `make serve` needs only memoryd itself; a full (test) install satisfies it too.
+SERVE_STAMP := $(VENV)/.serve-stamp
 # The real MCP clients tests/clients/ drives (Claude Code, Codex, Inspector, TS SDK, conformance, node 22),
 # pinned by clients/package-lock.json; everything runs offline once installed. `make serve` needs none of it.
 CLIENTS_STAMP := clients/node_modules/.installed-stamp
 
-.PHONY: serve serve-http test test-fast install clients browser ui clean
+.PHONY: serve serve-http test test-fast install clients browser ui clean wheel
 
+# Editable, with the test extra (which pulls the e5, postgres and ann extras): everything the suite needs.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	touch $(STAMP) $(SERVE_STAMP)
+
+$(SERVE_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	touch $(SERVE_STAMP)
 
 install: $(STAMP)
 
@@ -32,11 +41,19 @@ browser:
 	  else echo "make browser: needs root to apt-get install chromium fonts-noto-cjk (the browser tests skip without it)"; fi; }
 
 ## Run the MCP server over stdio on the embedded default store (the platform data dir, or MEMORYD_HOME).
-serve: $(STAMP)
-	$(VENV)/bin/memoryd-mcp
+## Usable as an MCP command: the install and make's own lines go to stderr, so the first line on
+## stdout is the server's JSON-RPC.
+serve:
+	@$(MAKE) --no-print-directory $(SERVE_STAMP) 1>&2
+	@exec $(VENV)/bin/memoryd-mcp
 
-serve-http: $(STAMP)
-	$(VENV)/bin/memoryd-mcp --transport http --port 8766
+serve-http:
+	@$(MAKE) --no-print-directory $(SERVE_STAMP) 1>&2
+	@exec $(VENV)/bin/memoryd-mcp --transport http --port 8766
+
+## The wheel and sdist in dist/ (what `pipx install` / `uv tool install` take).
+wheel: $(STAMP)
+	$(PY) -m build --outdir dist .
 
 ## The whole test suite, slow end-to-end suites included (what CI runs).
 test: $(STAMP) $(CLIENTS_STAMP) browser
@@ -51,4 +68,4 @@ ui: $(STAMP)
 	$(VENV)/bin/memoryd ui
 
 clean:
-	rm -rf $(VENV) .pytest_cache clients/node_modules
+	rm -rf $(VENV) .pytest_cache clients/node_modules dist build

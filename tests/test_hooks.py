@@ -123,14 +123,125 @@ def test_session_start_never_shows_a_sensitive_scope_without_a_grant(eng: Any, s
     assert "Monday" in ctx
 
 
+# -- user-prompt-submit ---------------------------------------------------------------------------------------
+
+
+def prompt_context(out: hooks.HookOutput) -> str:
+    assert out.exit_code == 0
+    if not out.stdout:
+        return ""
+    data = json.loads(out.stdout)["hookSpecificOutput"]
+    assert data["hookEventName"] == "UserPromptSubmit"
+    return str(data["additionalContext"])
+
+
+def ask(repo: Path, prompt: str, settings: Settings, embedder: Any, session_id: str = "s-1") -> str:
+    return prompt_context(run_hook("user-prompt-submit", payload("user-prompt-submit", repo, session_id=session_id,
+                                                                 prompt=prompt), settings=settings, embedder=embedder))
+
+
+def test_a_prompt_gets_its_relevant_memories_once_per_session(eng: Any, settings: Settings, repo: Path,
+                                                               embedder: Any) -> None:  # fmt: skip
+    inv = eng.memorize("The billing service stores invoices in PostgreSQL 16; MongoDB was rejected.", source="user").atom_id
+    eng.memorize("Frontend components are written in Solid, not React.", source="user", type="decision")
+    eng.memorize("Deploys go out on Tuesdays through `make release`.", source="user")
+    ctx = ask(repo, "Where do we store invoices, and in which database?", settings, embedder)
+    assert ctx.startswith("[memoryd · acme/widgets] memories relevant to this prompt:")
+    assert f"({'fact'}, {inv}) The billing service stores invoices in PostgreSQL 16" in ctx
+    assert "Solid" not in ctx  # unrelated memories stay out (prompt_min_score)
+    assert ask(repo, "Which database holds the invoices again?", settings, embedder) == ""  # already in context
+    assert inv in ask(repo, "Where do we store invoices?", settings, embedder, session_id="s-2")  # a new session
+    record = json.loads((settings.home / "sessions" / "s-1.json").read_text(encoding="utf-8"))
+    assert record == {"session_id": "s-1", "ids": {inv: "user-prompt-submit"}}
+
+
+def test_the_prompt_recall_keeps_to_its_token_budget(tmp_path: Path, repo: Path, embedder: Any) -> None:
+    from memoryd.injected import estimate_tokens
+
+    settings = Settings(home=tmp_path / "home", prompt_context_tokens=60, prompt_min_score=0.0)
+    with open_engine(settings, repo, embedder) as e:
+        for i in range(8):
+            e.memorize(f"Invoice rule {i}: invoices of region r{i} are stored in the PostgreSQL schema billing_r{i}.",
+                       source="user")  # fmt: skip
+    ctx = ask(repo, "invoice storage rules per region", settings, embedder)
+    assert ctx and estimate_tokens(ctx) <= 60
+    first = ctx.count("\n- (")
+    more = ask(repo, "invoice storage rules per region", settings, embedder)
+    assert more and not set(more.splitlines()[1:]) & set(ctx.splitlines()[1:])  # the next ones, none repeated
+    assert first >= 1 and estimate_tokens(more) <= 60
+    off = Settings(home=settings.home, prompt_context_tokens=0)
+    assert ask(repo, "invoice storage rules per region", off, embedder, session_id="s-off") == ""
+
+
+def test_token_estimates() -> None:
+    from memoryd.injected import estimate_tokens
+
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("abcd") == 1 and estimate_tokens("abcde") == 2
+    assert estimate_tokens("连线池") == 3 and estimate_tokens("用 PostgreSQL") == 1 + 3
+
+
+def test_the_prompt_recall_skips_a_sensitive_scope_and_empty_prompts(eng: Any, settings: Settings, repo: Path,
+                                                                       embedder: Any) -> None:  # fmt: skip
+    eng.memorize("The staging database password rotates every Monday; never paste it into tickets.", source="user")
+    eng.mark_sensitive(True)
+    assert ask(repo, "when does the staging database password rotate?", settings, embedder) == ""
+    eng.grant(30, by="test")
+    assert "Monday" in ask(repo, "when does the staging database password rotate?", settings, embedder)
+    assert ask(repo, "   ", settings, embedder, session_id="s-9") == ""
+
+
+def test_what_the_brief_showed_is_not_injected_again_by_a_prompt(eng: Any, settings: Settings, repo: Path,
+                                                                  embedder: Any) -> None:  # fmt: skip
+    pnpm = eng.memorize("The team prefers pnpm for dependencies; never npm install.", source="user",
+                        type="preference").atom_id  # fmt: skip
+    ctx = context_of(run_hook("session-start", payload("session-start", repo), settings=settings, embedder=embedder))
+    assert "pnpm" in ctx
+    assert pnpm not in ask(repo, "Which package manager do we use for dependencies, pnpm or npm?", settings, embedder)
+    assert pnpm in ask(repo, "Which package manager do we use, pnpm or npm?", settings, embedder, session_id="s-2")
+
+
+def test_a_second_pre_tool_use_handler_shares_the_dispatch_and_the_injected_record(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, repo: Path
+) -> None:
+    """The shape a file-anchored handler (Read/Edit/Write) takes: its own matcher, context, claimed ids."""
+    settings = Settings(home=tmp_path / "home")
+
+    def file_memories(p: dict[str, Any], s: Settings | None) -> dict[str, Any] | None:
+        fresh = hooks._claim(s, p, ["01ANCHORED0000000000000001", "01ANCHORED0000000000000002"], "pre-tool-use:file")
+        return {"additionalContext": "memories of " + p["tool_input"]["file_path"] + ": " + ", ".join(fresh)} if fresh else None
+
+    def deny_env(p: dict[str, Any], s: Settings | None) -> dict[str, Any] | None:
+        return {"permissionDecision": "deny", "permissionDecisionReason": "no .env"} if p["tool_input"]["file_path"].endswith(".env") else None
+
+    monkeypatch.setattr(hooks, "PRE_TOOL_USE", [*hooks.PRE_TOOL_USE, hooks.ToolHandler("file", lambda t: t == "Read", file_memories),
+                                                hooks.ToolHandler("env", lambda t: t == "Read", deny_env)])
+
+    def read(path: str) -> dict[str, Any]:
+        out = run_hook("pre-tool-use", payload("pre-tool-use", repo, tool_name="Read", tool_input={"file_path": path}),
+                       settings=settings)  # fmt: skip
+        return json.loads(out.stdout)["hookSpecificOutput"] if out.stdout else {}
+
+    got = read(str(repo / "login.py"))
+    assert got == {"hookEventName": "PreToolUse", "additionalContext": f"memories of {repo / 'login.py'}: "
+                   "01ANCHORED0000000000000001, 01ANCHORED0000000000000002"}  # fmt: skip
+    assert read(str(repo / "login.py")) == {}  # the same memories are not injected twice
+    assert read(str(repo / ".env"))["permissionDecision"] == "deny"
+    # memoryd's own scope handler is untouched by the others
+    assert updated_input(pre(repo, "mcp__memoryd__mem_search", {"query": "q"})) == {"query": "q", "scope": "auto"}
+
+
 # -- pre-tool-use ---------------------------------------------------------------------------------------------
 
 
-def updated_input(out: hooks.HookOutput) -> dict[str, Any]:
+def updated_input(out: hooks.HookOutput, decision: str = "allow") -> dict[str, Any]:
     assert out.exit_code == 0 and out.stdout
     data = json.loads(out.stdout)["hookSpecificOutput"]
     assert data["hookEventName"] == "PreToolUse"
-    assert "permissionDecision" not in data  # never auto-approves: the user's permission rules still apply
+    # Claude Code's documented pairing: a rewrite comes with a decision (the user's deny/ask rules still win,
+    # tests/clients/test_claude_code_hooks.py checks both with the real CLI).
+    assert data["permissionDecision"] == decision
+    assert data["permissionDecisionReason"] == "memoryd: scope pinned to acme/widgets (inferred from the working directory)"
     return data["updatedInput"]
 
 
@@ -148,21 +259,32 @@ def test_pre_tool_use_overrides_the_hmg_scope_with_the_inferred_one(repo: Path) 
     assert got == {"query": "数据库", "max_results": 5, "scope": {
         "tenant_id": s.tenant_id, "workspace": "acme", "repository": "widgets", "branch": "main"}}
     assert updated_input(pre(repo, "mcp__hmg__memory_memorize", {"content": "x"}))["scope"]["repository"] == "widgets"
-    # already right: nothing to say
-    assert pre(repo, "mcp__hmg__memory_recall", {"query": "q", "scope": got["scope"]}).stdout == ""
+    # already right: the same answer, so approval does not depend on what the agent passed
+    assert updated_input(pre(repo, "mcp__hmg__memory_recall", {"query": "q", "scope": got["scope"]}))["scope"] == got["scope"]
+    # destructive: the person confirms the rewritten input
+    assert updated_input(pre(repo, "mcp__hmg__memory_govern", {"target_atom": "a", "action": "seal", "reason": "r"}),
+                         "ask")["scope"]["repository"] == "widgets"  # fmt: skip
     assert pre(repo, "mcp__hmg__memory_stats", {}).stdout == ""
 
 
 def test_pre_tool_use_pins_mem_scopes_to_auto_unless_global(repo: Path) -> None:
     assert updated_input(pre(repo, "mcp__memoryd__mem_save", {"content": "c", "scope": "acme/other"}))["scope"] == "auto"
     assert updated_input(pre(repo, "mcp__memoryd__mem_search", {"query": "q"})) == {"query": "q", "scope": "auto"}
-    assert pre(repo, "mcp__memoryd__mem_search", {"query": "q", "scope": "global"}).stdout == ""
-    assert pre(repo, "mcp__memoryd__mem_timeline", {"scope": "auto"}).stdout == ""
+    assert updated_input(pre(repo, "mcp__memoryd__mem_search", {"query": "q", "scope": "global"}))["scope"] == "global"
+    assert updated_input(pre(repo, "mcp__memoryd__mem_timeline", {"scope": "auto"})) == {"scope": "auto"}
     # review tools: "global" (every scope) is their default; a scope hash is pinned to this repository
-    assert pre(repo, "mcp__memoryd__mem_review_pending", {"limit": 5}).stdout == ""
+    assert updated_input(pre(repo, "mcp__memoryd__mem_review_pending", {"limit": 5})) == {"limit": 5}
     assert updated_input(pre(repo, "mcp__memoryd__mem_promote", {"promotion_ids": [1], "scope": "ab12cd34ef56ab78"})) \
         == {"promotion_ids": [1], "scope": "auto"}  # fmt: skip
     assert pre(repo, "mcp__memoryd__mem_get", {"memory_id": "x"}).stdout == ""
+
+
+def test_pre_tool_use_knows_the_plugin_servers_tool_names(repo: Path) -> None:
+    """Claude Code names a plugin's MCP tools mcp__plugin_<plugin>_<server>__<tool>."""
+    assert updated_input(pre(repo, "mcp__plugin_memoryd_memoryd__mem_search", {"query": "q", "scope": "acme/x"})) \
+        == {"query": "q", "scope": "auto"}  # fmt: skip
+    assert pre(repo, "mcp__plugin_memoryd__mem_search", {"query": "q"}).stdout == ""
+    assert pre(repo, "mcp__plugin_other_github__mem_search", {"query": "q"}).stdout == ""
 
 
 @pytest.mark.parametrize("tool", ["Bash", "Edit", "mcp__github__search", "mcp__memoryd", "mcp__memoryd_x__mem_save", ""])
@@ -180,6 +302,13 @@ def test_the_scoped_tool_lists_match_the_servers_input_schemas() -> None:
 
     assert asyncio.run(scoped("hmg")) == hooks.HMG_SCOPED
     assert asyncio.run(scoped("memoryd")) == hooks.MEM_SCOPED | hooks.MEM_REVIEW_SCOPED
+
+    async def destructive(profile: str) -> set[str]:
+        mcp = build_server(profile, include_admin=True)
+        return {t.name for t in await mcp.list_tools() if t.annotations and t.annotations.destructive_hint}
+
+    scoped_all = hooks.HMG_SCOPED | hooks.MEM_SCOPED | hooks.MEM_REVIEW_SCOPED
+    assert (asyncio.run(destructive("hmg")) | asyncio.run(destructive("memoryd"))) & scoped_all == hooks.DESTRUCTIVE_SCOPED
 
 
 # -- transcripts -> observations -------------------------------------------------------------------------------
@@ -400,7 +529,7 @@ def test_unknown_events_and_internal_errors_exit_zero_with_the_error_logged(tmp_
 
 def test_a_slow_hook_is_abandoned_within_its_budget(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, repo: Path) -> None:
     monkeypatch.setattr(hooks, "PRE_TOOL_USE_BUDGET", 0.3)
-    monkeypatch.setattr(hooks, "_pre_tool_use", lambda p: time.sleep(5) or "late")
+    monkeypatch.setattr(hooks, "_pre_tool_use", lambda p, s: time.sleep(5) or "late")
     settings = Settings(home=tmp_path / "home")
     started = time.perf_counter()
     out = run_hook("pre-tool-use", payload("pre-tool-use", repo, tool_name="mcp__hmg__memory_recall"), settings=settings)

@@ -213,7 +213,7 @@ def test_cli_import_progress_summary_and_errors(tmp_path: Path, monkeypatch: pyt
     assert "import: 100%" in out  # the progress bar (stderr, mixed into the runner's output)
     again = json.loads(cli("import", str(src), "--json").stdout)
     assert (again["skipped"], again["imported"], again["batches"]) == (3, 0, 0)
-    assert "error [invalid_input]: no file at" in cli("import", str(tmp_path / "nope.jsonl"), code=2).output
+    assert "error [invalid_input]: no file or folder at" in cli("import", str(tmp_path / "nope.jsonl"), code=2).output
     assert "error [invalid_input]: batch_size must be a positive integer, got 0" in cli(
         "import", str(src), "--batch-size", "0", code=2).output  # fmt: skip
     assert "unknown gate 'hold'" in cli("import", str(src), "--gate", "hold", code=2).output

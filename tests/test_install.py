@@ -11,17 +11,29 @@ from pathlib import Path
 
 import pytest
 
+from memoryd.errors import InvalidInput
 from memoryd.install import (
+    ABSENT_MARK,
     BACKUP_SUFFIX,
     InstallError,
+    _backup_path,
+    backup_dir,
     install_claude,
     install_codex,
     uninstall_claude,
     uninstall_codex,
 )
 
-MCP = "/opt/memoryd/.venv/bin/memoryd-mcp"
+MCP = "/opt/memoryd/.venv/bin/memoryd-mcp"  # user scope: this machine's files take absolute paths
 HOOK = "/opt/memoryd/.venv/bin/memoryd"
+PMCP, PHOOK = "memoryd-mcp", "memoryd"  # project scope: commands on PATH, nothing machine-specific
+
+
+@pytest.fixture(autouse=True)
+def data_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Backups go under MEMORYD_HOME, never beside the files."""
+    monkeypatch.setenv("MEMORYD_HOME", str(tmp_path / "data"))
+    return tmp_path / "data"
 
 
 def tree(root: Path) -> dict[str, bytes]:
@@ -42,7 +54,8 @@ def project(tmp_path: Path) -> Path:
 
 
 def claude(scope: str, home: Path, project: Path, profile: str = "memoryd", **kw: object):  # type: ignore[no-untyped-def]
-    return install_claude(scope, profile, home=home, project_dir=project, command=MCP, hook_command=HOOK, **kw)  # type: ignore[arg-type]
+    paths = {"command": MCP, "hook_command": HOOK} if scope == "user" else {}
+    return install_claude(scope, profile, home=home, project_dir=project, **paths, **kw)  # type: ignore[arg-type]
 
 
 def unclaude(scope: str, home: Path, project: Path, profile: str = "memoryd"):  # type: ignore[no-untyped-def]
@@ -56,21 +69,32 @@ def load(path: Path) -> dict:  # type: ignore[type-arg]
 # -- Claude Code ----------------------------------------------------------------------------------------------
 
 
-def test_project_install_into_an_empty_project_and_back(home: Path, project: Path) -> None:
-    before = tree(project.parent)
+def test_project_install_into_an_empty_project_and_back(home: Path, project: Path, data_root: Path) -> None:
+    before = {**tree(project), **tree(home)}
     report = claude("project", home, project)
     assert report.changed and [c.action for c in report.changes] == ["created", "created"]
-    assert load(project / ".mcp.json") == {"mcpServers": {"memoryd": {"type": "stdio", "command": MCP, "args": []}}}
+    assert load(project / ".mcp.json") == {"mcpServers": {"memoryd": {"type": "stdio", "command": PMCP, "args": []}}}
     hooks = load(project / ".claude" / "settings.json")["hooks"]
     assert hooks == {
-        "SessionStart": [{"hooks": [{"type": "command", "command": f"{HOOK} hook session-start", "timeout": 10}]}],
+        "SessionStart": [{"hooks": [{"type": "command", "command": f"{PHOOK} hook session-start", "timeout": 10}]}],
+        "UserPromptSubmit": [{"hooks": [{"type": "command", "command": f"{PHOOK} hook user-prompt-submit",
+                                         "timeout": 10}]}],
         "PreToolUse": [{"matcher": "mcp__memoryd__.*",
-                        "hooks": [{"type": "command", "command": f"{HOOK} hook pre-tool-use", "timeout": 5}]},
+                        "hooks": [{"type": "command", "command": f"{PHOOK} hook pre-tool-use", "timeout": 5}]},
                        {"matcher": "Read|Edit|Write|MultiEdit|NotebookEdit",  # memories anchored to the file
-                        "hooks": [{"type": "command", "command": f"{HOOK} hook pre-tool-use", "timeout": 5}]}],
-        "SessionEnd": [{"hooks": [{"type": "command", "command": f"{HOOK} hook session-end", "timeout": 15}]}],
-        "PreCompact": [{"hooks": [{"type": "command", "command": f"{HOOK} hook pre-compact", "timeout": 30}]}],
+                        "hooks": [{"type": "command", "command": f"{PHOOK} hook pre-tool-use", "timeout": 5}]}],
+        "SessionEnd": [{"hooks": [{"type": "command", "command": f"{PHOOK} hook session-end", "timeout": 15}]}],
+        "PreCompact": [{"hooks": [{"type": "command", "command": f"{PHOOK} hook pre-compact", "timeout": 30}]}],
     }  # fmt: skip
+    # Nothing machine-specific in the shared files, and no backup in the repository.
+    for name in (".mcp.json", ".claude/settings.json"):
+        text = (project / name).read_text(encoding="utf-8")
+        assert str(project.parent) not in text and "/.venv/" not in text and sys.executable not in text
+    assert sorted(tree(project)) == [".claude", ".claude/settings.json", ".mcp.json"]
+    assert {c.backup for c in report.changes} == {str(_backup_path(project / ".mcp.json")),
+                                                  str(_backup_path(project / ".claude" / "settings.json"))}
+    assert all(Path(c.backup).read_bytes() == ABSENT_MARK and Path(c.backup).parent == data_root / "install-backups"
+               for c in report.changes if c.backup)  # fmt: skip
     assert any("enabledMcpjsonServers" in n for n in report.notes)  # how to approve, not approved silently
     assert "enabledMcpjsonServers" not in json.dumps(load(project / ".claude" / "settings.json"))
     installed = tree(project.parent)
@@ -78,7 +102,35 @@ def test_project_install_into_an_empty_project_and_back(home: Path, project: Pat
     assert not again.changed and tree(project.parent) == installed  # idempotent
     out = unclaude("project", home, project)
     assert [c.action for c in out.changes] == ["deleted", "deleted"]
-    assert tree(project.parent) == before
+    assert {**tree(project), **tree(home)} == before
+    assert list(backup_dir().iterdir()) == []
+
+
+def test_project_scope_refuses_machine_paths_and_says_what_is_not_on_path(
+    home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for kw in ({"command": MCP}, {"hook_command": f"{sys.executable} -m memoryd.hooks"}, {"command": "~/bin/memoryd-mcp"}):
+        with pytest.raises(InvalidInput) as exc:
+            install_claude("project", home=home, project_dir=project, **kw)  # type: ignore[arg-type]
+        assert "is a path on this machine" in exc.value.message and "--scope user" in exc.value.message
+    assert tree(project) == {}
+    monkeypatch.setenv("PATH", str(project))  # neither command can be found
+    report = install_claude("project", home=home, project_dir=project)
+    assert [n for n in report.notes if "is not on PATH here" in n] == [
+        n for n in report.notes if n.startswith(("'memoryd-mcp' is not on PATH", "'memoryd' is not on PATH"))]
+    assert len([n for n in report.notes if "is not on PATH here" in n]) == 2
+    relative = install_claude("project", home=home, project_dir=project, command="./tools/memoryd-mcp")
+    assert load(project / ".mcp.json")["mcpServers"]["memoryd"]["command"] == "./tools/memoryd-mcp" and relative.changed
+
+
+def test_an_older_backup_beside_the_file_moves_out_of_the_repository(home: Path, project: Path) -> None:
+    seed(project)
+    legacy = project / (".mcp.json" + BACKUP_SUFFIX)
+    legacy.write_text(ORIGINAL_MCP, encoding="utf-8")  # what memoryd < 0.1.1 left in the repository
+    claude("project", home, project)
+    assert not legacy.exists() and _backup_path(project / ".mcp.json").read_text(encoding="utf-8") == ORIGINAL_MCP
+    unclaude("project", home, project)
+    assert (project / ".mcp.json").read_text(encoding="utf-8") == ORIGINAL_MCP and not legacy.exists()
 
 
 ORIGINAL_MCP = """{
@@ -122,7 +174,8 @@ def test_install_merges_keeps_a_backup_and_uninstall_restores_the_bytes(home: Pa
     assert settings["hooks"]["SessionStart"][0]["matcher"] == "startup"
     assert len(settings["hooks"]["SessionStart"]) == 2
     for name, text in ((".mcp.json", ORIGINAL_MCP), (".claude/settings.json", ORIGINAL_SETTINGS)):
-        assert (project / (name + BACKUP_SUFFIX)).read_text(encoding="utf-8") == text
+        assert _backup_path(project / name).read_text(encoding="utf-8") == text
+        assert not (project / (name + BACKUP_SUFFIX)).exists()
     # a second install changes nothing, not even the backups
     snap = tree(project)
     assert not claude("project", home, project).changed and tree(project) == snap
@@ -198,9 +251,9 @@ def test_an_existing_memoryd_entry_is_replaced_and_comes_back_on_uninstall(home:
     (project / ".claude" / "settings.json").write_text(json.dumps(stale), encoding="utf-8")
     before = tree(project)
     claude("project", home, project)
-    assert load(project / ".mcp.json")["mcpServers"]["memoryd"]["command"] == MCP
+    assert load(project / ".mcp.json")["mcpServers"]["memoryd"]["command"] == PMCP
     starts = load(project / ".claude" / "settings.json")["hooks"]["SessionStart"]
-    assert starts == [{"hooks": [{"type": "command", "command": f"{HOOK} hook session-start", "timeout": 10}]}]
+    assert starts == [{"hooks": [{"type": "command", "command": f"{PHOOK} hook session-start", "timeout": 10}]}]
     unclaude("project", home, project)
     assert tree(project) == before
 
@@ -257,21 +310,24 @@ def test_default_paths_and_quoting(tmp_path: Path, home: Path) -> None:
     spaced = tmp_path / "my project"
     spaced.mkdir()
     report = install_claude("project", home=home, project_dir=spaced, hook_command=None)
-    server = load(spaced / ".mcp.json")["mcpServers"]["memoryd"]
+    assert load(spaced / ".mcp.json")["mcpServers"]["memoryd"]["command"] == "memoryd-mcp"
+    cmd = load(spaced / ".claude" / "settings.json")["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    assert shlex.split(cmd) == ["memoryd", "hook", "session-start"]
+    assert report.as_dict()["changes"][0]["path"] == str(spaced / ".mcp.json")
+    # user scope: this install's absolute paths (the user's own files), quoted for the shell
+    install_claude("user", home=home, project_dir=spaced, hook_command=None)
+    server = load(home / ".claude.json")["mcpServers"]["memoryd"]
     assert Path(server["command"]).is_absolute() and Path(server["command"]).name.startswith("memoryd-mcp")
     assert Path(server["command"]).parent == Path(sys.executable).parent.absolute()
-    cmd = load(spaced / ".claude" / "settings.json")["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    cmd = load(home / ".claude" / "settings.json")["hooks"]["SessionStart"][0]["hooks"][0]["command"]
     exe, *rest = shlex.split(cmd)
     assert rest == ["hook", "session-start"] and Path(exe).is_absolute() and Path(exe).name.startswith("memoryd")
-    assert report.as_dict()["changes"][0]["path"] == str(spaced / ".mcp.json")
-    quoted = install_claude("user", home=home, project_dir=spaced, command=MCP, hook_command=None)
-    assert quoted.changed
 
 
 def test_the_installed_hook_command_runs(tmp_path: Path, home: Path, project: Path) -> None:
     """The command string written to settings.json works as Claude Code runs it: through a shell."""
-    claude_settings = project / ".claude" / "settings.json"
-    install_claude("project", home=home, project_dir=project, command=MCP,
+    claude_settings = home / ".claude" / "settings.json"
+    install_claude("user", home=home, project_dir=project, command=MCP,
                    hook_command=f"{shlex.quote(sys.executable)} -m memoryd.hooks")  # fmt: skip
     hooks = load(claude_settings)["hooks"]
     env = {**os.environ, "MEMORYD_HOME": str(tmp_path / "data")}
@@ -282,7 +338,7 @@ def test_the_installed_hook_command_runs(tmp_path: Path, home: Path, project: Pa
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     # and uninstall recognises that form as memoryd's own
-    unclaude("project", home, project)
+    unclaude("user", home, project)
     assert not claude_settings.exists()
 
 
@@ -321,7 +377,7 @@ def test_codex_install_preserves_style_and_uninstall_restores_bytes(tmp_path: Pa
     parsed = tomllib.loads(text)
     assert parsed["mcp_servers"]["memoryd"] == {"command": MCP, "args": []}
     assert parsed["mcp_servers"]["context7"]["env"] == {"DEBUG": "0"}
-    assert (codex / ("config.toml" + BACKUP_SUFFIX)).read_text(encoding="utf-8") == CODEX
+    assert _backup_path(codex / "config.toml").read_text(encoding="utf-8") == CODEX
     snap = tree(codex)
     assert not install_codex(codex_home=codex, command=MCP).changed and tree(codex) == snap
     hmg = install_codex(codex_home=codex, profile="hmg", command=MCP)
@@ -384,3 +440,123 @@ def test_bad_profile_and_scope_are_invalid_input(home: Path, project: Path) -> N
     with pytest.raises(InvalidInput):
         install_codex(codex_home=home, profile="nope")  # type: ignore[arg-type]
     assert tree(home) == {} and tree(project) == {}
+
+
+# -- Claude Desktop and Cursor ---------------------------------------------------------------------------------
+
+DESKTOP = """{
+  "mcpServers": {
+    "filesystem": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-filesystem", "/Users/me/Desktop", "/Users/me/Downloads"]
+    },
+    "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"], "env": {"MEMORY_FILE_PATH": "/Users/me/memory.jsonl"}}
+  },
+  "globalShortcut": "Alt+Space",
+  "preferences": {"quickEntryShortcut": "off", "menuBarEnabled": false}
+}
+"""
+
+
+def test_claude_desktop_gets_an_entry_with_the_folder_its_scope_comes_from(home: Path, project: Path) -> None:
+    from memoryd.install import claude_desktop_config, install_claude_desktop, uninstall_claude_desktop
+
+    config = claude_desktop_config(home)
+    assert config.name == "claude_desktop_config.json" and config.parent.name == "Claude"
+    config.parent.mkdir(parents=True)
+    config.write_text(DESKTOP, encoding="utf-8")
+    before = tree(home)
+    report = install_claude_desktop(home=home, project_dir=project, command=MCP)
+    data = load(config)
+    assert list(data["mcpServers"]) == ["filesystem", "memory", "memoryd"]
+    assert data["mcpServers"]["memoryd"] == {"command": MCP, "args": ["--cwd", str(project)]}
+    assert {k: v for k, v in data.items() if k != "mcpServers"} == {k: v for k, v in json.loads(DESKTOP).items()
+                                                                    if k != "mcpServers"}  # fmt: skip
+    assert config.read_text(encoding="utf-8").startswith('{\n  "mcpServers"')  # its layout kept
+    assert any(f"scope of {project}" in n for n in report.notes) and report.agent == "claude-desktop"
+    assert not install_claude_desktop(home=home, project_dir=project, command=MCP).changed
+    hmg = install_claude_desktop("hmg", home=home, command=MCP)  # default folder: home
+    assert load(config)["mcpServers"]["hmg"]["args"] == ["--profile", "hmg", "--cwd", str(home)] and hmg.changed
+    uninstall_claude_desktop("hmg", home=home)
+    assert [c.action for c in uninstall_claude_desktop(home=home).changes] == ["restored"]
+    assert tree(home) == before
+
+
+def test_claude_desktop_install_into_no_config_and_back(home: Path) -> None:
+    from memoryd.install import claude_desktop_config, install_claude_desktop, uninstall_claude_desktop
+
+    install_claude_desktop(home=home, command=MCP)
+    assert load(claude_desktop_config(home))["mcpServers"]["memoryd"]["command"] == MCP
+    assert [c.action for c in uninstall_claude_desktop(home=home).changes] == ["deleted"]
+    assert not any("Claude" in p for p in tree(home))  # the Claude folder install created is gone too
+
+
+CURSOR = """{
+  "mcpServers": {
+    "playwright": {"command": "npx", "args": ["@playwright/mcp@latest"]},
+    "github": {"url": "https://api.githubcopilot.com/mcp/", "headers": {"Authorization": "Bearer ${env:GITHUB_TOKEN}"}}
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("scope", ["user", "project"])
+def test_cursor_entry_follows_the_open_workspace(home: Path, project: Path, scope: str) -> None:
+    from memoryd.install import install_cursor, uninstall_cursor
+
+    path = (home if scope == "user" else project) / ".cursor" / "mcp.json"
+    path.parent.mkdir()
+    path.write_text(CURSOR, encoding="utf-8")
+    before = {**tree(home), **tree(project)}
+    report = install_cursor(scope, home=home, project_dir=project, command=MCP if scope == "user" else None)  # type: ignore[arg-type]
+    entry = load(path)["mcpServers"]["memoryd"]
+    assert entry == {"type": "stdio", "command": MCP if scope == "user" else "memoryd-mcp",
+                     "args": ["--cwd", "${workspaceFolder}"]}  # fmt: skip
+    assert list(load(path)["mcpServers"])[:2] == ["playwright", "github"] and report.changed
+    assert not (path.parent / ("mcp.json" + BACKUP_SUFFIX)).exists()
+    if scope == "project":
+        with pytest.raises(InvalidInput, match="is a path on this machine"):
+            install_cursor("project", home=home, project_dir=project, command=MCP)
+    assert [c.action for c in uninstall_cursor(scope, home=home, project_dir=project).changes] == ["restored"]  # type: ignore[arg-type]
+    assert {**tree(home), **tree(project)} == before
+
+
+def test_the_server_takes_its_scope_from_cwd_and_ignores_an_unexpanded_variable(tmp_path: Path) -> None:
+    from .conftest import make_repo
+
+    repo = make_repo(tmp_path / "widgets")
+    env = {**os.environ, "MEMORYD_HOME": str(tmp_path / "data"), "MEMORYD_EMBEDDER": "hash"}
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    server = str(Path(sys.executable).with_name("memoryd-mcp"))
+
+    async def project_of(*args: str) -> str:
+        params = StdioServerParameters(command=server, args=[*args, "--admin"], cwd=str(tmp_path), env=env)
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            r = await s.call_tool("mem_current_project", {})
+            return str(r.structured_content["scope_name"])
+
+    assert anyio.run(project_of, "--cwd", str(repo)) == "acme/widgets"
+    assert anyio.run(project_of, "--cwd", "${workspaceFolder}") == f"local/{tmp_path.name}"
+
+
+def test_codex_hooks_go_to_hooks_json_and_come_out_again(home: Path, tmp_path: Path) -> None:
+    codex = tmp_path / "codex"
+    codex.mkdir()
+    theirs = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}
+    (codex / "hooks.json").write_text(json.dumps(theirs, indent=2), encoding="utf-8")
+    before = tree(codex)
+    report = install_codex(home, codex, command=MCP, hooks=True, hook_command=HOOK)
+    assert [c.path for c in report.changes] == [str(codex / "config.toml"), str(codex / "hooks.json")]
+    hooks = load(codex / "hooks.json")["hooks"]
+    assert hooks["Stop"] == theirs["hooks"]["Stop"]
+    assert hooks["PreToolUse"] == [{"matcher": "mcp__memoryd__.*", "hooks": [
+        {"type": "command", "command": f"{HOOK} hook pre-tool-use", "timeout": 5}]}]  # fmt: skip
+    assert set(hooks) == {"Stop", "SessionStart", "UserPromptSubmit", "PreToolUse", "SessionEnd", "PreCompact"}
+    assert not install_codex(home, codex, command=MCP, hooks=True, hook_command=HOOK).changed
+    out = uninstall_codex(home, codex)
+    assert [c.action for c in out.changes] == ["deleted", "restored"]
+    assert tree(codex) == before

@@ -21,6 +21,7 @@ __all__ = [
     "IntegrityError",
     "InvalidInput",
     "MemorydError",
+    "MissingExtra",
     "NotFound",
     "Scope",
     "Settings",
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
         IntegrityError,
         InvalidInput,
         MemorydError,
+        MissingExtra,
         NotFound,
         StorageBusy,
         StorageError,
@@ -49,7 +51,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "Engine": "engine", "Settings": "config", "Scope": "models", "infer_scope": "scope",
     **{name: "errors" for name in (
-        "AuthorizationRequired", "Conflict", "IntegrityError", "InvalidInput", "MemorydError", "NotFound",
+        "AuthorizationRequired", "Conflict", "IntegrityError", "InvalidInput", "MemorydError", "MissingExtra", "NotFound",
         "StorageBusy", "StorageError",
     )},
 }  # fmt: skip

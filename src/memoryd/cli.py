@@ -10,15 +10,34 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from .errors import EXIT_CODES, MemorydError
+from .errors import EXIT_CODES, InvalidInput, MemorydError
 
+# Plain click help (rich_markup_mode=None): typer's rich help prints a type such as `<bool>` beside
+# every flag, which takes no value.
+_PLAIN = {"rich_markup_mode": None, "no_args_is_help": True}
 app = typer.Typer(
     name="memoryd",
     help="Local-first long-term memory for AI coding agents.",
-    no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    **_PLAIN,  # type: ignore[arg-type]
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        typer.echo(f"memoryd {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", is_eager=True,
+                                          callback=_print_version)] = False,  # fmt: skip
+) -> None:
+    """Local-first long-term memory for AI coding agents."""
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 CwdOpt = Annotated[Path | None, typer.Option("--cwd", help="Act for this directory's scope (default: here).")]
@@ -201,10 +220,30 @@ def brief(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
 
 @app.command()
 def export(
-    output: Annotated[Path | None, typer.Argument(help="JSONL file to write (default: stdout).")] = None,
+    output: Annotated[Path | None, typer.Argument(
+        help="JSONL file to write (default: stdout); with --format markdown, the folder to write.")] = None,
+    format: Annotated[str, typer.Option(
+        "--format", help="jsonl: every atom and audit event; markdown: the active memories as linked notes.")] = "jsonl",
     cwd: CwdOpt = None,
 ) -> None:
-    """Export every atom and audit event as JSON lines."""
+    """Export every atom and audit event as JSON lines, or the memories as a markdown folder.
+
+    \b
+    --format markdown DIR writes one note per active memory
+    (DIR/memories/<type>/<title> (<id tail>).md, YAML frontmatter and body) and
+    one per entity (DIR/entities/<kind>/<name> (<kind>).md), joined by
+    [[wikilinks]]: a memory links its entities and the memories it supersedes
+    or is superseded by; an entity lists its memories. Obsidian and other
+    wikilink-aware notes tools open DIR as a vault.
+    """
+    if format == "markdown":
+        if output is None:
+            _fail(InvalidInput("--format markdown needs the folder to write: memoryd export --format markdown DIR"))
+        counts = _run(cwd, lambda e: e.export_markdown(output))
+        typer.echo(f"wrote {counts['memories']} memories and {counts['entities']} entities to {output}", err=True)
+        return
+    if format != "jsonl":
+        _fail(InvalidInput(f"unknown format {format!r}; expected jsonl or markdown"))
     if output is None:
         n = _run(cwd, lambda e: e.export(sys.stdout))
     else:
@@ -215,12 +254,16 @@ def export(
 
 @app.command("import")
 def import_(
-    file: Annotated[Path, typer.Argument(help="JSON-lines file: one memory per line (format above).")],
+    file: Annotated[Path, typer.Argument(help="JSON-lines file (format above), or another tool's export (--format).")],
+    format: Annotated[str, typer.Option(
+        "--format", help="auto (detect) | jsonl | server-memory (Anthropic's memory.jsonl graph) | mem0 (export "
+                         "JSON) | basic-memory (a folder of notes).")] = "auto",
     gate: Annotated[str, typer.Option(help="trusted (no DURA gate) | admit (junk rejected) | review (grey zone "
                                            "held as pending).")] = "trusted",  # fmt: skip
     batch_size: Annotated[int, typer.Option("--batch-size", help="Lines per batch: one model call and one "
                                                                  "transaction each.")] = 256,  # fmt: skip
-    source: Annotated[str, typer.Option(help="Source of lines that name none.")] = "import",
+    source: Annotated[str | None, typer.Option(
+        help="Source of lines that name none (default: import; for other tools' exports, the tool's name).")] = None,
     json_: JsonOpt = False,
     cwd: CwdOpt = None,
 ) -> None:
@@ -240,6 +283,18 @@ def import_(
     audit events and atoms in other states are ignored. Imported memories
     get new ids, new create events and new timestamps; epistemic and
     polarity are classified again (corrections are not carried over).
+
+    \b
+    Other tools' exports (--format, detected by default):
+      server-memory  Anthropic's memory.jsonl graph: one memory per
+                     observation ("<entity>: <text>") and per relation
+      mem0           a mem0 export (get_all JSON): one memory per item,
+                     categories as tags
+      basic-memory   a folder of notes: one memory per observation
+                     ("- [category] text #tag"), per relation, and per
+                     note with neither
+    They take the same write path and resume the same way; problems name
+    the file and line they come from.
 
     \b
     Every line takes the memorize write path (validation, redaction, exact
@@ -269,7 +324,8 @@ def import_(
 
     try:
         with _engine(cwd) as engine:
-            r = engine.import_jsonl(file, batch_size=batch_size, gate=gate, source=source, progress=progress)
+            r = engine.import_file(file, format=format, batch_size=batch_size, gate=gate, source=source,
+                                   progress=progress)  # fmt: skip
     except KeyboardInterrupt:
         if bar is not None:
             bar.close()
@@ -291,7 +347,7 @@ def import_(
     data = r.as_dict()
 
     def human() -> str:
-        lines = [f"line {p['line']}: {p['kind']}: {p['reason']}" for p in r.problems]
+        lines = [f"{p.get('origin') or 'line ' + str(p['line'])}: {p['kind']}: {p['reason']}" for p in r.problems]
         if r.more_problems:
             lines.append(f"… and {r.more_problems} more problem lines (see --json)")
         return "\n".join([*lines, r.summary()])
@@ -299,9 +355,9 @@ def import_(
     _emit(data, json_, human)
 
 
-vault_app = typer.Typer(help="The markdown vault: one file per active memory.", no_args_is_help=True)
+vault_app = typer.Typer(help="The markdown vault: one file per active memory.", **_PLAIN)  # type: ignore[arg-type]
 scope_app = typer.Typer(help="Scopes: which project you are in, sensitive scopes and read grants.",
-                        no_args_is_help=True)  # fmt: skip
+                        **_PLAIN)  # type: ignore[arg-type]  # fmt: skip
 app.add_typer(vault_app, name="vault")
 app.add_typer(scope_app, name="scope")
 
@@ -488,8 +544,8 @@ def doctor(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
 
 
 install_app = typer.Typer(help="Register memoryd with an agent: its MCP server, and (Claude Code) its hooks.",
-                          no_args_is_help=True)  # fmt: skip
-uninstall_app = typer.Typer(help="Take out exactly what `memoryd install` added.", no_args_is_help=True)
+                          **_PLAIN)  # type: ignore[arg-type]  # fmt: skip
+uninstall_app = typer.Typer(help="Take out exactly what `memoryd install` added.", **_PLAIN)  # type: ignore[arg-type]
 app.add_typer(install_app, name="install")
 app.add_typer(uninstall_app, name="uninstall")
 
@@ -500,7 +556,8 @@ ClaudeScopeOpt = Annotated[str, typer.Option(
 ProjectOpt = Annotated[Path | None, typer.Option("--project-dir", help="The project (default: here).")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")]
 CommandOpt = Annotated[str | None, typer.Option(
-    "--command", help="The memoryd-mcp executable to register (default: the one next to this memoryd).")]
+    "--command", help="The memoryd-mcp executable to register (default: for a user-scope file the one next to "
+                      "this memoryd, for a shared project file `memoryd-mcp` on PATH).")]
 CodexHomeOpt = Annotated[Path | None, typer.Option(
     "--codex-home", help="Codex's folder (default: $CODEX_HOME, else ~/.codex).")]  # fmt: skip
 
@@ -520,11 +577,13 @@ def install_claude_cmd(
     project_dir: ProjectOpt = None,
     command: CommandOpt = None,
     hook_command: Annotated[str | None, typer.Option(
-        "--hook-command", help="Shell prefix the hooks run as `<prefix> hook <event>` (default: this memoryd).")] = None,
+        "--hook-command", help="Shell prefix the hooks run as `<prefix> hook <event>` (default: user scope this "
+                               "memoryd, project scope `memoryd` on PATH).")] = None,
     dry_run: DryRunOpt = False,
     json_: JsonOpt = False,
 ) -> None:
-    """Add the MCP server and the SessionStart / PreToolUse / SessionEnd / PreCompact hooks to Claude Code."""
+    """Add the MCP server and the SessionStart / UserPromptSubmit / PreToolUse / SessionEnd / PreCompact hooks
+    to Claude Code. Project scope writes only commands on PATH (memoryd-mcp, memoryd) into the shared files."""
     from .install import install_claude
 
     _report(lambda: install_claude(scope, profile, home=Path.home(), project_dir=project_dir or Path.cwd(),  # type: ignore[arg-type]
@@ -551,13 +610,17 @@ def install_codex_cmd(
     profile: ProfileOpt = "memoryd",
     codex_home: CodexHomeOpt = None,
     command: CommandOpt = None,
+    hooks: Annotated[bool, typer.Option(
+        "--hooks", help="Also add memoryd's hooks to $CODEX_HOME/hooks.json (brief, prompt recall, scope pin, "
+                        "transcripts).")] = False,
     dry_run: DryRunOpt = False,
     json_: JsonOpt = False,
 ) -> None:
-    """Add [mcp_servers.memoryd] to Codex's config.toml (comments and other tables kept)."""
+    """Add [mcp_servers.memoryd] to Codex's config.toml (comments and other tables kept), and with --hooks its
+    hooks to hooks.json."""
     from .install import install_codex
 
-    _report(lambda: install_codex(Path.home(), codex_home, profile, command, dry_run=dry_run), json_)  # type: ignore[arg-type]
+    _report(lambda: install_codex(Path.home(), codex_home, profile, command, hooks=hooks, dry_run=dry_run), json_)  # type: ignore[arg-type]
 
 
 @uninstall_app.command("codex")
@@ -568,6 +631,72 @@ def uninstall_codex_cmd(
     from .install import uninstall_codex
 
     _report(lambda: uninstall_codex(Path.home(), codex_home, profile, dry_run=dry_run), json_)  # type: ignore[arg-type]
+
+
+@install_app.command("claude-desktop")
+def install_claude_desktop_cmd(
+    profile: ProfileOpt = "memoryd",
+    project_dir: Annotated[Path | None, typer.Option(
+        "--project-dir", help="The folder whose scope Claude Desktop's memoryd serves (default: your home).")] = None,
+    config: Annotated[Path | None, typer.Option(
+        "--config", help="claude_desktop_config.json to edit (default: Claude Desktop's, for this OS).")] = None,
+    command: CommandOpt = None,
+    dry_run: DryRunOpt = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Add memoryd to Claude Desktop's mcpServers (claude_desktop_config.json)."""
+    from .install import install_claude_desktop
+
+    _report(lambda: install_claude_desktop(profile, home=Path.home(), config_path=config, project_dir=project_dir,  # type: ignore[arg-type]
+                                           command=command, dry_run=dry_run), json_)  # fmt: skip
+
+
+@uninstall_app.command("claude-desktop")
+def uninstall_claude_desktop_cmd(
+    profile: ProfileOpt = "memoryd",
+    config: Annotated[Path | None, typer.Option("--config", help="claude_desktop_config.json to edit.")] = None,
+    dry_run: DryRunOpt = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Remove memoryd from Claude Desktop's mcpServers."""
+    from .install import uninstall_claude_desktop
+
+    _report(lambda: uninstall_claude_desktop(profile, home=Path.home(), config_path=config, dry_run=dry_run), json_)  # type: ignore[arg-type]
+
+
+CursorScopeOpt = Annotated[str, typer.Option(
+    "--scope", help="user: ~/.cursor/mcp.json; project: <dir>/.cursor/mcp.json (shared: memoryd-mcp on PATH).")]
+
+
+@install_app.command("cursor")
+def install_cursor_cmd(
+    scope: CursorScopeOpt = "user",
+    profile: ProfileOpt = "memoryd",
+    project_dir: ProjectOpt = None,
+    command: CommandOpt = None,
+    dry_run: DryRunOpt = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Add memoryd to Cursor's mcp.json, its scope following the open project (${workspaceFolder})."""
+    from .install import install_cursor
+
+    _report(lambda: install_cursor(scope, profile, home=Path.home(), project_dir=project_dir or Path.cwd(),  # type: ignore[arg-type]
+                                   command=command, dry_run=dry_run), json_)  # fmt: skip
+
+
+@uninstall_app.command("cursor")
+def uninstall_cursor_cmd(
+    scope: CursorScopeOpt = "user",
+    profile: ProfileOpt = "memoryd",
+    project_dir: ProjectOpt = None,
+    dry_run: DryRunOpt = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Remove memoryd from Cursor's mcp.json."""
+    from .install import uninstall_cursor
+
+    _report(lambda: uninstall_cursor(scope, profile, home=Path.home(), project_dir=project_dir or Path.cwd(),  # type: ignore[arg-type]
+                                     dry_run=dry_run), json_)  # fmt: skip
 
 
 @app.command()
@@ -625,7 +754,8 @@ def ui(
 
 
 @app.command("hook")
-def hook(event: Annotated[str, typer.Argument(help="session-start | pre-tool-use | session-end | pre-compact")]) -> None:
+def hook(event: Annotated[str, typer.Argument(
+        help="session-start | user-prompt-submit | pre-tool-use | session-end | pre-compact")]) -> None:
     """Run one Claude Code hook: its JSON on stdin, its answer on stdout; always exits 0 (errors go to hooks.log)."""
     from . import hooks
 

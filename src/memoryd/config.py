@@ -40,6 +40,19 @@ class Settings(BaseSettings):
         0.6, description="DURA average below which an agent save waits for review (memoryd profile)."
     )
     brief_max_chars: int = Field(4000, description="Upper bound on the size of the agent brief.")
+    prompt_context_tokens: int = Field(
+        600, ge=0, le=20_000,
+        description="UserPromptSubmit hook: token budget (estimated, memoryd.injected) of the memories added to a "
+                    "prompt; 0 turns the recall off.",
+    )  # fmt: skip
+    prompt_min_score: float = Field(
+        0.5, ge=0.0, le=1.0, description="UserPromptSubmit hook: only memories scoring at least this are added."
+    )
+    prompt_model_wait: float = Field(
+        2.5, ge=0.0, le=10.0,
+        description="UserPromptSubmit hook: seconds it waits for the embedding model (~1.5 s to load when the "
+                    "machine is quiet); past that, or at 0, its recall uses keyword and entity signals only.",
+    )  # fmt: skip
     ann_min: int = Field(
         20_000, ge=1,
         description="SQLite: live vectors before an HNSW graph (saved next to the database) speeds up search.",

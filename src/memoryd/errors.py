@@ -5,6 +5,7 @@
     ├── NotFound            code="not_found"          no atom/session/promotion with that id
     ├── Conflict            code="conflict"           the target is in the wrong state
     ├── AuthorizationRequired code="authorization_required"  sensitive scope without a grant
+    ├── MissingExtra        code="missing_extra"      the setting needs an optional extra that is not installed
     ├── StorageError        code="storage_error"      the database failed or is corrupt
     │   └── StorageBusy     code="storage_busy"       the database stayed locked past the timeout
     └── IntegrityError      code="integrity_error"    the audit chain does not verify
@@ -23,6 +24,7 @@ __all__ = [
     "IntegrityError",
     "InvalidInput",
     "MemorydError",
+    "MissingExtra",
     "NotFound",
     "StorageBusy",
     "StorageError",
@@ -56,6 +58,12 @@ class AuthorizationRequired(MemorydError):
     code = "authorization_required"
 
 
+class MissingExtra(MemorydError):
+    """A setting needs an optional part (`memoryd[e5]`, `[postgres]`, `[ann]`, `[llm]`) that is not installed."""
+
+    code = "missing_extra"
+
+
 class StorageError(MemorydError):
     code = "storage_error"
 
@@ -77,5 +85,6 @@ EXIT_CODES: dict[str, int] = {
     "storage_error": 6,
     "storage_busy": 7,
     "integrity_error": 8,
+    "missing_extra": 9,
     "internal": 1,
 }

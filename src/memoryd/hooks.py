@@ -1,18 +1,31 @@
 """Claude Code hooks: `memoryd hook <event>` (or `python -m memoryd.hooks <event>`), JSON on stdin.
 
 Input (every event): `session_id`, `transcript_path`, `cwd`, `hook_event_name`; PreToolUse
-adds `tool_name`, `tool_input`; SessionStart `source`; SessionEnd `reason`; PreCompact `trigger`.
+adds `tool_name`, `tool_input`; UserPromptSubmit `prompt`; SessionStart `source`; SessionEnd
+`reason`; PreCompact `trigger`.
 
 - `session-start`: the agent brief for the scope of `cwd` (latest handoff, memories whose code
-  moved since the last session, constraints, preferences, recent decisions, pending-review count; a short guide on an empty store) as
+  moved since the last session, constraints, preferences, recent decisions, pending-review count; a
+  short guide on an empty store) as
   `{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": …}}`, at most
   `brief_max_chars` characters. A sensitive scope without a grant gets a notice, not its memories.
-- `pre-tool-use`: for Claude Code's file tools (Read, Edit, Write, MultiEdit, NotebookEdit), the
-  memories anchored to that file (`memoryd.filehook`), as `additionalContext`, once per session;
-  for memoryd's own tools (`mcp__memoryd__*`, `mcp__hmg__*`) the scope inferred
-  from `cwd` replaces whatever the agent passed, through
-  `{"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": {…whole input…}}}`
-  (no `permissionDecision`: the user's permission rules still apply). Other tools: no output.
+  The memories shown are recorded as injected in this session (`memoryd.injected`).
+- `user-prompt-submit`: the memories most relevant to the prompt (hybrid recall over this
+  repository and the global scope, score ≥ `prompt_min_score`), those not injected yet in this
+  session, within `prompt_context_tokens` estimated tokens, as `additionalContext`. The hook waits
+  `prompt_model_wait` seconds for the embedding model; past that the recall uses keyword and
+  entity signals, and the score bar is scaled to what those can reach. Nothing for a sensitive
+  scope without a grant, an empty prompt or a budget of 0.
+- `pre-tool-use`: every handler in `PRE_TOOL_USE` whose matcher takes the tool runs, and their
+  answers merge into one `hookSpecificOutput` (see `ToolHandler`). memoryd's own handler pins the
+  scope of its scoped memory tools (`mcp__memoryd__*`, `mcp__hmg__*`) to the one inferred from
+  `cwd`: `updatedInput` (the whole input) paired with `permissionDecision` — "allow" (Claude
+  Code's documented pairing to apply a rewrite; the user's deny and ask rules still win, checked
+  with the real CLI in tests/clients/test_claude_code_hooks.py), "ask" for the destructive
+  `memory_govern` (the person confirms the rewritten input). Its file handler, for Claude Code's
+  file tools (Read, Edit, Write, MultiEdit, NotebookEdit), adds the memories anchored to that file
+  (`memoryd.filehook`, no engine) as `additionalContext`, those not injected yet in this session.
+  Other tools: no output.
 - `session-end`, `pre-compact`: the transcript becomes observations held for review, plus a
   handoff at session end when the session wrote none (`Engine.observe_transcript`). The work is
   handed to a detached worker process so the hook returns at once: Claude Code gives SessionEnd
@@ -46,6 +59,7 @@ __all__ = ["EVENTS", "HookOutput", "main", "run_hook"]
 # memoryd hook name -> Claude Code event name
 EVENTS: dict[str, str] = {
     "session-start": "SessionStart",
+    "user-prompt-submit": "UserPromptSubmit",
     "pre-tool-use": "PreToolUse",
     "session-end": "SessionEnd",
     "pre-compact": "PreCompact",
@@ -55,6 +69,7 @@ _ALIASES = {**{k: k for k in EVENTS}, **{v.lower(): k for k, v in EVENTS.items()
 # Budgets stay below the timeouts `memoryd install` declares (10 s, 5 s): answer late rather than never,
 # give up rather than make the agent wait.
 SESSION_START_BUDGET = 6.0
+USER_PROMPT_BUDGET = 6.0  # the model wait (Settings.prompt_model_wait, ≤ 10 s) is cut to fit in it
 PRE_TOOL_USE_BUDGET = 3.0
 WORKER_BUDGET = 30.0  # the detached observation worker's own bound (then a hard stop at WORKER_HARD_STOP)
 WORKER_HARD_STOP = 120
@@ -66,15 +81,67 @@ HMG_SCOPED = frozenset({"memory_memorize", "memory_recall", "memory_correct", "m
 MEM_SCOPED = frozenset({"mem_save", "mem_search", "mem_timeline", "mem_session_start", "mem_capture_passive",
                         "mem_request_sensitive_read"})  # fmt: skip
 MEM_REVIEW_SCOPED = frozenset({"mem_review_pending", "mem_promote"})  # "global" = every scope (their default)
+DESTRUCTIVE_SCOPED = frozenset({"memory_govern"})  # destructiveHint: the person confirms (permissionDecision "ask")
 SERVERS = ("memoryd", "hmg")
-# Claude Code's file tools: their PreToolUse adds the memories anchored to the file (filehook.FILE_TOOLS).
-FILE_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "NotebookRead"})
+# Types the prompt recall leaves out: session records are bookkeeping, the brief shows the handoff.
+PROMPT_SKIP_TYPES = frozenset({"session", "handoff"})
 
 
 @dataclass(frozen=True)
 class HookOutput:
     stdout: str = ""
     exit_code: int = 0
+
+
+@dataclass(frozen=True)
+class ToolHandler:
+    """One PreToolUse handler. `matches(tool_name)` picks the calls it sees; `run(payload, settings)`
+    returns `hookSpecificOutput` fields (`updatedInput`, `permissionDecision`,
+    `permissionDecisionReason`, `additionalContext`) or None.
+
+    Handlers run in `PRE_TOOL_USE` order; a later one sees the `tool_input` an earlier one updated.
+    Their answers merge: the last `updatedInput`, the strictest `permissionDecision` (deny > ask >
+    allow), every `additionalContext` joined. A handler that injects memories claims them in the
+    session's `InjectedRecord` first (see `_claim`), as the prompt recall does.
+    """
+
+    name: str
+    matches: Callable[[str], bool]
+    run: Callable[[dict[str, Any], Settings | None], dict[str, Any] | None]
+
+
+class _NoVector(RuntimeError):
+    """The prompt recall goes on without a query vector (the engine then uses keyword and entity signals)."""
+
+    def __init__(self, message: str, *, expected: bool) -> None:
+        super().__init__(message)
+        self.expected = expected  # MEMORYD_PROMPT_MODEL_WAIT=0: nothing worth a log line
+
+
+class _DeadlineEmbedder:
+    """The configured model when it has loaded by `deadline` (time.monotonic()); otherwise queries fail
+    fast and the engine's recall goes on with its keyword and entity signals. `inner` None: never load it."""
+
+    def __init__(self, inner: Any, model: Any, deadline: float) -> None:
+        self._inner = inner
+        self._deadline = deadline
+        self.used = False  # whether the last query got a vector
+        self.name, self.dim = model.name, model.dim
+        self.cosine_floor, self.cosine_ceil = model.cosine_floor, model.cosine_ceil
+
+    def passages(self, texts: Any) -> Any:
+        raise RuntimeError("the prompt hook does not write")
+
+    def query(self, text: str) -> Any:
+        if self._inner is None:
+            raise _NoVector("MEMORYD_PROMPT_MODEL_WAIT=0: keyword and entity signals only", expected=True)
+        wait = getattr(self._inner, "wait", None)
+        if wait is not None and not wait(max(0.0, self._deadline - time.monotonic())):
+            raise _NoVector("the embedding model did not load within MEMORYD_PROMPT_MODEL_WAIT of the hook's start; "
+                            "this prompt's recall used keyword and entity signals only", expected=False)  # fmt: skip
+        vector = self._inner.query(text)
+        self.used = True
+        return vector
 
 
 class _NoEmbedder:
@@ -121,6 +188,34 @@ def log(settings: Settings | None, event: str, message: str) -> None:
             fh.write(f"{stamp} [{os.getpid()}] {event}: {message.rstrip()}\n")
     except Exception:  # noqa: BLE001, S110 - logging is best effort; a hook must never fail on it
         pass
+
+
+class _LogToFile:
+    """A `logging` handler for hook processes: memoryd's warnings go to hooks.log (one line, the exception's
+    message without its traceback), never to the agent's stderr."""
+
+    def __init__(self, event: str) -> None:
+        import logging
+
+        self.event = event
+        self.handler = logging.Handler(logging.WARNING)
+        self.handler.emit = self._emit  # type: ignore[method-assign]
+
+    def _emit(self, record: Any) -> None:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, _NoVector):  # the prompt recall's own fallback, not an error
+            if not exc.expected:
+                log(None, self.event, f"note: {exc}")
+            return
+        message = record.getMessage() + (f": {exc}" if exc is not None else "")
+        log(None, self.event, f"{record.levelname.lower()}: {message}")
+
+    def install(self) -> None:
+        import logging
+
+        logger = logging.getLogger("memoryd")
+        logger.addHandler(self.handler)
+        logger.propagate = False
 
 
 # -- running ---------------------------------------------------------------------------------------------
@@ -175,11 +270,11 @@ def run_hook(
         log(settings, name, f"bad hook input: {exc}")
         return HookOutput()
     if name == "pre-tool-use":
-        if payload.get("tool_name") in FILE_TOOLS:
-            return _bounded(lambda: _file_tool(payload, settings), PRE_TOOL_USE_BUDGET, settings, name)
-        return _bounded(lambda: _pre_tool_use(payload), PRE_TOOL_USE_BUDGET, settings, name)
+        return _bounded(lambda: _pre_tool_use(payload, settings), PRE_TOOL_USE_BUDGET, settings, name)
     if name == "session-start":
         return _bounded(lambda: _session_start(payload, settings, embedder), SESSION_START_BUDGET, settings, name)
+    if name == "user-prompt-submit":
+        return _bounded(lambda: _user_prompt(payload, settings, embedder), USER_PROMPT_BUDGET, settings, name)
     if defer is None:
         defer = os.environ.get("MEMORYD_HOOK_DEFER", "1").strip().lower() not in ("0", "false", "no")
     if defer:
@@ -255,40 +350,145 @@ def _session_start(payload: dict[str, Any], settings: Settings | None, embedder:
                 tail = _pending_line(body, brief.pending_review)
                 body = f"{body}\n{tail}" if body else tail
     context = _fit(f"[memoryd · {scope.name}]", body, settings.brief_max_chars, tail)
+    if not locked and payload.get("session_id"):  # what the brief showed is not injected again this session
+        shown = [a.id for a in (*([brief.handoff] if brief.handoff else []), *brief.constraints, *brief.preferences,
+                                *brief.decisions) if a.content[:60] in context]  # fmt: skip
+        _claim(settings, payload, shown, "session-start")
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}},
                       ensure_ascii=False)  # fmt: skip
+
+
+# -- the session's injected memories (shared by every hook that injects some) ----------------------------
+
+
+def _claim(settings: Settings | None, payload: dict[str, Any], ids: list[str], by: str) -> list[str]:
+    """The ids of `ids` not yet injected in this session, now recorded as injected (all of them when the
+    hook input names no session)."""
+    session_id = payload.get("session_id")
+    if not isinstance(session_id, str) or not session_id.strip():
+        return ids
+    from .injected import InjectedRecord
+
+    return InjectedRecord(_home(settings), session_id).claim(ids, by)
+
+
+def _already_injected(settings: Settings | None, payload: dict[str, Any]) -> set[str]:
+    session_id = payload.get("session_id")
+    if not isinstance(session_id, str) or not session_id.strip():
+        return set()
+    from .injected import InjectedRecord
+
+    return InjectedRecord(_home(settings), session_id).ids()
+
+
+# -- user-prompt-submit -------------------------------------------------------------------------------------
+
+
+_PROMPT_HEADER = {
+    "en": "[memoryd · {scope}] memories relevant to this prompt:",
+    "zh": "[memoryd · {scope}] 与这条提示相关的记忆：",
+    "zh-Hant": "[memoryd · {scope}] 與這條提示相關的記憶：",
+}
+
+
+def _user_prompt(payload: dict[str, Any], settings: Settings | None, embedder: Embedder | None) -> str:
+    from .config import Settings
+    from .engine import Engine
+    from .errors import AuthorizationRequired
+    from .injected import estimate_tokens
+    from .models import ATOM_TYPES
+
+    started = time.monotonic()
+    settings = settings or Settings()
+    deadline = started + min(settings.prompt_model_wait, USER_PROMPT_BUDGET - 2.0)
+    prompt = payload.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip() or settings.prompt_context_tokens <= 0:
+        return ""
+    from .limits import LIMITS
+
+    # A pasted log is not a query; its start says what it is about (and a query has a limit, limits.py).
+    prompt = prompt.strip()[: LIMITS["query"][0]]
+    types = [t for t in ATOM_TYPES if t not in PROMPT_SKIP_TYPES]
+    if embedder is None:
+        from .search.embed import MODELS, HashEmbedder, make_embedder
+
+        model = MODELS.get(settings.embedder, HashEmbedder)
+        inner = make_embedder(settings.embedder) if settings.prompt_model_wait > 0 else None
+        embedder = _DeadlineEmbedder(inner, model, deadline)  # type: ignore[assignment]
+    with Engine.open(settings, cwd=_cwd(payload), embedder=embedder, enforce_sensitive=True) as engine:
+        try:
+            hits = engine.recall(prompt, max_results=20, types=types).hits
+        except AuthorizationRequired:
+            return ""  # a sensitive scope without a grant: nothing, and no notice on every prompt
+        scope_name = engine.scope.name
+    seen = _already_injected(settings, payload)
+    floor = settings.prompt_min_score
+    if isinstance(embedder, _DeadlineEmbedder) and not embedder.used:
+        # Without a vector the fused score tops out at the keyword weight: scale the bar the same way.
+        from .search import rank
+
+        floor *= rank.fused({"keyword": 1.0})
+    header = _PROMPT_HEADER[_language(prompt)].format(scope=scope_name)
+    budget = settings.prompt_context_tokens - estimate_tokens(header)
+    chosen: list[tuple[str, str]] = []
+    for hit in hits:
+        if hit.score < floor or hit.atom.id in seen:
+            continue
+        line = f"- ({hit.atom.type}, {hit.atom.id}) {' '.join(hit.atom.content.split())}"
+        cost = estimate_tokens(line) + 1
+        if cost > budget:
+            continue  # a shorter, less relevant one may still fit
+        chosen.append((hit.atom.id, line))
+        budget -= cost
+    fresh = set(_claim(settings, payload, [i for i, _ in chosen], "user-prompt-submit"))
+    lines = [line for i, line in chosen if i in fresh]
+    if not lines:
+        return ""
+    context = "\n".join([header, *lines])
+    return json.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context}},
+                      ensure_ascii=False)  # fmt: skip
+
+
+def _language(text: str) -> str:
+    from .engine.observations import _language as detect
+
+    return detect(text)
 
 
 # -- pre-tool-use -------------------------------------------------------------------------------------------
 
 
 def _split_tool(tool_name: str) -> tuple[str, str] | None:
+    """(server, tool) of one of memoryd's tools: `mcp__<server>__<tool>`, or `mcp__plugin_<plugin>_<server>__<tool>`
+    for the server of a Claude Code plugin (memoryd's plugin: `mcp__plugin_memoryd_memoryd__mem_save`)."""
     if not tool_name.startswith("mcp__"):
         return None
     server, sep, tool = tool_name[len("mcp__"):].partition("__")
+    if server.startswith("plugin_"):
+        server = next((s for s in SERVERS if server.endswith(f"_{s}") and len(server) > len(f"plugin__{s}")), "")
     if not sep or server not in SERVERS:
         return None
     return server, tool
 
 
-def _file_tool(payload: dict[str, Any], settings: Settings | None) -> str:
-    from .filehook import hook_output  # the memories anchored to the file (no engine: filehook.py)
+def _is_scoped_memory_tool(tool_name: str) -> bool:
+    parts = _split_tool(tool_name)
+    return parts is not None and parts[1] in HMG_SCOPED | MEM_SCOPED | MEM_REVIEW_SCOPED
 
-    return hook_output(payload, Path(settings.home) if settings is not None else None)
 
-
-def _pre_tool_use(payload: dict[str, Any]) -> str:
+def _pin_scope(payload: dict[str, Any], settings: Settings | None) -> dict[str, Any] | None:
+    """memoryd's scoped tools: the scope inferred from `cwd` replaces what the agent passed."""
     parts = _split_tool(str(payload.get("tool_name") or ""))
     if parts is None:
-        return ""
+        return None
     _, tool = parts
     given = payload.get("tool_input")
     tool_input: dict[str, Any] = dict(given) if isinstance(given, dict) else {}
     updated = dict(tool_input)
-    if tool in HMG_SCOPED:
-        from .scope import infer_scope
+    from .scope import infer_scope
 
-        s = infer_scope(_cwd(payload))
+    s = infer_scope(_cwd(payload))
+    if tool in HMG_SCOPED:
         updated["scope"] = {"tenant_id": s.tenant_id, "workspace": s.workspace, "repository": s.repository,
                             "branch": s.branch}  # fmt: skip
     elif tool in MEM_SCOPED:
@@ -297,11 +497,60 @@ def _pre_tool_use(payload: dict[str, Any]) -> str:
         if "scope" in tool_input and tool_input["scope"] not in ("global", "auto"):
             updated["scope"] = "auto"  # a scope hash would name another repository
     else:
+        return None
+    decision = "ask" if tool in DESTRUCTIVE_SCOPED else "allow"
+    return {"updatedInput": updated, "permissionDecision": decision,
+            "permissionDecisionReason": f"memoryd: scope pinned to {s.name} (inferred from the working directory)"}  # fmt: skip
+
+
+def _is_file_tool(tool_name: str) -> bool:
+    from .filehook import FILE_TOOLS  # light: no engine, numpy or pydantic
+
+    return tool_name in FILE_TOOLS
+
+
+def _file_context(payload: dict[str, Any], settings: Settings | None) -> dict[str, Any] | None:
+    """Claude Code's file tools: the memories anchored to the file (`memoryd.filehook`, no engine)."""
+    from .filehook import file_context
+
+    out = file_context(payload, _home(settings))
+    return {"additionalContext": out.text} if out is not None else None
+
+
+# The PreToolUse handlers, in order, each with its own matcher; `memoryd install` adds the matching hook
+# entries (install.PRE_TOOL_USE_MATCHERS).
+PRE_TOOL_USE: list[ToolHandler] = [
+    ToolHandler("scope", _is_scoped_memory_tool, _pin_scope),
+    ToolHandler("file", _is_file_tool, _file_context),
+]
+_STRICTNESS = {"deny": 3, "ask": 2, "allow": 1}
+
+
+def _pre_tool_use(payload: dict[str, Any], settings: Settings | None = None) -> str:
+    tool = str(payload.get("tool_name") or "")
+    merged: dict[str, Any] = {}
+    contexts: list[str] = []
+    for handler in PRE_TOOL_USE:
+        if not handler.matches(tool):
+            continue
+        out = handler.run(payload, settings)
+        if not out:
+            continue
+        if "updatedInput" in out:
+            merged["updatedInput"] = out["updatedInput"]
+            payload = {**payload, "tool_input": out["updatedInput"]}
+        decision = out.get("permissionDecision")
+        if decision in _STRICTNESS and _STRICTNESS[decision] >= _STRICTNESS.get(merged.get("permissionDecision", ""), 0):
+            merged["permissionDecision"] = decision
+            if out.get("permissionDecisionReason"):
+                merged["permissionDecisionReason"] = out["permissionDecisionReason"]
+        if out.get("additionalContext"):
+            contexts.append(out["additionalContext"])
+    if contexts:
+        merged["additionalContext"] = "\n\n".join(contexts)
+    if not merged:
         return ""
-    if updated == given:
-        return ""
-    return json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": updated}},
-                      ensure_ascii=False)  # fmt: skip
+    return json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", **merged}}, ensure_ascii=False)
 
 
 # -- session-end / pre-compact --------------------------------------------------------------------------------
@@ -390,6 +639,7 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["hook"]:  # `python -m memoryd.hooks hook <event>`, as `memoryd install --hook-command` writes it
         args = args[1:]
     event = args[0] if args else ""
+    _LogToFile(event).install()
     if worker:  # the detached observation worker: bounded on its own
         import signal
 

@@ -27,6 +27,7 @@ put back). A file that does not parse is reported by name and left untouched.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 import re
@@ -48,10 +49,16 @@ __all__ = [
     "InstallError",
     "InstallReport",
     "default_executable",
+    "backup_dir",
+    "claude_desktop_config",
     "install_claude",
+    "install_claude_desktop",
     "install_codex",
+    "install_cursor",
     "uninstall_claude",
+    "uninstall_claude_desktop",
     "uninstall_codex",
+    "uninstall_cursor",
 ]
 
 BACKUP_SUFFIX = ".memoryd-backup"
@@ -65,15 +72,16 @@ PROFILES: tuple[str, ...] = ("memoryd", "hmg")
 # budget unless a hook declares a longer timeout, so every entry declares one.
 HOOK_EVENTS: dict[str, tuple[str, int]] = {
     "SessionStart": ("session-start", 10),
+    "UserPromptSubmit": ("user-prompt-submit", 10),
     "PreToolUse": ("pre-tool-use", 5),
     "SessionEnd": ("session-end", 15),
     "PreCompact": ("pre-compact", 30),
 }
-_SHARED_EVENTS = ("SessionStart", "SessionEnd", "PreCompact")  # one entry serves both profiles
+_SHARED_EVENTS = ("SessionStart", "UserPromptSubmit", "SessionEnd", "PreCompact")  # one entry serves both profiles
 # A second PreToolUse entry, shared too: the memories anchored to a file the agent reads or edits.
 FILE_TOOLS_MATCHER = "Read|Edit|Write|MultiEdit|NotebookEdit"
 _OUR_HOOK = re.compile(
-    r"""(?:^|[\s/\\"'])memoryd(?:\.exe|\.hooks)?["']?\s+hook\s+(?:session-start|pre-tool-use|session-end|pre-compact)\b"""
+    r"""(?:^|[\s/\\"'])memoryd(?:\.exe|\.hooks)?["']?\s+hook\s+(?:session-start|user-prompt-submit|pre-tool-use|session-end|pre-compact)\b"""
 )
 
 
@@ -98,7 +106,7 @@ class Change:
 class InstallReport:
     """The outcome of one install or uninstall: files touched, and what a person should know."""
 
-    agent: Literal["claude", "codex"]
+    agent: Literal["claude", "codex", "claude-desktop", "cursor"]
     operation: Literal["install", "uninstall"]
     profile: str
     scope: str
@@ -165,6 +173,35 @@ def _hook_executable(command: str | None, hook_command: str | None) -> tuple[str
     return shlex.quote(exe), exe
 
 
+def _is_machine_path(command: str) -> bool:
+    """Whether a command (a shell fragment) starts with an absolute or home-relative path."""
+    try:
+        first = shlex.split(command)[0] if command.strip() else ""
+    except ValueError:
+        first = command.split()[0] if command.split() else ""
+    return first.startswith("~") or os.path.isabs(first) or bool(re.match(r"^[A-Za-z]:[\\/]", first))
+
+
+def _refuse_machine_path(command: str, option: str, target: Path) -> None:
+    if _is_machine_path(command):
+        raise InvalidInput(
+            f"{option} {command!r} is a path on this machine, and {target} is a project file a team shares; "
+            "use a command on PATH (install memoryd with `pipx install memoryd` or `uv tool install memoryd`), "
+            "or register this install for yourself only with --scope user"
+        )
+
+
+def _on_path_notes(*commands: str) -> list[str]:
+    out = []
+    for command in commands:
+        first = shlex.split(command)[0]
+        if shutil.which(first) is None:
+            out.append(f"{first!r} is not on PATH here, and the project files run it by name: install memoryd with "
+                       "`pipx install memoryd` or `uv tool install memoryd` (both put it on PATH), or use --scope "
+                       "user to register this install's absolute path for yourself only")  # fmt: skip
+    return out
+
+
 def _check_profile(profile: str) -> str:
     if profile not in PROFILES:
         raise InvalidInput(f"unknown profile {profile!r}; expected one of {', '.join(PROFILES)}")
@@ -207,8 +244,28 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
+def backup_dir() -> Path:
+    """Where install keeps the files as they were: `<MEMORYD_HOME or the platform data dir>/install-backups`,
+    never next to the file (a project's files are committed and shared)."""
+    env = os.environ.get("MEMORYD_HOME")
+    import platformdirs
+
+    return (Path(env) if env else Path(platformdirs.user_data_dir("memoryd", appauthor=False))) / "install-backups"
+
+
 def _backup_path(path: Path) -> Path:
+    """`<backup_dir>/<16 hex of the file's absolute path>-<file name>.memoryd-backup`."""
+    key = hashlib.sha256(os.path.realpath(path).encode("utf-8")).hexdigest()[:16]
+    return backup_dir() / f"{key}-{path.name}{BACKUP_SUFFIX}"
+
+
+def _legacy_backup(path: Path) -> Path:
+    """Where memoryd before 0.1.1 kept the backup: beside the file."""
     return path.with_name(path.name + BACKUP_SUFFIX)
+
+
+def _read_backup(path: Path) -> bytes | None:
+    return _read(_backup_path(path)) if _backup_path(path).exists() else _read(_legacy_backup(path))
 
 
 class _Format:
@@ -270,25 +327,27 @@ class _Plan:
 
 def _apply(plan: _Plan, *, dry_run: bool, notes: list[str]) -> Change:
     """Write one planned edit: back up before the first change, restore or delete on the way out."""
-    backup = _backup_path(plan.path)
+    backup, legacy = _backup_path(plan.path), _legacy_backup(plan.path)
     change = Change(path=str(plan.path), action=plan.action, items=plan.items)  # type: ignore[arg-type]
     if plan.action == "unchanged" or dry_run:
         return change
     if not plan.uninstall:
         if not backup.exists():  # the file as it was before memoryd's first change
-            if plan.raw is None:
-                plan.path.parent.mkdir(parents=True, exist_ok=True)
+            backup.parent.mkdir(parents=True, exist_ok=True)
+            if legacy.exists():  # an older install's backup leaves the repository
+                shutil.move(str(legacy), backup)
+            elif plan.raw is None:
                 backup.write_bytes(ABSENT_MARK)
             else:
                 shutil.copy2(plan.path, backup)
         change.backup = str(backup)
     if plan.new is None:
         plan.path.unlink(missing_ok=True)
-        if backup.exists():
-            backup.unlink()
+        backup.unlink(missing_ok=True)
+        legacy.unlink(missing_ok=True)
         parent = plan.path.parent
         try:
-            if parent.name in (".claude", ".codex") and not any(parent.iterdir()):
+            if parent.name in (".claude", ".codex", ".cursor", "Claude") and not any(parent.iterdir()):
                 parent.rmdir()  # the folder install created for this file
         except OSError:
             pass
@@ -296,7 +355,9 @@ def _apply(plan: _Plan, *, dry_run: bool, notes: list[str]) -> Change:
     _atomic_write(plan.path, plan.new)
     if plan.restore_backup:
         backup.unlink(missing_ok=True)
-    elif plan.uninstall and backup.exists():
+        legacy.unlink(missing_ok=True)
+    elif plan.uninstall and (backup.exists() or legacy.exists()):
+        backup = backup if backup.exists() else legacy
         notes.append(f"{plan.path} has other changes since memoryd's first install (another profile, or edits), "
                      f"so only these entries were taken out; the pre-install copy stays at {backup}")  # fmt: skip
     return change
@@ -318,7 +379,7 @@ def _plan_uninstall_json(path: Path, edit: Callable[[dict[str, Any], dict[str, A
     if raw is None:
         return _Plan(path, raw, raw, "unchanged", [])
     data = _load_json(path, raw)
-    braw = _read(_backup_path(path))
+    braw = _read_backup(path)
     original: dict[str, Any] | None = None
     if braw == ABSENT_MARK:
         original = {}
@@ -407,7 +468,9 @@ def _hooks_table(path: Path, data: dict[str, Any], *, create: bool) -> dict[str,
     return hooks
 
 
-def _add_hooks(path: Path, data: dict[str, Any], exe: str, profile: str) -> list[str]:
+def _add_hooks(path: Path, data: dict[str, Any], exe: str, profile: str, *, file_tools: bool = True) -> list[str]:
+    """memoryd's hook entries; `file_tools`: also the file handler's PreToolUse entry (Claude Code's Read,
+    Edit… tools; Codex's tools are `shell` and `apply_patch`, which name no file)."""
     hooks = _hooks_table(path, data, create=True)
     assert hooks is not None
     items = []
@@ -424,7 +487,7 @@ def _add_hooks(path: Path, data: dict[str, Any], exe: str, profile: str) -> list
         items.append(f"hooks.{event}")
     groups = hooks["PreToolUse"]
     want = _file_group(exe)
-    if want not in groups:
+    if file_tools and want not in groups:
         ours = [i for i, g in enumerate(groups) if _is_file_group(g)]
         if ours:
             groups[ours[0]] = want
@@ -551,16 +614,28 @@ def install_claude(
 ) -> InstallReport:
     """Register the MCP server and the four hooks with Claude Code (see the module docstring).
 
-    `command` is the memoryd-mcp executable (default: next to this interpreter); `hook_command`
-    the memoryd CLI the hooks run (default: the one next to `command`, else next to this
-    interpreter). Raises InstallError (a file does not parse; nothing is written) or InvalidInput.
+    `command` is the memoryd-mcp executable, `hook_command` the memoryd CLI the hooks run. User
+    scope: by default the ones next to this interpreter, as absolute paths (the files are this
+    machine's). Project scope writes files a team commits, so nothing machine-specific goes in:
+    the commands are `memoryd-mcp` and `memoryd` found on PATH (a pipx / uv tool install puts
+    them there), and an absolute `command` or `hook_command` is refused. Raises InstallError (a
+    file does not parse; nothing is written) or InvalidInput.
     """
     profile = _check_profile(profile)  # type: ignore[assignment]
     home = Path(home) if home is not None else Path.home()
     project_dir = Path(project_dir) if project_dir is not None else Path.cwd()
     mcp_path, settings_path = _claude_paths(scope, home, project_dir)
-    command = command or default_executable("memoryd-mcp")
-    exe, exe_file = _hook_executable(command, hook_command)
+    path_notes: list[str] = []
+    if scope == "project":
+        command = command or "memoryd-mcp"
+        hook_command = hook_command or "memoryd"
+        _refuse_machine_path(command, "--command", mcp_path)
+        _refuse_machine_path(hook_command, "--hook-command", settings_path)
+        path_notes = _on_path_notes(command, hook_command)
+        exe, exe_file = hook_command, None
+    else:
+        command = command or default_executable("memoryd-mcp")
+        exe, exe_file = _hook_executable(command, hook_command)
     entry = _server_entry(command, profile)
     # Plan both files before writing either: a malformed second file must leave the first untouched.
     plans = [
@@ -569,7 +644,10 @@ def install_claude(
     ]
     report = InstallReport("claude", "install", profile, scope, profile, dry_run=dry_run)
     report.changes = [_apply(p, dry_run=dry_run, notes=report.notes) for p in plans]
-    report.notes += _missing_note(command, "the MCP server executable")
+    if scope == "project":
+        report.notes += path_notes
+    else:
+        report.notes += _missing_note(command, "the MCP server executable")
     if exe_file:
         report.notes += _missing_note(exe_file, "the hook executable")
     report.notes += _approval_notes(profile, scope, home, project_dir)
@@ -718,9 +796,16 @@ def install_codex(
     profile: Profile = "memoryd",
     command: str | None = None,
     *,
+    hooks: bool = False,
+    hook_command: str | None = None,
     dry_run: bool = False,
 ) -> InstallReport:
-    """Add `[mcp_servers.<profile>]` to Codex's config.toml; comments and other tables stay."""
+    """Add `[mcp_servers.<profile>]` to Codex's config.toml; comments and other tables stay.
+
+    `hooks`: also add memoryd's hooks to `$CODEX_HOME/hooks.json` (Codex's hook file has Claude Code's
+    layout: event → matcher groups → command handlers, the same events memoryd uses, MCP tools matched as
+    `mcp__<server>__<tool>`), each running `memoryd hook <event>` (this install's absolute path).
+    """
     import tomlkit
 
     profile = _check_profile(profile)  # type: ignore[assignment]
@@ -745,10 +830,15 @@ def install_codex(
     action = "unchanged" if not items else ("created" if raw is None else "updated")
     plan = _Plan(path, raw, raw if not items else tomlkit.dumps(doc).encode("utf-8"), action, items)
     report = InstallReport("codex", "install", profile, "user", profile, dry_run=dry_run)
-    report.changes = [_apply(plan, dry_run=dry_run, notes=report.notes)]
+    plans = [plan]
+    if hooks:
+        hooks_path = path.with_name("hooks.json")
+        exe, exe_file = _hook_executable(command, hook_command)
+        plans.append(_plan_install_json(hooks_path, lambda d: _add_hooks(hooks_path, d, exe, profile, file_tools=False)))
+    report.changes = [_apply(p, dry_run=dry_run, notes=report.notes) for p in plans]
     report.notes += _missing_note(command, "the MCP server executable")
     report.notes.append("Codex starts MCP servers in the session's working directory, so the scope follows the "
-                        "repository you run codex in; memoryd's agent hooks are installed for Claude Code only")
+                        "repository you run codex in" + ("" if hooks else "; --hooks adds memoryd's hooks too"))
     if report.changed and not dry_run:
         report.notes.append("restart Codex to pick the server up (`/mcp` lists it)")
     return report
@@ -769,7 +859,7 @@ def uninstall_codex(
         report.notes.append(f"nothing of memoryd ({profile}) was installed in {path}")
         return report
     doc = _load_toml(path, raw)
-    braw = _read(_backup_path(path))
+    braw = _read_backup(path)
     original = None
     if braw == ABSENT_MARK:
         original = tomlkit.document()
@@ -800,6 +890,147 @@ def uninstall_codex(
     else:
         plan = _Plan(path, raw, tomlkit.dumps(doc).encode("utf-8"), "updated", items, uninstall=True)
     report.changes = [_apply(plan, dry_run=dry_run, notes=report.notes)]
+    hooks_path = path.with_name("hooks.json")
+    if hooks_path.exists():
+        hooks_plan = _plan_uninstall_json(hooks_path, lambda d, o: _remove_hooks(hooks_path, d, o, profile))
+        if hooks_plan.action != "unchanged":
+            report.changes.append(_apply(hooks_plan, dry_run=dry_run, notes=report.notes))
     if not report.changed:
         report.notes.append(f"nothing of memoryd ({profile}) was installed in {path}")
     return report
+
+
+# -- Claude Desktop and Cursor: an mcpServers entry in one JSON file -----------------------------------------
+
+
+def claude_desktop_config(home: Path | None = None) -> Path:
+    """Claude Desktop's config file: macOS `~/Library/Application Support/Claude/`, Windows
+    `%APPDATA%\\Claude\\`, elsewhere `$XDG_CONFIG_HOME/Claude/` (default `~/.config`), then
+    `claude_desktop_config.json`."""
+    home = Path(home) if home is not None else Path.home()
+    if sys.platform == "darwin":
+        base = home / "Library" / "Application Support"
+    elif os.name == "nt":
+        base = Path(os.environ.get("APPDATA") or home / "AppData" / "Roaming")
+    else:
+        base = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    return base / "Claude" / "claude_desktop_config.json"
+
+
+def _install_entry(agent: str, scope: str, path: Path, name: str, entry: dict[str, Any], *,
+                   dry_run: bool) -> InstallReport:  # fmt: skip
+    plan = _plan_install_json(path, lambda d: _add_server(path, d, name, entry))
+    report = InstallReport(agent, "install", name, scope, name, dry_run=dry_run)  # type: ignore[arg-type]
+    report.changes = [_apply(plan, dry_run=dry_run, notes=report.notes)]
+    return report
+
+
+def _uninstall_entry(agent: str, scope: str, path: Path, name: str, *, dry_run: bool) -> InstallReport:
+    plan = _plan_uninstall_json(path, lambda d, o: _remove_server(path, d, o, name))
+    report = InstallReport(agent, "uninstall", name, scope, name, dry_run=dry_run)  # type: ignore[arg-type]
+    report.changes = [_apply(plan, dry_run=dry_run, notes=report.notes)]
+    if not report.changed:
+        report.notes.append(f"nothing of memoryd ({name}) was installed in {path}")
+    return report
+
+
+def install_claude_desktop(
+    profile: Profile = "memoryd",
+    *,
+    home: Path | None = None,
+    config_path: Path | None = None,
+    project_dir: Path | None = None,
+    command: str | None = None,
+    dry_run: bool = False,
+) -> InstallReport:
+    """Add memoryd to Claude Desktop's `mcpServers` (file: `claude_desktop_config`).
+
+    Claude Desktop starts servers in no particular directory, so the entry names the folder whose
+    scope memoryd serves: `--cwd <project_dir>` (default: the home directory, a scope of its own;
+    recall always adds the global scope). The command is this install's absolute path (the file
+    is this machine's).
+    """
+    profile = _check_profile(profile)  # type: ignore[assignment]
+    home = Path(home) if home is not None else Path.home()
+    path = Path(config_path) if config_path is not None else claude_desktop_config(home)
+    command = command or default_executable("memoryd-mcp")
+    folder = Path(project_dir if project_dir is not None else home).absolute()
+    entry = {"command": command, "args": [*_server_args(profile), "--cwd", str(folder)]}
+    report = _install_entry("claude-desktop", "user", path, profile, entry, dry_run=dry_run)
+    report.notes += _missing_note(command, "the MCP server executable")
+    report.notes.append(f"memories are read and written for the scope of {folder} (plus the global scope); "
+                        "--project-dir picks another folder")  # fmt: skip
+    if report.changed and not dry_run:
+        report.notes.append("quit and restart Claude Desktop to pick the server up")
+    return report
+
+
+def uninstall_claude_desktop(
+    profile: Profile = "memoryd", *, home: Path | None = None, config_path: Path | None = None, dry_run: bool = False
+) -> InstallReport:
+    """Reverse `install_claude_desktop`: the original bytes come back when nothing else changed."""
+    profile = _check_profile(profile)  # type: ignore[assignment]
+    path = Path(config_path) if config_path is not None else claude_desktop_config(home)
+    return _uninstall_entry("claude-desktop", "user", path, profile, dry_run=dry_run)
+
+
+# Cursor expands ${workspaceFolder} in mcp.json values, so one entry follows whichever project is open.
+CURSOR_WORKSPACE = "${workspaceFolder}"
+
+
+def _cursor_path(scope: str, home: Path, project_dir: Path) -> Path:
+    if scope == "project":
+        return project_dir / ".cursor" / "mcp.json"
+    if scope == "user":
+        return home / ".cursor" / "mcp.json"
+    raise InvalidInput(f"unknown scope {scope!r}; expected project or user")
+
+
+def install_cursor(
+    scope: Scope = "user",
+    profile: Profile = "memoryd",
+    *,
+    home: Path | None = None,
+    project_dir: Path | None = None,
+    command: str | None = None,
+    dry_run: bool = False,
+) -> InstallReport:
+    """Add memoryd to Cursor's `mcpServers`: `~/.cursor/mcp.json` (user, default) or
+    `<project>/.cursor/mcp.json` (project, shared: the command is `memoryd-mcp` on PATH).
+
+    The entry passes `--cwd ${workspaceFolder}`, which Cursor expands to the open project, so the
+    scope follows the project whichever directory Cursor starts the server in.
+    """
+    profile = _check_profile(profile)  # type: ignore[assignment]
+    home = Path(home) if home is not None else Path.home()
+    project_dir = Path(project_dir) if project_dir is not None else Path.cwd()
+    path = _cursor_path(scope, home, project_dir)
+    notes: list[str] = []
+    if scope == "project":
+        command = command or "memoryd-mcp"
+        _refuse_machine_path(command, "--command", path)
+        notes = _on_path_notes(command)
+    else:
+        command = command or default_executable("memoryd-mcp")
+        notes = _missing_note(command, "the MCP server executable")
+    entry = {"type": "stdio", "command": command, "args": [*_server_args(profile), "--cwd", CURSOR_WORKSPACE]}
+    report = _install_entry("cursor", scope, path, profile, entry, dry_run=dry_run)
+    report.notes += notes
+    if report.changed and not dry_run:
+        report.notes.append("Cursor lists it under Settings → MCP; enable it there (or reload the window)")
+    return report
+
+
+def uninstall_cursor(
+    scope: Scope = "user",
+    profile: Profile = "memoryd",
+    *,
+    home: Path | None = None,
+    project_dir: Path | None = None,
+    dry_run: bool = False,
+) -> InstallReport:
+    """Reverse `install_cursor` for this scope and profile."""
+    profile = _check_profile(profile)  # type: ignore[assignment]
+    home = Path(home) if home is not None else Path.home()
+    project_dir = Path(project_dir) if project_dir is not None else Path.cwd()
+    return _uninstall_entry("cursor", scope, _cursor_path(scope, home, project_dir), profile, dry_run=dry_run)

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from mcp.server.mcpserver import MCPServer
 
 from .mcp_tools import hmg, mem
-from .mcp_tools.common import EngineHandle, MemorydServer
+from .mcp_tools.common import EngineHandle
+from .mcp_tools.server import MemorydServer
 from .mcp_tools.transport import MIN_TOKEN_CHARS, host_of, http_guard
 
 if TYPE_CHECKING:
@@ -57,11 +58,12 @@ def build_server(
 
     from . import __version__
 
-    mcp: MCPServer[Any] = MemorydServer(
+    mcp = MemorydServer(
         name="hmg" if profile == "hmg" else "memoryd", version=__version__, instructions=_INSTRUCTIONS,
         lifespan=lifespan,
     )  # fmt: skip
     handle = engine_handle or EngineHandle(settings, cwd)
+    mcp.engine_handle = handle  # prompts and resources (mcp_tools/server.py)
     if profile == "hmg":
         hmg.register(mcp, handle)
     else:
@@ -83,11 +85,39 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _preflight() -> None:
+    """Refuse to start on a configuration this install cannot serve (bad MEMORYD_* value, missing extra),
+    with the reason on stderr, rather than fail every tool call later."""
+    from pydantic import ValidationError
+
+    from .config import Settings
+    from .errors import MemorydError
+    from .extras import check_settings
+
+    try:
+        check_settings(Settings())
+    except ValidationError as exc:
+        problems = "; ".join(f"MEMORYD_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
+        sys.exit(f"memoryd-mcp: {problems}")
+    except MemorydError as exc:
+        sys.exit(f"memoryd-mcp: {exc.message}")
+
+
 def main(argv: list[str] | None = None) -> None:
+    from . import __version__
+
+    agent, admin = len(mem.AGENT_TOOLS), len(mem.ADMIN_TOOLS)
     parser = argparse.ArgumentParser(prog="memoryd-mcp", description="Serve memoryd over MCP (stdio by default).")
+    parser.add_argument("--version", action="version", version=f"memoryd-mcp {__version__}")
     parser.add_argument(
         "--profile", choices=PROFILES, default="memoryd",
-        help="tool surface: memoryd (22 mem_* tools, default) or hmg (6 memory_* tools)",
+        help=f"tool surface: memoryd ({agent} mem_* tools, {agent + admin} with --admin; the default) or hmg "
+             f"({len(hmg.TOOL_NAMES)} memory_* tools)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cwd", metavar="DIR",
+        help="infer the scope from DIR instead of the working directory (for clients that start servers "
+             "elsewhere: Claude Desktop, Cursor's ${workspaceFolder})",
     )  # fmt: skip
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default: 127.0.0.1)")
@@ -99,17 +129,23 @@ def main(argv: list[str] | None = None) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--admin", action="store_true", default=os.environ.get("MEMORYD_MCP_ADMIN") == "1",
-        help="also register admin tools (or MEMORYD_MCP_ADMIN=1)",
+        help=f"also register the {admin} admin tools (or MEMORYD_MCP_ADMIN=1)",
     )  # fmt: skip
     parser.add_argument(
         "--ui", action="store_true",
         help="HTTP only: also serve the web console under /ui (prints its address with a token)",
     )  # fmt: skip
     args = parser.parse_args(argv)
+    _preflight()
+    cwd = args.cwd
+    if cwd is not None and ("${" in cwd or not Path(cwd).is_dir()):
+        print(f"memoryd-mcp: --cwd {cwd!r} is not a directory (a client that does not expand the variable?); "
+              f"using the working directory {os.getcwd()}", file=sys.stderr)  # fmt: skip
+        cwd = None
     if args.ui and args.transport != "http":
         sys.exit("memoryd-mcp: --ui needs --transport http (or run `memoryd ui`)")
-    handle = EngineHandle(None, None) if args.ui else None
-    mcp = build_server(args.profile, include_admin=args.admin, engine_handle=handle)
+    handle = EngineHandle(None, cwd) if args.ui else None
+    mcp = build_server(args.profile, include_admin=args.admin, cwd=cwd, engine_handle=handle)
     if args.transport == "stdio":
         mcp.run("stdio")
         return

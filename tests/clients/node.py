@@ -32,10 +32,12 @@ def need(path: Path) -> Path:
 
 
 def client_env(home: Path, data: Path, **extra: str) -> dict[str, str]:
-    """A throwaway HOME for the client, MEMORYD_HOME=data for the servers it starts, node 22 first on PATH."""
+    """A throwaway HOME for the client, MEMORYD_HOME=data for the servers it starts, node 22 first on PATH, then
+    this memoryd's commands (`memoryd-mcp`, `memoryd`: what project files name, as a pipx install puts them)."""
     env = {k: v for k, v in server_env(data).items() if k not in _FOREIGN}
+    path = os.pathsep.join([str(need(NODE22).parent), str(Path(sys.executable).parent), env.get("PATH", "")])
     return {
-        **env, "HOME": str(home), "PATH": f"{need(NODE22).parent}{os.pathsep}{env.get('PATH', '')}",
+        **env, "HOME": str(home), "PATH": path,
         "npm_config_update_notifier": "false", "NO_COLOR": "1", "DISABLE_AUTOUPDATER": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "NODE_COMPILE_CACHE": str(COMPILE_CACHE), **extra,
     }  # fmt: skip

@@ -66,11 +66,13 @@ def test_project_install_waits_for_approval_and_the_install_notes_say_what_the_c
     local_settings = c.repo / ".claude" / "settings.local.json"
     assert f'"enabledMcpjsonServers": ["memoryd"] to {user_settings}' in out
     assert f"{local_settings} counts only once you have trusted the folder" in out
-    assert c.status() == {"memoryd": f"{SERVER}  - ⏸ Pending approval (run `claude` to approve)"}
+    # The shared file names the command on PATH, never this machine's virtualenv.
+    assert json.loads((c.repo / ".mcp.json").read_text())["mcpServers"]["memoryd"]["command"] == "memoryd-mcp"
+    assert c.status() == {"memoryd": "memoryd-mcp  - ⏸ Pending approval (run `claude` to approve)"}
 
     # The first way the note gives: the user's settings approve it, trusted folder or not.
     c.write(user_settings, {"enabledMcpjsonServers": ["memoryd"]})
-    assert c.status() == {"memoryd": f"{SERVER}  - ✔ Connected"}
+    assert c.status() == {"memoryd": "memoryd-mcp  - ✔ Connected"}
     assert f"the project server 'memoryd' is already approved ({user_settings})" in c.memoryd("install", "claude")
     c.write(user_settings, {"enableAllProjectMcpServers": True})
     assert c.status()["memoryd"].endswith("✔ Connected")

@@ -260,6 +260,9 @@ def migrate(src: str, dst: str, *, settings: Any, cwd: Path | None = None,
     Raises StorageError when a check fails.
     """
     from ..errors import StorageError
+    from ..extras import require
+
+    require("postgres", "memoryd migrate (PostgreSQL)")
     from ..storage.postgres import migrate_store
     from . import Engine
 

@@ -194,6 +194,9 @@ class EngineCore:
         _private_home(settings.home, sqlite=not settings.db)
         store: Store
         if settings.db and settings.db.startswith(("postgresql://", "postgres://")):
+            from ..extras import require
+
+            require("postgres", "MEMORYD_DB=postgresql://…")
             from ..storage.postgres import PostgresStore  # psycopg loads only when PostgreSQL is used
 
             store = PostgresStore(settings.db, busy_timeout_ms=settings.busy_timeout_ms)

@@ -21,18 +21,25 @@ one transaction (one snapshot bump) together with an `import` audit event on the
 same file starts after the last committed batch, so an interruption (Ctrl-C, kill -9, a failing
 disk) never duplicates or loses a line. Bad lines (not JSON, not UTF-8, no content, wrong field
 types) and lines the write path rejects are counted and reported with their line numbers.
+
+`import_file(path, format=...)` also takes other tools' exports (`memoryd.formats`: Anthropic's
+server-memory JSONL graph, a mem0 export, a basic-memory folder): their records are turned into
+the same JSON lines (in a fixed order, so the progress key, the sha256 of those lines, makes the
+import resumable the same way) and reported with their origin ("<file>:<line>") instead of a line
+number.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -48,6 +55,8 @@ else:
     _Base = object
 
 __all__ = ["DEFAULT_BATCH_SIZE", "IMPORT_GATES", "ImportOps", "ImportReport", "MARKER_PREFIX"]
+
+Opener = Callable[[], IO[bytes]]
 
 MARKER_PREFIX = "import:"
 DEFAULT_BATCH_SIZE = 256
@@ -75,6 +84,7 @@ class ImportReport:
     seconds: float = 0.0
     problems: list[dict[str, Any]] = field(default_factory=list)
     more_problems: int = 0
+    format: str = "jsonl"
 
     @property
     def processed(self) -> int:
@@ -94,7 +104,7 @@ class ImportReport:
         )
 
     def as_dict(self) -> dict[str, Any]:
-        keys = ("path", "sha256", "lines", "imported", "pending", "duplicates", "rejected", "bad", "ignored",
+        keys = ("path", "format", "sha256", "lines", "imported", "pending", "duplicates", "rejected", "bad", "ignored",
                 "skipped", "batches", "problems", "more_problems")  # fmt: skip
         out = {k: getattr(self, k) for k in keys}
         out.update(seconds=round(self.seconds, 3), rate=round(self.rate, 1))
@@ -170,19 +180,89 @@ class ImportOps(_Base):
         """
         start = time.perf_counter()
         path = Path(path)
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise InvalidInput(f"batch_size must be a positive integer, got {batch_size!r}")
-        if gate not in IMPORT_GATES:
-            raise InvalidInput(f"unknown gate {gate!r}; expected one of {', '.join(IMPORT_GATES)}")
-        if not isinstance(source, str) or not source.strip():
-            raise InvalidInput("source must be a non-empty string")
+        self._check_import_args(batch_size, gate, source)
         if not path.is_file():
             raise InvalidInput(f"no file at {path}")
         try:
             sha, total = _scan(path)
         except OSError as exc:
             raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from exc
-        report = ImportReport(path=str(path), sha256=sha, lines=total)
+        return self._import_lines(lambda: path.open("rb"), str(path), sha, total, start=start, batch_size=batch_size,
+                                  gate=gate, source=source, progress=progress)  # fmt: skip
+
+    def import_file(
+        self,
+        path: str | Path,
+        *,
+        format: str = "auto",
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        gate: str = "trusted",
+        source: str | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportReport:
+        """Import `path` in `format` (`auto` detects it; see `memoryd.formats`): memoryd's JSON lines, a
+        server-memory graph, a mem0 export or a basic-memory folder. `source` overrides the records'
+        own (server-memory, mem0, basic-memory). Resumable like `import_jsonl`.
+
+        Raises:
+            InvalidInput: no such file or folder, an unknown format, a file that is not in the format,
+                or the arguments `import_jsonl` refuses.
+        """
+        from .. import formats
+
+        start = time.perf_counter()
+        path = Path(path)
+        if not path.exists():
+            raise InvalidInput(f"no file or folder at {path}")
+        fmt = formats.detect(path) if format == "auto" else format
+        if fmt not in formats.FORMATS:
+            raise InvalidInput(f"unknown format {format!r}; expected auto or one of {', '.join(formats.FORMATS)}")
+        if fmt == "jsonl":
+            return self.import_jsonl(path, batch_size=batch_size, gate=gate, source=source or "import",
+                                     progress=progress)  # fmt: skip
+        if fmt == "basic-memory" and not path.is_dir():
+            raise InvalidInput(f"basic-memory imports a folder of notes; {path} is a file")
+        if fmt != "basic-memory" and not path.is_file():
+            raise InvalidInput(f"{fmt} imports a file; {path} is a folder")
+        self._check_import_args(batch_size, gate, source or fmt)
+        records = list(formats.read_records(fmt, path))
+        lines, origins, problems = [], [], []
+        for r in records:
+            fields = {k: v for k, v in r.fields.items() if v not in (None, [], "")}
+            if source:
+                fields["source"] = source
+            lines.append(json.dumps({"problem": True} if "problem" in fields else fields, ensure_ascii=False,
+                                    sort_keys=True))  # fmt: skip
+            origins.append(r.origin)
+            problems.append(r.fields.get("problem"))
+        data = ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
+        sha = hashlib.sha256(f"{fmt}\n".encode() + data).hexdigest()
+        report = self._import_lines(lambda: io.BytesIO(data), str(path), sha, len(lines), start=start,
+                                    batch_size=batch_size, gate=gate, source=source or fmt, progress=progress)  # fmt: skip
+        for p in report.problems:  # name the place in the source, and the format's own reason
+            i = int(p["line"]) - 1
+            if 0 <= i < len(origins):
+                p["origin"] = origins[i]
+                if problems[i]:
+                    p["reason"] = problems[i]
+        report.format = fmt
+        return report
+
+    @staticmethod
+    def _check_import_args(batch_size: int, gate: str, source: str) -> None:
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidInput(f"batch_size must be a positive integer, got {batch_size!r}")
+        if gate not in IMPORT_GATES:
+            raise InvalidInput(f"unknown gate {gate!r}; expected one of {', '.join(IMPORT_GATES)}")
+        if not isinstance(source, str) or not source.strip():
+            raise InvalidInput("source must be a non-empty string")
+
+    def _import_lines(
+        self, opener: Opener, label: str, sha: str, total: int, *, start: float, batch_size: int, gate: str,
+        source: str, progress: Callable[[int, int], None] | None,
+    ) -> ImportReport:  # fmt: skip
+        """Import JSON lines read from `opener()`, resuming after what an earlier run of `sha` committed."""
+        report = ImportReport(path=label, sha256=sha, lines=total)
         state = self.import_state(sha) or {}
         offset, done_lines = int(state.get("offset", 0)), int(state.get("line", 0))
         report.skipped = done_lines
@@ -196,7 +276,7 @@ class ImportOps(_Base):
         in_flight: tuple[_Batch, Future[list[Any]]] | None = None
         number = done_lines
         try:
-            for batch in self._read_batches(path, offset, done_lines, batch_size, gate=gate, source=source,
+            for batch in self._read_batches(opener, offset, done_lines, batch_size, gate=gate, source=source,
                                             seen=seen):  # fmt: skip
                 number = batch.last
                 texts = [d.atom.content for d in batch.drafts]
@@ -215,12 +295,12 @@ class ImportOps(_Base):
     # -- pieces ------------------------------------------------------------------------------
 
     def _read_batches(
-        self, path: Path, offset: int, number: int, size: int, *, gate: str, source: str,
+        self, opener: Opener, offset: int, number: int, size: int, *, gate: str, source: str,
         seen: dict[tuple[str, str], Any],
     ) -> Iterator[_Batch]:  # fmt: skip
         """Parse and prepare the file from `offset` on, `size` lines at a time."""
         batch = _Batch(first=number + 1)
-        with path.open("rb") as fh:
+        with opener() as fh:
             fh.seek(offset)
             for raw in fh:
                 offset += len(raw)

@@ -403,21 +403,15 @@ class ObservationOps(_Base):
 
     @contextlib.contextmanager
     def _session_lock(self, session_id: str) -> Iterator[None]:
-        """One run per session at a time (a PreCompact worker and a SessionEnd worker can overlap)."""
-        try:
-            import fcntl
-        except ImportError:  # Windows: SQLite's own locking and dedup are the only guard
-            yield
-            return
+        """One run per session at a time (a PreCompact worker and a SessionEnd worker can overlap);
+        `filelock` locks the file on POSIX and Windows alike."""
+        from filelock import FileLock
+
         lock_dir = self.settings.home / "locks"
         lock_dir.mkdir(parents=True, exist_ok=True)
         safe = re.sub(r"[^A-Za-z0-9._-]", "_", session_id)[:120]
-        with (lock_dir / f"transcript-{safe}.lock").open("a") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        with FileLock(lock_dir / f"transcript-{safe}.lock"):
+            yield
 
     def _memorize_held(self, cand: Candidate, *, source: str, session_id: str) -> MemorizeResult:
         """The write path with every admitted candidate held as pending (never straight to active)."""

@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING, TypeVar
 import logging
 
 import anyio.to_thread
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
@@ -23,7 +21,7 @@ if TYPE_CHECKING:
     from ..config import Settings
     from ..engine import Engine
 
-__all__ = ["AUTHORIZATION_REQUIRED", "EngineHandle", "MemorydServer", "ScopeInput", "call", "result"]
+__all__ = ["AUTHORIZATION_REQUIRED", "EngineHandle", "ScopeInput", "call", "describe_validation", "result"]
 
 T = TypeVar("T")
 log = logging.getLogger("memoryd")
@@ -49,40 +47,6 @@ def describe_validation(exc: ValidationError) -> str:
         parts.append(f"{loc}: {err.get('msg', 'invalid')}")
     more = len(exc.errors()) - len(parts)
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
-
-
-class MemorydServer(MCPServer):  # type: ignore[type-arg]
-    """The SDK's server with its own failures mapped to memoryd's stable codes.
-
-    The SDK reports bad arguments as "Error executing tool X: <pydantic dump>", an unknown tool as
-    "Unknown tool: X" and a crash as "Error executing tool X" with no reason; every tool error of
-    memoryd instead starts with a code: `invalid_input: top_k: Input should be …`.
-    """
-
-    async def call_tool(self, name: str, arguments: dict, context=None):  # type: ignore[no-untyped-def, override]
-        try:
-            return await super().call_tool(name, arguments, context)
-        except UnexpectedToolError as exc:
-            log.error("tool %r crashed", name, exc_info=exc.__cause__ or exc)
-            raise ToolError(f"internal: {name} failed unexpectedly; the server log (stderr) has the details") from None
-        except ToolError as exc:
-            cause = exc.__cause__
-            if isinstance(cause, ValidationError):
-                raise ToolError(f"invalid_input: {describe_validation(cause)}") from None
-            if self._tool_manager.get_tool(name) is None:
-                shown = name if len(name) <= 80 else name[:77] + "..."
-                raise ToolError(f"invalid_input: unknown tool {shown!r}; tools/list names the tools") from None
-            text = str(exc).removeprefix(f"Error executing tool {name}: ")
-            raise ToolError(text if ": " in text else f"internal: {text or name + ' failed'}") from None
-
-    async def run_stdio_async(self) -> None:
-        """stdio with every line checked first (see `transport`): no request goes unanswered."""
-        from mcp.server.stdio import stdio_server
-
-        from .transport import stdio_streams
-
-        async with stdio_streams() as (lines, out), stdio_server(stdin=lines, stdout=out) as (read, write):  # type: ignore[arg-type]
-            await self._lowlevel_server.run(read, write, self._lowlevel_server.create_initialization_options())
 
 
 class EngineHandle:

@@ -99,7 +99,9 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
             "first: identical content is deduplicated. To update a memory you have seen, use memory_correct "
             "(replace) instead."
         ),
-        annotations=ToolAnnotations(title="Memorize", idempotent_hint=True, destructive_hint=False),
+        title="Memorize",
+        annotations=ToolAnnotations(
+            title="Memorize", open_world_hint=False, idempotent_hint=True, destructive_hint=False, read_only_hint=False),
     )
     async def memory_memorize(
         content: Annotated[str, Field(description="The memory, one self-contained sentence.")],
@@ -121,7 +123,9 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
             "key entities (people, projects, technologies, file names), not chatty questions. One call is usually "
             "enough: keyword, semantic and entity signals are combined."
         ),
-        annotations=ToolAnnotations(title="Recall", read_only_hint=True, idempotent_hint=True),
+        title="Recall",
+        annotations=ToolAnnotations(
+            title="Recall", open_world_hint=False, read_only_hint=True, idempotent_hint=True, destructive_hint=False),
     )
     async def memory_recall(
         query: Annotated[str, Field(description="What to look for, e.g. 'PostgreSQL 連線池配置'.")],
@@ -155,7 +159,9 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
             "confirm_necessary (a hard constraint), demote (only possible), replace (needs new_content; only the "
             "latest version can be replaced). Take target_atom from memory_recall."
         ),
-        annotations=ToolAnnotations(title="Correct", destructive_hint=False, idempotent_hint=False),
+        title="Correct",
+        annotations=ToolAnnotations(
+            title="Correct", open_world_hint=False, destructive_hint=False, idempotent_hint=False, read_only_hint=False),
     )
     async def memory_correct(
         target_atom: Annotated[str, Field(description="Atom id from memory_recall.")],
@@ -176,7 +182,9 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
             "tombstone (destroy the content), derive_lesson (needs lesson_content: a redacted lesson; the original "
             "is sealed). A secret saved by mistake: derive_lesson if there is a lesson, else seal or tombstone."
         ),
-        annotations=ToolAnnotations(title="Govern", destructive_hint=True, idempotent_hint=False),
+        title="Govern",
+        annotations=ToolAnnotations(
+            title="Govern", open_world_hint=False, destructive_hint=True, idempotent_hint=False, read_only_hint=False),
     )
     async def memory_govern(
         target_atom: Annotated[str, Field(description="Atom id to govern.")],
@@ -197,7 +205,9 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
             "verified, risks, next steps. The next session's brief shows it first. Use memory_memorize for single "
             "facts."
         ),
-        annotations=ToolAnnotations(title="Handoff", destructive_hint=False, idempotent_hint=False),
+        title="Handoff",
+        annotations=ToolAnnotations(
+            title="Handoff", open_world_hint=False, destructive_hint=False, idempotent_hint=False, read_only_hint=False),
     )
     async def memory_handoff(
         summary: Annotated[str, Field(description="The handoff summary.")],
@@ -212,7 +222,9 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
 
     @mcp.tool(
         description="Store overview: atom and edge counts, index coverage, snapshot version. Rarely needed.",
-        annotations=ToolAnnotations(title="Stats", read_only_hint=True, idempotent_hint=True),
+        title="Stats",
+        annotations=ToolAnnotations(
+            title="Stats", open_world_hint=False, read_only_hint=True, idempotent_hint=True, destructive_hint=False),
     )
     async def memory_stats() -> Annotated[CallToolResult, StatsOut]:
         def run(engine):  # type: ignore[no-untyped-def]

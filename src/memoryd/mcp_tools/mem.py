@@ -24,6 +24,19 @@ ADMIN_TOOLS = [
     "mem_stats", "mem_merge_projects", "mem_current_project", "mem_doctor", "mem_save_prompt", "mem_suggest_topic_key",
 ]  # fmt: skip
 
+# Every tool carries a title (the name a client shows) and annotations; openWorldHint is false throughout:
+# memoryd reads and writes only its own store.
+TITLES = {
+    "mem_save": "Save memory", "mem_update": "Update memory", "mem_delete": "Delete memory", "mem_get": "Get memory",
+    "mem_search": "Search memories", "mem_context": "Memory context", "mem_timeline": "Memory timeline",
+    "mem_session_start": "Start session", "mem_session_end": "End session", "mem_session_summary": "Session summary",
+    "mem_capture_passive": "Capture observation", "mem_judge": "Judge new text", "mem_compare": "Compare memories",
+    "mem_review_pending": "Review pending saves", "mem_promote": "Promote pending saves",
+    "mem_reject": "Reject pending saves", "mem_request_sensitive_read": "Request sensitive read",
+    "mem_stats": "Memory statistics", "mem_merge_projects": "Merge projects", "mem_current_project": "Current project",
+    "mem_doctor": "Health check", "mem_save_prompt": "Save prompt", "mem_suggest_topic_key": "Suggest topic key",
+}  # fmt: skip
+
 MemType = Literal["session", "decision", "preference", "fact", "playbook", "warning"]
 Scope = Annotated[str, Field(description='"auto" = this repository (from the working directory), "global" = all your projects.')]
 
@@ -255,8 +268,13 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
 
     def tool(description: str, *, read_only: bool = False, destructive: bool = False,
              idempotent: bool = False) -> Callable[[Any], Any]:  # fmt: skip
-        ann = ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive, idempotent_hint=idempotent)
-        return mcp.tool(description=description, annotations=ann)
+        def register(fn: Any) -> Any:
+            title = TITLES[fn.__name__]
+            ann = ToolAnnotations(title=title, read_only_hint=read_only, destructive_hint=destructive,
+                                  idempotent_hint=idempotent, open_world_hint=False)  # fmt: skip
+            return mcp.tool(title=title, description=description, annotations=ann)(fn)
+
+        return register
 
     @tool("Save one long-term memory (decision, preference, fact, playbook, warning, session note) as a self-"
           "contained sentence. Useful saves are stored; unclear ones wait for review (status pending); junk is "

@@ -307,6 +307,11 @@ class BackgroundEmbedder:
     def loaded(self) -> bool:
         return self._ready.is_set() and self._inner is not None
 
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait up to `timeout` seconds for the model; whether it is loaded."""
+        self._ready.wait(timeout)
+        return self.loaded
+
     @property
     def error(self) -> BaseException | None:
         return self._error if self._ready.is_set() else None
@@ -334,4 +339,8 @@ def make_embedder(kind: str) -> Embedder:
     cls = MODELS.get(kind)
     if cls is None:
         raise ValueError(f"unknown embedder {kind!r}; expected one of {', '.join([*MODELS, 'hash'])}")
+    if kind == "e5":  # say so now, not from the background loader at the first search
+        from ..extras import require
+
+        require("e5", "MEMORYD_EMBEDDER=e5")
     return BackgroundEmbedder(cls, cls.name, cls.dim, cls.cosine_floor, cls.cosine_ceil)

@@ -44,7 +44,7 @@ import numpy as np
 from .tokenize import term_groups, tokens
 
 __all__ = [
-    "DEFAULT", "Candidate", "Features", "Params", "Query", "features", "fuse", "rank", "score", "stat_terms",
+    "DEFAULT", "Candidate", "Features", "Params", "Query", "features", "fuse", "fused", "rank", "score", "stat_terms",
 ]  # fmt: skip
 
 
@@ -233,6 +233,14 @@ def _cues(f: Features, p: Params) -> np.ndarray:
     if f.is_negated and p.negation:
         factor[f.negative] *= 1.0 + p.negation
     return factor
+
+
+def fused(signals: Mapping[str, float], p: Params = DEFAULT) -> float:
+    """The fused score of one memory with these signal values (absent = 0), before cues and decay: e.g.
+    the most a recall without a query vector can give (`{"keyword": 1.0}`)."""
+    semantic = max(p.w_sem * signals.get("semantic", 0.0), p.w_en * signals.get("semantic_en", 0.0))
+    miss = (1.0 - p.w_kw * signals.get("keyword", 0.0)) * (1.0 - semantic) * (1.0 - p.w_ent * signals.get("entity", 0.0))
+    return min(1.0, 1.0 - miss)
 
 
 def fuse(f: Features, p: Params = DEFAULT, *, english: bool = True) -> tuple[np.ndarray, dict[str, np.ndarray]]:

@@ -5,7 +5,10 @@ queries, so both sides always agree:
 
 - Chinese (Traditional folded to Simplified): overlapping character bigrams, so any
   2-character word such as 連線 matches, plus the lone character of a 1-character run.
-- Latin words: lower-cased Snowball (English) stems; stop words dropped in queries.
+- Latin words: lower-cased Snowball (English) stems; stop words dropped in queries. The stemmer
+  is PyStemmer's C libstemmer (snowballstemmer hands it out when PyStemmer is installed, a
+  dependency; ~0.5 µs a word, bench/stemming.py), one per thread: a stemmer object is not
+  thread-safe.
 - Identifiers keep their whole form and add their parts: `get_session()` → get_session,
   get, session; `login.py` → login.py, login, py; `PG16` → pg16, pg, 16; `getSession` →
   getsession, get, session.
@@ -35,15 +38,14 @@ STOPWORDS = frozenset(
     all each such very s t""".split()
 )
 
-_stemmer = snowballstemmer.stemmer("english")
-_stem_lock = threading.Lock()  # a Snowball stemmer object keeps state between calls
+_local = threading.local()
 
 
-@lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    """Snowball stem, memoized: the pure-Python stemmer dominated tokenizing (bench/RESULTS.md)."""
-    with _stem_lock:
-        return str(_stemmer.stemWord(word))
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _local.stemmer = snowballstemmer.stemmer("english")
+    return str(stemmer.stemWord(word))
 
 
 @lru_cache(maxsize=1)

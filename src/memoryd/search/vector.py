@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from ..extras import hint, installed
+
 __all__ = ["ANN_MIN", "EXACT_MAX", "VectorIndex"]
 
 log = logging.getLogger(__name__)
@@ -38,6 +40,21 @@ ANN_MIN = 20_000  # live vectors before the HNSW graph is built
 EXACT_MAX = 20_000  # in-scope vectors that are still searched exactly (a few ms on 2 cores)
 _BUILD_CHUNK = 8192  # rows copied per step of a graph build
 _ANN_PARAMS = {"metric": "cos", "dtype": "i8", "connectivity": 16, "expansion_add": 64, "expansion_search": 96}
+
+
+_ann_warned = False
+
+
+def _ann_available(live: int) -> bool:
+    """Whether `usearch` is installed; the first time it is not, one log line says what that costs."""
+    global _ann_warned
+    if installed("ann"):
+        return True
+    if not _ann_warned:
+        _ann_warned = True
+        log.warning("%d vectors: the HNSW graph needs the memoryd[ann] extra (usearch is not installed), so vector "
+                    "search stays exact (correct, slower on large scopes); %s", live, hint("ann"))
+    return False
 
 
 class VectorIndex:
@@ -137,9 +154,10 @@ class VectorIndex:
             self._ann_mark = seq
 
     def maybe_build(self) -> None:
-        """Start building the graph in the background once the store is big enough."""
+        """Start building the graph in the background once the store is big enough (and `usearch`,
+        the `memoryd[ann]` extra, is installed: without it searches stay exact, said once per process)."""
         with self._lock:
-            if self._ann is None and self._building is None and len(self) > self.ann_min:
+            if self._ann is None and self._building is None and len(self) > self.ann_min and _ann_available(len(self)):
                 self._start_build()
 
     def vector(self, atom_id: str) -> np.ndarray | None:
@@ -264,7 +282,7 @@ class VectorIndex:
     def load(self) -> int | None:
         """Load a saved graph; returns the vec_seq it reflects, or None when there is none usable."""
         path = self.ann_path
-        if path is None or not path.exists():
+        if path is None or not path.exists() or not installed("ann"):
             return None
         try:
             meta = json.loads(_meta_path(path).read_text())

@@ -1,0 +1,124 @@
+"""What the MCP surface serves besides tools: saved prompts and memories as readable resources.
+
+- Prompts are the templates `save_prompt` stored as `<data_root>/prompts/<name>.md`. Every
+  `{word}` placeholder is an argument, all required; `render_prompt` fills them (plain
+  substitution, never `str.format`, so braces in a value stay as they are).
+- Resources are this repository's and the global scope's memories (nothing of another
+  repository), `memory://<id>` each, rendered as their markdown file (frontmatter and body), and
+  the agent brief `memory://brief`. A sensitive scope without a running grant is left out of the
+  listing, and reading one of its memories (or the brief) raises AuthorizationRequired when the
+  engine enforces sensitivity (the MCP surface does).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .. import vault
+from ..errors import InvalidInput, NotFound
+from ..models import Atom
+from .admin import _PROMPT_NAME
+
+if TYPE_CHECKING:
+    from .core import EngineCore
+
+    _Base = EngineCore
+else:
+    _Base = object
+
+__all__ = ["BRIEF_URI", "LibraryOps", "MEMORY_URI", "SavedPrompt"]
+
+MEMORY_URI = "memory://"
+BRIEF_URI = "memory://brief"
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]{0,63})\}")
+MAX_RESOURCES = 500  # memories listed (newest first); any memory of the scope can still be read by its URI
+
+
+@dataclass(frozen=True)
+class SavedPrompt:
+    name: str
+    text: str
+    arguments: list[str]
+    path: Path
+
+    @property
+    def description(self) -> str:
+        first = next((line.strip() for line in self.text.splitlines() if line.strip()), "")
+        return first[:200]
+
+
+class LibraryOps(_Base):
+    # -- prompts ------------------------------------------------------------------------------
+
+    def _prompts_dir(self) -> Path:
+        return self.settings.home / "prompts"
+
+    def prompts(self) -> list[SavedPrompt]:
+        """Every saved prompt, by name."""
+        folder = self._prompts_dir()
+        if not folder.is_dir():
+            return []
+        out = []
+        for path in sorted(folder.glob("*.md")):
+            if _PROMPT_NAME.match(path.stem) and path.is_file():
+                text = path.read_text(encoding="utf-8", errors="replace")
+                out.append(SavedPrompt(path.stem, text, list(dict.fromkeys(_PLACEHOLDER.findall(text))), path))
+        return out
+
+    def prompt(self, name: str) -> SavedPrompt:
+        """One saved prompt. Raises NotFound."""
+        for p in self.prompts():
+            if p.name == name:
+                return p
+        raise NotFound(f"no saved prompt named {name!r}")
+
+    def render_prompt(self, name: str, arguments: dict[str, str] | None = None) -> str:
+        """The prompt's text with its `{placeholders}` filled. Raises NotFound, InvalidInput."""
+        p = self.prompt(name)
+        args = arguments or {}
+        missing = [a for a in p.arguments if not isinstance(args.get(a), str)]
+        if missing:
+            raise InvalidInput(f"prompt {name!r} needs the argument(s) {', '.join(missing)}")
+        return _PLACEHOLDER.sub(lambda m: args.get(m.group(1), m.group(0)), p.text)
+
+    # -- resources ----------------------------------------------------------------------------
+
+    def _readable_scopes(self) -> list[str]:
+        """This repository's and the global scope, less the sensitive ones without a grant (agents)."""
+        scopes = self._recall_scopes(None)
+        if not self.enforce_sensitive:
+            return scopes
+        return [h for h in scopes if not self.store.is_sensitive(h) or self.store.grant_expiry(h) is not None]
+
+    def resources(self, limit: int = MAX_RESOURCES) -> list[Atom]:
+        """The active memories an agent here may read, newest first."""
+        scopes = self._readable_scopes()
+        if not scopes:
+            return []
+        return self.store.list_atoms(scope_hashes=scopes, statuses=["active"], limit=limit)
+
+    def resource(self, atom_id: str) -> str:
+        """The markdown of memory `atom_id` (frontmatter and body), when it belongs to this repository
+        or the global scope. Raises NotFound (also for another repository's id), AuthorizationRequired."""
+        atom = self.store.get_atoms([atom_id]).get(atom_id)
+        if atom is None or atom.scope_hash not in self._recall_scopes(None) or atom.status != "active":
+            raise NotFound(f"no memory {atom_id!r} in this repository or the global scope")
+        self._guard_read(atom.scope_hash, atom.scope.name)
+        return vault.render(atom)
+
+    def export_markdown(self, folder: str | Path) -> dict[str, int]:
+        """Every active memory (all scopes: this is the person's export) as a folder of linked markdown
+        notes, `memoryd.formats.write_markdown`. Returns {"memories": n, "entities": m}."""
+        from ..formats import write_markdown
+
+        atoms = self.store.list_atoms(statuses=["active"], limit=-1, newest_first=False)
+        return write_markdown(atoms, Path(folder))
+
+    def brief_resource(self) -> str:
+        """The agent brief of this repository. Raises AuthorizationRequired for a sensitive scope."""
+        self._guard_read(self.scope.scope_hash, self.scope.name)
+        self._guard_read(self.scope.global_scope().scope_hash, "global")
+        return self.agent_brief().text

