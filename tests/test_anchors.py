@@ -421,6 +421,96 @@ def test_file_hook_reads_postgresql(engine: Engine, code: Path, settings: Settin
     assert a in json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
 
 
+# -- one "already injected" record for every hook of a session (memoryd.injected) ---------------------------
+
+
+def _hook_env(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> None:
+    """The file hook reads the store the environment names, as in a real hook process."""
+    monkeypatch.setenv("MEMORYD_HOME", str(settings.home))
+    if settings.db:
+        monkeypatch.setenv("MEMORYD_DB", settings.db)
+    else:
+        monkeypatch.delenv("MEMORYD_DB", raising=False)
+
+
+def _context(out: object) -> str:
+    text = getattr(out, "stdout", "")
+    return json.loads(text)["hookSpecificOutput"].get("additionalContext", "") if text else ""
+
+
+def _prompt(repo: Path, prompt: str, session: str, settings: Settings, embedder: object) -> str:
+    body = json.dumps({"session_id": session, "transcript_path": "/dev/null", "cwd": str(repo),
+                       "hook_event_name": "UserPromptSubmit", "prompt": prompt})  # fmt: skip
+    return _context(run_hook("user-prompt-submit", body, settings=settings, embedder=embedder))  # type: ignore[arg-type]
+
+
+def test_the_file_hook_and_the_prompt_recall_never_inject_a_memory_twice(
+    engine: Engine, code: Path, settings: Settings, embedder: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _hook_env(monkeypatch, settings)
+    a = save(engine, "Sessions are looked up by `get_session()` in auth/session.py, which returns None for unknown tokens")
+    settings = settings.model_copy(update={"prompt_min_score": 0.0})
+    # the prompt recall first: the file hook of the same session adds nothing more
+    assert a in _prompt(code, "How are sessions looked up by token?", "s-a", settings, embedder)
+    assert _context(run_hook("pre-tool-use", hook_payload(code, "auth/session.py", session="s-a"), settings=settings)) == ""
+    # the file hook first: the prompt recall of that session leaves the memory out
+    assert a in _context(run_hook("pre-tool-use", hook_payload(code, "auth/session.py", session="s-b"), settings=settings))
+    assert a not in _prompt(code, "How are sessions looked up by token?", "s-b", settings, embedder)
+    # one record per session, naming the hook that injected each memory
+    from memoryd.injected import InjectedRecord
+
+    assert InjectedRecord(settings.home, "s-a")._read() == {a: "user-prompt-submit"}
+    assert InjectedRecord(settings.home, "s-b")._read() == {a: "pre-tool-use:file"}
+    assert not (settings.home / "hooks" / "injected").exists()  # no second, file-hook-only record
+
+
+def test_what_the_brief_showed_is_not_added_again_when_its_file_is_opened(
+    engine: Engine, code: Path, settings: Settings, embedder: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _hook_env(monkeypatch, settings)
+    d = save(engine, "We decided sessions come from `get_session()` in auth/session.py", type="decision")
+    moved = save(engine, "`Store.put` in auth/session.py overwrites silently")
+    start = json.dumps({"session_id": "s-c", "transcript_path": "/dev/null", "cwd": str(code),
+                        "hook_event_name": "SessionStart", "source": "startup"})  # fmt: skip
+    brief = _context(run_hook("session-start", start, settings=settings, embedder=embedder))  # type: ignore[arg-type]
+    assert "We decided sessions come from" in brief and "overwrites silently" not in brief  # a fact: not in a brief
+    opened = _context(run_hook("pre-tool-use", hook_payload(code, "auth/session.py", session="s-c"), settings=settings))
+    assert moved in opened and d not in opened
+    # the brief's "code changed" section claims what it lists too
+    (code / "auth" / "session.py").write_text(SESSION_PY.replace("self.data[key] = value", "self.data.setdefault(key, value)"))
+    brief = _context(run_hook("session-start", start.replace('"s-c"', '"s-d"'), settings=settings,
+                              embedder=embedder))  # type: ignore[arg-type]  # fmt: skip
+    assert f"({moved})" in brief and "We decided sessions come from" in brief
+    assert _context(run_hook("pre-tool-use", hook_payload(code, "auth/session.py", session="s-d"), settings=settings)) == ""
+
+
+def test_memories_for_path_claims_in_the_shared_record_and_a_raced_claim_is_left_out(engine: Engine, code: Path) -> None:
+    from memoryd.anchors.filectx import FileMemory, compose_once
+    from memoryd.injected import InjectedRecord
+
+    a = save(engine, "Sessions come from `get_session()` in auth/session.py")
+    b = save(engine, "`Store.get` in auth/session.py returns None for a missing key")
+    record = InjectedRecord(engine.settings.home, "s-e")
+    assert record.claim([a], "user-prompt-submit") == [a]  # another hook of the session injected `a`
+    ctx = engine.memories_for_path("auth/session.py", session_id="s-e", record=True)
+    assert ctx.memory_ids == [b] and record._read() == {a: "user-prompt-submit", b: "pre-tool-use:file"}
+    # compose_once: a memory claimed by another hook between the read and the claim is dropped
+    memories = [FileMemory(i, "fact", f"memory {i}", [], []) for i in ("01X", "01Y")]
+    raced = InjectedRecord(engine.settings.home, "s-f")
+    raced.claim(["01Y"], "user-prompt-submit")
+    out = compose_once("auth/session.py", memories, 500, raced)
+    assert out.included == ["01X"] and "01Y" not in out.text and out.text.startswith("[memoryd · 1 memory anchored")
+
+
+def test_session_ids_name_one_record_each(tmp_path: Path) -> None:
+    from memoryd.injected import InjectedRecord
+
+    plain, odd1, odd2 = (InjectedRecord(tmp_path, s) for s in ("sess-1", "a/b", "a_b"))
+    assert plain.path.name == "sess-1.json" and odd2.path.name == "a_b.json"
+    assert odd1.path.parent == tmp_path / "sessions" and odd1.path.name.startswith("h-") and odd1.path != odd2.path
+    assert InjectedRecord(tmp_path, "..").path.name.startswith("h-")  # never a relative path name
+
+
 def test_hook_settings_agree_with_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from memoryd.filehook import default_home, settings_from_env
 

@@ -204,7 +204,8 @@ def test_what_the_brief_showed_is_not_injected_again_by_a_prompt(eng: Any, setti
 def test_a_second_pre_tool_use_handler_shares_the_dispatch_and_the_injected_record(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, repo: Path
 ) -> None:
-    """The shape a file-anchored handler (Read/Edit/Write) takes: its own matcher, context, claimed ids."""
+    """Handlers added to PRE_TOOL_USE (as the file handler is) share the dispatch: own matcher, context,
+    claimed ids, the strictest permission decision."""
     settings = Settings(home=tmp_path / "home")
 
     def file_memories(p: dict[str, Any], s: Settings | None) -> dict[str, Any] | None:
@@ -214,7 +215,7 @@ def test_a_second_pre_tool_use_handler_shares_the_dispatch_and_the_injected_reco
     def deny_env(p: dict[str, Any], s: Settings | None) -> dict[str, Any] | None:
         return {"permissionDecision": "deny", "permissionDecisionReason": "no .env"} if p["tool_input"]["file_path"].endswith(".env") else None
 
-    monkeypatch.setattr(hooks, "PRE_TOOL_USE", [*hooks.PRE_TOOL_USE, hooks.ToolHandler("file", lambda t: t == "Read", file_memories),
+    monkeypatch.setattr(hooks, "PRE_TOOL_USE", [*hooks.PRE_TOOL_USE, hooks.ToolHandler("stub", lambda t: t == "Read", file_memories),
                                                 hooks.ToolHandler("env", lambda t: t == "Read", deny_env)])
 
     def read(path: str) -> dict[str, Any]:

@@ -243,6 +243,28 @@ def test_both_profiles_share_the_session_hooks_and_come_out_cleanly(home: Path, 
     assert tree(project) == before
 
 
+def test_the_plugin_registers_the_same_hooks_as_the_install(home: Path, project: Path) -> None:
+    """plugin/hooks/hooks.json carries every hook `memoryd install claude` writes, the file handler's
+    matcher once (filehook.FILE_TOOLS_MATCHER), with the plugin server's tool names."""
+    from memoryd.filehook import FILE_TOOLS, FILE_TOOLS_MATCHER
+    from memoryd.install import HOOK_EVENTS
+
+    plugin = json.loads((Path(__file__).resolve().parents[1] / "plugin" / "hooks" / "hooks.json").read_text("utf-8"))
+    claude("project", home, project)
+    installed = load(project / ".claude" / "settings.json")["hooks"]
+    assert list(plugin["hooks"]) == list(installed) == list(HOOK_EVENTS)
+    for event, (name, timeout) in HOOK_EVENTS.items():
+        for groups in (plugin["hooks"][event], installed[event]):
+            assert all(g["hooks"] == [{"type": "command", "command": g["hooks"][0]["command"], "timeout": timeout}]
+                       and g["hooks"][0]["command"].endswith(f"memoryd hook {name}") for g in groups)  # fmt: skip
+    matchers = lambda groups: [g.get("matcher") for g in groups]  # noqa: E731
+    assert matchers(plugin["hooks"]["PreToolUse"]) == ["mcp__plugin_memoryd_memoryd__.*", FILE_TOOLS_MATCHER]
+    assert matchers(installed["PreToolUse"]) == ["mcp__memoryd__.*", FILE_TOOLS_MATCHER]
+    assert FILE_TOOLS_MATCHER.split("|") == list(FILE_TOOLS)
+    claude("project", home, project)  # again: no second entry for either matcher
+    assert matchers(load(project / ".claude" / "settings.json")["hooks"]["PreToolUse"]) == matchers(installed["PreToolUse"])
+
+
 def test_an_existing_memoryd_entry_is_replaced_and_comes_back_on_uninstall(home: Path, project: Path) -> None:
     old = {"mcpServers": {"memoryd": {"command": "/old/venv/bin/memoryd-mcp", "args": []}}}
     (project / ".mcp.json").write_text(json.dumps(old), encoding="utf-8")

@@ -2,8 +2,10 @@
 
 `Engine.memories_for_path` answers the same question through the engine; this is its fast twin for
 a hook process, which must answer in ~100 ms and so reads the store through `storage.light` (no
-engine, numpy or pydantic). Both compose the answer with `anchors.filectx.compose` and skip what
-`anchors.filectx.InjectedRecord` says this session has already seen.
+engine, numpy or pydantic). Both compose the answer with `anchors.filectx.compose_once`, which
+leaves out what the session's `memoryd.injected.InjectedRecord` (shared with the SessionStart brief
+and the UserPromptSubmit recall) says it was already given, and claims what it adds. This is the
+`file` handler of `hooks.PRE_TOOL_USE`.
 
 Settings come from the environment as `Settings` reads them: `MEMORYD_HOME`, `MEMORYD_DB`,
 `MEMORYD_ANCHORS`, `MEMORYD_FILE_CONTEXT_TOKENS` (tests/test_anchors.py checks they agree).
@@ -17,19 +19,21 @@ from typing import Any
 
 from typing import TYPE_CHECKING
 
-from .anchors.filectx import InjectedRecord
 from .anchors.git import GitRepo
+from .injected import InjectedRecord
 
 if TYPE_CHECKING:
     from .anchors.filectx import Composed
 
-__all__ = ["FILE_TOOLS", "default_home", "file_context", "hook_output", "settings_from_env"]
+__all__ = ["FILE_TOOLS", "FILE_TOOLS_MATCHER", "default_home", "file_context", "hook_output", "settings_from_env"]
 
-# Claude Code's file tools and the input field naming the file (hooks.FILE_TOOLS lists the same names).
+# Claude Code's file tools and the input field naming the file; `memoryd install` and the plugin register
+# FILE_TOOLS_MATCHER for the hooks' `file` handler (hooks.PRE_TOOL_USE).
 FILE_TOOLS: dict[str, str] = {
     "Read": "file_path", "Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path",
-    "NotebookEdit": "notebook_path", "NotebookRead": "notebook_path",
+    "NotebookEdit": "notebook_path",
 }  # fmt: skip
+FILE_TOOLS_MATCHER = "|".join(FILE_TOOLS)
 DEFAULT_BUDGET = 600
 
 
@@ -102,13 +106,9 @@ def file_context(payload: dict[str, Any], home: Path) -> Composed | None:
     finally:
         reader.close()
     from .anchors.drift import DriftChecker  # only when something is anchored here: parsers load lazily
-    from .anchors.filectx import FileMemory, compose
+    from .anchors.filectx import FileMemory, compose_once
 
     checker = DriftChecker(repo, home / "cache" / "symbols")
     memories = [FileMemory(i, t, c, anchors.get(i, []), checker.check(anchors.get(i, []))) for i, t, c in rows]
-    out = compose(rel, memories, budget)
-    if not out.included:
-        return None
-    if record is not None:
-        record.add(out.included)
-    return out
+    out = compose_once(rel, memories, budget, record)
+    return out if out.included else None

@@ -351,8 +351,9 @@ def _session_start(payload: dict[str, Any], settings: Settings | None, embedder:
                 body = f"{body}\n{tail}" if body else tail
     context = _fit(f"[memoryd · {scope.name}]", body, settings.brief_max_chars, tail)
     if not locked and payload.get("session_id"):  # what the brief showed is not injected again this session
-        shown = [a.id for a in (*([brief.handoff] if brief.handoff else []), *brief.constraints, *brief.preferences,
-                                *brief.decisions) if a.content[:60] in context]  # fmt: skip
+        listed = (*([brief.handoff] if brief.handoff else []), *(m.atom for m in brief.code_changed), *brief.constraints,
+                  *brief.preferences, *brief.decisions)  # fmt: skip
+        shown = [a.id for a in listed if a.content[:60] in context]
         _claim(settings, payload, shown, "session-start")
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}},
                       ensure_ascii=False)  # fmt: skip
@@ -504,6 +505,8 @@ def _pin_scope(payload: dict[str, Any], settings: Settings | None) -> dict[str, 
 
 
 def _is_file_tool(tool_name: str) -> bool:
+    if tool_name.startswith("mcp__"):
+        return False  # an MCP tool's hook does not pay for importing the file hook
     from .filehook import FILE_TOOLS  # light: no engine, numpy or pydantic
 
     return tool_name in FILE_TOOLS
@@ -517,8 +520,8 @@ def _file_context(payload: dict[str, Any], settings: Settings | None) -> dict[st
     return {"additionalContext": out.text} if out is not None else None
 
 
-# The PreToolUse handlers, in order, each with its own matcher; `memoryd install` adds the matching hook
-# entries (install.PRE_TOOL_USE_MATCHERS).
+# The PreToolUse handlers, in order, each with its own matcher; `memoryd install` (and plugin/hooks/hooks.json)
+# register one hook entry per matcher: the profile's memory tools, and filehook.FILE_TOOLS_MATCHER.
 PRE_TOOL_USE: list[ToolHandler] = [
     ToolHandler("scope", _is_scoped_memory_tool, _pin_scope),
     ToolHandler("file", _is_file_tool, _file_context),

@@ -6,9 +6,11 @@ first: `claim(ids)` returns the ids not injected yet in this session and records
 file lock, so two hooks racing in one session never both inject the same memory.
 
 The record is a small JSON file per session, `<MEMORYD_HOME>/sessions/<session id>.json`
-(`{"session_id": …, "ids": {"<memory id>": "<hook>", …}}`): no database write on the prompt path,
-and it works the same whichever store (SQLite or PostgreSQL) holds the memories. Records older
-than 30 days are pruned when a new session starts one.
+(`{"session_id": …, "ids": {"<memory id>": "<hook>", …}}`; a session id with characters outside
+`[A-Za-z0-9_.-]` or over 128 long is named by its hash): no database write on the prompt path, and it
+works the same whichever store (SQLite or PostgreSQL) holds the memories. Records older than 30 days
+are pruned when a new session starts one. This module is standard library only (filelock is imported
+when a claim is written), so the file hook, which must answer in ~100 ms, uses it too.
 
 `estimate_tokens` is the one token count the hook budgets use: a CJK character counts as one
 token, any other run of text as one token per 4 characters (rounded up), which is about what
@@ -21,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,7 +30,9 @@ from pathlib import Path
 __all__ = ["PRUNE_AFTER_DAYS", "InjectedRecord", "estimate_tokens"]
 
 PRUNE_AFTER_DAYS = 30
-_CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
+# CJK punctuation, kana, ideographs, Hangul, compatibility ideographs and full-width forms: one token each.
+_CJK = re.compile(r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
+_SESSION_SAFE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 
 def estimate_tokens(text: str) -> int:
@@ -40,7 +43,12 @@ def estimate_tokens(text: str) -> int:
 
 
 def _safe(session_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", session_id)[:120] or "_"
+    """The record's file name: the id itself when it is a plain name, else its hash (two ids never share one)."""
+    if _SESSION_SAFE.match(session_id) and session_id.strip("."):
+        return session_id
+    import hashlib
+
+    return "h-" + hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 class InjectedRecord:
@@ -64,6 +72,8 @@ class InjectedRecord:
 
     def claim(self, ids: Sequence[str], by: str) -> list[str]:
         """Record `ids` as injected by hook `by`; returns those that were not injected before, in order."""
+        import tempfile  # here, not at import: the file hook reads the record on every file tool call
+
         from filelock import FileLock
 
         self.dir.mkdir(parents=True, exist_ok=True)

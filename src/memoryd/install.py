@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .errors import InvalidInput
+from .filehook import FILE_TOOLS_MATCHER
 
 __all__ = [
     "BACKUP_SUFFIX",
@@ -78,8 +79,9 @@ HOOK_EVENTS: dict[str, tuple[str, int]] = {
     "PreCompact": ("pre-compact", 30),
 }
 _SHARED_EVENTS = ("SessionStart", "UserPromptSubmit", "SessionEnd", "PreCompact")  # one entry serves both profiles
-# A second PreToolUse entry, shared too: the memories anchored to a file the agent reads or edits.
-FILE_TOOLS_MATCHER = "Read|Edit|Write|MultiEdit|NotebookEdit"
+# A second PreToolUse entry, shared too (one for both profiles): the hooks' `file` handler, the memories
+# anchored to a file the agent reads or edits. Its matcher is filehook.FILE_TOOLS_MATCHER (defined once,
+# beside the tools' input fields).
 _OUR_HOOK = re.compile(
     r"""(?:^|[\s/\\"'])memoryd(?:\.exe|\.hooks)?["']?\s+hook\s+(?:session-start|user-prompt-submit|pre-tool-use|session-end|pre-compact)\b"""
 )

@@ -2,37 +2,23 @@
 
 Used by `Engine.memories_for_path` and by the Claude Code PreToolUse hook on file tools (which
 cannot afford to import the engine). Memories are listed newest first, each with its freshness,
-until the token budget is spent; the header reports the tokens used. Tokens are estimated, not
-counted with a model's tokenizer (none ships offline): one per CJK character, one per four other
-characters, rounded up.
-
-`InjectedRecord` is the file hook's memory of what it already added in a Claude Code session
-(`<home>/hooks/injected/<session id>.txt`, one atom id per line, appended), so a memory is shown
-once per session however often its file is opened.
+until the token budget is spent; the header reports the tokens used (`memoryd.injected.estimate_tokens`,
+the one estimate every hook budget uses). What a session was already given is not composed again:
+both callers ask the session's `memoryd.injected.InjectedRecord`, which every injecting hook shares.
 """
 
 from __future__ import annotations
 
-import hashlib
-import math
-import os
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import NamedTuple
-from pathlib import Path
 
+from ..injected import InjectedRecord, estimate_tokens
 from .model import Anchor, Change  # noqa: F401 - Change is used in annotations
 
-__all__ = ["FileMemory", "InjectedRecord", "compose", "estimate_tokens"]
+__all__ = ["CLAIMED_BY", "Composed", "FileMemory", "compose", "compose_once"]
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _MAX_MEMORY_CHARS = 400
-_SESSION_SAFE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-
-
-def estimate_tokens(text: str) -> int:
-    cjk = len(_CJK.findall(text))
-    return cjk + math.ceil((len(text) - cjk) / 4)
+CLAIMED_BY = "pre-tool-use:file"  # how the session's injected record names this context's memories
 
 
 class FileMemory(NamedTuple):
@@ -90,28 +76,15 @@ def compose(rel: str, memories: Sequence[FileMemory], budget_tokens: int) -> Com
     return Composed(text, included, estimate_tokens(text), left)
 
 
-class InjectedRecord:
-    """Atom ids already added to one agent session's context (append-only file)."""
-
-    def __init__(self, home: Path, session_id: str) -> None:
-        name = session_id if _SESSION_SAFE.match(session_id or "") else hashlib.sha256(
-            (session_id or "").encode("utf-8", "surrogatepass")).hexdigest()[:32]  # fmt: skip
-        self.path = home / "hooks" / "injected" / f"{name}.txt"
-
-    def ids(self) -> set[str]:
-        try:
-            return set(self.path.read_text("utf-8").split())
-        except OSError:
-            return set()
-
-    def add(self, atom_ids: Iterable[str]) -> None:
-        ids = list(atom_ids)
-        if not ids:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # One O_APPEND write per call: concurrent hooks of one session do not interleave lines.
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        try:
-            os.write(fd, ("\n".join(ids) + "\n").encode())
-        finally:
-            os.close(fd)
+def compose_once(rel: str, memories: Sequence[FileMemory], budget_tokens: int,
+                 record: InjectedRecord | None) -> Composed:  # fmt: skip
+    """`compose`, then claim what it included in the session's record (`memories` already leaves out what
+    the record held). A memory another hook of the session claimed in between is dropped and the rest
+    composed again, so no memory reaches one session twice whichever hooks race."""
+    out = compose(rel, memories, budget_tokens)
+    if record is None or not out.included:
+        return out
+    fresh = set(record.claim(out.included, CLAIMED_BY))
+    if len(fresh) == len(out.included):
+        return out
+    return compose(rel, [m for m in memories if m.atom_id in fresh], budget_tokens)

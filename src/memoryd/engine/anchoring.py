@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..anchors.drift import DriftChecker, freshness
-from ..anchors.filectx import FileMemory, InjectedRecord, compose
+from ..anchors.filectx import FileMemory, compose, compose_once
 from ..anchors.git import GitRepo
 from ..anchors.model import Anchor, Change
 from ..anchors.resolve import MAX_ANCHOR_CHARS, MAX_ANCHORS, AnchorError, Resolver, parse_ref
 from ..errors import Conflict, InvalidInput
+from ..injected import InjectedRecord
 from ..models import Atom, CodeChange, FileContext, StaleMemory
 from ..write.redact import redact
 
@@ -276,8 +277,9 @@ class AnchorOps(_Base):
                           record: bool = False) -> FileContext:  # fmt: skip
         """The memories anchored to a file, newest first, within a token budget (the file hook's answer).
 
-        `session_id` leaves out what was already added in that agent session; `record` remembers what
-        this answer adds. Raises InvalidInput (path too long), AuthorizationRequired (sensitive scope).
+        `session_id` leaves out what was already added in that agent session (by any hook: the session's
+        `memoryd.injected.InjectedRecord`); `record` claims what this answer adds there. Raises
+        InvalidInput (path too long), AuthorizationRequired (sensitive scope).
         """
         path = _check_filter(path, "path") or ""
         checker = self._checker()
@@ -297,9 +299,7 @@ class AnchorOps(_Base):
                 a = anchors.get(i, [])
                 memories.append(FileMemory(i, atoms[i].type, atoms[i].content, a, checker.check(a)))
         budget = budget_tokens if budget_tokens is not None else self.settings.file_context_tokens
-        out = compose(rel, memories, budget)
-        if record and record_file is not None:
-            record_file.add(out.included)
+        out = compose_once(rel, memories, budget, record_file) if record else compose(rel, memories, budget)
         return FileContext(path=rel, text=out.text, memory_ids=out.included, tokens=out.tokens, left_out=out.left_out)
 
     # -- the brief: code moved since the last session ---------------------------------------------
