@@ -109,8 +109,9 @@ async def measure(info: dict[str, Any], embedder: Any, reps: int) -> dict[str, d
 
     from memoryd import Engine
     from memoryd.engine.console import BrowseQuery
+    from memoryd.http_security import new_token
     from memoryd.ui import create_app
-    from memoryd.ui.security import allowed_hosts, new_token
+    from memoryd.ui.security import allowed_hosts
 
     rng = random.Random(9)
     token = new_token()

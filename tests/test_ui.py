@@ -86,7 +86,9 @@ def test_token_rules() -> None:
     with pytest.raises(TokenError, match="MEMORYD_TOKEN is 10 characters; use at least 32"):
         resolve_token("127.0.0.1", "x" * 10)
     assert allowed_hosts("127.0.0.1", 9) == {"127.0.0.1:9", "localhost:9", "[::1]:9"}
-    assert allowed_hosts("192.0.2.7", 9) == {"192.0.2.7:9"}
+    # the transport's allow-list (memoryd.http_security): bind address, loopback names, --allowed-host
+    assert allowed_hosts("192.0.2.7", 9) == {"192.0.2.7:9", "127.0.0.1:9", "localhost:9", "[::1]:9"}
+    assert "memoryd.lan:9" in allowed_hosts("0.0.0.0", 9, ["memoryd.lan"])
 
 
 async def test_no_token_no_page(console: Engine) -> None:
@@ -118,9 +120,13 @@ async def test_token_becomes_a_strict_httponly_cookie_and_leaves_the_address(con
 async def test_host_header_must_name_the_console(console: Engine) -> None:
     async with _client(console) as c:
         r = await c.get(f"/?token={TOKEN}", headers={"Host": "evil.example:8767"})
-        assert r.status_code == 400 and "does not answer to Host evil.example:8767" in r.text
+        assert r.status_code == 403 and "Host &#x27;evil.example:8767&#x27; is not allowed" in r.text
+        r = await c.get(f"/?token={TOKEN}", headers={"Origin": "http://evil.example"})
+        assert r.status_code == 403 and "Origin &#x27;http://evil.example&#x27; is not allowed" in r.text
         ok = await c.get(f"/?token={TOKEN}", headers={"Host": "localhost:8767"})
         assert ok.status_code == 303
+    async with _client(console, Authorization=f"BEARER {TOKEN}") as scripted:  # RFC 7235: any case
+        assert (await scripted.get("/health")).status_code == 200
 
 
 async def test_security_headers_on_every_response(web: httpx2.AsyncClient) -> None:
@@ -168,12 +174,13 @@ async def test_cross_site_posts_are_refused(web: httpx2.AsyncClient, console: En
     csrf = await _csrf(web)
     data = {"_csrf": csrf, "action": "negate", "reason": "attack"}
     cases = [
-        ({"Origin": "http://evil.example"}, "Origin http://evil.example is not this console"),
-        ({"Origin": "null"}, "Origin null is not this console"),
+        # another host: refused by the rules the transport shares (memoryd.http_security)
+        ({"Origin": "http://evil.example"}, "Origin &#x27;http://evil.example&#x27; is not allowed"),
+        ({"Origin": "null"}, "Origin &#x27;null&#x27; is not allowed"),
         ({}, "no Origin or Referer header"),
         ({"Referer": "http://evil.example/x"}, "Origin http://evil.example is not this console"),
         ({**ORIGIN, "Sec-Fetch-Site": "cross-site"}, "cross-site request refused (Sec-Fetch-Site: cross-site)"),
-        ({"Origin": "http://127.0.0.1:9999"}, "is not this console"),
+        ({"Origin": "http://127.0.0.1:9999"}, "is not this console"),  # an allowed host, another port (CSRF)
     ]
     for headers, message in cases:
         r = await web.post(f"/memories/{atom}/correct", data=data, headers=headers)

@@ -737,6 +737,9 @@ def ui(
     host: Annotated[str, typer.Option("--host", help="Address to bind; anything but loopback needs MEMORYD_TOKEN "
                                                      "(at least 32 characters).")] = "127.0.0.1",  # fmt: skip
     no_browser: Annotated[bool, typer.Option("--no-browser", help="Do not open a browser.")] = False,
+    allowed_host: Annotated[list[str] | None, typer.Option(
+        "--allowed-host", help="A host name the browser may use (repeatable; default: the bind address and "
+                               "localhost).")] = None,  # fmt: skip
     cwd: CwdOpt = None,
 ) -> None:
     """Serve the web console: browse, search, review, correct, govern and audit memories.
@@ -747,7 +750,7 @@ def ui(
     from .ui.server import serve
 
     try:
-        code = serve(host=host, port=port, open_browser=not no_browser, cwd=cwd)
+        code = serve(host=host, port=port, open_browser=not no_browser, cwd=cwd, allowed_host=allowed_host or [])
     except MemorydError as exc:
         _fail(exc)
     raise typer.Exit(code)

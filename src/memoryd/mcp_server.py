@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -16,7 +15,7 @@ from mcp.server.mcpserver import MCPServer
 from .mcp_tools import hmg, mem
 from .mcp_tools.common import EngineHandle
 from .mcp_tools.server import MemorydServer
-from .mcp_tools.transport import MIN_TOKEN_CHARS, host_of, http_guard
+from .mcp_tools.transport import http_guard
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -74,15 +73,6 @@ def build_server(
 async def list_tool_names(mcp: MCPServer[Any]) -> list[str]:
     """The names of the tools `mcp` serves, in registration order."""
     return [t.name for t in await mcp.list_tools()]
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _preflight() -> None:
@@ -149,26 +139,27 @@ def main(argv: list[str] | None = None) -> None:
     if args.transport == "stdio":
         mcp.run("stdio")
         return
-    token = os.environ.get("MEMORYD_TOKEN") or None
-    if not _is_loopback(args.host) and not token:
-        sys.exit(f"memoryd-mcp: binding {args.host} needs MEMORYD_TOKEN set; every request must then carry it")
-    if token is not None and len(token) < MIN_TOKEN_CHARS:
-        sys.exit(f"memoryd-mcp: MEMORYD_TOKEN is {len(token)} characters; use at least {MIN_TOKEN_CHARS} random "
-                 f"characters (e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)")  # fmt: skip
-    allowed = {host_of(h) for h in args.allowed_host} | {host_of(args.host), "localhost", "127.0.0.1", "::1"}
-    console = _console(handle, args.host, args.port, token) if handle is not None else None
+    from .http_security import TokenError, allowed_names, server_token
+
+    try:
+        token = server_token(args.host, os.environ.get("MEMORYD_TOKEN"))
+    except TokenError as exc:
+        sys.exit(f"memoryd-mcp: {exc}")
+    allowed = allowed_names(args.host, args.allowed_host)
+    console = _console(handle, args.host, args.port, token, allowed) if handle is not None else None
     _serve_http(mcp, args.host, args.port, token, allowed, console=console)
 
 
-def _console(handle: EngineHandle, host: str, port: int, token: str | None) -> Any:
-    """The web console for `/ui`, over the server's own engine; prints its address."""
-    from .ui import create_app
-    from .ui.security import TokenError, allowed_hosts, resolve_token
+def _console(handle: EngineHandle, host: str, port: int, token: str | None, allowed: set[str]) -> Any:
+    """The web console for `/ui`, over the server's own store; prints its address.
 
-    try:
-        ui_token = resolve_token(host, token)
-    except TokenError as exc:
-        sys.exit(f"memoryd-mcp: {exc}")
+    It follows the transport's rules (`memoryd.http_security`): the same allowed hosts, and the
+    server's token when there is one (on loopback without one, a token of its own).
+    """
+    from .http_security import new_token, origins
+    from .ui import create_app
+
+    ui_token = token or new_token()
     shown = f"[{host}]" if ":" in host else host
     print(f"memoryd ui: http://{shown}:{port}/ui/?token={ui_token}", flush=True)
     person: list[Any] = []
@@ -180,7 +171,7 @@ def _console(handle: EngineHandle, host: str, port: int, token: str | None) -> A
             person.append(handle.get().acting_as("operator", enforce_sensitive=True))
         return person[0]
 
-    return create_app(console_engine, token=ui_token, hosts=allowed_hosts(host, port), cookie_name=f"memoryd_ui_{port}")
+    return create_app(console_engine, token=ui_token, hosts=origins(allowed, port), cookie_name=f"memoryd_ui_{port}")
 
 
 def _serve_http(mcp: MCPServer[Any], host: str, port: int, token: str | None, allowed_hosts: set[str], *,

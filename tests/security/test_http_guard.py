@@ -103,3 +103,55 @@ async def test_bad_bodies_get_a_json_rpc_error(tmp_path: Path) -> None:
             big = b"x" * (transport.MAX_BODY_BYTES + 1)
             r = await client.post(url, content=big, headers=HEADERS)
             assert r.status_code == 413 and "larger than" in r.json()["error"]["message"]
+
+
+async def test_the_console_and_the_transport_decide_alike() -> None:
+    """One implementation (memoryd.http_security): the same Host/Origin/token decisions on both surfaces;
+    the console adds its cookie, CSRF and same-origin (port included) checks on top."""
+    from memoryd.http_security import allowed_names, origins
+    from memoryd.ui.security import ConsoleGuard
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    names = allowed_names("0.0.0.0", ["memoryd.lan"])
+    surfaces = {
+        "transport": http_guard(app, token=TOKEN, allowed_hosts=names),
+        "console": ConsoleGuard(app, token=TOKEN, hosts=origins(names, 8766)),
+    }
+    cases = [  # (Host, Origin, Authorization) -> allowed?
+        ("localhost:8766", None, f"Bearer {TOKEN}", True),
+        ("memoryd.lan:8766", "http://memoryd.lan:8766", f"bEaReR {TOKEN}", True),
+        ("[::1]:8766", None, f"BEARER {TOKEN}", True),
+        ("evil.example:8766", None, f"Bearer {TOKEN}", False),
+        ("localhost:8766", "http://evil.example", f"Bearer {TOKEN}", False),
+        ("localhost:8766", None, f"Bearer {TOKEN[:-1]}", False),
+        ("localhost:8766", None, f"Basic {TOKEN}", False),
+        ("localhost:8766", None, None, False),
+    ]
+    for name, guarded in surfaces.items():
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=guarded), base_url="http://x") as c:
+            for host, origin, auth, allowed in cases:
+                headers = {"Host": host, **({"Origin": origin} if origin else {}), **({"Authorization": auth} if auth else {})}
+                r = await c.get("/health", headers=headers)
+                assert (r.status_code < 400) == allowed, (name, host, origin, auth, r.status_code)
+                if not allowed and "evil" in host + (origin or ""):
+                    assert r.status_code == 403 and "is not allowed" in r.text, (name, r.text)
+
+
+def test_memoryd_ui_and_memoryd_mcp_refuse_the_same_tokens(tmp_path: Path) -> None:
+    from memoryd.http_security import TokenError, server_token
+
+    for host, token in (("0.0.0.0", None), ("0.0.0.0", ""), ("127.0.0.1", "a" * 31), ("192.0.2.1", "x")):
+        with pytest.raises(TokenError):
+            server_token(host, token)
+    assert server_token("127.0.0.1", None) is None and server_token("0.0.0.0", TOKEN) == TOKEN
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    env.update(MEMORYD_HOME=str(tmp_path), MEMORYD_TOKEN="short", MEMORYD_EMBEDDER="hash")
+    mcp = subprocess.run([SERVER, "--transport", "http", "--port", str(free_port())], env=env, capture_output=True,
+                         text=True, timeout=60)  # fmt: skip
+    ui = subprocess.run([str(Path(SERVER).with_name("memoryd")), "ui", "--no-browser", "--port", "0"], env=env,
+                        capture_output=True, text=True, timeout=60)  # fmt: skip
+    for r in (mcp, ui):
+        assert r.returncode != 0 and "MEMORYD_TOKEN is 5 characters; use at least 32 random characters" in r.stderr

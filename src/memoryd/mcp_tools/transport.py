@@ -22,7 +22,7 @@ import anyio.to_thread
 
 from ..limits import SURROGATE
 
-__all__ = ["check_message", "error_reply", "stdio_streams"]
+__all__ = ["MAX_BODY_BYTES", "check_message", "error_reply", "http_guard", "stdio_streams"]
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
 
@@ -164,34 +164,18 @@ async def stdio_streams() -> AsyncIterator[tuple[_CheckedLines, _Writer]]:
 
 # -- HTTP ------------------------------------------------------------------------------------------
 
-MIN_TOKEN_CHARS = 32
 MAX_BODY_BYTES = 4 * 1024 * 1024  # a request larger than this is refused before it is read whole
 
 
-def host_of(value: str) -> str:
-    """The host part of a Host header or an Origin, lower case, brackets and port removed."""
-    value = value.strip().lower()
-    if "://" in value:
-        value = value.split("://", 1)[1].split("/", 1)[0]
-    value = value.rsplit("@", 1)[-1]
-    if value.startswith("["):
-        return value[1:].split("]", 1)[0]
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
-
-
 def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str]) -> Any:
-    """Wrap an ASGI app: Host/Origin allow-list, bearer token (constant time), checked JSON bodies.
+    """Wrap an ASGI app: the shared HTTP rules (`memoryd.http_security`) and checked JSON bodies.
 
-    - Host and Origin must name an allowed host (DNS rebinding: a web page cannot reach the server
-      through a name that resolves to it), on every bind address.
-    - With a token, `Authorization: <scheme> <token>` where the scheme is `Bearer` in any case
-      (RFC 7235), compared with hmac.compare_digest.
+    - Host and Origin must name an allowed host, on every bind address (403 with the reason).
+    - With a token, `Authorization: Bearer <token>` (scheme in any case), compared in constant time (401).
     - A POST body must be at most MAX_BODY_BYTES, UTF-8, JSON, free of lone surrogates; otherwise
       a JSON-RPC error comes back with status 400 (413 when too large).
     """
-    import hmac
-
-    expected = token.encode() if token else None
+    from ..http_security import bearer_ok, refusal
 
     async def send_json(send: Any, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None) -> None:
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(extra or [])]
@@ -205,15 +189,12 @@ def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str]) -> Any:
         headers = {k.lower(): v for k, v in scope.get("headers", [])}
         host = headers.get(b"host", b"").decode("latin-1")
         origin = headers.get(b"origin", b"").decode("latin-1")
-        if host_of(host) not in allowed_hosts or (origin and host_of(origin) not in allowed_hosts):
-            what = f"Host {host!r}" if host_of(host) not in allowed_hosts else f"Origin {origin!r}"
-            body = json.dumps({"error": "forbidden", "message": f"{what} is not allowed; start the server with "
-                               f"--allowed-host NAME to allow it"}).encode()  # fmt: skip
-            await send_json(send, 403, body)
+        problem = refusal(allowed_hosts, host, origin)
+        if problem is not None:
+            await send_json(send, 403, json.dumps({"error": "forbidden", "message": problem}).encode())
             return
-        if expected is not None:
-            scheme, _, given = headers.get(b"authorization", b"").strip().partition(b" ")
-            if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), expected):
+        if token is not None:
+            if not bearer_ok(headers.get(b"authorization"), token):
                 await send_json(send, 401, b'{"error": "unauthorized"}', [(b"www-authenticate", b'Bearer realm="memoryd"')])
                 return
         if scope.get("method") != "POST":

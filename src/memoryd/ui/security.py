@@ -1,14 +1,16 @@
 """The console's guard: token, cookie, Host/Origin checks, CSRF and security headers.
 
-Rules (the same as the MCP HTTP transport's, kept here until the two are unified):
-- loopback by default; binding any other address needs `MEMORYD_TOKEN` (at least 32 characters);
+The rules it shares with the MCP HTTP transport are `memoryd.http_security`'s (one implementation):
+loopback by default; binding any other address needs `MEMORYD_TOKEN` (at least 32 characters);
+constant-time token checks, `Authorization: Bearer` in any case; Host and Origin against the same
+allow-list (bind address, loopback names, `--allowed-host`). On top of them, what a browser page needs:
 - every request carries the token: `?token=` once (answered with an HttpOnly, SameSite=Strict
   cookie and a redirect that drops it from the address bar), then the cookie, or an
-  `Authorization: Bearer` header (scripts, benchmarks); compared in constant time;
-- the Host header must name the address the console serves (DNS rebinding);
+  `Authorization: Bearer` header (scripts, benchmarks);
 - a state-changing request (anything but GET/HEAD/OPTIONS) must come from the console's own
-  origin (Origin, else Referer; `Sec-Fetch-Site` must not say cross-site) and carry the CSRF
-  token (url-encoded form field `_csrf`, or header `X-CSRF-Token`), checked here for every route;
+  origin, port included (Origin, else Referer; `Sec-Fetch-Site` must not say cross-site) and carry
+  the CSRF token (url-encoded form field `_csrf`, or header `X-CSRF-Token`), checked here for every
+  route;
 - every response says `Content-Security-Policy: default-src 'none'; script-src 'self'; …`:
   no inline script or style, nothing from the network.
 """
@@ -17,8 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
-import secrets
 from collections.abc import Iterable
 from http.cookies import CookieError, SimpleCookie
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -27,12 +27,15 @@ from starlette.datastructures import Headers
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..http_security import (
+    MIN_TOKEN_CHARS, TokenError, allowed_names, bearer_ok, host_of, new_token, origins, refusal, same, server_token,
+)  # fmt: skip
+
 __all__ = [
     "CSP", "CSRF_FIELD", "CSRF_HEADER", "MIN_TOKEN_CHARS", "ConsoleGuard", "TokenError", "allowed_hosts",
-    "derive", "is_loopback", "new_token", "resolve_token", "same",
+    "derive", "resolve_token",
 ]  # fmt: skip
 
-MIN_TOKEN_CHARS = 32
 CSRF_FIELD = "_csrf"
 CSRF_HEADER = "x-csrf-token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -53,46 +56,12 @@ SECURITY_HEADERS = [
 ]
 
 
-class TokenError(ValueError):
-    """The console may not start with this address and token."""
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def new_token() -> str:
-    return secrets.token_urlsafe(32)
-
-
 def resolve_token(host: str, env_token: str | None) -> str:
-    """The token to serve with: `MEMORYD_TOKEN` when set (≥ 32 characters), else a new one.
+    """The console's token: `MEMORYD_TOKEN` when set, else a new one (loopback only).
 
-    Raises TokenError when binding a non-loopback address without `MEMORYD_TOKEN`, or when the
-    given token is too short.
+    Raises TokenError (the transport's rules, `http_security.server_token`).
     """
-    if env_token is not None and env_token != "":
-        if len(env_token) < MIN_TOKEN_CHARS:
-            raise TokenError(f"MEMORYD_TOKEN is {len(env_token)} characters; use at least {MIN_TOKEN_CHARS}")
-        return env_token
-    if not is_loopback(host):
-        raise TokenError(
-            f"binding {host} needs MEMORYD_TOKEN set (at least {MIN_TOKEN_CHARS} characters); "
-            "every request must then carry it"
-        )
-    return new_token()
-
-
-def same(given: str | None, expected: str) -> bool:
-    """Constant-time comparison of a presented secret with the expected one."""
-    if not given:
-        return False
-    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), expected.encode())
+    return server_token(host, env_token) or new_token()
 
 
 def derive(token: str, purpose: str) -> str:
@@ -100,22 +69,20 @@ def derive(token: str, purpose: str) -> str:
     return hmac.new(token.encode(), f"memoryd-ui:{purpose}".encode(), hashlib.sha256).hexdigest()
 
 
-def allowed_hosts(host: str, port: int | None) -> set[str]:
-    """Host header values the console answers to: the bound address, and loopback names when loopback."""
-    names = {host} | ({"127.0.0.1", "localhost", "[::1]"} if is_loopback(host) else set())
-    names = {f"[{n}]" if ":" in n and not n.startswith("[") else n for n in names}
-    if port is None:
-        return names
-    return {f"{n}:{port}" for n in names} | ({n for n in names} if port == 80 else set())
+def allowed_hosts(host: str, port: int, extra: Iterable[str] = ()) -> set[str]:
+    """The console's own addresses (`host:port`): the allowed names of `http_security` on its port."""
+    return origins(allowed_names(host, extra), port)
 
 
 class ConsoleGuard:
     """ASGI middleware in front of the console app (see the module docstring for the rules)."""
 
     def __init__(self, app: ASGIApp, *, token: str, hosts: Iterable[str], cookie_name: str = "memoryd_ui") -> None:
+        """`hosts`: the console's own addresses, `host:port` (`allowed_hosts`); their names are the Host allow-list."""
         self.app = app
         self.token = token
         self.hosts = frozenset(h.lower() for h in hosts)
+        self.names = {host_of(h) for h in self.hosts}
         self.cookie_name = cookie_name
         self.cookie_value = derive(token, "cookie")
         self.csrf = derive(token, "csrf")
@@ -175,9 +142,9 @@ class ConsoleGuard:
 
     def _check(self, scope: Scope) -> Response | None:
         headers = Headers(scope=scope)
-        host = headers.get("host", "").lower()
-        if host not in self.hosts:
-            return _refuse(400, f"memoryd ui does not answer to Host {host or '(none)'}; open the address it printed")
+        problem = refusal(self.names, headers.get("host", ""), headers.get("origin"))
+        if problem is not None:
+            return _refuse(403, f"{problem}, or open the address memoryd ui printed")
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
         if "token" in query:
             if not same(query["token"], self.token):
@@ -198,8 +165,7 @@ class ConsoleGuard:
         return None
 
     def _authenticated(self, headers: Headers) -> bool:
-        auth = headers.get("authorization", "")
-        if auth.lower().startswith("bearer ") and same(auth[7:].strip(), self.token):
+        if bearer_ok(headers.get("authorization"), self.token):
             return True
         cookie = SimpleCookie()
         try:

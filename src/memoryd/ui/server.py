@@ -7,6 +7,7 @@ import socket
 import sys
 import threading
 import webbrowser
+from collections.abc import Sequence
 from pathlib import Path
 
 from . import create_app
@@ -28,8 +29,11 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def serve(*, host: str = "127.0.0.1", port: int = DEFAULT_PORT, open_browser: bool = True,
-          cwd: Path | None = None) -> int:  # fmt: skip
-    """Serve the console until interrupted; returns an exit code (2 when the address or token is refused)."""
+          cwd: Path | None = None, allowed_host: Sequence[str] = ()) -> int:  # fmt: skip
+    """Serve the console until interrupted; returns an exit code (2 when the address or token is refused).
+
+    `allowed_host`: more host names the browser may use (the transport's `--allowed-host`).
+    """
     import uvicorn
 
     from ..engine import Engine
@@ -52,7 +56,8 @@ def serve(*, host: str = "127.0.0.1", port: int = DEFAULT_PORT, open_browser: bo
     threading.Thread(target=engine.store.warm, name="memoryd-ui-warm", daemon=True).start()
     url_host = f"[{host}]" if ":" in host else host
     url = f"http://{url_host}:{bound}/?token={token}"
-    app = create_app(engine, token=token, hosts=allowed_hosts(host, bound), cookie_name=f"memoryd_ui_{bound}")
+    app = create_app(engine, token=token, hosts=allowed_hosts(host, bound, allowed_host),
+                     cookie_name=f"memoryd_ui_{bound}")  # fmt: skip
     print(f"memoryd ui: {url}", flush=True)
     if open_browser:
         threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()

@@ -1,0 +1,112 @@
+"""The security rules every memoryd HTTP surface shares: the MCP streamable-HTTP transport and the console.
+
+- Loopback by default. Binding any other address needs `MEMORYD_TOKEN`, and a token must have at
+  least `MIN_TOKEN_CHARS` characters: both are refused at start (`server_token`), never at the
+  first request.
+- A token is compared in constant time (`hmac.compare_digest`); `Authorization: <scheme> <token>`
+  is accepted with the scheme `Bearer` in any case (RFC 7235 makes the scheme case-insensitive).
+- Host, and Origin when a client sends one, must name an allowed host on every bind address (DNS
+  rebinding: a web page cannot reach the server through a name it controls that resolves to it):
+  the bind address, the loopback names, and each `--allowed-host`. Ports do not count here; the
+  console also checks that a state-changing request comes from its own origin, port included
+  (`ui/security.py`, its CSRF rules).
+
+The transport answers a refusal with JSON (`mcp_tools/transport.py`), the console with a page
+(`ui/security.py`); the decisions are these functions.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import secrets
+from collections.abc import Iterable
+
+__all__ = [
+    "LOOPBACK_NAMES", "MIN_TOKEN_CHARS", "TokenError", "allowed_names", "bearer_ok", "host_of", "is_loopback",
+    "new_token", "origins", "refusal", "same", "server_token",
+]  # fmt: skip
+
+MIN_TOKEN_CHARS = 32
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+
+
+class TokenError(ValueError):
+    """A server may not start with this address and token (the message says why and what to do)."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def new_token() -> str:
+    """A fresh URL-safe token (43 characters) for a server that makes its own (the console on loopback)."""
+    return secrets.token_urlsafe(32)
+
+
+def server_token(host: str, env_token: str | None) -> str | None:
+    """The token a server bound to `host` requires: `MEMORYD_TOKEN` when set, None on loopback without one.
+
+    Raises:
+        TokenError: a non-loopback bind without a token, or a token shorter than MIN_TOKEN_CHARS.
+    """
+    token = env_token or None
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        raise TokenError(f"MEMORYD_TOKEN is {len(token)} characters; use at least {MIN_TOKEN_CHARS} random characters "
+                         f"(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)")  # fmt: skip
+    if token is None and not is_loopback(host):
+        raise TokenError(f"binding {host} needs MEMORYD_TOKEN set (at least {MIN_TOKEN_CHARS} characters); "
+                         "every request must then carry it")  # fmt: skip
+    return token
+
+
+def same(given: str | bytes | None, expected: str | bytes) -> bool:
+    """Constant-time comparison of a presented secret with the expected one (one compare_digest call)."""
+    if not given:
+        return False
+    a = given.encode("utf-8", "surrogatepass") if isinstance(given, str) else given
+    b = expected.encode("utf-8", "surrogatepass") if isinstance(expected, str) else expected
+    return hmac.compare_digest(a, b)
+
+
+def bearer_ok(authorization: str | bytes | None, token: str) -> bool:
+    """Whether an Authorization header carries `token` with the Bearer scheme (any case)."""
+    raw = authorization.encode("latin-1", "replace") if isinstance(authorization, str) else (authorization or b"")
+    scheme, _, given = raw.strip().partition(b" ")
+    return scheme.lower() == b"bearer" and same(given.strip(), token)
+
+
+def host_of(value: str) -> str:
+    """The host part of a Host header or an Origin, lower case, brackets and port removed."""
+    value = value.strip().lower()
+    if "://" in value:
+        value = value.split("://", 1)[1].split("/", 1)[0]
+    value = value.rsplit("@", 1)[-1]
+    if value.startswith("["):
+        return value[1:].split("]", 1)[0]
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def allowed_names(bind_host: str, extra: Iterable[str] = ()) -> set[str]:
+    """Host names clients may use: the bind address, the loopback names, and each `--allowed-host`."""
+    return {host_of(h) for h in extra if h.strip()} | {host_of(bind_host), *LOOPBACK_NAMES}
+
+
+def origins(names: Iterable[str], port: int) -> set[str]:
+    """The `host:port` forms (netlocs) of `names` on `port`: a server's own origins."""
+    forms = {f"[{n}]" if ":" in n and not n.startswith("[") else n for n in names}
+    return {f"{n}:{port}" for n in forms} | (forms if port == 80 else set())
+
+
+def refusal(allowed: set[str], host: str, origin: str | None) -> str | None:
+    """Why a request with these Host and Origin headers is refused, or None when both are allowed."""
+    if host_of(host) not in allowed:
+        return f"Host {host!r} is not allowed; start the server with --allowed-host NAME to allow it"
+    if origin and host_of(origin) not in allowed:
+        return f"Origin {origin!r} is not allowed; start the server with --allowed-host NAME to allow it"
+    return None
