@@ -209,6 +209,49 @@ def test_drifted_memories_rank_a_little_lower(engine: Engine, code: Path) -> Non
     assert after == pytest.approx(before * 0.9, abs=2e-4)
 
 
+def test_drift_is_a_multiplier_after_the_ranking_and_hits_say_so(engine: Engine, code: Path) -> None:
+    from memoryd.search import rank
+
+    moved = save(engine, "Sessions are looked up by token in `get_session()` in auth/session.py")
+    held = save(engine, "`Store.get` in auth/session.py looks sessions up by key")
+    plain = save(engine, "Sessions are looked up by token before every request")
+    (code / "auth" / "session.py").write_text(SESSION_PY.replace("STORE.get(token)", "STORE[token]"))
+    query = "how are sessions looked up by token"
+    q, cands, stats = engine._recall_gather(query, max_results=10)
+    english = engine._english if engine.term_embedder is not None else None
+    ranked = {c.atom_id: (score, signals) for score, c, signals in rank.rank(q, cands, stats, english=english)}
+    hits = {h.atom.id: h for h in engine.recall(query).hits}
+    assert hits[moved].score == pytest.approx(round(ranked[moved][0] * 0.9, 4), abs=1e-4)
+    assert hits[moved].signals["drift"] == 0.9 and hits[moved].freshness == "code_changed"
+    assert [c.kind for c in hits[moved].code_changes or []] == ["symbol_changed"]
+    assert hits[held].score == pytest.approx(ranked[held][0], abs=1e-4) and hits[held].freshness == "current"
+    assert "drift" not in hits[held].signals and hits[held].code_changes is None
+    assert hits[plain].freshness is None and hits[plain].score == pytest.approx(ranked[plain][0], abs=1e-4)
+
+
+def test_recall_logs_its_hits_after_drift_and_refuses_bad_input_before_any_work(engine: Engine, code: Path) -> None:
+    from datetime import UTC, datetime
+
+    from memoryd.models import Scope
+
+    save(engine, "Sessions are looked up by token in `get_session()` in auth/session.py")
+    logged = lambda: engine.store.recalls(scope_hashes=[engine.scope.scope_hash], since=datetime(2000, 1, 1, tzinfo=UTC),
+                                          until=None, limit=100)  # noqa: E731  # fmt: skip
+    hits = engine.recall("sessions by token", path="auth/session.py").hits
+    assert logged()[0]["hits"] == [h.atom.id for h in hits] and hits  # what was returned, in order (ui's log)
+    engine.recall("sessions by token", record=False)
+    assert len(logged()) == 1
+    # trust's limits and scope boundary come first: nothing is ranked, drift-checked or logged
+    with pytest.raises(InvalidInput, match="query is 1001 characters; the limit is 1000"):
+        engine.recall("q" * 1001, path="auth/session.py")
+    with pytest.raises(InvalidInput, match="types has 9 items"):
+        engine.recall("sessions", types=["fact"] * 9, symbol="get_session")
+    other = Scope(tenant_id=engine.scope.tenant_id, workspace="acme", repository="elsewhere")
+    with pytest.raises(NotFound, match="no scope 'acme/elsewhere' within reach"):
+        engine.recall("sessions", scope=other, path="auth/session.py")
+    assert len(logged()) == 1
+
+
 # -- filters, confirm, replace ---------------------------------------------------------------------
 
 

@@ -219,3 +219,20 @@ def test_recall_returns_the_reply_to_a_question_that_echoes_the_query(engine: En
     assert ids[2] in top, [h.atom.content for h in hits[:3]]
     reply = next(h for h in hits if h.atom.id == ids[2])
     assert reply.signals.get("reply", 0) > 0
+
+
+def test_fused_is_the_ranking_of_one_memory_with_those_signals() -> None:
+    p = rank.DEFAULT
+    assert rank.fused({"keyword": 1.0}) == pytest.approx(p.w_kw)  # the prompt hook's bar without a vector
+    assert rank.fused({}) == 0.0 and rank.fused({"keyword": 1.0, "semantic": 1.0, "entity": 1.0}) <= 1.0
+    both = rank.fused({"semantic": 1.0, "semantic_en": 1.0})
+    assert both == pytest.approx(max(p.w_sem, p.w_en))  # two views of one thing: the stronger counts
+
+
+def test_keep_zero_keeps_candidates_the_caller_chose() -> None:
+    q = rank.Query(text="zebra", terms=("zebra",), entities=(), boost=(), cosine_floor=0.2, cosine_ceil=0.6)
+    c = rank.Candidate(atom_id="A", cos=None, terms=frozenset({"other"}), entities=(), status="active", type="fact",
+                       decay=1.0)  # fmt: skip
+    assert rank.rank(q, [c], (10, {})) == []
+    kept = rank.rank(q, [c], (10, {}), keep_zero=True)
+    assert [(s, x.atom_id) for s, x, _ in kept] == [(0.0, "A")]

@@ -150,6 +150,8 @@ class AnchorOps(_Base):
     ) -> tuple[list[tuple[float, str, Any]], dict[str, tuple[str, list[CodeChange]]]]:
         """Demote drifted memories in a ranking (best first), checking only as deep as the top `n` needs.
 
+        A multiplier applied after `search.rank.rank`, named in the hit's signals (`drift`: 0.9).
+
         Demotion only lowers scores, so once the n-th best checked score is at least the next unchecked
         candidate's score, nothing further down can enter the top n.
         """
@@ -161,7 +163,8 @@ class AnchorOps(_Base):
             drift.update(self.code_changes([i for _, i, _ in scored[checked:k] if i in own]))
             checked = k
             head = sorted(
-                ((round(sc * DRIFT_WEIGHT, 4) if drift.get(i, ("",))[0] == "code_changed" else sc, i, sig)
+                ((round(sc * DRIFT_WEIGHT, 4), i, {**sig, "drift": DRIFT_WEIGHT})
+                 if drift.get(i, ("",))[0] == "code_changed" else (sc, i, sig)
                  for sc, i, sig in scored[:k]), key=lambda s: (-s[0], s[1]),
             )  # fmt: skip
             if k >= len(scored) or (len(head) >= n and head[n - 1][0] >= scored[k][0]):
