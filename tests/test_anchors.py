@@ -113,14 +113,16 @@ def test_explicit_anchors_resolve_or_fail_with_a_reason(engine: Engine, code: Pa
     for ref, message in cases.items():
         with pytest.raises(InvalidInput, match=re.escape(message)):
             engine.memorize("Token lookups must stay fast", source="user", anchors=[ref])
-    with pytest.raises(InvalidInput, match="at most 20 anchors"):
+    with pytest.raises(InvalidInput, match="anchors has 21 items; the limit is 20"):  # limits.py
         engine.memorize("x is y", anchors=["web/app.ts"] * 21)
     with pytest.raises(InvalidInput, match="the limit is 512"):
         engine.memorize("x is y", anchors=["a" * 513])
     with pytest.raises(InvalidInput, match="must be a list of strings"):
         engine.memorize("x is y", anchors="web/app.ts")  # type: ignore[arg-type]
-    with pytest.raises(InvalidInput, match="control characters"):
+    with pytest.raises(InvalidInput, match="holds a NUL character"):  # limits.py refuses NUL everywhere
         engine.memorize("x is y", anchors=["web/app.ts\x00"])
+    with pytest.raises(InvalidInput, match="control characters"):
+        engine.memorize("x is y", anchors=["web/app.ts\x07"])
     with pytest.raises(InvalidInput, match="not global ones"):
         engine.memorize("x is y", anchors=["web/app.ts"], scope=engine.scope.global_scope())
     assert engine.stats().atoms == 1  # nothing was written by the refused saves
@@ -264,8 +266,8 @@ def test_path_and_symbol_filters(engine: Engine, code: Path) -> None:
     assert [h.atom.id for h in engine.recall("port", symbol="start").hits] == [b]  # the last part of Server.start
     assert [h.atom.id for h in engine.search("port", symbol="Server.start").hits] == [b]
     assert engine.recall("sessions", path="nowhere.py").hits == []
-    with pytest.raises(InvalidInput, match="path is 1025 characters; the limit is 1024"):
-        engine.recall("x", path="a" * 1025)
+    with pytest.raises(InvalidInput, match="path is 4097 characters; the limit is 4096"):  # limits.py
+        engine.recall("x", path="a" * 4097)
     with pytest.raises(InvalidInput, match="symbol contains control characters"):
         engine.recall("x", symbol="a\nb")
 
@@ -591,7 +593,7 @@ def test_explicit_anchors_are_redacted_before_use(engine: Engine, code: Path) ->
         engine.memorize("x is y", anchors=[f"{secret}::get_session"])
     assert "hunter2secret" not in str(info.value) and "[REDACTED]" in str(info.value)
     with pytest.raises(InvalidInput) as info:
-        engine.recall("x", path="a" * 1025 + "password=hunter2secret")
+        engine.recall("x", path="a" * 4097 + "password=hunter2secret")
     assert "hunter2secret" not in str(info.value)
 
 

@@ -43,12 +43,17 @@ def _age(engine: Engine, atom_id: str, days: int) -> None:
         tx.update_atom(atom_id, updated_at=old)
 
 
-def test_browse_filters_and_keyset_pages(engine: Engine, other: Engine) -> None:
+def test_browse_filters_and_keyset_pages(console: Engine, engine: Engine, other: Engine) -> None:
     a = engine.memorize(PG, source="user", tags=["db", "infra"]).atom_id
     b = engine.memorize(PUSH, source="agent", type="warning").atom_id
     c = engine.memorize(SOLID, source="user", type="decision", tags=["frontend"]).atom_id
     d = other.memorize("Invoices are generated nightly by the billing cron job", source="importer").atom_id
     engine.correct(b, "negate", "we allow direct pushes for docs")
+    # an agent's engine keeps to its own repository and the global scope (issue 10), in the console's reads too
+    assert [x.id for x in engine.browse(BrowseQuery()).atoms] == [c, a]
+    with pytest.raises(NotFound, match="no scope"):
+        engine.browse(BrowseQuery(scope=other.scope.scope_hash))
+    engine = console  # the console's person reads every repository
     assert [x.id for x in engine.browse(BrowseQuery()).atoms] == [d, c, a]  # active, newest first
     assert engine.browse(BrowseQuery()).total == 3
     assert [x.id for x in engine.browse(BrowseQuery(status=None)).atoms] == [d, c, b, a]

@@ -74,8 +74,10 @@ def file_context(payload: dict[str, Any], home: Path) -> Composed | None:
     field = FILE_TOOLS.get(str(payload.get("tool_name") or ""))
     tool_input = payload.get("tool_input")
     target = tool_input.get(field) if field and isinstance(tool_input, dict) else None
-    if not isinstance(target, str) or not target.strip() or len(target) > 4096:
-        return None
+    from .limits import LIMITS  # standard library only
+
+    if not isinstance(target, str) or not target.strip() or len(target) > LIMITS["path"][0]:
+        return None  # over the limits table's `path`: nothing to add, as for a file outside the repository
     db, enabled, budget = settings_from_env(home)
     if not enabled:
         return None

@@ -39,6 +39,7 @@ from typing import Any
 import yaml
 
 from .errors import InvalidInput
+from .limits import LIMITS
 from .models import ATOM_TYPES, Atom
 
 __all__ = ["FORMATS", "Record", "detect", "read_records", "write_markdown"]
@@ -90,6 +91,13 @@ def read_records(fmt: str, path: Path) -> Iterator[Record]:
     raise InvalidInput(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
+def _title(text: str) -> str:
+    """A title derived from a name (an entity, a note, a relation), cut to the limits table's `title`: a long
+    name must not cost the memory, which a title over the limit would (the write path rejects it)."""
+    top = LIMITS["title"][0]
+    return text if len(text) <= top else text[: top - 1] + "…"
+
+
 def _str(value: Any) -> str:
     return value.strip() if isinstance(value, str) else ""
 
@@ -115,7 +123,7 @@ def _server_memory(path: Path) -> Iterator[Record]:
                     continue
                 for i, text in enumerate(observations, 1):
                     if _str(text):
-                        yield Record({"content": f"{name}: {_str(text)}", "title": name,
+                        yield Record({"content": f"{name}: {_str(text)}", "title": _title(name),
                                       "tags": [kind] if kind else [], "source": "server-memory"},
                                      f"{origin} observation {i}")  # fmt: skip
             elif obj.get("type") == "relation":
@@ -123,7 +131,7 @@ def _server_memory(path: Path) -> Iterator[Record]:
                 if not (src and rel and dst):
                     yield Record({"problem": "a relation needs from, relationType and to"}, origin)
                     continue
-                yield Record({"content": f"{src} {rel.replace('_', ' ')} {dst}", "title": f"{src} → {dst}",
+                yield Record({"content": f"{src} {rel.replace('_', ' ')} {dst}", "title": _title(f"{src} → {dst}"),
                               "tags": ["relation", rel], "source": "server-memory"}, origin)  # fmt: skip
             else:
                 yield Record({"problem": f"unknown line type {obj.get('type')!r}; expected entity or relation"}, origin)
@@ -183,7 +191,7 @@ def _basic_memory(folder: Path) -> Iterator[Record]:
             yield Record({"problem": f"unreadable: {exc}"}, rel)
             continue
         meta, body = _frontmatter(text)
-        title = _str(meta.get("title")) or path.stem
+        title = _title(_str(meta.get("title")) or path.stem)
         tags = [t for t in (meta.get("tags") or []) if isinstance(t, str)] if isinstance(meta.get("tags"), list) else []
         found = False
         prose: list[str] = []
@@ -202,7 +210,7 @@ def _basic_memory(folder: Path) -> Iterator[Record]:
             elif m := _RELATION.match(line):
                 found = True
                 relation, target = m.group(1).strip().replace("_", " "), m.group(2).split("|")[0].strip()
-                yield Record({"content": f"{title} {relation} {target}", "title": f"{title} → {target}",
+                yield Record({"content": f"{title} {relation} {target}", "title": _title(f"{title} → {target}"),
                               "tags": list(dict.fromkeys([*tags, "relation"])), "source": "basic-memory"},
                              f"{rel}:{number}")  # fmt: skip
             elif not line.lstrip().startswith("#"):

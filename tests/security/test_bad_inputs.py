@@ -93,6 +93,13 @@ def _tool_cases(ids: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
         ("mem_request_sensitive_read", {}), ("mem_request_sensitive_read", {"reason": " "}),
         ("mem_request_sensitive_read", {"reason": "r" * 10_000}),
         ("mem_no_such_tool", {}), ("x" * 10_000, {}),
+        # fields added by code anchors (issue 13): the limits table's anchors/anchor/path/symbol
+        ("mem_save", {"content": "Deploys run nightly from main", "anchors": ["a.py"] * 21}),
+        ("mem_save", {"content": "Deploys run nightly from main", "anchors": ["p" * 513]}),
+        ("mem_save", {"content": "Deploys run nightly from main", "anchors": "login.py"}),
+        ("mem_save", {"content": "Deploys run nightly from main", "anchors": ["a\x00b"]}),
+        ("mem_search", {"query": "x", "path": "p/" * 3000}), ("mem_search", {"query": "x", "symbol": "S" * 513}),
+        ("mem_search", {"query": "x", "path": 5}), ("mem_search", {"query": "x", "symbol": "a\nb"}),
     ]  # fmt: skip
     hmg: list[tuple[str, dict[str, Any]]] = [
         ("memory_memorize", {}), ("memory_memorize", {"content": ""}), ("memory_memorize", {"content": 3.14}),
@@ -115,6 +122,8 @@ def _tool_cases(ids: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
         ("memory_handoff", {}), ("memory_handoff", {"summary": ""}), ("memory_handoff", {"summary": "x" * 9000}),
         ("memory_handoff", {"summary": "Handoff: done", "source": "s" * 1000}),
         ("memory_recall", {"query": "x", "max_results": "many"}), ("memory_nope", {}),
+        ("memory_memorize", {"content": "Deploys run nightly from main", "anchors": ["a.py"] * 21}),
+        ("memory_recall", {"query": "x", "path": "p" * 5000}), ("memory_recall", {"query": "x", "symbol": "s" * 600}),
     ]  # fmt: skip
     return [("memoryd", t, a) for t, a in mem] + [("hmg", t, a) for t, a in hmg]
 

@@ -24,12 +24,10 @@ from .git import GREP_MAX_FILES, GitRepo
 from .model import Anchor
 from .symbols import LANGUAGES, cached_table, language_of, parser_available, symbol_table
 
-__all__ = ["MAX_ANCHORS", "MAX_ANCHOR_CHARS", "AnchorError", "Resolver", "parse_ref"]
+__all__ = ["AnchorError", "Resolver", "parse_ref"]
 
-MAX_ANCHORS = 20
-MAX_ANCHOR_CHARS = 512
-_AUTO_LIMIT = 12
-_AUTO_SEARCH_FILES = 15  # an automatic repository-wide lookup gives up on names in more files than this  # automatic anchors per memory (a long text naming many files keeps the first ones)
+_AUTO_LIMIT = 12  # automatic anchors per memory (a long text naming many files keeps the first ones)
+_AUTO_SEARCH_FILES = 15  # an automatic repository-wide lookup gives up on names in more files than this
 _BACKTICK = re.compile(r"`([A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)*)(?:\(\))?`")
 _RECEIVERS = ("self.", "this.", "cls.", "super().")
 # Suffixes that make a bare anchor a file name rather than a dotted symbol (`db.py`, not `Table.insert`).

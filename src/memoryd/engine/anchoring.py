@@ -21,9 +21,10 @@ from ..anchors.drift import DriftChecker, freshness
 from ..anchors.filectx import FileMemory, compose, compose_once
 from ..anchors.git import GitRepo
 from ..anchors.model import Anchor, Change
-from ..anchors.resolve import MAX_ANCHOR_CHARS, MAX_ANCHORS, AnchorError, Resolver, parse_ref
+from ..anchors.resolve import AnchorError, Resolver, parse_ref
 from ..errors import Conflict, InvalidInput
 from ..injected import InjectedRecord
+from ..limits import check_text, check_texts
 from ..models import Atom, CodeChange, FileContext, StaleMemory
 from ..write.redact import redact
 
@@ -34,13 +35,12 @@ if TYPE_CHECKING:
 else:
     _Base = object
 
-__all__ = ["AnchorOps", "DRIFT_WEIGHT", "MAX_FILTER_CHARS"]
+__all__ = ["AnchorOps", "DRIFT_WEIGHT", "check_filters"]
 
 log = logging.getLogger("memoryd")
 
 # Recall ranks a memory whose code changed a little lower: it may still be useful history.
 DRIFT_WEIGHT = 0.9
-MAX_FILTER_CHARS = 1024
 _OFF = object()
 
 
@@ -77,14 +77,11 @@ class AnchorOps(_Base):
             return []
         if isinstance(anchors, str) or not isinstance(anchors, (list, tuple)):
             raise InvalidInput("anchors must be a list of strings: path, path::Symbol or Symbol")
-        if len(anchors) > MAX_ANCHORS:
-            raise InvalidInput(f"at most {MAX_ANCHORS} anchors, got {len(anchors)}")
+        check_texts("anchors", "anchor", anchors)  # the limits table: count, length, NUL/surrogates
         refs = []
         for i, ref in enumerate(anchors):
-            if not isinstance(ref, str) or not ref.strip():
+            if not ref.strip():
                 raise InvalidInput(f"anchors[{i}] must be a non-empty string")
-            if len(ref) > MAX_ANCHOR_CHARS:
-                raise InvalidInput(f"anchors[{i}] is {len(ref)} characters; the limit is {MAX_ANCHOR_CHARS}")
             if any(ord(ch) < 32 for ch in ref):
                 raise InvalidInput(f"anchors[{i}] contains control characters")
             refs.append(redact(ref.strip()).text)
@@ -250,6 +247,7 @@ class AnchorOps(_Base):
         Raises:
             NotFound: no such memory within reach. Conflict: another repository's, not active, or not anchored.
         """
+        check_text("reason", reason)
         atom = self.get(atom_id)  # the scope boundary (issue 10): NotFound out of reach
         if atom.scope_hash != self.scope.scope_hash:  # a person may reach it, but its code is elsewhere
             raise Conflict(f"memory {atom_id} belongs to {atom.scope.name}; confirm it from that repository")
@@ -357,13 +355,11 @@ def _pair(anchors: Sequence[Anchor], changes: Sequence[Change]) -> list[tuple[An
 def _check_filter(value: object, name: str) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str):
-        raise InvalidInput(f"{name} must be a string")
+    check_text(name, value)  # the limits table (`path`, `symbol`): type, length, NUL/surrogates
+    assert isinstance(value, str)
     value = value.strip()
     if not value:
         return None
-    if len(value) > MAX_FILTER_CHARS:
-        raise InvalidInput(f"{name} is {len(value)} characters; the limit is {MAX_FILTER_CHARS}")
     if any(ord(ch) < 32 for ch in value):
         raise InvalidInput(f"{name} contains control characters")
     return value

@@ -3,8 +3,11 @@ history, sessions with what they wrote and recalled, the entity graph, and store
 
 The console is a surface like the MCP tools: every page is one of these methods, and its
 writes are the engine's own (`update`, `correct`, `govern`, `restore`, `promote`, `reject`,
-`request_access`). Sensitive scopes without a running grant are left out of every listing and
-refused by id (AuthorizationRequired) when the engine enforces them, as it does for the console.
+`request_access`). Every form field passes the limits table first. The console opens the engine as
+the person (authority "operator": every scope) with sensitive scopes enforced: those without a
+running grant are left out of every listing and refused by id (AuthorizationRequired). Opened as
+an agent (the SDK's default), the same methods keep to the agent's reach (its repository and the
+global scope), as every other engine operation does.
 """
 
 from __future__ import annotations
@@ -18,11 +21,12 @@ from pydantic import BaseModel, Field
 
 from .. import vault
 from ..errors import AuthorizationRequired, InvalidInput, NotFound
+from ..limits import check_text
 from ..lifecycle.decay import DECAY_STATES, HALF_LIFE_DAYS, decay_state
 from ..models import ATOM_TYPES, Atom, Event, Hit, Scope, Session
 from ..search.tokenize import tokens
 from ..storage.base import AtomFilter, LastUsedWindow
-from .core import PLACEHOLDERS
+from .core import PLACEHOLDERS, _shown
 
 if TYPE_CHECKING:
     from .admin import AdminOps
@@ -166,10 +170,17 @@ class ConsoleOps(_Base):
             return ()
         return tuple(h for h, _ in self.store.sensitive_scopes() if self.store.grant_expiry(h) is None)
 
+    def _in_reach(self, scope_hash: str) -> bool:
+        """Whether this engine may see the scope at all (trust's boundary: an agent its own and the global
+        scope only; the console's person, an operator, every scope)."""
+        reach = self.reachable_scopes()
+        return reach is None or scope_hash in reach
+
     def console_scopes(self, counts: dict[str, int] | None = None) -> list[ScopeInfo]:
-        """Every scope holding memories, plus sensitive ones, with its lock state."""
+        """Every scope within reach holding memories, plus sensitive ones, with its lock state."""
         counts = counts if counts is not None else self.store.console_counts(("by_scope",))["by_scope"]
-        sensitive = dict(self.store.sensitive_scopes())
+        counts = {h: n for h, n in counts.items() if self._in_reach(h)}
+        sensitive = {h: n for h, n in self.store.sensitive_scopes() if self._in_reach(h)}
         names = self._scope_names(set(counts))
         out = []
         for h in dict.fromkeys([*counts, *sensitive]):
@@ -182,10 +193,11 @@ class ConsoleOps(_Base):
 
     def scope_of(self, scope_hash: str) -> Scope:
         """The scope with this hash (the current or global scope, or one that holds memories)."""
+        check_text("scope", scope_hash, required=True)
         for s in (self.scope, self.scope.global_scope()):
             if s.scope_hash == scope_hash:
                 return s
-        found = self.store.list_atoms(scope_hashes=[scope_hash], limit=1)
+        found = self.store.list_atoms(scope_hashes=[scope_hash], limit=1) if self._in_reach(scope_hash) else []
         if not found:
             raise NotFound(f"no scope {scope_hash!r} holds memories")
         return found[0].scope
@@ -197,6 +209,12 @@ class ConsoleOps(_Base):
     # -- memories -------------------------------------------------------------------------
 
     def _atom_filter(self, q: BrowseQuery, *, now: datetime) -> AtomFilter:
+        # Every form field through the limits table before any work (tokenising the tag, a query).
+        check_text("query", q.q, field="q")
+        check_text("scope", q.scope)
+        check_text("tag", q.tag)
+        check_text("source", q.source)
+        check_text("id", q.before, field="before")
         if q.type is not None and q.type not in ATOM_TYPES:
             raise InvalidInput(f"unknown type {q.type!r}; expected one of {', '.join(ATOM_TYPES)}")
         if q.status is not None and q.status not in STATUSES:
@@ -208,13 +226,16 @@ class ConsoleOps(_Base):
         if q.created_from and q.created_to and q.created_from > q.created_to:
             raise InvalidInput(f"created_from {q.created_from} is after created_to {q.created_to}")
         locked = self._locked_scopes()
+        if q.scope is not None and not self._in_reach(q.scope):
+            raise NotFound(f"no scope {q.scope!r} holds memories")
         if q.scope is not None and q.scope in locked:
             raise AuthorizationRequired(
                 f"scope {q.scope} is sensitive and has no running grant; request access on the Health page, "
                 "then a person runs `memoryd scope grant --minutes 30` in that repository"
             )
+        reach = self.reachable_scopes()
         return AtomFilter(
-            scope_hashes=(q.scope,) if q.scope else None, exclude_scopes=locked,
+            scope_hashes=(q.scope,) if q.scope else (tuple(reach) if reach is not None else None), exclude_scopes=locked,
             statuses=(q.status,) if q.status else None, types=(q.type,) if q.type else None,
             source=q.source or None, tag=q.tag or None, tag_terms=tuple(dict.fromkeys(tokens(q.tag))) if q.tag else (),
             created_from=datetime.combine(q.created_from, time(), UTC) if q.created_from else None,
@@ -290,7 +311,7 @@ class ConsoleOps(_Base):
         locked = self._locked_scopes()
         for src, dst, kind in edges:
             other = others.get(dst if src == atom.id else src)
-            if other is not None and other.scope_hash not in locked:
+            if other is not None and other.scope_hash not in locked and self._in_reach(other.scope_hash):
                 links.append(Link(kind=kind, direction="out" if src == atom.id else "in", atom=other))
         path = self.path_of(atom)
         front = {} if atom.status in PLACEHOLDERS else vault.atom_frontmatter(atom)
@@ -336,7 +357,10 @@ class ConsoleOps(_Base):
         """Sessions newest first, and the cursor of the next page (None at the end)."""
         if not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
             raise InvalidInput(f"limit must be between 1 and {MAX_PAGE}, got {limit!r}")
+        check_text("id", before, field="before")
         rows = self.store.list_sessions(before=before or None, limit=limit + 1, exclude_scopes=self._locked_scopes())
+        if self.reachable_scopes() is not None:  # an agent: its own and the global scope's sessions only
+            rows = [r for r in rows if self._in_reach(r.scope_hash)]
         names = self._scope_names({s.scope_hash for s in rows})
         out = [SessionRow(session=s, scope_name=names.get(s.scope_hash, s.scope_hash)) for s in rows[:limit]]
         return out, rows[limit - 1].id if len(rows) > limit else None
@@ -348,10 +372,10 @@ class ConsoleOps(_Base):
         """
         from .core import _now
 
-        session = self.store.get_session(session_id)
-        if session is None:
-            raise NotFound(f"no session with id {session_id!r}")
-        own = self.get(session_id)  # the sensitive gate, by id
+        own = self._find_atom(session_id)  # the scope boundary and sensitive gate, by id
+        session = self.store.get_session(own.id) if own is not None else None
+        if own is None or session is None:
+            raise NotFound(f"no session with id {_shown(session_id)}")
         end = session.ended_at or _now()
         f = AtomFilter(scope_hashes=(session.scope_hash,), created_from=session.started_at,
                        created_to=end + timedelta(microseconds=1), limit=limit + 2)  # fmt: skip
@@ -385,6 +409,9 @@ class ConsoleOps(_Base):
         # active memory of a readable scope (so a locked scope's entity names never appear).
         ranked = self.store.top_entities(limit=entities * 3)
         mentions = self.store.entity_mentions([e for e, _ in ranked], per_entity=per_entity, exclude_scopes=locked)
+        if self.reachable_scopes() is not None:  # an agent sees the names its own scopes mention only
+            scoped = self.store.get_atoms({a for _, a in mentions})
+            mentions = [(e, a) for e, a in mentions if a in scoped and self._in_reach(scoped[a].scope_hash)]
         visible = {e for e, _ in mentions}
         top = [(e, n) for e, n in ranked if e in visible][:entities]
         mentions = [(e, a) for e, a in mentions if e in dict(top)]
@@ -402,11 +429,15 @@ class ConsoleOps(_Base):
 
     def entity_page(self, entity_id: str, *, before: str | None = None, limit: int = 50) -> MemoryPage:
         """Memories (any status) that mention one entity, newest first."""
-        if not isinstance(entity_id, str) or not entity_id.startswith("entity:") or entity_id.count(":") < 2:
+        check_text("entity", entity_id, field="entity id", required=True)
+        if not entity_id.startswith("entity:") or entity_id.count(":") < 2:
             raise InvalidInput(f"entity ids look like entity:<kind>:<name>, got {entity_id!r}")
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidInput(f"limit must be between 1 and {MAX_PAGE}, got {limit!r}")
-        f = AtomFilter(entity=entity_id, exclude_scopes=self._locked_scopes(), before=before or None, limit=limit + 1)
+        check_text("id", before, field="before")
+        reach = self.reachable_scopes()
+        f = AtomFilter(entity=entity_id, scope_hashes=tuple(reach) if reach is not None else None,
+                       exclude_scopes=self._locked_scopes(), before=before or None, limit=limit + 1)  # fmt: skip
         rows = self.store.browse_atoms(f)
         return MemoryPage(atoms=rows[:limit], next_before=rows[limit - 1].id if len(rows) > limit else None)
 

@@ -741,7 +741,7 @@ class EngineCore:
         ids (not the query) for the console's Sessions page.
 
         Raises:
-            InvalidInput: empty query, max_results outside 1..100, a path/symbol filter over 1024 characters.
+            InvalidInput: empty query, max_results outside 1..100, a field over its limit (`memoryd.limits`).
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("query is empty")
@@ -753,7 +753,7 @@ class EngineCore:
             unknown = [t for t in types if t not in ATOM_TYPES]
             if unknown:
                 raise InvalidInput(f"unknown type(s) {unknown}; expected any of {', '.join(ATOM_TYPES)}")
-        check_texts("entity_ids", "id", entity_ids)
+        check_texts("entity_ids", "entity", entity_ids)
         path, symbol = check_filters(path, symbol)
         q, cands, stats = self._recall_gather(
             query, max_results=max_results, include_negated=include_negated, types=types, entity_ids=entity_ids,

@@ -44,6 +44,7 @@ from typing import IO, TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..errors import InvalidInput
+from ..limits import check_text
 from ..models import MemorizeResult, Scope
 from .core import _norm_hash
 
@@ -256,6 +257,7 @@ class ImportOps(_Base):
             raise InvalidInput(f"unknown gate {gate!r}; expected one of {', '.join(IMPORT_GATES)}")
         if not isinstance(source, str) or not source.strip():
             raise InvalidInput("source must be a non-empty string")
+        check_text("source", source)
 
     def _import_lines(
         self, opener: Opener, label: str, sha: str, total: int, *, start: float, batch_size: int, gate: str,

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING
 
 from .. import vault
 from ..errors import InvalidInput, NotFound
+from ..limits import LIMITS, check_count, check_text
 from ..models import Atom
+from ..write.redact import redact
 from .admin import _PROMPT_NAME
 
 if TYPE_CHECKING:
@@ -64,12 +66,14 @@ class LibraryOps(_Base):
         out = []
         for path in sorted(folder.glob("*.md")):
             if _PROMPT_NAME.match(path.stem) and path.is_file():
-                text = path.read_text(encoding="utf-8", errors="replace")
+                # save_prompt redacts what it writes; a file edited by hand is redacted as it is served
+                text = redact(path.read_text(encoding="utf-8", errors="replace")[: LIMITS["prompt"][0]]).text
                 out.append(SavedPrompt(path.stem, text, list(dict.fromkeys(_PLACEHOLDER.findall(text))), path))
         return out
 
     def prompt(self, name: str) -> SavedPrompt:
-        """One saved prompt. Raises NotFound."""
+        """One saved prompt. Raises NotFound, InvalidInput (a name over the limits table's `prompt_name`)."""
+        check_text("prompt_name", name, field="name", required=True)
         for p in self.prompts():
             if p.name == name:
                 return p
@@ -79,6 +83,12 @@ class LibraryOps(_Base):
         """The prompt's text with its `{placeholders}` filled. Raises NotFound, InvalidInput."""
         p = self.prompt(name)
         args = arguments or {}
+        if not isinstance(args, dict):
+            raise InvalidInput("prompt arguments must be an object of strings")
+        check_count("prompt_args", list(args), field="arguments")
+        for key, value in args.items():
+            check_text("prompt_name", key, field="argument name")
+            check_text("prompt_arg", value, field=f"argument {key}")
         missing = [a for a in p.arguments if not isinstance(args.get(a), str)]
         if missing:
             raise InvalidInput(f"prompt {name!r} needs the argument(s) {', '.join(missing)}")
@@ -102,11 +112,11 @@ class LibraryOps(_Base):
 
     def resource(self, atom_id: str) -> str:
         """The markdown of memory `atom_id` (frontmatter and body), when it belongs to this repository
-        or the global scope. Raises NotFound (also for another repository's id), AuthorizationRequired."""
-        atom = self.store.get_atoms([atom_id]).get(atom_id)
-        if atom is None or atom.scope_hash not in self._recall_scopes(None) or atom.status != "active":
-            raise NotFound(f"no memory {atom_id!r} in this repository or the global scope")
-        self._guard_read(atom.scope_hash, atom.scope.name)
+        or the global scope. Raises NotFound (also for another repository's id: the engine's scope
+        boundary, `get`), AuthorizationRequired."""
+        atom = self.get(atom_id)
+        if atom.status != "active":
+            raise NotFound(f"no active memory with id {atom.id!r}")
         return vault.render(atom)
 
     def export_markdown(self, folder: str | Path) -> dict[str, int]:

@@ -9,11 +9,17 @@ import threading
 import webbrowser
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import create_app
 from .security import allowed_hosts, resolve_token
 
-__all__ = ["DEFAULT_PORT", "serve"]
+if TYPE_CHECKING:
+    from ..config import Settings
+    from ..engine import Engine
+    from ..search.embed import Embedder
+
+__all__ = ["DEFAULT_PORT", "open_console_engine", "serve"]
 
 DEFAULT_PORT = 8767
 
@@ -28,6 +34,16 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def open_console_engine(cwd: Path | None = None, settings: Settings | None = None, *,
+                        embedder: Embedder | None = None) -> Engine:  # fmt: skip
+    """The engine the console serves: the person (authority "operator": every scope, as at the CLI), but a
+    sensitive scope without a running grant stays locked (a grant is requested on the Health page and
+    given with `memoryd scope grant`, never bypassed)."""
+    from ..engine import Engine
+
+    return Engine.open(settings, cwd=cwd, embedder=embedder, authority="operator", enforce_sensitive=True)
+
+
 def serve(*, host: str = "127.0.0.1", port: int = DEFAULT_PORT, open_browser: bool = True,
           cwd: Path | None = None, allowed_host: Sequence[str] = ()) -> int:  # fmt: skip
     """Serve the console until interrupted; returns an exit code (2 when the address or token is refused).
@@ -36,7 +52,6 @@ def serve(*, host: str = "127.0.0.1", port: int = DEFAULT_PORT, open_browser: bo
     """
     import uvicorn
 
-    from ..engine import Engine
     from .security import TokenError
 
     try:
@@ -51,8 +66,7 @@ def serve(*, host: str = "127.0.0.1", port: int = DEFAULT_PORT, open_browser: bo
               file=sys.stderr)  # fmt: skip
         return 2
     bound = sock.getsockname()[1]
-    # a person, who reaches every scope, but sensitive scopes still need a grant
-    engine = Engine.open(cwd=cwd, authority="operator", enforce_sensitive=True)
+    engine = open_console_engine(cwd)
     threading.Thread(target=engine.store.warm, name="memoryd-ui-warm", daemon=True).start()
     url_host = f"[{host}]" if ":" in host else host
     url = f"http://{url_host}:{bound}/?token={token}"
