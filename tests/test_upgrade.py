@@ -1,0 +1,112 @@
+"""A store written by main before issues 10-15 (schema 1-3, with data) upgrades to today's schema and keeps
+every memory, on both backends. The stores are fixtures made by main's own code
+(tests/data/legacy/make_main_v3.py); migrations 4 (vault outbox), 5 (console) and 6 (code anchors) run
+when today's engine opens them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memoryd.config import Settings
+from memoryd.engine import Engine
+from memoryd.engine.console import BrowseQuery
+from memoryd.search.embed import HashEmbedder
+from memoryd.storage import migrations, pg_migrations
+
+from .conftest import git, make_repo
+
+LEGACY = Path(__file__).parent / "data" / "legacy" / "main-v3"
+# sha256 of the released migration scripts 1-3 as main had them: never edit a released entry.
+RELEASED = {
+    "sqlite": "14b5318c89c2c5ab4bd134e1910f4b84de15c120a9d2d6684a86155b153bf28c",
+    "postgres": "a0e5b800760f81cf9a1d0d1b959750c4d1a944827dba9f0e0b6d389227c0bf2e",
+}
+
+
+def _digest(entries: list[tuple[int, str, str]]) -> str:
+    return hashlib.sha256("\x1e".join(f"{v}\x1f{n}\x1f{s}" for v, n, s in entries[:3]).encode()).hexdigest()
+
+
+def test_released_migrations_are_unchanged_and_numbered_alike() -> None:
+    assert _digest(migrations.MIGRATIONS) == RELEASED["sqlite"]
+    assert _digest(pg_migrations.MIGRATIONS) == RELEASED["postgres"]
+    assert [v for v, _, _ in migrations.MIGRATIONS] == [v for v, _, _ in pg_migrations.MIGRATIONS] == [1, 2, 3, 4, 5, 6]
+    names = {v: n for v, n, _ in migrations.MIGRATIONS}
+    assert names[4].startswith("vault outbox") and names[5].startswith("console") and names[6] == "code anchors"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def legacy(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
+    """A copy of main's store (its database and vault) as Settings; the tenant main wrote it under."""
+    kind = request.param
+    manifest = json.loads((LEGACY / f"manifest-{kind}.json").read_text(encoding="utf-8"))
+    monkeypatch.setenv("MEMORYD_TENANT", manifest["tenant"])
+    home = tmp_path / "home"
+    shutil.copytree(LEGACY / kind / "vault", home / "vault")
+    if kind == "sqlite":
+        shutil.copy(LEGACY / "sqlite" / "memoryd.db", home / "memoryd.db")
+        yield Settings(home=home, db=None)
+        return
+    server = request.getfixturevalue("pg_server")
+    dsn = server.fresh_database(template=None)
+    script = "\n".join(line for line in (LEGACY / "postgres.sql").read_text(encoding="utf-8").splitlines()
+                       if not line.startswith("\\"))  # psql meta-commands (\restrict) are not SQL  # fmt: skip
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(script)  # type: ignore[arg-type]
+    yield Settings(home=home, db=dsn)
+    server.drop_database(dsn)
+
+
+def _versions(settings: Settings) -> list[int]:
+    if settings.db:
+        import psycopg
+
+        with psycopg.connect(settings.db) as conn:
+            return [r[0] for r in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+    with sqlite3.connect(settings.home / "memoryd.db") as conn:
+        return [r[0] for r in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+
+
+def test_main_store_upgrades_and_keeps_every_memory(legacy: Settings, tmp_path: Path) -> None:
+    kind = "postgres" if legacy.db else "sqlite"
+    manifest = json.loads((LEGACY / f"manifest-{kind}.json").read_text(encoding="utf-8"))
+    assert _versions(legacy) == [1, 2, 3]  # as main left it
+    widgets = make_repo(tmp_path / "widgets")
+    with Engine.open(legacy, cwd=widgets, embedder=HashEmbedder(), authority="operator") as e:
+        assert _versions(legacy) == [1, 2, 3, 4, 5, 6]
+        atoms = e.store.get_atoms(list(manifest["atoms"]))
+        assert set(atoms) == set(manifest["atoms"])  # every memory main stored, by id
+        for atom_id, want in manifest["atoms"].items():
+            got = atoms[atom_id]
+            assert (got.status, got.type, got.scope_hash, got.content, got.title, got.tags) == (
+                want["status"], want["type"], want["scope_hash"], want["content"], want["title"], want["tags"]
+            ), atom_id  # fmt: skip
+        assert len(e.store.events()) == manifest["events"]  # opening added no event
+        assert e.verify_chain().ok
+        # the hand-edit sync finds main's files exactly as the database says (nothing invented or deleted)
+        report = e.vault_sync()
+        assert not any(report.values()), report
+        # old memories work with today's features
+        hits = e.recall("PostgreSQL 主資料庫").hits
+        assert hits and hits[0].atom.content.startswith("本專案用 PostgreSQL 16") and hits[0].freshness is None
+        assert e.browse(BrowseQuery(status=None)).total == len(manifest["atoms"])  # the console's indexes (5)
+        (widgets / "login.py").write_text("def login(user):\n    return user.active\n")
+        git(widgets, "add", "-A")
+        git(widgets, "commit", "-q", "-m", "login")
+        r = e.memorize("`login()` in login.py refuses inactive users", source="user")
+        assert r.effect == "applied" and r.anchors == ["login.py", "login.py::login"]
+        assert e.store.recalls(scope_hashes=[e.scope.scope_hash], since=hits[0].atom.created_at, until=None, limit=5)
+        pending = [a for a in atoms.values() if a.status == "pending"]
+        assert len(pending) == 1 and [a.id for _, a in e.review_pending(scope="global")] == [pending[0].id]
+    # and reopening is a no-op (every migration recorded once)
+    with Engine.open(legacy, cwd=widgets, embedder=HashEmbedder(), authority="operator") as e:
+        assert _versions(legacy) == [1, 2, 3, 4, 5, 6] and e.verify_chain().ok
