@@ -8,7 +8,8 @@ sqlite_utils/db.py: Insert multiple rows…"), through `Engine.memorize` (automa
 agent's save). Then check out later commits (--horizons commits ahead) and compare memoryd's
 verdict on every anchor with the truth, computed independently:
 
-- memoryd: `DriftChecker` (blob ids, `ast.dump` fingerprints, `git diff --find-renames`, `git grep`);
+- memoryd: `DriftChecker` (blob ids, `ast.dump` fingerprints, `git diff --find-renames` and, for
+  the deletions and additions git leaves unpaired, the definition names they share; `git grep`);
 - truth: file contents read from git objects; renames by content similarity of the old file with
   files that did not exist at the anchor commit (difflib line ratio ≥ 0.5, the best one), not by
   git's rename detection; definitions found with the `tokenize` module (blocks by INDENT/DEDENT,
@@ -530,6 +531,7 @@ def rename_pass(repo: Path, settings: Any, emb: Any, commits: list[str], rng: ra
     total = sum(v["renames"] for v in out.values())
     out["all"] = {"renames": total, "followed": sum(v["followed"] for v in out.values()),
                   "share": round(sum(v["followed"] for v in out.values()) / total, 3) if total else None}  # fmt: skip
+    out["rows"] = rows  # each rename: kind, share of lines edited, old and new path, memoryd's verdict
     return out
 
 
@@ -614,7 +616,11 @@ def show(result: dict[str, Any]) -> None:
         print(f"renames among the verdicts: {result['renames']}")
         print("renames followed (real ones of the whole history, and made here with edits):")
         for k, v in result["rename_pass"].items():
-            print(f"  {k:<30} {v}")
+            if k != "rows":
+                print(f"  {k:<30} {v}")
+        for r in result["rename_pass"].get("rows", []):
+            if r["system"] != "file_renamed" or r["to"] != r["new"]:
+                print(f"  not followed: {r['old']} -> {r['new']} ({r['kind']}, {r['edit']}): {r['system']} {r['to'] or ''}")
         print(f"memories drifted after h commits (memoryd / truth): {result['drift_share']}")
     else:
         print(f"{result['files']} files, {result['memories']} memories; memorize p50 {result['memorize_p50_ms']} "

@@ -203,6 +203,142 @@ def test_a_symbol_in_a_renamed_file_is_followed(engine: Engine, code: Path) -> N
     assert changes(engine, a) == ("code_changed", [("symbol_changed", "get_session", None)])
 
 
+# A module whose functions keep their names while their bodies are rewritten, for renames git misses.
+BILLING_PY = """\"\"\"Billing.\"\"\"
+
+
+def compute_total(items):
+    total = 0
+    for item in items:
+        total += item.price
+    return total
+
+
+def apply_discount(total, rate):
+    if rate <= 0:
+        return total
+    return total * (1 - rate)
+
+
+def format_invoice(customer, total):
+    lines = [customer.name, customer.address]
+    lines.append(f"Total: {total:.2f}")
+    return "\\n".join(lines)
+
+
+class Ledger:
+    def record(self, entry):
+        self.entries.append(entry)
+
+    def balance(self):
+        return sum(e.amount for e in self.entries)
+"""
+
+
+# The same module after a rewrite: every body redone, the names kept.
+BILLING_REWRITTEN_PY = """\"\"\"Billing: totals, discounts and invoices for the shop.\"\"\"
+
+from decimal import Decimal
+
+
+def compute_total(items):
+    return sum((Decimal(str(i.price)) * i.quantity for i in items), Decimal(0))
+
+
+def apply_discount(total, rate):
+    rate = max(Decimal(0), min(Decimal(1), Decimal(str(rate))))
+    return (total * (1 - rate)).quantize(Decimal("0.01"))
+
+
+def format_invoice(customer, total):
+    header = f"{customer.name} <{customer.email}>"
+    return "\\n".join([header, customer.address, f"Amount due: {total}"])
+
+
+class Ledger:
+    def record(self, entry):
+        if entry.amount:
+            self.entries.append(entry)
+
+    def balance(self):
+        return sum((e.amount for e in self.entries), Decimal(0))
+"""
+
+
+def git_status(repo: Path, commit_id: str) -> str:
+    return git(repo, "diff", "--find-renames", "--name-status", commit_id, "--")
+
+
+def test_a_rename_edited_past_gits_similarity_is_followed_by_its_definitions(engine: Engine, code: Path) -> None:
+    (code / "billing.py").write_text(BILLING_PY)
+    commit(code)
+    base = git(code, "rev-parse", "HEAD")
+    a = save(engine, "billing.py is where invoices are computed")
+    b = save(engine, "`apply_discount()` never raises the total")
+    (code / "shop").mkdir()
+    git(code, "mv", "billing.py", "shop/billing_core.py")
+    (code / "shop" / "billing_core.py").write_text(BILLING_REWRITTEN_PY)
+    commit(code, "move billing and rewrite it")
+    status = git_status(code, base)
+    assert "D\tbilling.py" in status and "A\tshop/billing_core.py" in status  # git alone calls it a deletion
+    assert changes(engine, a) == ("code_changed", [("file_renamed", None, "shop/billing_core.py")])
+    fresh, found = engine.code_changes([b])[b]
+    assert fresh == "code_changed" and [(c.kind, c.path, c.symbol) for c in found] == [
+        ("symbol_changed", "shop/billing_core.py", "apply_discount")]
+
+
+def test_a_heavily_edited_rename_with_two_candidates_is_a_deletion(engine: Engine, code: Path) -> None:
+    (code / "billing.py").write_text(BILLING_PY)
+    commit(code)
+    a = save(engine, "billing.py is where invoices are computed")
+    git(code, "rm", "-q", "billing.py")
+    (code / "shop").mkdir()
+    (code / "shop" / "billing.py").write_text(BILLING_REWRITTEN_PY)
+    (code / "shop" / "billing_v2.py").write_text(BILLING_REWRITTEN_PY.replace("Billing:", "Billing (v2):"))
+    commit(code, "two copies")
+    assert changes(engine, a) == ("code_changed", [("file_deleted", None, None)])
+
+
+def test_two_deleted_files_matching_one_added_file_are_not_paired(engine: Engine, code: Path) -> None:
+    (code / "billing.py").write_text(BILLING_PY)
+    (code / "billing_old.py").write_text(BILLING_PY.replace("Billing.", "Old billing."))
+    commit(code)
+    a = save(engine, "billing.py is where invoices are computed")
+    git(code, "rm", "-q", "billing.py", "billing_old.py")
+    (code / "invoices.py").write_text(BILLING_REWRITTEN_PY)
+    commit(code, "merge both")
+    assert changes(engine, a) == ("code_changed", [("file_deleted", None, None)])
+
+
+def test_an_unrelated_addition_is_not_taken_for_a_rename(engine: Engine, code: Path) -> None:
+    (code / "billing.py").write_text(BILLING_PY)
+    (code / "cli.py").write_text("def main():\n    run(parse_args())\n\n\ndef parse_args():\n    return []\n\n\n"
+                                 "def run(args):\n    return 0\n")  # fmt: skip
+    commit(code)
+    a = save(engine, "billing.py is where invoices are computed")
+    b = save(engine, "cli.py is the command line entry point")
+    git(code, "rm", "-q", "billing.py", "cli.py")
+    # A new script sharing two generic names (main, parse_args) with cli.py and nothing with billing.py.
+    (code / "report.py").write_text("import sys\n\n\ndef main():\n    print(render(parse_args(sys.argv)))\n\n\n"
+                                    "def parse_args(argv):\n    return argv[1:]\n\n\ndef render(rows):\n"
+                                    "    return ', '.join(rows)\n")  # fmt: skip
+    commit(code, "replace billing and the cli with a report")
+    assert changes(engine, a) == ("code_changed", [("file_deleted", None, None)])
+    assert changes(engine, b) == ("code_changed", [("file_deleted", None, None)])
+
+
+def test_rename_evidence_reads_names_from_files_that_do_not_parse() -> None:
+    from memoryd.anchors.renames import defined_names, qualifies
+
+    names = defined_names("billing.py", BILLING_PY.encode())
+    assert names == {"compute_total", "apply_discount", "format_invoice", "Ledger", "Ledger.record", "Ledger.balance"}
+    broken = BILLING_PY.replace("    total = 0\n", "pass\n    total = 0\n").encode()  # an unexpected indent
+    assert defined_names("billing.py", broken) == names
+    assert qualifies(names, names - {"Ledger.balance"} | {"Ledger.audit"})  # 5 of 7 names shared
+    assert not qualifies(names, frozenset({"compute_total", "apply_discount"}) | {f"x{i}" for i in range(4)})
+    assert defined_names("notes.md", b"def x():\n") == frozenset()  # no language, no evidence
+
+
 def test_drifted_memories_rank_a_little_lower(engine: Engine, code: Path) -> None:
     a = save(engine, "Sessions are looked up by token in `get_session()` in auth/session.py")
     before = next(h.score for h in engine.recall("sessions looked up by token").hits if h.atom.id == a)

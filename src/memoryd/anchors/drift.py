@@ -3,9 +3,10 @@
 For each anchor, against the working tree of the repository (what the agent sees, committed or not):
 
 - file anchor: gone and renamed since the anchor's commit (git's rename detection between that
-  commit and the working tree) -> `file_renamed` to the new path; gone otherwise -> `file_deleted`;
-  different content -> `file_changed`, but only when the memory anchors no symbol in that file
-  (its symbol anchors say more precisely what changed);
+  commit and the working tree, or, for a file edited past git's 50% similarity, the one added file
+  defining what it defined: `anchors.renames`) -> `file_renamed` to the new path; gone otherwise ->
+  `file_deleted`; different content -> `file_changed`, but only when the memory anchors no symbol
+  in that file (its symbol anchors say more precisely what changed);
 - symbol anchor: the file's blob unchanged -> unchanged, without parsing; otherwise the definition
   is looked up in the file (followed through a rename): a different fingerprint -> `symbol_changed`;
   not there -> searched in the rest of the repository: found -> `symbol_moved` to that file, else
@@ -13,7 +14,8 @@ For each anchor, against the working tree of the repository (what the agent sees
 
 Costs: a stat per anchored file (blob ids are cached by stat), a parse only for files whose blob
 differs from the anchor's (cached per blob), a `git diff` per anchor commit only when a file is
-missing and a `git grep` only when a symbol left its file (both cached per HEAD/index state).
+missing (and one `git cat-file --batch` when git left it unpaired) and a `git grep` only when a
+symbol left its file (all cached per HEAD/index state).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 from .git import GREP_MAX_FILES, GREP_TTL, GitRepo, _stat_key
 from .model import Anchor, Change
+from .renames import pair_by_names
 from .resolve import Resolver
 from .symbols import LANGUAGES, definition_names, language_of, parser_available, save
 
@@ -93,7 +96,19 @@ class DriftChecker:
         return self._symbol(a, since, file_paths)
 
     def _renamed(self, a: Anchor) -> str | None:
-        to = self.repo.renames(a.commit).get(a.path)
+        """Where the anchor's file went: git's rename detection, else the one added file that defines
+        what it defined (`anchors.renames`: a rename edited past git's 50% similarity)."""
+        if not a.commit:
+            return None
+        renames, deleted, _ = self.repo.diff(a.commit)
+        to = renames.get(a.path)
+        if to is None and a.path in deleted:
+            lang = language_of(a.path)
+            if lang is not None:
+                key = ("paired", a.commit, lang, self.repo.stamp(), int(time.monotonic() // GREP_TTL))
+                if key not in self._memo:
+                    self._memo[key] = (pair_by_names(self.repo, a.commit, lang, self.resolver.cache_dir),)
+                to = self._memo[key][0].get(a.path)
         return to if to and self.repo.blob(to) is not None else None
 
     def _file(self, a: Anchor, since: str | None, symbol_paths: set[str]) -> Change | None:

@@ -231,16 +231,24 @@ class GitRepo:
     # -- history -----------------------------------------------------------------------------
 
     def renames(self, commit: str | None) -> dict[str, str]:
-        """Files renamed between `commit` and the working tree (tracked paths), old -> new."""
-        if not commit:
-            return {}
+        """Files renamed between `commit` and the working tree (tracked paths), old -> new, by git's
+        rename detection (≥ 50% similar)."""
+        return self.diff(commit)[0]
 
-        def compute() -> dict[str, str]:
+    def diff(self, commit: str | None) -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...]]:
+        """(renamed old -> new, deleted, added) between `commit` and the working tree (tracked paths);
+        deleted and added are what git's rename detection left unpaired."""
+        if not commit:
+            return {}, (), ()
+
+        def compute() -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...]]:
             out = _run(self.root, "diff", "--find-renames", "--name-status", "-z", "--no-ext-diff", commit, "--")
             if out is None or out.returncode != 0:
-                return {}
+                return {}, (), ()
             parts = out.stdout.decode("utf-8", "surrogateescape").split("\0")
             found: dict[str, str] = {}
+            deleted: list[str] = []
+            added: list[str] = []
             i = 0
             while i < len(parts) and parts[i]:
                 status = parts[i]
@@ -249,10 +257,43 @@ class GitRepo:
                         found[parts[i + 1]] = parts[i + 2]
                     i += 3
                 else:
+                    if i + 1 < len(parts):
+                        if status == "D":
+                            deleted.append(parts[i + 1])
+                        elif status == "A":
+                            added.append(parts[i + 1])
                     i += 2
-            return found
+            return found, tuple(deleted), tuple(added)
 
-        return self._cached(("renames", commit), compute)
+        return self._cached(("diff", commit), compute)
+
+    def show_many(self, commit: str, paths: list[str]) -> dict[str, bytes]:
+        """The contents of `paths` at `commit` (one `git cat-file --batch`); missing ones are left out."""
+        if not paths:
+            return {}
+        spec = "".join(f"{commit}:{p}\n" for p in paths).encode("utf-8", "surrogateescape")
+        try:
+            out = subprocess.run(
+                ["git", "-C", str(self.root), "cat-file", "--batch"], input=spec, capture_output=True,
+                timeout=GIT_TIMEOUT, check=False, env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired):
+            return {}
+        if out.returncode != 0:
+            return {}
+        data, pos, found = out.stdout, 0, {}
+        for path in paths:
+            end = data.find(b"\n", pos)
+            if end < 0:
+                break
+            head = data[pos:end].split()
+            pos = end + 1
+            if len(head) != 3 or head[1] != b"blob":  # "<spec> missing", or not a file
+                continue
+            size = int(head[2])
+            found[path] = data[pos : pos + size]
+            pos += size + 1
+        return found
 
     def grep_files(self, word: str, suffixes: tuple[str, ...]) -> list[str]:
         """Files (tracked or untracked, not ignored) holding `word` as a whole word, of these suffixes."""
