@@ -26,6 +26,13 @@ kept in --home between runs (delete it to refill).
     .venv/bin/python bench/hooks_latency.py                  # 10k memories, 15 runs per hook
     .venv/bin/python bench/hooks_latency.py --size 1000 --runs 5 --json
     .venv/bin/python bench/hooks_latency.py --via cli        # once `memoryd hook` is wired
+    .venv/bin/python bench/hooks_latency.py --via cli --only Read   # the file hook only (and the baseline)
+
+Bytecode: an installed memoryd has its modules compiled (pip writes the .pyc files of a wheel; an
+editable install writes them on its first import). Where writing them is disabled
+(PYTHONDONTWRITEBYTECODE, as on some CI machines), every hook process would compile memoryd's
+sources again, tens of ms that no user pays; so the package is compiled once (`compileall`) before
+timing, and `--no-precompile` measures that case instead. The output says which.
 """
 
 from __future__ import annotations
@@ -169,6 +176,20 @@ def spawn(cmd: list[str], stdin: str, env: dict[str, str], cwd: Path) -> tuple[f
     return dt, r
 
 
+def precompile(enabled: bool) -> str:
+    """Compile memoryd's modules when this environment would not keep their bytecode (module docstring)."""
+    import memoryd
+
+    if not (sys.dont_write_bytecode or os.environ.get("PYTHONDONTWRITEBYTECODE")):
+        return "written on first import"
+    if not enabled:
+        return "not written (PYTHONDONTWRITEBYTECODE): each hook compiles memoryd's sources"
+    import compileall
+
+    ok = compileall.compile_dir(str(Path(memoryd.__file__).parent), quiet=1)
+    return "precompiled with compileall" if ok else "precompile failed"
+
+
 def stats(xs: list[float]) -> dict[str, float]:
     xs = sorted(xs)
     p95 = xs[min(len(xs) - 1, max(0, round(0.95 * (len(xs) - 1))))]
@@ -186,7 +207,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="module: python -m memoryd.hooks; cli: the memoryd executable's `hook` command")
     ap.add_argument("--worker", action="store_true", help="also time the detached session-end worker end to end")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    ap.add_argument("--only", action="append", default=[], metavar="TEXT",
+                    help="time only the hooks whose name contains TEXT (repeatable; the baseline always runs)")
+    ap.add_argument("--no-precompile", action="store_true",
+                    help="do not compile memoryd's modules first (see the module docstring)")
     args = ap.parse_args(argv)
+    bytecode = precompile(not args.no_precompile)
 
     home = args.home / f"size-{args.size}"
     repo = make_repo(args.home / "widgets")
@@ -222,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
         ("session-end (hand-off to the worker)", [*base, "session-end"],
          json.dumps({**common, "hook_event_name": "SessionEnd", "reason": "other"}), None),
     ]  # fmt: skip
+    if args.only:
+        cases = [c for c in cases if c[0].startswith("baseline") or any(t in c[0] for t in args.only)]
     rows = []
     for name, cmd, stdin, expect in cases:
         times, cpu = [], []
@@ -246,12 +274,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         worker = time_worker(base, common, env, repo, home)
     result = {"store": info, "via": args.via, "python": sys.version.split()[0], "nproc": os.cpu_count(),
-              "loadavg": [round(x, 2) for x in os.getloadavg()], "hooks": rows, "worker": worker}  # fmt: skip
+              "loadavg": [round(x, 2) for x in os.getloadavg()], "bytecode": bytecode, "hooks": rows,
+              "worker": worker}  # fmt: skip
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
         return 0
     print(f"store: {info['atoms']} atoms ({args.size} filled), via {args.via}, python {result['python']}, "
-          f"{result['nproc']} cpus, load {result['loadavg']}")  # fmt: skip
+          f"{result['nproc']} cpus, load {result['loadavg']}; bytecode: {bytecode}")  # fmt: skip
     print(f"{'hook':<42} {'min':>8} {'p50':>8} {'p95':>8} {'max':>8} {'cpu p50':>8}  (ms, {args.runs} runs)")
     for r in rows:
         print(f"{r['hook']:<42} {r['min_ms']:>8} {r['p50_ms']:>8} {r['p95_ms']:>8} {r['max_ms']:>8} {r['cpu_p50_ms']:>8}")

@@ -707,12 +707,15 @@ def test_hook_settings_agree_with_settings(monkeypatch: pytest.MonkeyPatch, tmp_
 
 @pytest.mark.sqlite_only("the hook process reads the default SQLite store")
 def test_the_file_hook_process_imports_no_engine(engine: Engine, code: Path, settings: Settings) -> None:
-    """The hook answers fast because it never imports numpy, pydantic or the engine."""
+    """The hook answers fast because it never imports numpy, pydantic, the engine, the CLI framework, the model
+    or the name resolution it does not use (a drift check of a file that is still there needs neither)."""
     a = save(engine, "Sessions come from `get_session()` in auth/session.py")
     (code / "auth" / "session.py").write_text(SESSION_PY.replace("STORE.get(token)", "STORE[token]"))  # parse too
     probe = (
         "import sys, io; sys.stdin = io.StringIO(sys.argv[1]); from memoryd.hooks import main; main(['pre-tool-use']);"
-        " bad = [m for m in ('numpy', 'pydantic', 'memoryd.engine', 'memoryd.models') if m in sys.modules];"
+        " bad = [m for m in ('numpy', 'pydantic', 'typer', 'onnxruntime', 'tokenizers', 'tree_sitter', 'memoryd.engine',"
+        " 'memoryd.models', 'memoryd.config', 'memoryd.search', 'memoryd.anchors.resolve', 'memoryd.anchors.renames')"
+        " if m in sys.modules];"
         " print('\\nHEAVY', bad)"
     )
     env = {**os.environ, "MEMORYD_HOME": str(settings.home)}

@@ -23,13 +23,14 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .git import GREP_MAX_FILES, GREP_TTL, GitRepo, _stat_key
 from .model import Anchor, Change
-from .renames import pair_by_names
-from .resolve import Resolver
-from .symbols import LANGUAGES, definition_names, language_of, parser_available, save
+from .symbols import LANGUAGES, definition_names, file_table, language_of, parser_available, save
+
+if TYPE_CHECKING:
+    from .resolve import Resolver
 
 __all__ = ["DriftChecker", "freshness"]
 
@@ -48,10 +49,20 @@ class DriftChecker:
 
     def __init__(self, repo: GitRepo, cache_dir: Path | None = None) -> None:
         self.repo = repo
-        self.resolver = Resolver(repo, cache_dir)
+        self.cache_dir = cache_dir
+        self._resolver: Resolver | None = None
         self._memo: dict[Any, tuple[Any, ...]] = {}
         self._unsaved: dict[str, Any] = {}
         self._root = str(repo.root)
+
+    @property
+    def resolver(self) -> Resolver:
+        """Name resolution against this repository (the engine's anchoring; the file hook never needs it)."""
+        if self._resolver is None:
+            from .resolve import Resolver
+
+            self._resolver = Resolver(self.repo, self.cache_dir)
+        return self._resolver
 
     def check(self, anchors: Sequence[Anchor], stamp: Any = None) -> list[Change]:
         """What changed since each anchor was taken, in anchor order (empty: all current).
@@ -65,7 +76,7 @@ class DriftChecker:
         symbol_paths = {a.path for a in anchors if a.kind == "symbol"}
         changes = [c for a in anchors if (c := self._remembered(a, file_paths, symbol_paths, stamp)) is not None]
         for blob, table in self._unsaved.items():  # file versions parsed for this check, saved once each
-            save(table, blob, self.resolver.cache_dir)
+            save(table, blob, self.cache_dir)
         self._unsaved.clear()
         # A deleted file the memory names explains its symbols being gone: say it once.
         deleted = {c.path for c in changes if c.kind == "file_deleted"}
@@ -107,7 +118,9 @@ class DriftChecker:
             if lang is not None:
                 key = ("paired", a.commit, lang, self.repo.stamp(), int(time.monotonic() // GREP_TTL))
                 if key not in self._memo:
-                    self._memo[key] = (pair_by_names(self.repo, a.commit, lang, self.resolver.cache_dir),)
+                    from .renames import pair_by_names  # only when a file is gone
+
+                    self._memo[key] = (pair_by_names(self.repo, a.commit, lang, self.cache_dir),)
                 to = self._memo[key][0].get(a.path)
         return to if to and self.repo.blob(to) is not None else None
 
@@ -137,7 +150,7 @@ class DriftChecker:
             if lang is None or not parser_available(lang):
                 # No parser here (the code extra is missing): the file changed, the symbol cannot be told.
                 return Change("file_changed", path, since=since) if blob != a.blob else None
-            table, _ = self.resolver.table(path)
+            table, _ = file_table(self.repo, path, self.cache_dir)
             if table is None:
                 return None  # does not parse (mid-edit): not evidence of a change
             fp = table.fingerprint(a.symbol) if a.symbol in table.defs else None
@@ -164,7 +177,7 @@ class DriftChecker:
         found = None
         for rel in sorted(files)[:GREP_MAX_FILES]:
             blob = self.repo.blob(rel)
-            names = definition_names(rel, blob, lambda r=rel: self.repo.read(r), self.resolver.cache_dir) if blob else None
+            names = definition_names(rel, blob, lambda r=rel: self.repo.read(r), self.cache_dir) if blob else None
             if names is not None and symbol in names:
                 found = rel
                 break

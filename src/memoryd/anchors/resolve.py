@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .git import GREP_MAX_FILES, GitRepo
 from .model import Anchor
-from .symbols import LANGUAGES, cached_table, language_of, parser_available, symbol_table
+from .symbols import LANGUAGES, file_table, language_of, parser_available
 
 __all__ = ["AnchorError", "Resolver", "parse_ref"]
 
@@ -92,16 +92,7 @@ class Resolver:
 
     def table(self, rel: str):  # type: ignore[no-untyped-def]
         """(symbol table of the working-tree file, its blob id); (None, blob or None) when unreadable."""
-        blob = self.repo.blob(rel)
-        if blob is None:
-            return None, None
-        cached = cached_table(rel, blob)  # no read when this version was parsed already
-        if cached is not None:
-            return cached, blob
-        data = self.repo.read(rel)
-        if data is None:
-            return None, None
-        return symbol_table(rel, data, blob, self.cache_dir), blob
+        return file_table(self.repo, rel, self.cache_dir)
 
     def symbol_in(self, rel: str, name: str, *, commit: str | None, origin: str) -> list[Anchor]:
         """Anchors for the definitions of `name` in file `rel` (several when the name is ambiguous there)."""

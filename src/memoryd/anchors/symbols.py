@@ -21,19 +21,16 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import importlib
 import json
 import os
-import tempfile
 import warnings
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "LANGUAGES", "SymbolTable", "cached_table", "definition_names", "language_of", "parser_available", "save",
-    "symbol_table",
+    "LANGUAGES", "SymbolTable", "cached_table", "definition_names", "file_table", "language_of", "parser_available",
+    "save", "symbol_table",
 ]  # fmt: skip
 
 LANGUAGES: dict[str, str] = {
@@ -75,17 +72,23 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-@dataclass
 class SymbolTable:
-    """The definitions of one file version: qualified name -> (kind, first line, last line)."""
+    """The definitions of one file version: qualified name -> (kind, first line, last line).
 
-    lang: str
-    defs: dict[str, tuple[str, int, int]]
-    fps: dict[str, str] = field(default_factory=dict)
-    _tree: Any = None  # the parsed tree while in memory (fingerprints are computed on demand)
-    _nodes: dict[str, Any] = field(default_factory=dict)
-    _source: bytes = b""
-    _dirty: bool = False
+    A plain class, not a dataclass: the file hook loads it, and its start-up counts.
+    """
+
+    __slots__ = ("_dirty", "_nodes", "_source", "_tree", "defs", "fps", "lang")
+
+    def __init__(self, lang: str, defs: dict[str, tuple[str, int, int]], fps: dict[str, str] | None = None,
+                 _tree: Any = None, _source: bytes = b"") -> None:  # fmt: skip
+        self.lang = lang
+        self.defs = defs
+        self.fps: dict[str, str] = fps if fps is not None else {}
+        self._tree = _tree  # the parsed tree while in memory (fingerprints are computed on demand)
+        self._nodes: dict[str, Any] = {}
+        self._source = _source
+        self._dirty = False
 
     def fingerprint(self, name: str) -> str | None:
         if name not in self.defs:
@@ -179,6 +182,8 @@ def _ts_parser(lang: str) -> Any:
     spec = _GRAMMARS.get(lang)
     if spec is not None:
         try:
+            import importlib
+
             import tree_sitter
 
             grammar = importlib.import_module(spec[0])
@@ -315,6 +320,8 @@ def save(table: SymbolTable, blob: str, cache_dir: Path | None) -> None:
     if table._nodes:  # a saved table is complete: no process ever parses this version again
         for name in table.defs:
             table.fingerprint(name)
+    import tempfile  # here: the file hook loads tables far more often than it saves one
+
     path = _disk_path(cache_dir, blob)
     data = {"v": _CACHE_VERSION, "lang": table.lang, "defs": table.defs, "fps": table.fps}
     try:
@@ -360,6 +367,21 @@ def cached_table(path: str, blob: str) -> SymbolTable | None:
     if table is not None and not table._source and not table._nodes:
         return None
     return table
+
+
+def file_table(repo: Any, rel: str, cache_dir: Path | None = None) -> tuple[SymbolTable | None, str | None]:
+    """(symbol table of the working-tree file `rel` of `repo` (a `GitRepo`), its blob id); (None, blob or
+    None) when unreadable or not parsed."""
+    blob = repo.blob(rel)
+    if blob is None:
+        return None, None
+    cached = cached_table(rel, blob)  # no read when this version was parsed already
+    if cached is not None:
+        return cached, blob
+    data = repo.read(rel)
+    if data is None:
+        return None, None
+    return symbol_table(rel, data, blob, cache_dir), blob
 
 
 def symbol_table(path: str, source: bytes, blob: str, cache_dir: Path | None = None) -> SymbolTable | None:
