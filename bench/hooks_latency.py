@@ -30,9 +30,14 @@ kept in --home between runs (delete it to refill).
 
 Bytecode: an installed memoryd has its modules compiled (pip writes the .pyc files of a wheel; an
 editable install writes them on its first import). Where writing them is disabled
-(PYTHONDONTWRITEBYTECODE, as on some CI machines), every hook process would compile memoryd's
-sources again, tens of ms that no user pays; so the package is compiled once (`compileall`) before
-timing, and `--no-precompile` measures that case instead. The output says which.
+(PYTHONDONTWRITEBYTECODE, as on this project's shared machine), every hook process would compile
+memoryd's sources again, tens of ms that no user pays; so the package is compiled once
+(`compileall`) before timing. `--no-precompile` times the tree as found (compiling in every hook
+only if no .pyc files exist yet). The output says which.
+
+Each run of the file hook is a new session, and a session's first claim prunes the store's session
+records (a glob and a stat per record): the records earlier bench runs left (`bench-*`) are removed
+first, so every invocation starts from the same state.
 """
 
 from __future__ import annotations
@@ -183,7 +188,7 @@ def precompile(enabled: bool) -> str:
     if not (sys.dont_write_bytecode or os.environ.get("PYTHONDONTWRITEBYTECODE")):
         return "written on first import"
     if not enabled:
-        return "not written (PYTHONDONTWRITEBYTECODE): each hook compiles memoryd's sources"
+        return "not written (PYTHONDONTWRITEBYTECODE), not precompiled: as found"
     import compileall
 
     ok = compileall.compile_dir(str(Path(memoryd.__file__).parent), quiet=1)
@@ -210,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", default=[], metavar="TEXT",
                     help="time only the hooks whose name contains TEXT (repeatable; the baseline always runs)")
     ap.add_argument("--no-precompile", action="store_true",
-                    help="do not compile memoryd's modules first (see the module docstring)")
+                    help="do not compile memoryd's modules first: time them as found (see the module docstring)")
     args = ap.parse_args(argv)
     bytecode = precompile(not args.no_precompile)
 
@@ -219,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     info = fill(home, repo, args.size)
     anchored = anchor_fill(home, repo)
     env = {**os.environ, "MEMORYD_HOME": str(home), "MEMORYD_EMBEDDER": "hash"}
+    for old in (home / "sessions").glob("bench-*"):  # earlier runs' records (see the module docstring)
+        old.unlink(missing_ok=True)
     if args.via == "cli":
         exe = shutil.which("memoryd", path=str(Path(sys.executable).parent)) or "memoryd"
         base = [exe, "hook"]
