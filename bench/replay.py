@@ -378,8 +378,8 @@ def cmd_misses(args: argparse.Namespace) -> None:
                     sets.append(("locomo", prep, rel, q["q"], 10))
     for name in ("bilingual", "entneg"):
         if name in d:
-            for (prep, rel, *_), q in zip(d[name], raw[name]["queries"]):
-                sets.append((name, prep, rel, q["q"], 5))
+            for (prep, rel, _, batch), q in zip(d[name], raw[name]["queries"]):
+                sets.append((name if batch is None else f"{name} b{batch}", prep, rel, q["q"], 5))
     examples: dict[str, list[str]] = defaultdict(list)
     for name, prep, rel, text, k in sets:
         order = prep.top(rank.DEFAULT, 10)
