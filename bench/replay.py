@@ -108,7 +108,8 @@ def build_jsonl(emb: Any, path: Path, name: str) -> dict[str, Any]:
         r = eng.memorize(m["text"], source="user", gate="trusted", **kw)
         assert r.atom_id, (m["id"], r)
         atom_of[m["id"]] = r.atom_id
-    qs = [{"q": q["text"], "slice": q["slice"], "rel": {atom_of[r] for r in q["relevant"]}, "id": q["id"]} for q in queries]
+    qs = [{"q": q["text"], "slice": q["slice"], "rel": {atom_of[r] for r in q["relevant"]}, "id": q["id"],
+           "batch": q.get("batch")} for q in queries]  # fmt: skip
     gathered = _gather_all(eng, [q["q"] for q in qs])
     texts = {a.id: a.content for a in eng.store.list_atoms(limit=-1)}
     te.close()
@@ -168,7 +169,7 @@ class Prepared:
 
         q, cands, stats = gathered
         self._gathered = gathered
-        self._by_power: dict[float, Any] = {}
+        self._by_key: dict[tuple[Any, ...], Any] = {}
         self.ids = [c.atom_id for c in cands]
         self.f = rank.features(q, cands, stats)
         self.cos_en = np.array([np.nan if c.cos_en is None else c.cos_en for c in cands], dtype=float)
@@ -176,14 +177,15 @@ class Prepared:
         self.all_ids: list[str] = []  # the dataset's atom ids in write order (for neighbour checks)
 
     def features(self, p: Any) -> Any:
-        """The features under `p.idf_power` (the only parameter they depend on), computed once each."""
+        """The features under the parameters they depend on (`rank.FEATURE_PARAMS`), computed once each."""
         from memoryd.search import rank
 
-        if p.idf_power == rank.DEFAULT.idf_power:
+        key = tuple(getattr(p, k) for k in rank.FEATURE_PARAMS)
+        if key == tuple(getattr(rank.DEFAULT, k) for k in rank.FEATURE_PARAMS):
             return self.f
-        if p.idf_power not in self._by_power:
-            self._by_power[p.idf_power] = rank.features(*self._gathered, idf_power=p.idf_power)
-        return self._by_power[p.idf_power]
+        if key not in self._by_key:
+            self._by_key[key] = rank.features(*self._gathered, p=p)
+        return self._by_key[key]
 
     def top(self, p: Any, k: int = 10) -> list[str]:
         from memoryd.search import rank
@@ -210,7 +212,8 @@ def prepare(d: dict[str, Any]) -> dict[str, Any]:
         }  # fmt: skip
     for name in ("bilingual", "entneg"):
         if name in d:
-            out[name] = [(Prepared(g), q["rel"], q["slice"]) for q, g in zip(d[name]["queries"], d[name]["gathered"])]
+            out[name] = [(Prepared(g), q["rel"], q["slice"], q.get("batch"))
+                         for q, g in zip(d[name]["queries"], d[name]["gathered"])]  # fmt: skip
     return out
 
 
@@ -218,8 +221,8 @@ def locomo_items(rows: list[tuple[Prepared, set[str], int]], cats: tuple[int, ..
     return [(p, rel) for p, rel, cat in rows if cat in cats]
 
 
-def jsonl_items(rows: list[tuple[Prepared, set[str], str]], slices: tuple[str, ...] | None = None) -> list[Any]:
-    return [(p, rel) for p, rel, sl in rows if slices is None or sl in slices]
+def jsonl_items(rows: list[tuple[Prepared, set[str], str, Any]], slices: tuple[str, ...] | None = None) -> list[Any]:
+    return [(p, rel) for p, rel, sl, _ in rows if slices is None or sl in slices]
 
 
 GRID: dict[str, tuple[float, ...]] = {
@@ -259,6 +262,8 @@ def evaluate(d: dict[str, Any], params: Any) -> dict[str, Any]:
         res["bilingual_xling"] = score_set(jsonl_items(d["bilingual"], XLING), params)
     if "entneg" in d:
         res["entneg"] = score_set(jsonl_items(d["entneg"]), params)
+        for b in sorted({b for *_, b in d["entneg"] if b is not None}):
+            res[f"entneg_b{b}"] = score_set([(p, rel) for p, rel, _, qb in d["entneg"] if qb == b], params)
     return res
 
 
@@ -373,8 +378,8 @@ def cmd_misses(args: argparse.Namespace) -> None:
                     sets.append(("locomo", prep, rel, q["q"], 10))
     for name in ("bilingual", "entneg"):
         if name in d:
-            for (prep, rel, _), q in zip(d[name], raw[name]["queries"]):
-                sets.append((name, prep, rel, q["q"], 5))
+            for (prep, rel, _, batch), q in zip(d[name], raw[name]["queries"]):
+                sets.append((name if batch is None else f"{name} b{batch}", prep, rel, q["q"], 5))
     examples: dict[str, list[str]] = defaultdict(list)
     for name, prep, rel, text, k in sets:
         order = prep.top(rank.DEFAULT, 10)
@@ -402,7 +407,8 @@ def _line(r: dict[str, Any]) -> str:
     if "bilingual" in r:
         parts.append(f"bil R@5 {r['bilingual']['any@5']:.3f} xl {r['bilingual_xling']['any@5']:.3f}")
     if "entneg" in r:
-        parts.append(f"entneg R@5 {r['entneg']['any@5']:.3f}")
+        parts.append(f"entneg R@5 {r['entneg']['any@5']:.3f}"
+                     + "".join(f" b{k[8:]} {v['any@5']:.3f}" for k, v in r.items() if k.startswith("entneg_b")))
     return " | ".join(parts)
 
 

@@ -56,6 +56,42 @@ def test_a_common_entity_is_weak_evidence_next_to_a_unique_name() -> None:
     assert hits[1][2]["entity"] < 0.5  # Prometheus is in 30 of 31 memories: far from a unique name
 
 
+def _nginx_store() -> tuple[list[rank.Candidate], rank.Query]:
+    """The issue's templated distractors: 30 memories name nginx in the query's own sentence shape
+    (high cosine); the answer names the rare service only, in other words (low cosine)."""
+    nginx = "entity:library:Nginx"
+    common = [
+        rank.Candidate(atom_id=f"n{i:02d}", cos=0.55, terms=frozenset(tokens(f"nginx caches svc{i} responses for {i} minutes")),
+                       entities=(nginx,), status="active", type="fact", decay=1.0)  # fmt: skip
+        for i in range(30)
+    ]
+    target = _c(99, "The reverse proxy in front of tilecache keeps map tiles for one hour.", cos=0.25)
+    return [*common, target], _q("how long does nginx cache tilecache responses", entities=(nginx,))
+
+
+def test_a_name_far_rarer_than_the_named_entity_demotes_the_memories_without_it() -> None:
+    cands, q = _nginx_store()
+    hits = rank.rank(q, cands, _stats(cands))
+    assert hits[0][1].atom_id == "a99"
+    assert hits[1][2]["cues"] == pytest.approx(1.0 - rank.DEFAULT.name_miss) and "cues" not in hits[0][2]
+    off = rank.Params(name_miss=0.0)
+    assert _order(q, cands, off)[0] != "a99"  # without the cue the sentence shape wins
+    assert _order(q, cands, rank.Params(name_ratio=0))[0] != "a99"
+
+
+def test_names_need_a_named_entity_a_holder_and_enough_rarity() -> None:
+    cands, q = _nginx_store()
+    no_entity = rank.Query(text=q.text, terms=q.terms, entities=(), boost=(), cosine_floor=0.2, cosine_ceil=0.6)
+    assert not rank.features(no_entity, cands, _stats(cands)).nameless.any()  # a rare word alone is no name
+    unheld = [c for c in cands if c.atom_id != "a99"]
+    assert not rank.features(q, unheld, _stats(unheld)).nameless.any()  # no candidate holds it: no demotion
+    few = cands[:5] + cands[-1:]  # nginx in 5 memories, tilecache in 1: not 10 times rarer
+    assert not rank.features(q, few, _stats(few)).nameless.any()
+    assert rank.features(q, few, _stats(few), rank.Params(name_ratio=5)).nameless.sum() == 5
+    f = rank.features(q, cands, _stats(cands))
+    assert f.nameless.sum() == 30 and not f.nameless[-1]
+
+
 def test_a_question_that_echoes_the_query_ranks_below_the_statement() -> None:
     echo = _c(1, "Where did you buy the camera?", cos=0.3, epistemic="possible")
     stmt = _c(2, "I buy every camera at the Lisbon flea market", cos=0.3)

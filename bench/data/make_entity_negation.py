@@ -15,6 +15,11 @@ Same format as bilingual.jsonl. The failure modes it probes (issue 12):
   memory on the same topic;
 - xling_pull: the answer is in the other language, and a same-language memory shares a keyword.
 
+Batch 2 (rows marked `"batch": 2`): 26 more queries of the same kinds with their own targets and
+neighbours, written by a second engineer (recall2) before running any ranking on them, to check
+that a fix for the batch-1 misses is not fitted to those 44 queries. Some use phrasings the
+ranking's cue lists do not hold ("rule out", "turned down", "没有选"), a few ask across languages.
+
     .venv/bin/python bench/data/make_entity_negation.py     # rewrites the .jsonl (deterministic)
 """
 
@@ -161,6 +166,88 @@ COMMON = {
     ],
 }
 
+# Batch 2 (recall2): targets and neighbours, written before any ranking was run on them.
+TARGETS_2 = [
+    # entity_rare
+    ("e17", "fact", "The thumbnailer service exposes its metrics on port 9311."),
+    ("e18", "fact", "The audit-trail writer keeps its rows in the table audit_events_v2, partitioned by month."),
+    ("e19", "fact", "Session tokens of the sso-bridge expire from the cache after 45 minutes."),
+    ("e20", "decision", "The pdf-indexer deployment is pinned to the nodes labelled disk=ssd."),
+    ("e21", "fact", "The clickhouse-loader consumer group is named chl-main and starts from the earliest offset."),
+    ("e22", "fact", "The panel for the smtp-relay queue depth sits on the mail-overview dashboard."),
+    ("e23", "warning", "The ocr-worker image needs tesseract-ocr installed in the final stage."),
+    ("e24", "fact", "Requests to the legacy-soap endpoint time out after 120 seconds at the proxy."),
+    ("e25", "fact", "avatar-resizer 每个副本最多同时处理 4 个任务。"),
+    ("e26", "fact", "The geo-events topic is compacted and keeps the latest value per key forever."),
+    # negation
+    ("n15", "decision", "不用 Kafka 做任务队列，异步任务统一走 RabbitMQ。"),
+    ("n16", "decision", "We are not using Tailwind in the admin UI; styles stay in CSS modules."),
+    ("n17", "decision", "放弃 gRPC，服务之间继续用 HTTP/JSON 调用。"),
+    ("n18", "warning", "Never run database migrations from a developer laptop against production."),
+    ("n19", "decision", "We dropped support for Python 3.8 in the SDK."),
+    ("n20", "decision", "We stopped self-hosting GitLab and moved the repositories to GitHub."),
+    ("n21", "preference", "我不想在代码里看到 print 调试语句，用 logging。"),
+    ("n22", "decision", "We turned down Auth0 because of its per-user pricing; login stays on Keycloak."),
+    ("n23", "decision", "没有选 Cassandra，时序数据放在 TimescaleDB。"),
+    # temporal
+    ("t07", "fact", "2023-11: the docs site moved from Jekyll to MkDocs."),
+    ("t08", "decision", "Starting in January 2026, on-call rotations last one week instead of two."),
+    # xling_pull
+    ("x09", "fact", "订单导出任务每周一早上 6 点运行。"),
+    ("x10", "decision", "The staging database is reset from a production snapshot every Sunday."),
+    ("x11", "fact", "上传文件的大小上限是 25 MB。"),
+    ("x12", "warning", "Do not rotate the signing key during business hours; tokens in flight become invalid."),
+    ("x13", "fact", "客服系统的工单超过 48 小时未回复会自动升级。"),
+]
+
+NEIGHBOURS_2 = [
+    ("nb31", "fact", "RabbitMQ 的管理界面在 15672 端口。"),
+    ("nb32", "fact", "Tailwind is used on the marketing site."),
+    ("nb33", "fact", "gRPC 的 proto 文件放在 api/proto 目录。"),
+    ("nb34", "fact", "Database migrations are written with Alembic and reviewed like code."),
+    ("nb35", "fact", "The SDK is tested on Python 3.9 to 3.12."),
+    ("nb36", "fact", "GitLab CI templates are kept in ci/templates."),
+    ("nb37", "fact", "The logging config lives in config/logging.yaml."),
+    ("nb38", "fact", "Keycloak realms are exported nightly to the backup bucket."),
+    ("nb39", "fact", "TimescaleDB 的压缩策略是 7 天后压缩。"),
+    ("nb40", "fact", "MkDocs builds the docs with the material theme."),
+    ("nb41", "fact", "The on-call schedule is kept in PagerDuty."),
+    ("nb42", "fact", "The order export includes cancelled orders."),
+    ("nb43", "fact", "预发布环境的地址是 staging.internal。"),
+    ("nb44", "fact", "Uploaded files are scanned for viruses before they are stored."),
+    ("nb45", "fact", "签名密钥保存在 KMS 里。"),
+    ("nb46", "fact", "Support tickets are tagged by product area."),
+]
+
+QUERIES_2 = [
+    ("q45", "entity_rare", "en", "which port does Prometheus scrape for thumbnailer", ["e17"]),
+    ("q46", "entity_rare", "en", "which PostgreSQL table does audit-trail write to", ["e18"]),
+    ("q47", "entity_rare", "en", "Redis TTL for sso-bridge session tokens", ["e19"]),
+    ("q48", "entity_rare", "en", "Kubernetes node selector for pdf-indexer", ["e20"]),
+    ("q49", "entity_rare", "en", "what Kafka consumer group does clickhouse-loader use", ["e21"]),
+    ("q50", "entity_rare", "en", "which Grafana dashboard shows the smtp-relay queue depth", ["e22"]),
+    ("q51", "entity_rare", "en", "what must the Docker image of ocr-worker include", ["e23"]),
+    ("q52", "entity_rare", "en", "nginx timeout for legacy-soap", ["e24"]),
+    ("q53", "entity_rare", "zh-Hans", "avatar-resizer 在 Kubernetes 上每个副本的并发数", ["e25"]),
+    ("q54", "entity_rare", "zh-Hans", "Kafka 里 geo-events 主题的数据保留多久", ["e26"]),
+    ("q55", "negation", "en", "which message broker did we decide not to use for task queues", ["n15"]),
+    ("q56", "negation", "en", "which CSS framework did we rule out for the admin UI", ["n16"]),
+    ("q57", "negation", "zh-Hans", "服务间通信我们不用哪种协议", ["n17"]),
+    ("q58", "negation", "en", "where should migrations never be run from", ["n18"]),
+    ("q59", "negation", "en", "which Python version did the SDK stop supporting", ["n19"]),
+    ("q60", "negation", "en", "what did we stop self-hosting", ["n20"]),
+    ("q61", "negation", "en", "what debugging habit do I not want in the code", ["n21"]),
+    ("q62", "negation", "en", "which identity provider was turned down", ["n22"]),
+    ("q63", "negation", "zh-Hans", "时序数据库没有选哪个", ["n23"]),
+    ("q64", "temporal", "en", "what did the docs site use before MkDocs", ["t07"]),
+    ("q65", "temporal", "en", "since when are on-call rotations one week long", ["t08"]),
+    ("q66", "xling_pull", "en", "when does the order export job run", ["x09"]),
+    ("q67", "xling_pull", "zh-Hans", "预发布环境的数据库多久重置一次", ["x10"]),
+    ("q68", "xling_pull", "en", "what is the maximum upload file size", ["x11"]),
+    ("q69", "xling_pull", "zh-Hans", "签名密钥可以在工作时间轮换吗", ["x12"]),
+    ("q70", "xling_pull", "en", "when are unanswered support tickets escalated", ["x13"]),
+]
+
 QUERIES = [
     # (id, slice, lang, text, relevant)
     ("q01", "entity_rare", "en", "where can I scrape Prometheus stats for billing-exporter", ["e01"]),
@@ -227,10 +314,15 @@ def main() -> None:
                 text = tpl.format(s=s, p=9100 + i, n=3 + i % 7)
                 rows.append({"type": "memory", "id": f"d{n:03d}", "lang": _lang(text), "kind": "fact", "project": "en",
                              "text": text})  # fmt: skip
+    for mid, kind, text in TARGETS_2 + NEIGHBOURS_2:
+        rows.append({"type": "memory", "id": mid, "lang": _lang(text), "kind": kind, "project": "en", "text": text,
+                     "batch": 2})  # fmt: skip
     for qid, sl, lang, text, rel in QUERIES:
-        rows.append({"type": "query", "id": qid, "slice": sl, "lang": lang, "text": text, "relevant": rel})
+        rows.append({"type": "query", "id": qid, "slice": sl, "lang": lang, "text": text, "relevant": rel, "batch": 1})
+    for qid, sl, lang, text, rel in QUERIES_2:
+        rows.append({"type": "query", "id": qid, "slice": sl, "lang": lang, "text": text, "relevant": rel, "batch": 2})
     OUT.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    print(f"wrote {OUT}: {sum(r['type'] == 'memory' for r in rows)} memories, {len(QUERIES)} queries")
+    print(f"wrote {OUT}: {sum(r['type'] == 'memory' for r in rows)} memories, {len(QUERIES) + len(QUERIES_2)} queries")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,10 @@ merely resemble the query's wording).
 Then query cues multiply: a memory that is a question or a guess is demoted when the query is a
 question ("question echo"), a "when …" query favours memories with a relative time word, a
 negated query ("which X did we decide not to use") favours negative memories or ones
-holding a negation cue (stored polarity, or 不用 / not / instead … in the terms). Decay and
+holding a negation cue (stored polarity, or 不用 / not / instead … in the terms), and a query
+that names a common entity and a name far rarer than it ("Prometheus stats for billing-exporter":
+a service, a table, a key no lexicon knows) demotes the memories holding none of those names,
+which would otherwise win on the common entity and the shared sentence shape. Decay and
 the negated status multiply last. Finally a question among the best candidates passes `reply`
 of its score to the memory saved right after it in its scope (a conversation answers in the
 next turn; the question itself only echoes the query's words).
@@ -91,9 +94,12 @@ class Params:
     idf_power: float = 1.0  # keyword words weigh IDF**power (1.5 helped the unique-name cases, cost bilingual)
     reply: float = 0.90  # share of a matching question's score passed to the memory saved after it
     reply_top: int = 5  # ... for the questions among this many best candidates
+    name_ratio: int = 10  # a Latin query word at least this many times rarer than the query's entities is a name
+    name_miss: float = 0.70  # demotion of memories holding none of the query's names (0: off)
 
 
 DEFAULT = Params()
+FEATURE_PARAMS = ("idf_power", "name_ratio")  # the parameters `features` depends on (bench/replay.py caches per value)
 
 
 @dataclass
@@ -108,6 +114,7 @@ class Features:
     possible: np.ndarray  # bool: the memory is a question or a guess
     timely: np.ndarray  # bool: holds a relative time word
     negative: np.ndarray  # bool: negative polarity or a negation cue
+    nameless: np.ndarray  # bool: the query has names (see `_names`) and this memory holds none of them
     decay: np.ndarray  # decay weight × 0.8 for negated atoms
     floor: float
     ceil: float
@@ -173,9 +180,22 @@ _NEG_TERMS = frozenset(
 ) | {"不用", "不要", "不再", "不能", "不是", "没有", "别用", "放弃", "弃用", "禁止", "拒绝", "避免", "不会", "不得", "严禁"}
 
 
-def features(
-    q: Query, cands: Sequence[Candidate], stats: tuple[int, Mapping[str, int]], idf_power: float = DEFAULT.idf_power
-) -> Features:
+_LATIN_WORD = re.compile(r"[a-z0-9]")
+
+
+def _names(q: Query, groups: list[list[tuple[str, float]]], df: Mapping[str, int], ratio: int) -> list[str]:
+    """The query's names: Latin words (an identifier by its whole form) that some memory holds and at
+    least `ratio` times fewer memories hold than the rarest entity the query names. Only a query naming
+    an entity has them: "Prometheus stats for billing-exporter" (Prometheus in 100 memories, the
+    exporter in 1), not "how should devctl output be formatted" (a word rare in a small store)."""
+    if not q.entities or not ratio:
+        return []
+    limit = min(df.get(t, 0) for e in q.entities for t in _entity_name_terms(e)) // ratio
+    return [g[0][0] for g in groups if _LATIN_WORD.match(g[0][0]) and 1 <= df.get(g[0][0], 0) <= limit]
+
+
+def features(q: Query, cands: Sequence[Candidate], stats: tuple[int, Mapping[str, int]], p: Params = DEFAULT) -> Features:
+    idf_power = p.idf_power
     total, df = stats
     n = len(cands)
     # One unit of evidence per query word: an identifier and its parts count once, weighted by
@@ -190,6 +210,11 @@ def features(
         for g in groups:
             kw += np.max([w * held[t] for t, w in g], axis=0)
         kw /= denom
+    nameless = np.zeros(n, dtype=bool)
+    if names := _names(q, groups, df, p.name_ratio):
+        named = np.fromiter((any(t in c.terms for t in names) for c in cands), dtype=bool, count=n)
+        if named.any():  # a name no candidate holds says nothing about them
+            nameless = ~named
     zq = _zh_share(q.terms)
     zd = np.array([_zh_share(c.terms) for c in cands])
     index = {c.atom_id: i for i, c in enumerate(cands)}
@@ -209,6 +234,7 @@ def features(
         possible=np.array([c.epistemic == "possible" for c in cands], dtype=bool),
         timely=np.array([bool(c.terms & _TIME_TERMS) for c in cands], dtype=bool),
         negative=np.array([c.polarity == "negative" or bool(c.terms & _NEG_TERMS) for c in cands], dtype=bool),
+        nameless=nameless,
         decay=np.array([c.decay * (0.8 if c.status == "negated" else 1.0) for c in cands], dtype=float),
         floor=q.cosine_floor,
         ceil=q.cosine_ceil,
@@ -232,6 +258,8 @@ def _cues(f: Features, p: Params) -> np.ndarray:
         factor[f.timely] *= 1.0 + p.temporal
     if f.is_negated and p.negation:
         factor[f.negative] *= 1.0 + p.negation
+    if p.name_miss:
+        factor[f.nameless] *= 1.0 - p.name_miss
     return factor
 
 
@@ -300,7 +328,7 @@ def rank(
     """
     if not cands:
         return []
-    f = features(q, cands, stats, p.idf_power)
+    f = features(q, cands, stats, p)
     ask = None if english is None else (lambda idx: english(q, [cands[i] for i in idx]))
     scores, signals, cue = score(f, p, ask)
     out = []
