@@ -28,7 +28,8 @@ from memoryd.errors import StorageBusy, StorageError
 from memoryd.models import Atom, Scope
 from memoryd.search.embed import HashEmbedder
 from memoryd.storage import pg_migrations
-from memoryd.storage.postgres import PostgresStore, migrate_store
+from memoryd.engine.admin import migrate_store
+from memoryd.storage.postgres import PostgresStore
 from memoryd.storage.sqlite import SqliteStore
 
 from .pg import PgServer, _free_port
@@ -546,7 +547,11 @@ def test_migrate_store_copies_a_sqlite_store(tmp_path: Path, repo: Path, dsn: st
         want_stats = lite.stats().model_dump()
         db_path = lite.settings.db_path
     seen: list[tuple[str, int, int]] = []
-    copied = migrate_store(f"sqlite://{db_path}", dsn, lambda t, d, n: seen.append((t, d, n)))
+    source, target = SqliteStore(db_path), PostgresStore(dsn)
+    try:
+        copied = migrate_store(source, target, lambda t, d, n: seen.append((t, d, n)))
+    finally:
+        target.close()
     assert copied["atoms"] == len(want_atoms) and copied["events"] == len(want_events)
     assert ("atoms", len(want_atoms), len(want_atoms)) in seen
     with hash_engine(tmp_path / "src", repo, dsn) as pg:
@@ -563,8 +568,13 @@ def test_migrate_store_copies_a_sqlite_store(tmp_path: Path, repo: Path, dsn: st
         assert pg.store.integrity() == "ok"  # type: ignore[attr-defined]
         pg.memorize("After the move, new memories get fresh sequence numbers")  # identities were advanced
         assert pg.verify_chain().ok
-    with pytest.raises(StorageError, match="not empty"):
-        migrate_store(db_path, dsn)
+    target = PostgresStore(dsn)
+    try:
+        with pytest.raises(StorageError, match="not empty"):
+            migrate_store(source, target)
+    finally:
+        source.close()
+        target.close()
 
 
 def test_cli_migrate_moves_a_store_and_checks_it(

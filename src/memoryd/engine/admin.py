@@ -5,16 +5,23 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import vault
+from ..config import Settings
 from ..errors import InvalidInput, NotFound
 from ..lifecycle.decay import DECAY_STATES, decay_state
 from ..models import Scope
 from ..scope import infer_scope
+from ..errors import StorageError
+from ..stamps import norm_hash
+from ..storage import Store, open_store
+from ..storage.base import Row
 from ..storage.migrations import MIGRATIONS
+from .core import verify_chain
 
 if TYPE_CHECKING:
     from .review import ReviewOps
@@ -25,6 +32,7 @@ else:
 
 __all__ = ["AdminOps"]
 
+Progress = Callable[[str, int, int], None]
 _PROMPT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -216,16 +224,49 @@ class AdminOps(_Base):
                 "message": f"ask the user to run `memoryd scope grant --minutes 30` in {where}"}  # fmt: skip
 
 
-def migrate(src: str, dst: str, *, settings: Any, cwd: Path | None = None,
-            progress: Any = None, samples: int = 5) -> dict[str, Any]:  # fmt: skip
+# -- SQLite → PostgreSQL ------------------------------------------------------------------------
+
+
+def migrate_store(src: Store, dst: Store, progress: Progress | None = None, *, batch: int = 500) -> dict[str, int]:
+    """Copy every row of `src` into the empty store `dst`, in one transaction, then check the copy.
+
+    Copies atoms with their vectors and keyword terms, the event chain with its payloads, entities,
+    edges, sessions, promotions, sensitive scopes, grants and access requests; then checks row
+    counts on both sides and re-verifies the copied hash chain. `progress(table, done, total)` is
+    called per batch. Returns the rows copied per table. Raises StorageError (and copies nothing)
+    when the target already holds memories, or when a check fails.
+    """
+    held = dst.table_counts()
+    if held["atoms"] or held["events"]:
+        raise StorageError(f"the target database {dst.where} is not empty; migrate into a new database")
+    copied = dict.fromkeys(held, 0)
+
+    def batches() -> Iterator[tuple[str, list[Row]]]:
+        for table, total, rows in src.export_rows(batch):
+            yield table, rows
+            copied[table] += len(rows)  # loaded
+            if progress is not None:
+                progress(table, copied[table], total)
+
+    dst.import_rows(src.snapshot_version(), batches())
+    want, have = src.table_counts(), dst.table_counts()
+    for table, n in copied.items():
+        if not want[table] == have[table] == n:
+            raise StorageError(f"copy check failed for {table}: {want[table]} rows in the source, {have[table]} copied")
+    report = verify_chain(dst)
+    if not report.ok:
+        raise StorageError(f"copied event chain does not verify at seq {report.first_bad_seq}: {report.problem}")
+    return copied
+
+
+def migrate(src: str, dst: str, *, settings: Settings, cwd: Path | None = None, progress: Progress | None = None,
+            samples: int = 5) -> dict[str, Any]:  # fmt: skip
     """Move a whole SQLite store into an empty PostgreSQL database, then check it.
 
     The copy verifies row counts and the hash chain itself; afterwards up to `samples` memories
     are recalled on both stores by their own first words, and the top results must agree.
-    Raises StorageError when a check fails.
+    Raises InvalidInput for a bad source or target, StorageError when a check fails.
     """
-    from ..errors import StorageError
-    from ..storage.postgres import migrate_store
     from . import Engine
 
     src_path = Path(src.removeprefix("sqlite://"))
@@ -235,13 +276,19 @@ def migrate(src: str, dst: str, *, settings: Any, cwd: Path | None = None,
         raise InvalidInput(f"--from must name a memoryd data root or its memoryd.db, got {src!r}")
     if not dst.startswith(("postgresql://", "postgres://")):
         raise InvalidInput(f"--to must be a postgresql:// URL, got {dst!r}")
-    copied = migrate_store(f"sqlite://{src_path}", dst, progress)
+    if not src_path.exists():
+        raise StorageError(f"no SQLite store at {src_path}")
     lite_settings = settings.model_copy(update={"home": src_path.parent, "db": None})
     pg_settings = settings.model_copy(update={"db": dst})
+    source, target = open_store(lite_settings), open_store(pg_settings)
+    try:
+        copied = migrate_store(source, target, progress)
+    finally:
+        source.close()
+        target.close()
     checked = 0
     with Engine.open(lite_settings, cwd=cwd) as lite, Engine.open(pg_settings, cwd=cwd, embedder=lite.embedder) as pg:
-        atoms = [a for a in lite.store.list_atoms(statuses=["active"], limit=samples)]
-        for atom in atoms:
+        for atom in lite.store.list_atoms(statuses=["active"], limit=samples):
             query = " ".join(atom.content.split()[:8])[:80]
             want = [h.atom.id for h in lite.recall(query, max_results=3, scope=atom.scope).hits]
             got = [h.atom.id for h in pg.recall(query, max_results=3, scope=atom.scope).hits]

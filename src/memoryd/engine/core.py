@@ -41,15 +41,16 @@ from ..scope import infer_scope
 from ..search import fusion
 from ..search.embed import Embedder, make_embedder
 from ..search.tokenize import normalize, to_simplified, tokens
+from ..stamps import chain_hash, content_hash
+from ..storage import open_store
 from ..storage.base import Store
-from ..storage.sqlite import SqliteStore, _iso, chain_hash, content_hash
 from ..write.admission import Dura, score_dura
 from ..write.admission import infer_type as _infer_type
 from ..write.classify import classify
 from ..write.entities import extract_entities
 from ..write.redact import redact
 
-__all__ = ["EngineCore", "GATES", "PLACEHOLDERS", "visible_content"]
+__all__ = ["EngineCore", "GATES", "PLACEHOLDERS", "verify_chain", "visible_content"]
 
 # `_persist(vector=...)` default: call the model for this one atom.
 _EMBED: Any = object()
@@ -80,6 +81,33 @@ def _now() -> datetime:
 def _clean(text: str) -> str:
     """What is stored of a text: LF newlines, no surrounding blanks, secrets redacted."""
     return redact(text.replace("\r\n", "\n").replace("\r", "\n").strip()).text
+
+
+def verify_chain(store: Store) -> ChainReport:
+    """Recompute a store's hash chain, payload hashes and each live atom's content hash."""
+    events = store.events()
+    prev = "0" * 64
+    last_content: dict[str, str] = {}
+    for e in events:
+        at = e.at.isoformat(timespec="microseconds").replace("+00:00", "Z")
+        expected = chain_hash(prev, e.id, e.atom_id, e.actor, e.action, e.reason, at, e.content_hash)
+        if e.prev_hash != prev:
+            return ChainReport(ok=False, events=len(events), first_bad_seq=e.seq, problem="broken link to previous event")
+        if e.hash != expected:
+            return ChainReport(ok=False, events=len(events), first_bad_seq=e.seq, problem="event hash mismatch")
+        if e.content is not None and content_hash(e.content) != e.content_hash:
+            return ChainReport(ok=False, events=len(events), first_bad_seq=e.seq, problem="payload does not match its hash")
+        if e.atom_id and e.content_hash:
+            last_content[e.atom_id] = e.content_hash
+        prev = e.hash
+    atoms = store.get_atoms(last_content)
+    for atom_id, expected_hash in last_content.items():
+        atom = atoms.get(atom_id)
+        if atom is None or atom.status == "tombstoned":
+            continue
+        if content_hash(atom.content) != expected_hash:
+            return ChainReport(ok=False, events=len(events), problem=f"atom {atom_id} content differs from its audit chain")
+    return ChainReport(ok=True, events=len(events))
 
 
 def visible_content(atom: Atom) -> str:
@@ -121,15 +149,8 @@ class EngineCore:
         AuthorizationRequired (agent surfaces set it; a person at the CLI is the authority).
         """
         settings = settings or Settings()
-        store: Store
-        if settings.db and settings.db.startswith(("postgresql://", "postgres://")):
-            from ..storage.postgres import PostgresStore  # psycopg loads only when PostgreSQL is used
-
-            store = PostgresStore(settings.db, busy_timeout_ms=settings.busy_timeout_ms)
-        else:
-            store = SqliteStore(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms, ann_min=settings.ann_min)
         return cls(
-            settings, store, embedder or make_embedder(settings.embedder), infer_scope(cwd),
+            settings, open_store(settings), embedder or make_embedder(settings.embedder), infer_scope(cwd),
             enforce_sensitive=enforce_sensitive,
         )  # fmt: skip
 
@@ -162,13 +183,13 @@ class EngineCore:
             if old:
                 vault.remove(self.vault_root / old)
             if atom is not None and old:
-                tx.update_atom(atom.id, vault_path=None, vault_digest=None, updated_at=_iso(atom.updated_at))
+                tx.update_atom(atom.id, vault_path=None, vault_digest=None, updated_at=atom.updated_at)
             return
         rel = str(vault.relative_path(atom))
         digest = vault.write_atomic(self.vault_root / rel, vault.render(atom), durable=durable)
         if old and old != rel:
             vault.remove(self.vault_root / old)
-        tx.update_atom(atom.id, vault_path=rel, vault_digest=digest, updated_at=_iso(atom.updated_at))
+        tx.update_atom(atom.id, vault_path=rel, vault_digest=digest, updated_at=atom.updated_at)
 
     def _guard_read(self, scope_hash: str, name: str | None = None) -> None:
         """Refuse reads of a sensitive scope without a running grant (agent surfaces only)."""
@@ -601,29 +622,7 @@ class EngineCore:
 
     def verify_chain(self) -> ChainReport:
         """Recompute the hash chain, payload hashes and each live atom's content hash."""
-        events = self.store.events()
-        prev = "0" * 64
-        last_content: dict[str, str] = {}
-        for e in events:
-            at = e.at.isoformat(timespec="microseconds").replace("+00:00", "Z")
-            expected = chain_hash(prev, e.id, e.atom_id, e.actor, e.action, e.reason, at, e.content_hash)
-            if e.prev_hash != prev:
-                return ChainReport(ok=False, events=len(events), first_bad_seq=e.seq, problem="broken link to previous event")
-            if e.hash != expected:
-                return ChainReport(ok=False, events=len(events), first_bad_seq=e.seq, problem="event hash mismatch")
-            if e.content is not None and content_hash(e.content) != e.content_hash:
-                return ChainReport(ok=False, events=len(events), first_bad_seq=e.seq, problem="payload does not match its hash")
-            if e.atom_id and e.content_hash:
-                last_content[e.atom_id] = e.content_hash
-            prev = e.hash
-        atoms = self.store.get_atoms(last_content)
-        for atom_id, expected_hash in last_content.items():
-            atom = atoms.get(atom_id)
-            if atom is None or atom.status == "tombstoned":
-                continue
-            if content_hash(atom.content) != expected_hash:
-                return ChainReport(ok=False, events=len(events), problem=f"atom {atom_id} content differs from its audit chain")
-        return ChainReport(ok=True, events=len(events))
+        return verify_chain(self.store)
 
     def stats(self) -> Stats:
         c = self.store.counts()
