@@ -24,11 +24,11 @@ from psycopg import sql
 
 from memoryd.config import Settings
 from memoryd.engine import Engine
+from memoryd.engine.admin import migrate_store
 from memoryd.errors import StorageBusy, StorageError
 from memoryd.models import Atom, Scope
 from memoryd.search.embed import HashEmbedder
 from memoryd.storage import pg_migrations
-from memoryd.engine.admin import migrate_store
 from memoryd.storage.postgres import PostgresStore
 from memoryd.storage.sqlite import SqliteStore
 
@@ -421,7 +421,9 @@ def test_keyword_terms_are_stored_verbatim_with_exact_document_frequencies(dsn: 
         total, df = store.term_stats(["get_session", "get", "login", "連線", "c++", "it's", long_term])
         assert total == 2
         assert df == {"get_session": 2, "get": 1, "login": 0, "連線": 1, "c++": 1, "it's": 1, long_term: 0}
-        find = lambda *t: store.keyword_candidates(list(t), scope_hashes=[scope.scope_hash], statuses=["active"], limit=10)
+        def find(*t: str) -> list[str]:
+            return store.keyword_candidates(list(t), scope_hashes=[scope.scope_hash], statuses=["active"], limit=10)
+
         assert find("login.py") == [a.id]
         assert find("c++") == [a.id] and find("it's") == [a.id]
         assert find("login") == []  # no prefix or parser splitting: terms match whole

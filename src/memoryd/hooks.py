@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .config import Settings
-    from .search.embed import Embedder
+    from .engine import Embedder
 
 __all__ = ["EVENTS", "HookOutput", "main", "run_hook"]
 
@@ -189,66 +189,13 @@ def _cwd(payload: dict[str, Any]) -> str:
     return cwd if isinstance(cwd, str) and cwd.strip() else os.getcwd()
 
 
-def _fit(header: str, body: str, limit: int, tail: str | None = None) -> str:
-    """`header` + `body`, cut at a line boundary to stay within `limit` characters; `tail`, the
-    body's last line (the pending-review count), is kept whatever is cut."""
-    text = f"{header}\n{body}" if body else header
-    if len(text) <= limit:
-        return text
-    lines = body.splitlines()
-    if tail is not None and lines and lines[-1] == tail:
-        lines.pop()
-    else:
-        tail = None
-    room = limit - (len(tail) + 1 if tail else 0)
-    kept: list[str] = []
-    used = len(header)
-    for line in lines:
-        if used + 1 + len(line) > room - 2:
-            break
-        kept.append(line)
-        used += 1 + len(line)
-    return "\n".join([header, *kept, "…", *([tail] if tail else [])])[:limit]
-
-
-_PENDING = {"en": "Pending review: {n}", "zh": "待审核：{n} 条", "zh-Hant": "待審核：{n} 條"}  # as in the brief
-
-
-def _pending_line(body: str, n: int) -> str:
-    from .engine.observations import _language
-
-    return _PENDING[_language(body)].format(n=n)
-
-
 def _session_start(payload: dict[str, Any], settings: Settings | None, embedder: Embedder | None) -> str:
     from .config import Settings
     from .engine import Engine
 
     settings = settings or Settings()
     with Engine.open(settings, cwd=_cwd(payload), embedder=embedder or _NoEmbedder()) as engine:  # type: ignore[arg-type]
-        scope = engine.scope
-        locked = [
-            h for h in dict.fromkeys([scope.scope_hash, scope.global_scope().scope_hash])
-            if engine.store.is_sensitive(h) and engine.store.grant_expiry(h) is None
-        ]  # fmt: skip
-        body = ""
-        if locked:
-            body = (
-                f"memoryd: the memories of {scope.name} are marked sensitive and there is no running read grant, "
-                "so none are shown. A person can run `memoryd scope grant --minutes 30` in this repository; "
-                "you can ask with mem_request_sensitive_read."
-            )
-        tail = None
-        if not locked:
-            brief = engine.agent_brief()
-            body = brief.text
-            last = body.splitlines()[-1] if body else ""
-            if brief.pending_review and str(brief.pending_review) in last and not last.startswith(("- ", "## ")):
-                tail = last
-            elif brief.pending_review:  # the brief ran out of room before its count: add it, it matters
-                tail = _pending_line(body, brief.pending_review)
-                body = f"{body}\n{tail}" if body else tail
-    context = _fit(f"[memoryd · {scope.name}]", body, settings.brief_max_chars, tail)
+        context = engine.session_context()
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}},
                       ensure_ascii=False)  # fmt: skip
 

@@ -105,14 +105,15 @@ def main(argv: list[str] | None = None) -> None:
 def _serve_http(mcp: MCPServer[Any], host: str, port: int, token: str | None) -> None:
     import uvicorn
     from starlette.responses import JSONResponse
-    from starlette.types import ASGIApp, Receive, Scope, Send
+    from starlette.types import ASGIApp, Receive, Send
+    from starlette.types import Scope as ASGIScope
 
     app: ASGIApp = mcp.streamable_http_app(host=host)
     if token:
         inner = app
         expected = f"Bearer {token}".encode()
 
-        async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+        async def guarded(scope: ASGIScope, receive: Receive, send: Send) -> None:
             if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != expected:
                 await JSONResponse(
                     {"error": "unauthorized"}, status_code=401, headers={"WWW-Authenticate": 'Bearer realm="memoryd"'}

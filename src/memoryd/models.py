@@ -25,6 +25,7 @@ __all__ = [
     "Hit",
     "IndexCoverage",
     "MemorizeResult",
+    "PatchResult",
     "Polarity",
     "Promotion",
     "RecallResult",
@@ -32,6 +33,7 @@ __all__ = [
     "Scope",
     "Stats",
     "Status",
+    "Timeline",
 ]
 
 AtomType = Literal["session", "decision", "preference", "fact", "playbook", "warning", "handoff", "lesson"]
@@ -135,6 +137,7 @@ class MemorizeResult(BaseModel):
     status: Status | None = Field(None, description="Stored status: active, or pending when held for review.")
     promotion_id: int | None = None
     dura: dict[str, float] | None = None
+    path: str | None = Field(None, description="The memory's markdown file (active memories only).")
 
 
 class Hit(BaseModel):
@@ -180,6 +183,19 @@ class Stats(BaseModel):
     indexes: IndexCoverage
     snapshot_version: int
     by_status: dict[str, int] = Field(default_factory=dict)
+
+
+class PatchResult(BaseModel):
+    """A memory changed in place: the memory as stored now and what changed."""
+
+    atom: Atom
+    updated_fields: list[str] = Field(description="Of content, tags, triggers and title.")
+    path: str | None = None
+
+
+class Timeline(BaseModel):
+    since: datetime = Field(description="Where the window starts.")
+    memories: list[Atom]
 
 
 class Brief(BaseModel):

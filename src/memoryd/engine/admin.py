@@ -1,5 +1,5 @@
-"""Administration: stats, merging scopes, the current project, health checks, prompts, topic keys,
-and sensitive scopes with time-limited grants."""
+"""Administration: stats, merging scopes, the current project, health checks, prompts, sensitive
+scopes with time-limited grants, and moving a whole store from SQLite to PostgreSQL."""
 
 from __future__ import annotations
 
@@ -8,60 +8,50 @@ import re
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import vault
 from ..config import Settings
-from ..errors import InvalidInput, NotFound
+from ..errors import InvalidInput, NotFound, StorageError
 from ..lifecycle.decay import DECAY_STATES, decay_state
 from ..models import Scope
 from ..scope import infer_scope
-from ..errors import StorageError
-from ..stamps import norm_hash
+from ..stamps import norm_hash, utc_now
 from ..storage import Store, open_store
-from ..storage.base import Row
-from ..storage.migrations import MIGRATIONS
-from .core import verify_chain
+from ..storage.base import AccessRequest, AtomUpdate, Row
+from .core import Core
+from .reads import verify_chain
+from .review import Review
+from .vault_sync import VaultSync
 
-if TYPE_CHECKING:
-    from .review import ReviewOps
+__all__ = ["Admin", "migrate", "migrate_store"]
 
-    _Base = ReviewOps
-else:
-    _Base = object
-
-__all__ = ["AdminOps"]
-
-Progress = Callable[[str, int, int], None]
 _PROMPT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+Progress = Callable[[str, int, int], None]
 
 
-class AdminOps(_Base):
+class Admin:
+    def __init__(self, core: Core, review: Review, vault: VaultSync) -> None:
+        self.core = core
+        self.review = review
+        self.vault = vault
+
     def stats_detail(self, scope: str | None = None) -> dict[str, Any]:
         """total, by_type, by_scope, by_decay, top_entities — over every scope, or one scope hash."""
-        from .core import _now
-
         hashes = None if scope in (None, "", "all") else [self._scope_hash_of(scope)]
-        groups = self.store.group_counts(hashes)
-        now = _now()
+        groups = self.core.store.group_counts(hashes)
+        now = utc_now()
         by_decay = dict.fromkeys(DECAY_STATES, 0)
-        for atom in self.store.list_atoms(scope_hashes=hashes, statuses=["active"], limit=-1):
+        for atom in self.core.store.list_atoms(scope_hashes=hashes, statuses=["active"], limit=-1):
             by_decay[decay_state(atom, now)] += 1
-        return {
-            "total": sum(groups["by_type"].values()),
-            "by_type": groups["by_type"],
-            "by_scope": groups["by_scope"],
-            "by_decay": by_decay,
-            "top_entities": groups["top_entities"],
-        }
+        return {"total": sum(groups["by_type"].values()), "by_type": groups["by_type"], "by_scope": groups["by_scope"],
+                "by_decay": by_decay, "top_entities": groups["top_entities"]}  # fmt: skip
 
     def _scope_hash_of(self, value: str) -> str:
         """A scope given by hash, by name (`owner/repo`), or as `auto` / `global`."""
-        if value == "auto":
-            return self.scope.scope_hash
-        if value == "global":
-            return self.scope.global_scope().scope_hash
-        known = self.store.group_counts(None)["by_scope"]
+        if value in ("auto", "global"):
+            return self.core.resolve_scope(value).scope_hash
+        known = self.core.store.group_counts(None)["by_scope"]
         if value in known:
             return value
         named = [h for h, v in known.items() if v["name"] == value]
@@ -73,18 +63,17 @@ class AdminOps(_Base):
 
     def merge_projects(self, scope_a: str, scope_b: str, *, dry_run: bool = True, actor: str = "admin") -> dict[str, Any]:
         """Merge scope_b into scope_a: move its memories, deduplicating exact copies. One transaction."""
-        from .core import _norm_hash as _norm
-
+        store = self.core.store
         a, b = self._scope_hash_of(scope_a), self._scope_hash_of(scope_b)
         if a == b:
             raise InvalidInput("scope_a and scope_b are the same scope")
         live = ["active", "pending", "negated", "superseded", "quarantined", "sealed"]
-        target = self.store.list_atoms(scope_hashes=[a], statuses=live, limit=1)
-        a_atoms = self.store.list_atoms(scope_hashes=[a], statuses=["active", "pending"], limit=-1)
-        b_atoms = self.store.list_atoms(scope_hashes=[b], statuses=live, limit=-1)
-        existing = {_norm(x.content): x.id for x in a_atoms}
-        dups = {x.id: existing[_norm(x.content)] for x in b_atoms if x.status in ("active", "pending")
-                and _norm(x.content) in existing}  # fmt: skip
+        target = store.list_atoms(scope_hashes=[a], statuses=live, limit=1)
+        a_atoms = store.list_atoms(scope_hashes=[a], statuses=["active", "pending"], limit=-1)
+        b_atoms = store.list_atoms(scope_hashes=[b], statuses=live, limit=-1)
+        existing = {norm_hash(x.content): x.id for x in a_atoms}
+        dups = {x.id: existing[norm_hash(x.content)] for x in b_atoms if x.status in ("active", "pending")
+                and norm_hash(x.content) in existing}  # fmt: skip
         moves = [x for x in b_atoms if x.id not in dups]
         samples = [{"memory_id": x.id, "content": x.content[:120], "dedup_with": dups.get(x.id)} for x in b_atoms[:5]]
         report: dict[str, Any] = {"would_move": len(moves), "would_dedup": len(dups), "samples": samples,
@@ -94,15 +83,16 @@ class AdminOps(_Base):
         if not target and not a_atoms:
             raise NotFound(f"scope_a {scope_a!r} holds no memories to merge into")
         scope = (a_atoms or target)[0].scope
-        fields = {"tenant_id": scope.tenant_id, "workspace": scope.workspace, "repository": scope.repository,
-                  "branch": scope.branch, "scope_root": scope.root, "scope_hash": a}  # fmt: skip
+        fields: AtomUpdate = {"tenant_id": scope.tenant_id, "workspace": scope.workspace, "repository": scope.repository,
+                              "branch": scope.branch, "scope_root": scope.root, "scope_hash": a}  # fmt: skip
         reason = f"merged {b} into {a}"
-        with self._write() as tx:
+        with self.core.write() as tx:
             for x in moves:
                 tx.update_atom(x.id, **fields)
                 tx.append_event(atom_id=x.id, actor=actor, action="merge", reason=reason, content=None)
             for dup, keep in dups.items():
-                tx.update_atom(dup, status="superseded", superseded_by=keep, **fields)
+                superseded: AtomUpdate = {**fields, "status": "superseded", "superseded_by": keep}
+                tx.update_atom(dup, **superseded)
                 tx.link(keep, dup, "supersedes")
                 tx.append_event(atom_id=dup, actor=actor, action="merge_dedup", reason=f"{reason}; same as {keep}",
                                 content=None)  # fmt: skip
@@ -110,51 +100,44 @@ class AdminOps(_Base):
         return {**report, "moved": len(moves), "deduped": len(dups)}
 
     def current_project(self, cwd: str | None = None) -> dict[str, str]:
-        s: Scope = infer_scope(cwd) if cwd else self.scope
+        s: Scope = infer_scope(cwd) if cwd else self.core.scope
         return {"scope_hash": s.scope_hash, "scope_name": s.name, "scope_root": s.root}
 
     def doctor(self) -> dict[str, str]:
         """One line per subsystem: "ok…", "warn: …" or "error: …", each from a real check."""
         out: dict[str, str] = {}
-        home = self.settings.home
+        store, home = self.core.store, self.core.settings.home
         out["data_root"] = f"ok: {home}" if os.access(home, os.W_OK) else f"error: {home} is not writable"
         try:
-            check = self.store.integrity()
-            latest = MIGRATIONS[-1][0]
-            applied = max((v for v, _ in self.store.applied_migrations()), default=0)  # type: ignore[attr-defined]
+            check = store.integrity()
+            latest = store.latest_migration()
+            applied = max((v for v, _ in store.applied_migrations()), default=0)
             if check != "ok":
                 out["index_db"] = f"error: integrity check says {check}"
             elif applied != latest:
                 out["index_db"] = f"warn: schema at migration {applied}, code expects {latest}"
             else:
-                counts = self.store.counts()
+                counts = store.counts()
                 out["index_db"] = f"ok: {counts['atoms']} atoms, schema {applied}, keyword index {counts['keyword']}"
         except Exception as exc:  # doctor reports, never raises
             out["index_db"] = f"error: {exc}"
-        emb = self.embedder
+        emb = self.core.embedder
         err = getattr(emb, "error", None)
         if err is not None:
             out["embeddings"] = f"error: {emb.name} failed to load: {err}"
         else:
             try:
-                vec = emb.query("health check")
-                out["embeddings"] = f"ok: {emb.name}, dim {len(vec)}"
+                out["embeddings"] = f"ok: {emb.name}, dim {len(emb.query('health check'))}"
             except Exception as exc:
                 out["embeddings"] = f"error: {emb.name}: {exc}"
-        if self.llm is not None:
-            out["llm"] = f"ok: {self.llm.name}"
-        elif getattr(self, "llm_error", None):
-            out["llm"] = f"error: {self.llm_error}"
-        else:
-            out["llm"] = "warn: ANTHROPIC_API_KEY not set and no MEMORYD_LLM_BASE_URL; judgments use the heuristic"
-        dangling = self.store.dangling_edges()
-        edges = self.store.counts()["edges"]
+        llm = self.review.llm
+        out["llm"] = (f"ok: {llm.name}" if llm is not None else f"error: {self.review.llm_error}" if self.review.llm_error
+                      else "warn: ANTHROPIC_API_KEY not set and no MEMORYD_LLM_BASE_URL; judgments use the heuristic")  # fmt: skip
+        dangling, edges = store.dangling_edges(), store.counts()["edges"]
         out["kg"] = f"ok: {edges} edges" if dangling == 0 else f"warn: {dangling} of {edges} edges point nowhere"
-        report = self.vault_check()
-        problems = {k: v for k, v in report.items() if v}
+        problems = {k: v for k, v in self.vault.vault_check().items() if v}
         out["sync"] = "ok: vault matches the database" if not problems else "warn: " + ", ".join(
-            f"{len(v)} {k}" for k, v in problems.items()
-        ) + " (see `memoryd vault check`)"
+            f"{len(v)} {k}" for k, v in problems.items()) + " (see `memoryd vault check`)"  # fmt: skip
         return out
 
     def save_prompt(self, name: str, content: str) -> Path:
@@ -165,41 +148,39 @@ class AdminOps(_Base):
             )
         if not isinstance(content, str) or not content.strip():
             raise InvalidInput("prompt content is empty")
-        folder = (self.settings.home / "prompts").resolve()
+        folder = (self.core.settings.home / "prompts").resolve()
         path = (folder / f"{name.removesuffix('.md')}.md").resolve()
         if path.parent != folder:
             raise InvalidInput(f"prompt name {name!r} escapes the prompts folder")
         vault.write_atomic(path, content if content.endswith("\n") else content + "\n")
         return path
 
-    def suggest_topic_key(self, content: str) -> tuple[str, str]:
-        from ..write.judge import suggest_topic_key
-
-        problem = self._validate_content(content)
-        if problem:
-            raise InvalidInput(problem)
-        return suggest_topic_key(content, llm=self.llm)
-
     # -- sensitive scopes --------------------------------------------------------------------
 
+    def scope_info(self) -> dict[str, Any]:
+        """The current scope (hash, name, root) and whether it is sensitive."""
+        return {**self.current_project(), "sensitive": self.core.store.is_sensitive(self.core.scope.scope_hash)}
+
+    def access_requests(self) -> list[AccessRequest]:
+        """Read requests agents filed with mem_request_sensitive_read, oldest first."""
+        return self.core.store.access_requests()
+
     def mark_sensitive(self, sensitive: bool = True, *, scope: Scope | None = None) -> Scope:
-        scope = scope or self.scope
-        with self.store.transaction() as tx:
+        scope = scope or self.core.scope
+        with self.core.store.transaction() as tx:
             tx.mark_sensitive(scope.scope_hash, scope.name, sensitive)
             tx.append_event(atom_id=None, actor="user", action="mark_sensitive" if sensitive else "unmark_sensitive",
                             reason=scope.scope_hash, content=None)  # fmt: skip
         return scope
 
     def grant(self, minutes: int, *, scope: Scope | None = None, by: str = "user") -> dict[str, Any]:
-        from .core import _now
-
         if not isinstance(minutes, int) or not 1 <= minutes <= 24 * 60:
             raise InvalidInput(f"minutes must be between 1 and 1440, got {minutes!r}")
-        scope = scope or self.scope
-        if not self.store.is_sensitive(scope.scope_hash):
+        scope = scope or self.core.scope
+        if not self.core.store.is_sensitive(scope.scope_hash):
             raise InvalidInput(f"scope {scope.name} is not marked sensitive; nothing to grant")
-        expires = _now() + timedelta(minutes=minutes)
-        with self.store.transaction() as tx:
+        expires = utc_now() + timedelta(minutes=minutes)
+        with self.core.store.transaction() as tx:
             tx.add_grant(scope.scope_hash, by, expires)
             tx.append_event(atom_id=None, actor=by, action="grant", reason=f"{scope.scope_hash} for {minutes} min",
                             content=None)  # fmt: skip
@@ -209,19 +190,18 @@ class AdminOps(_Base):
         """Record an agent's request to read a sensitive scope; a person grants it from the CLI."""
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidInput("reason is required: say what you need to read and why")
-        target = self.resolve_scope(scope)
-        if not self.store.is_sensitive(target.scope_hash):
+        target, store = self.core.resolve_scope(scope), self.core.store
+        if not store.is_sensitive(target.scope_hash):
             return {"request_id": None, "scope_hash": target.scope_hash, "status": "not_needed",
                     "message": f"scope {target.name} is not sensitive; reads are allowed"}  # fmt: skip
-        expiry = self.store.grant_expiry(target.scope_hash)
+        expiry = store.grant_expiry(target.scope_hash)
         if expiry is not None:
             return {"request_id": None, "scope_hash": target.scope_hash, "status": "granted",
                     "message": f"a grant runs until {expiry.isoformat()}"}  # fmt: skip
-        with self.store.transaction() as tx:
+        with store.transaction() as tx:
             rid = tx.add_access_request(target.scope_hash, reason.strip())
-        where = target.root or "the repository"
         return {"request_id": rid, "scope_hash": target.scope_hash, "status": "pending",
-                "message": f"ask the user to run `memoryd scope grant --minutes 30` in {where}"}  # fmt: skip
+                "message": f"ask the user to run `memoryd scope grant --minutes 30` in {target.root or 'the repository'}"}  # fmt: skip
 
 
 # -- SQLite → PostgreSQL ------------------------------------------------------------------------

@@ -3,83 +3,76 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ..errors import InvalidInput, NotFound
 from ..models import MemorizeResult, Session
+from ..stamps import norm_hash, utc_now
 from ..write.redact import redact
-from .core import _norm_hash
+from .core import Core
+from .writes import Writer
 
-if TYPE_CHECKING:
-    from .memories import MemoryOps
-
-    _Base = MemoryOps
-else:
-    _Base = object
-
-__all__ = ["PASSIVE_TYPES", "SessionOps"]
+__all__ = ["PASSIVE_TYPES", "Sessions"]
 
 PASSIVE_TYPES = ("fact", "decision", "preference", "playbook", "warning")
 
 
-class SessionOps(_Base):
+class Sessions:
+    def __init__(self, core: Core, writer: Writer) -> None:
+        self.core = core
+        self.writer = writer
+
     def session_start(self, *, scope: str | None = "auto", source: str = "manual", title: str | None = None) -> Session:
         """Open a session: a `session` memory that `session_end` later completes."""
-        from .core import _now
-
-        now = _now()
+        core, now = self.core, utc_now()
         title = (title or "").strip() or f"Session {now:%Y-%m-%d %H:%M} UTC"
         source = (source or "").strip() or "manual"
-        target = self.resolve_scope(scope)
+        target = core.resolve_scope(scope)
         body = f"# {redact(title).text}\n\nStarted {now.isoformat(timespec='seconds')} via {source}."
-        atom, _ = self._new_atom(body, type="session", source=source, scope=target, title=redact(title).text)
+        atom = core.new_atom(body, type="session", source=source, scope=target, title=redact(title).text)
         session = Session(id=atom.id, source=source, title=atom.title or title, scope_hash=target.scope_hash,
                           started_at=now)  # fmt: skip
-        with self._write() as tx:
-            self._persist(tx, atom, actor=source, action="session_start", reason=None)
+        vector = core.embed(atom.content)
+        with core.write() as tx:
+            core.persist(tx, atom, actor=source, action="session_start", reason=None, vector=vector)
             tx.insert_session(session)
         return session
 
     def session_end(self, session_id: str, summary: str, *, actor: str = "agent") -> tuple[Session, bool]:
         """Close a session with its summary, once. Returns (session, whether this call closed it)."""
-        session = self.store.get_session(session_id)
+        core = self.core
+        session = core.store.get_session(session_id)
         if session is None:
             raise NotFound(f"no session with id {session_id!r}")
         if session.ended_at is not None:
             return session, False
-        problem = self._validate_content(summary, "summary")
+        problem = core.validate_content(summary, "summary")
         if problem:
             raise InvalidInput(problem)
-        atom = self.get(session_id)
-        clean = redact(summary.strip()).text
-        body = f"{atom.content}\n\n## Summary\n\n{clean}"
-        with self._write() as tx:
-            tx.update_atom(atom.id, content=body, norm_hash=_norm_hash(body))
-            self.reindex(tx, atom.model_copy(update={"content": body}))
-            tx.end_session(session_id, clean)
+        atom = core.get(session_id)
+        text = redact(summary.strip()).text
+        body = f"{atom.content}\n\n## Summary\n\n{text}"
+        vector = core.embed(body)
+        with core.write() as tx:
+            tx.update_atom(atom.id, content=body, norm_hash=norm_hash(body))
+            core.reindex(tx, atom.model_copy(update={"content": body}), vector)
+            tx.end_session(session_id, text)
             tx.append_event(atom_id=atom.id, actor=actor, action="session_end", reason=None, content=body)
-        ended = self.store.get_session(session_id)
+        ended = core.store.get_session(session_id)
         assert ended is not None
         return ended, True
 
     def session_summary(self, session_id: str) -> str:
         """The session memory's markdown body."""
-        if self.store.get_session(session_id) is None:
+        if self.core.store.get_session(session_id) is None:
             raise NotFound(f"no session with id {session_id!r}")
-        return self.get(session_id).content
+        return self.core.get(session_id).content
 
     def capture_passive(
-        self,
-        content: str,
-        *,
-        source: str,
-        scope: str | None = "auto",
-        type: str = "fact",
-        tags: Sequence[str] = (),
+        self, content: str, *, source: str, scope: str | None = "auto", type: str = "fact", tags: Sequence[str] = (),
         triggers: Sequence[str] = (),
-    ) -> MemorizeResult:
+    ) -> MemorizeResult:  # fmt: skip
         """Save from a trusted source (mirror, importer): no DURA gate, everything else as usual."""
         if type not in PASSIVE_TYPES:
             raise InvalidInput(f"type must be one of {', '.join(PASSIVE_TYPES)}, got {type!r}")
-        return self.memorize(content, source=source, type=type, tags=tags, triggers=triggers, gate="trusted",
-                             scope=self.resolve_scope(scope))  # fmt: skip
+        return self.writer.memorize(content, source=source, type=type, tags=tags, triggers=triggers, gate="trusted",
+                                    scope=self.core.resolve_scope(scope))  # fmt: skip

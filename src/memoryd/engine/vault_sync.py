@@ -8,31 +8,31 @@ is new. Broken files are reported with their path and never touched.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import vault
 from ..models import Scope
+from .core import Core
+from .writes import Writer
 
-if TYPE_CHECKING:
-    from .admin import AdminOps
-
-    _Base = AdminOps
-else:
-    _Base = object
-
-__all__ = ["VaultOps"]
+__all__ = ["VaultSync"]
 
 _REPORT_KEYS = ("imported", "edited", "retagged", "deleted", "written", "orphaned", "broken")
 
 
-class VaultOps(_Base):
+class VaultSync:
+    def __init__(self, core: Core, writer: Writer) -> None:
+        self.core = core
+        self.writer = writer
+
     def _vault_plan(self) -> dict[str, list[Any]]:
-        db = self.store.vault_digests()
-        known = {self.vault_root / rel: (digest, atom_id) for atom_id, (_, rel, digest) in db.items() if rel and digest}
+        db = self.core.store.vault_digests()
+        root = self.core.vault_root
+        known = {root / rel: (digest, atom_id) for atom_id, (_, rel, digest) in db.items() if rel and digest}
         plan: dict[str, list[Any]] = {k: [] for k in _REPORT_KEYS}
         broken_paths: set[str] = set()
         on_disk: set[str] = set()
-        for f in vault.iter_scan(self.vault_root, known):  # only files that need work are kept
+        for f in vault.iter_scan(root, known):  # only files that need work are kept
             if isinstance(f, vault.VaultFormatError):
                 plan["broken"].append({"path": str(f.path), "error": str(f)})
                 broken_paths.add(str(f.path))
@@ -45,7 +45,7 @@ class VaultOps(_Base):
             if status != "active":
                 plan["orphaned"].append(f)  # left alone: it may hold a person's edit
                 continue
-            if rel and (self.vault_root / rel) != f.path and (self.vault_root / rel).exists():
+            if rel and (root / rel) != f.path and (root / rel).exists():
                 plan["orphaned"].append(f)  # a copy of a memory whose own file is still in place
                 continue
             on_disk.add(atom_id)
@@ -54,7 +54,7 @@ class VaultOps(_Base):
         for atom_id, (status, rel, _) in db.items():
             if status != "active" or atom_id in on_disk:
                 continue
-            path = self.vault_root / rel if rel else None
+            path = root / rel if rel else None
             if path is not None and str(path) in broken_paths:
                 continue
             if rel:
@@ -66,12 +66,12 @@ class VaultOps(_Base):
     def _scope_from_frontmatter(self, fm: dict[str, Any]) -> Scope:
         """The scope a file names (a copy from another checkout), else the current one."""
         s = fm.get("scope")
-        if isinstance(s, dict) and s.get("hash") == self.scope.scope_hash:
-            return self.scope
+        if isinstance(s, dict) and s.get("hash") == self.core.scope.scope_hash:
+            return self.core.scope
         if isinstance(s, dict) and s.get("tenant_id") and s.get("repository"):
             return Scope(tenant_id=s["tenant_id"], workspace=s.get("workspace") or "",
                          repository=s["repository"], branch=s.get("branch") or "")  # fmt: skip
-        return self.scope
+        return self.core.scope
 
     def vault_check(self) -> dict[str, list[str]]:
         """What `vault_sync` would do, as paths or ids, without changing anything."""
@@ -86,47 +86,47 @@ class VaultOps(_Base):
         report["broken"] = plan["broken"]
         report["orphaned"] = [str(f.path) for f in plan["orphaned"]]
         for f in plan["edited"]:
-            atom = self.store.get_atoms([f.frontmatter["id"]])[f.frontmatter["id"]]
+            atom = self.core.store.get_atoms([f.frontmatter["id"]])[f.frontmatter["id"]]
             fm = f.frontmatter
             tags = [str(t) for t in fm.get("tags") or []]
             triggers = [str(t) for t in fm.get("triggers") or []]
             title = fm.get("title")
             assert f.body is not None  # edited = its digest changed, so it was parsed
             if f.body.strip() != atom.content:
-                r = self.correct(atom.id, "replace", "edited on disk", f.body, actor="vault")
+                r = self.writer.correct(atom.id, "replace", "edited on disk", f.body, actor="vault")
                 if r.effect != "applied":
                     report["broken"].append({"path": str(f.path), "error": r.reason})
                     continue
                 new_id = r.new_atom_id or atom.id
                 if (tags, triggers, title) != (atom.tags, atom.triggers, atom.title):
-                    self.update(new_id, tags=tags, triggers=triggers, title=title, actor="vault",
+                    self.writer.patch(new_id, tags=tags, triggers=triggers, title=title, actor="vault",
                                 reason="edited on disk")  # fmt: skip
                 report["edited"].append({"path": str(f.path), "memory_id": atom.id, "new_memory_id": new_id})
             elif (tags, triggers, title) != (atom.tags, atom.triggers, atom.title):
-                self.update(atom.id, tags=tags, triggers=triggers, title=title, actor="vault", reason="edited on disk")
+                self.writer.patch(atom.id, tags=tags, triggers=triggers, title=title, actor="vault", reason="edited on disk")
                 report["retagged"].append({"path": str(f.path), "memory_id": atom.id})
             else:  # only formatting changed: write our rendering back and record its digest
-                with self._write() as tx:
-                    tx.touched[atom.id] = None
+                with self.core.write() as tx:
+                    tx.resync(atom.id)
         for atom_id in plan["deleted"]:
-            self.delete(atom_id, actor="vault", reason="deleted on disk")
+            self.writer.delete(atom_id, actor="vault", reason="deleted on disk")
             report["deleted"].append(atom_id)
         for f in plan["imported"]:
             assert f.body is not None  # unknown files are always parsed
             fm = f.frontmatter
-            r = self.memorize(
+            saved = self.writer.memorize(
                 f.body, source="vault", type=fm.get("type") or "fact", title=fm.get("title"),
                 tags=[str(t) for t in fm.get("tags") or []], triggers=[str(t) for t in fm.get("triggers") or []],
                 gate="trusted", actor="vault", scope=self._scope_from_frontmatter(fm),
             )  # fmt: skip
-            if r.effect == "rejected":
-                report["broken"].append({"path": str(f.path), "error": r.reason})
+            if saved.effect == "rejected":
+                report["broken"].append({"path": str(f.path), "error": saved.reason})
                 continue
-            if r.atom_id and self.path_of(self.store.get_atoms([r.atom_id])[r.atom_id]) != f.path:
+            if saved.atom_id and self.core.path_of(self.core.store.get_atoms([saved.atom_id])[saved.atom_id]) != f.path:
                 vault.remove(f.path)  # its content now lives in the memory's own file
-            report["imported"].append({"path": str(f.path), "memory_id": r.atom_id, "effect": r.effect})
+            report["imported"].append({"path": str(f.path), "memory_id": saved.atom_id, "effect": saved.effect})
         for atom_id in plan["written"]:
-            with self._write() as tx:
-                tx.touched[atom_id] = None
+            with self.core.write() as tx:
+                tx.resync(atom_id)
             report["written"].append(atom_id)
         return report

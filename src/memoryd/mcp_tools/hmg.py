@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from .common import EngineHandle, ScopeInput, call
+
+if TYPE_CHECKING:
+    from ..engine import Engine
 
 __all__ = ["TOOL_NAMES", "register"]
 
@@ -89,7 +92,7 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
         source: Annotated[str | None, Field(description="user (the user said it) / agent (you concluded it) / custom.")] = None,
         scope: Annotated[ScopeInput | None, _SCOPE] = None,
     ) -> Annotated[CallToolResult, MemorizeOut]:
-        def run(engine):  # type: ignore[no-untyped-def]
+        def run(engine: Engine) -> MemorizeOut:
             r = engine.memorize(content, source=source or "agent", gate="admit")
             return MemorizeOut(atom_id=r.atom_id, effect=r.effect, reason=r.reason, deduped_with=r.deduped_with)
 
@@ -109,7 +112,7 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
         include_negated: Annotated[bool, Field(description="Also return memories marked false.")] = False,
         scope: Annotated[ScopeInput | None, _SCOPE] = None,
     ) -> Annotated[CallToolResult, RecallOut]:
-        def run(engine):  # type: ignore[no-untyped-def]
+        def run(engine: Engine) -> RecallOut:
             from ..engine import visible_content
 
             hits = engine.recall(query, max_results=max_results, include_negated=include_negated).hits
@@ -138,7 +141,7 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
         new_content: Annotated[str | None, Field(description="The corrected memory (replace only).")] = None,
         scope: Annotated[ScopeInput | None, Field(description="Inherited from the target atom; ignored.")] = None,
     ) -> Annotated[CallToolResult, CorrectOut]:
-        def run(engine):  # type: ignore[no-untyped-def]
+        def run(engine: Engine) -> CorrectOut:
             r = engine.correct(target_atom, action, reason, new_content)
             return CorrectOut(**r.model_dump())
 
@@ -159,7 +162,7 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
         lesson_content: Annotated[str | None, Field(description="The lesson (derive_lesson only).")] = None,
         scope: Annotated[ScopeInput | None, Field(description="Inherited from the target atom; ignored.")] = None,
     ) -> Annotated[CallToolResult, GovernOut]:
-        def run(engine):  # type: ignore[no-untyped-def]
+        def run(engine: Engine) -> GovernOut:
             return GovernOut(**engine.govern(target_atom, action, reason, lesson_content).model_dump())
 
         return await call(handle, run)
@@ -177,7 +180,7 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
         source: Annotated[str | None, Field(description="user / agent / custom.")] = None,
         scope: Annotated[ScopeInput | None, _SCOPE] = None,
     ) -> Annotated[CallToolResult, HandoffOut]:
-        def run(engine):  # type: ignore[no-untyped-def]
+        def run(engine: Engine) -> HandoffOut:
             return HandoffOut(**engine.handoff(summary, source=source or "agent").model_dump())
 
         return await call(handle, run)
@@ -187,7 +190,7 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
         annotations=ToolAnnotations(title="Stats", read_only_hint=True, idempotent_hint=True),
     )
     async def memory_stats() -> Annotated[CallToolResult, StatsOut]:
-        def run(engine):  # type: ignore[no-untyped-def]
+        def run(engine: Engine) -> StatsOut:
             s = engine.stats()
             return StatsOut(atoms=s.atoms, edges=s.edges, indexes=Indexes(**s.indexes.model_dump()),
                             snapshot_version=s.snapshot_version)  # fmt: skip
