@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # pinned by clients/package-lock.json; everything runs offline once installed. `make serve` needs none of it.
 CLIENTS_STAMP := clients/node_modules/.installed-stamp
 
-.PHONY: serve serve-http test test-fast install clients clean
+.PHONY: serve serve-http lint test test-fast install clients clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,11 @@ serve: $(STAMP)
 
 serve-http: $(STAMP)
 	$(VENV)/bin/memoryd-mcp --transport http --port 8766
+
+## Static checks (what CI runs first): ruff, and mypy (strict on engine/, storage/, search/; pyproject.toml).
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/mypy
 
 ## The whole test suite, slow end-to-end suites included (what CI runs).
 test: $(STAMP) $(CLIENTS_STAMP)

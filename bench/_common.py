@@ -109,9 +109,9 @@ def fmt(x: float | None, digits: int = 3) -> str:
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     rows = [[str(c) for c in r] for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    line = "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |"
+    line = "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=False)) + " |"
     sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
-    body = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in rows]
+    body = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + " |" for r in rows]
     return "\n".join([line, sep, *body])
 
 
@@ -206,7 +206,7 @@ class BM25:
             return []
         k = min(k, self.n)
         docs, scores = self.retriever.retrieve([q], k=k, show_progress=False)
-        return [(int(d), float(s)) for d, s in zip(docs[0], scores[0]) if s > 0]
+        return [(int(d), float(s)) for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
 
 
 class Dense:
@@ -416,7 +416,7 @@ def replay_eval(items: Sequence[tuple[Replay, Sequence[set[int]], Sequence[bool]
                 s = r.cos.copy()
             else:
                 s = fused_scores(r, **kw)
-            for qi, (rel, rk, k) in enumerate(zip(rels, ranked_from_scores(s, 10), keep)):
+            for qi, (rel, rk, k) in enumerate(zip(rels, ranked_from_scores(s, 10), keep, strict=False)):
                 if k:
                     rows.append(rank_metrics(rk, set(rel)))
                     for d in rk:

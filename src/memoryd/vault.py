@@ -424,7 +424,10 @@ def scan(
     files: list[VaultFile] = []
     errors: list[VaultFormatError] = []
     for item in iter_scan(root, known):
-        (errors if isinstance(item, VaultFormatError) else files).append(item)
+        if isinstance(item, VaultFormatError):
+            errors.append(item)
+        else:
+            files.append(item)
     return files, errors
 
 

@@ -172,7 +172,7 @@ def _clean(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def _assignments(text: str) -> list[tuple[int, int, str]]:
-    found = []
+    found: list[tuple[int, int, str]] = []
     pos = 0
     while m := _ASSIGN.search(text, pos):
         key, sep, val = m["key"], m["sep"], m["val"]
@@ -194,7 +194,7 @@ def _assignments(text: str) -> list[tuple[int, int, str]]:
             and _plausible(value, strong=kind == "password")
             and re.sub(r"\W|_", "", value).lower() not in re.sub(r"\W|_", "", key).lower()
         )
-        if ok:
+        if ok and kind is not None:
             found.append((start, end, kind))
         # on a miss, resume inside the value: it may itself start a real assignment
         pos = m.end() if ok else m.start("val")
@@ -213,7 +213,8 @@ def _spans(text: str) -> list[tuple[int, int, int, str]]:
                 glued = start and _ALNUM.match(text, start - 1) and _ALNUM.match(text, start)
                 if start < covered or glued:
                     continue
-                end = covered = _TOKEN_TAIL.match(text, end).end()
+                tail = _TOKEN_TAIL.match(text, end)
+                end = covered = tail.end() if tail else end
             else:
                 start, end = _clean(text, start, end)
                 if not _plausible(text[start:end], strong=True):
