@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 
-__all__ = ["WEIGHTS", "entity_score", "fuse", "keyword_score", "keyword_scorer", "semantic_score"]
+__all__ = ["WEIGHTS", "entity_score", "fuse", "idf", "keyword_score", "keyword_scorer", "semantic_score"]
 
 WEIGHTS = {"semantic": 0.85, "keyword": 0.80, "entity": 0.45}
 

@@ -23,37 +23,15 @@ from numpy.typing import NDArray
 from ..models import Atom, AtomType, Epistemic, Event, Polarity, Promotion, Session, Status
 
 __all__ = [
-    "KEYWORD_BIG_TERMS", "KEYWORD_POSTINGS_BUDGET", "AccessRequest", "AtomUpdate", "CandidateFacts", "EntityCount",
+    "AccessRequest", "AtomUpdate", "CandidateFacts", "EntityCount",
     "GroupCounts", "Row", "ScopeCount", "Store", "StoreCounts", "StoreTx", "TermStats", "Tracer",
-    "VaultRecord", "Vector", "selective_terms",
+    "VaultRecord", "Vector",
 ]  # fmt: skip
 
 Vector = NDArray[np.float32]
 TermStats = tuple[int, dict[str, int]]  # (indexed atoms, document frequency of each term)
 Row = tuple[object, ...]  # one table row in the backend-neutral form of `export_rows`
 Tracer = Callable[[str, Sequence[object]], None]
-
-# Keyword candidates: while the query terms' postings (documents holding each term, summed) stay
-# within the budget, every term takes part; above it, only the most selective ones do (at most
-# KEYWORD_BIG_TERMS, always at least the rarest), so a query costs the same on any store size.
-KEYWORD_POSTINGS_BUDGET = 6000
-KEYWORD_BIG_TERMS = 6
-
-
-def selective_terms(terms: Sequence[str], df: dict[str, int]) -> tuple[list[str], bool]:
-    """(terms to match on, whether the budget cut them); terms no atom holds are dropped."""
-    present = [t for t in dict.fromkeys(terms) if df.get(t, 0) > 0]
-    if sum(df[t] for t in present) <= KEYWORD_POSTINGS_BUDGET:
-        return present, False
-    chosen: list[str] = []
-    covered = 0
-    for term in sorted(present, key=lambda t: df[t])[:KEYWORD_BIG_TERMS]:
-        if chosen and covered + df[term] > KEYWORD_POSTINGS_BUDGET:
-            break
-        chosen.append(term)
-        covered += df[term]
-    return chosen, True
-
 
 @dataclass(frozen=True, slots=True)
 class CandidateFacts:

@@ -13,7 +13,6 @@ the dialect's table (`translate`): no driver exception reaches the engine.
 
 from __future__ import annotations
 
-import math
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -25,6 +24,8 @@ from ulid import ULID
 
 from ..errors import StorageError
 from ..models import Atom, Event, Promotion, Scope, Session
+from ..search.fusion import idf
+from ..search.keywords import selective_terms
 from ..stamps import GENESIS, chain_hash, content_hash, iso, parse_iso, utc_now
 from .base import (
     AccessRequest,
@@ -37,7 +38,6 @@ from .base import (
     Tracer,
     VaultRecord,
     Vector,
-    selective_terms,
 )
 
 __all__ = ["COPY_TABLES", "DBAPI_ERRORS", "Cursor", "Dialect", "ExcMap", "SqlStore", "SqlTx", "dbapi_map", "translate"]
@@ -224,7 +224,7 @@ class SqlStore(ABC, Generic[C]):
             stats = self.term_stats(unique)
         total, df = stats or (0, {})
         present, cut = selective_terms(unique, df)
-        return present, cut, {t: math.log(1.0 + (total - df[t] + 0.5) / (df[t] + 0.5)) for t in present}
+        return present, cut, {t: idf(total, df[t]) for t in present}
 
     @abstractmethod
     def term_stats(self, terms: Sequence[str]) -> TermStats: ...
