@@ -545,9 +545,11 @@ def test_migrate_store_copies_a_sqlite_store(tmp_path: Path, repo: Path, dsn: st
             tx.add_access_request(lite.scope.scope_hash, "need it")
         want = {q: [(h.atom.id, round(h.score, 3)) for h in lite.recall(q, include_negated=True).hits] for q in QUERIES}
         want_events = [ev.model_dump() for ev in lite.store.events()]
-        want_atoms = {a.id: a for a in lite.store.list_atoms(limit=-1)}
         want_stats = lite.stats().model_dump()
         db_path = lite.settings.db_path
+    stored = SqliteStore(db_path)  # as stored: with the access times the recalls left (written at close)
+    want_atoms = {a.id: a for a in stored.list_atoms(limit=-1)}
+    stored.close()
     seen: list[tuple[str, int, int]] = []
     source, target = SqliteStore(db_path), PostgresStore(dsn)
     try:

@@ -154,9 +154,10 @@ def test_sqlite_reads_do_not_wait_for_a_write(tmp_path: Path) -> None:
         release.set()
         t.join(10)
     assert {i for i, _ in store.vector_candidates(query, scope_hashes=[SCOPE.scope_hash], k=5)} == {first.id, second.id}
-    store.touch([second.id])  # the writer is gone: this one writes both access times
-    atoms = store.get_atoms([first.id, second.id])
-    assert all(a.last_accessed_at is not None for a in atoms.values())
+    store.touch([second.id])
+    store.close()  # writes the access times still pending
+    store = SqliteStore(tmp_path / "m.db")
+    assert all(a.last_accessed_at is not None for a in store.get_atoms([first.id, second.id]).values())
     store.close()
 
 
