@@ -5,7 +5,7 @@ The server is the test suite's (`tests/pg.py`: PostgreSQL 18 + pgvector from the
 start logic is repeated here.
 
 Bulk fill: a store filled through the engine on SQLite is copied with memoryd's own
-`storage.postgres.migrate_store` (batched inserts in one transaction, keyword statistics counted
+`engine.admin.migrate_store` (batched inserts in one transaction, keyword statistics counted
 once at the end). The HNSW indexes are dropped before the copy and rebuilt after it
 (`rebuild_hnsw=True`), then the tables are ANALYZEd (the test server runs without autovacuum).
 """

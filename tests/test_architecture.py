@@ -19,7 +19,7 @@ SURFACES = {"cli", "mcp_server", "mcp_tools", "hooks", "install", "_launch"}  # 
 SURFACE_MAY_IMPORT = {"engine", "models", "errors", "config", "scope", "__version__", *SURFACES}
 # Concrete storage: only `storage.open_store` chooses one.
 BACKENDS = {"memoryd.storage.sqlite", "memoryd.storage.postgres", "memoryd.storage.sql",
-            "memoryd.storage.migrations", "memoryd.storage.pg_migrations", "sqlite3", "psycopg", "psycopg_pool"}  # fmt: skip
+            "memoryd.storage.migrations", "sqlite3", "psycopg", "psycopg_pool"}  # fmt: skip
 
 
 def _imports(path: Path) -> set[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -28,7 +29,7 @@ from memoryd.engine.admin import migrate_store
 from memoryd.errors import StorageBusy, StorageError
 from memoryd.models import Atom, Scope
 from memoryd.search.embed import HashEmbedder
-from memoryd.storage import pg_migrations
+from memoryd.storage.migrations import INDEXED_DIMS, MIGRATIONS
 from memoryd.storage.postgres import PostgresStore
 from memoryd.storage.sqlite import SqliteStore
 
@@ -177,20 +178,39 @@ def test_tampering_with_payload_or_atom_is_detected(engine: Engine, settings: Se
 @PG_ONLY
 def test_migrations_are_recorded(engine: Engine, settings: Settings) -> None:
     assert settings.db
-    expected = [(v, name) for v, name, _ in pg_migrations.MIGRATIONS]
+    expected = [(m.version, m.name) for m in MIGRATIONS]
     assert engine.store.applied_migrations() == expected  # type: ignore[attr-defined]
     with _admin(settings.db) as conn:
         rows = conn.execute("SELECT version, name FROM schema_migrations ORDER BY 1").fetchall()
         assert rows == expected
         assert conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
         indexes = {r[0]: r[1] for r in conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'atoms'")}
-    for n in pg_migrations.INDEXED_DIMS:
+    for n in INDEXED_DIMS:
         assert f"USING hnsw (((embedding)::vector({n})) vector_cosine_ops)" in indexes[f"atoms_embedding_{n}"]
         assert f"WHERE (vector_dims(embedding) = {n})" in indexes[f"atoms_embedding_{n}"]
     assert "USING gin (kw)" in indexes["atoms_kw"]
     PostgresStore(settings.db).close()  # reopening applies nothing twice
     assert engine.store.applied_migrations() == expected  # type: ignore[attr-defined]
     assert engine.doctor()["index_db"].startswith("ok:")
+
+
+def test_both_backends_have_the_same_tables_and_columns(tmp_path: Path, dsn: str) -> None:
+    """Migrations are written once (storage/migrations.py): the tables both databases have hold the same
+    columns, apart from each one's keyword and vector bookkeeping."""
+    SqliteStore(tmp_path / "m.db").close()
+    with sqlite3.connect(tmp_path / "m.db") as lite:
+        tables = [r[0] for r in lite.execute("SELECT name FROM sqlite_master WHERE type = 'table'"
+                                             " AND name NOT LIKE 'atom_fts%' AND name NOT LIKE 'sqlite_%'")]  # fmt: skip
+        on_sqlite = {t: {r[1] for r in lite.execute(f"PRAGMA table_info({t})")} for t in tables}
+    on_pg: dict[str, set[str]] = {}
+    with _admin(dsn) as conn:
+        for table, column in conn.execute("SELECT table_name, column_name FROM information_schema.columns"
+                                          " WHERE table_schema = 'public'"):  # fmt: skip
+            on_pg.setdefault(table, set()).add(column)
+    assert on_sqlite.keys() - on_pg.keys() == {"meta"}  # snapshot_version: chain_head on PostgreSQL
+    assert on_pg.keys() - on_sqlite.keys() == {"chain_head", "term_df", "kw_stats"}
+    assert {t: on_sqlite[t] ^ on_pg[t] for t in on_sqlite.keys() & on_pg.keys() if on_sqlite[t] != on_pg[t]} \
+        == {"atoms": {"vec_seq", "kw"}}  # fmt: skip
 
 
 # -- errors that say what to do -------------------------------------------------------------------
@@ -257,7 +277,7 @@ def test_concurrent_first_opens_apply_each_migration_once(empty_dsn: str) -> Non
     assert errors == []
     with _admin(empty_dsn) as conn:
         rows = conn.execute("SELECT version FROM schema_migrations ORDER BY 1").fetchall()
-    assert [r[0] for r in rows] == [v for v, _, _ in pg_migrations.MIGRATIONS]
+    assert [r[0] for r in rows] == [m.version for m in MIGRATIONS]
 
 
 def test_a_held_write_lock_times_out_as_storage_busy(dsn: str) -> None:

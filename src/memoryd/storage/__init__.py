@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from ..config import Settings
 from .base import Store, StoreTx
-
-if TYPE_CHECKING:
-    from ..config import Settings
 
 __all__ = ["Store", "StoreTx", "open_store"]
 

@@ -13,7 +13,7 @@ Behaviour matches `SqliteStore`; what differs is how:
   SQLite).
 - Keywords: the engine's terms verbatim in a GIN-indexed tsvector (`array_to_tsvector`); document
   frequencies are exact counters in `term_df`, kept by a trigger.
-- Migrations (`pg_migrations.py`) run under a transaction-level advisory lock.
+- Migrations (`migrations.py`) run under a transaction-level advisory lock.
 """
 
 from __future__ import annotations
@@ -34,8 +34,7 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout, TooManyRequest
 
 from ..errors import StorageBusy, StorageError
 from .base import TermStats, Tracer, Vector
-from .pg_migrations import MIGRATIONS
-from .sql import Cursor, Dialect, ExcMap, SqlStore, SqlTx, dbapi_map, translate
+from .sql import Dialect, ExcMap, SqlStore, SqlTx, dbapi_map, translate
 
 __all__ = ["PSYCOPG_EXC_MAP", "PostgresStore"]
 
@@ -45,7 +44,8 @@ log = logging.getLogger("memoryd")
 MIGRATION_LOCK = int.from_bytes(b"memoryd\x00", "big")
 _MAX_LEXEME = 2046  # tsvector lexemes are at most 2046 bytes and may not be empty
 _MAX_DIM = 16000  # pgvector's limit for the `vector` type
-_KW = "CASE WHEN cardinality(?::text[]) > 0 THEN array_to_tsvector(?::text[]) END"
+_PGVECTOR = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+_KW = "NULLIF(array_to_tsvector(?::text[]), '')"  # no terms: NULL, not in the keyword index
 _COPY_ORDER = {"atoms": "a.seq", "events": "a.seq", "edges": "a.src, a.dst, a.kind", "event_payloads": "a.event_id",
                "sensitive_scopes": "a.scope_hash"}  # fmt: skip
 _ERROR = "database error: {detail}"
@@ -102,7 +102,8 @@ def _cos(value: float | None) -> float:
 
 
 class PostgresDialect(Dialect):
-    errors = (psycopg.Error, psycopg.Warning, PoolTimeout, PoolClosed, TooManyRequests)
+    backend = "postgres"
+    exc_map = PSYCOPG_EXC_MAP
     limit_all = None
     binary = ' COLLATE "C"'
     entities_sql = "ARRAY(SELECT e.dst FROM edges e WHERE e.src = a.id AND e.kind = 'mentions' ORDER BY e.dst COLLATE \"C\")"
@@ -110,13 +111,12 @@ class PostgresDialect(Dialect):
     terms_sql = "coalesce(tsvector_to_array(a.kw), '{}')"
     indexed_sql = "SELECT count(*) FROM atoms WHERE kw IS NOT NULL"
     vector_sql = "a.embedding::real[]"
-    vector_mark = "?::vector"
 
     def __init__(self, pool_timeout: float) -> None:
         self.pool_timeout = pool_timeout
 
     def translate_error(self, exc: Exception, where: str) -> StorageError:
-        return translate(exc, PSYCOPG_EXC_MAP, where=where, timeout=self.pool_timeout)
+        return translate(exc, self.exc_map, where=where, timeout=self.pool_timeout)
 
     @staticmethod
     @lru_cache(maxsize=1024)
@@ -159,15 +159,13 @@ class PostgresDialect(Dialect):
 
 
 class _PostgresTx(SqlTx[psycopg.Connection[Any]]):
-    def _index_columns(self, terms: Sequence[str], vector: Vector | None) -> list[tuple[str, str, list[object]]]:
-        lex = _lexemes(terms)
-        return [("embedding", self._d.vector_mark, [self._d.vector(vector)]), ("kw", _KW, [lex, lex])]
+    def _index_columns(self, terms: Sequence[str], vector: Vector | None) -> dict[str, tuple[str, object]]:
+        return {"kw": (_KW, _lexemes(terms))}
 
     def replace_terms(self, atom_id: str, terms: Sequence[str], vector: Vector | None) -> None:
-        lex = _lexemes(terms)
-        self.run(f"UPDATE atoms SET kw = {_KW} WHERE id = ?", (lex, lex, atom_id))
+        self.run(f"UPDATE atoms SET kw = {_KW} WHERE id = ?", (_lexemes(terms), atom_id))
         if vector is not None:
-            self.run("UPDATE atoms SET embedding = ?::vector WHERE id = ?", (self._d.vector(vector), atom_id))
+            self.run("UPDATE atoms SET embedding = ? WHERE id = ?", (self._d.vector(vector), atom_id))
 
     def _unindex_sql(self, atom_id: str) -> tuple[str, list[object]]:
         return ", kw = NULL", []  # the trigger drops its terms from term_df
@@ -187,10 +185,11 @@ class _PostgresTx(SqlTx[psycopg.Connection[Any]]):
         self.run("ALTER TABLE atoms ENABLE TRIGGER atoms_kw_insert_delete")
         self.run("UPDATE chain_head SET snapshot_version = ? WHERE id = 1", (snapshot_version,))
 
-    def load_rows(self, table: str, columns: Sequence[str], marks: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
-        if table == "atoms":
+    def load_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+        marks = ["?"] * len(columns)
+        if table == "atoms":  # the last value is the atom's terms
             columns, marks = [*columns, "kw"], [*marks, _KW]
-            rows = [(*r[:-1], lex, lex) for r in rows for lex in [_lexemes(r[-1])]]  # type: ignore[arg-type]
+            rows = [(*r[:-1], _lexemes(r[-1])) for r in rows]  # type: ignore[arg-type]
         self._store.run_many(self._conn, f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(marks)})", rows)
 
 
@@ -202,7 +201,8 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
     def __init__(self, dsn: str, *, busy_timeout_ms: int = 5000, pool_size: int = 8, connect_timeout_s: int = 10,
                  tracer: Tracer | None = None) -> None:  # fmt: skip
         self.busy_timeout_ms = int(busy_timeout_ms)
-        super().__init__(PostgresDialect(max(1.0, self.busy_timeout_ms / 1000)), where=_describe(dsn), tracer=tracer)
+        super().__init__(PostgresDialect(max(1.0, self.busy_timeout_ms / 1000)), _PostgresTx, where=_describe(dsn),
+                         tracer=tracer)  # fmt: skip
         self.dsn = dsn
         self._iterative_scan = True
         kwargs = {"autocommit": True, "connect_timeout": connect_timeout_s, "application_name": "memoryd"}
@@ -210,11 +210,10 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
             first = psycopg.connect(dsn, **kwargs)  # type: ignore[arg-type]
         except (psycopg.OperationalError, psycopg.ProgrammingError) as exc:
             raise translate(exc, _CONNECT_MAP, where=self.where) from exc
-        try:
-            with self.translating():
-                self._migrate(first)
-        finally:
-            first.close()
+        with self.translating(), first, first.transaction():  # closed after, whatever happens
+            self.run(first, "SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
+            self._ensure_vector(first)
+            self._migrate(first)
         self._pool = ConnectionPool(
             dsn, min_size=1, max_size=max(1, pool_size), open=False, name="memoryd", kwargs=kwargs,
             configure=self._configure, check=ConnectionPool.check_connection, timeout=self.dialect.pool_timeout,
@@ -233,27 +232,22 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         if self._iterative_scan:  # pgvector >= 0.8: keep scanning the graph until k rows pass the scope filter
             settings.append(("hnsw.iterative_scan", "strict_order"))
         # One round trip; hnsw.* may be set before pgvector loads in this backend (it adopts them).
-        calls = ", ".join("set_config(%s, %s, false)" for _ in settings)
-        conn.execute(f"SELECT {calls}", [x for pair in settings for x in pair])
+        calls = ", ".join("set_config(?, ?, false)" for _ in settings)
+        self.run(conn, f"SELECT {calls}", [x for pair in settings for x in pair])
 
-    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-            self._ensure_vector(conn)
-            conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations"
-                         " (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)")  # fmt: skip
-            done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
-            for version, name, script in MIGRATIONS:
-                if version not in done:
-                    conn.execute(script.encode())  # no parameters: sent as one multi-statement query
-                    conn.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (%s, %s, now())",
-                                 (version, name))  # fmt: skip
+    def _run_script(self, conn: psycopg.Connection[Any], script: str) -> None:
+        self.run(conn, script)  # no parameters: sent as one multi-statement query
 
     def _ensure_vector(self, conn: psycopg.Connection[Any]) -> None:
-        db, role = conn.execute("SELECT current_database(), current_user").fetchone()  # type: ignore[misc]
-        version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-        if version is None:
-            if conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone() is None:
+        """pgvector >= 0.5 in the database (created if the role may), else a StorageError that says what to do."""
+
+        def one(sql: str) -> Any:
+            rows = self.run(conn, sql).fetchall()
+            return rows[0] if rows else None
+
+        db, role = one("SELECT current_database(), current_user")
+        if (version := one(_PGVECTOR)) is None:
+            if one("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'") is None:
                 raise StorageError(
                     f"the PostgreSQL server at {self.where} does not have the pgvector extension installed; "
                     "install pgvector on the server (e.g. the postgresql-<major>-pgvector package, or build it from "
@@ -261,28 +255,21 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                 )
             try:
                 with conn.transaction():
-                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            except psycopg.errors.InsufficientPrivilege as exc:
+                    self.run(conn, "CREATE EXTENSION IF NOT EXISTS vector")
+            except StorageError as exc:
+                if not isinstance(exc.__cause__, psycopg.errors.InsufficientPrivilege):
+                    raise
                 raise StorageError(
                     f"database {db} on {self.where} does not have the pgvector extension enabled and role {role} "
                     f"may not create it; ask an administrator to run `CREATE EXTENSION vector;` in database {db} "
                     "(as a superuser or the database owner), then retry"
-                ) from exc
-            version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-        parts = tuple(int(p) for p in str(version[0]).split(".")[:2] if p.isdigit())  # type: ignore[index]
+                ) from exc.__cause__
+            version = one(_PGVECTOR)
+        parts = tuple(int(p) for p in str(version[0]).split(".")[:2] if p.isdigit())
         if parts < (0, 5):
-            raise StorageError(f"pgvector {version[0]} in database {db} has no HNSW index; run `ALTER EXTENSION "  # type: ignore[index]
+            raise StorageError(f"pgvector {version[0]} in database {db} has no HNSW index; run `ALTER EXTENSION "
                                "vector UPDATE;` (pgvector >= 0.5 is required, >= 0.8 recommended)")  # fmt: skip
         self._iterative_scan = parts >= (0, 8)
-
-    def latest_migration(self) -> int:
-        return MIGRATIONS[-1][0]
-
-    def _cursor(self, conn: psycopg.Connection[Any], sql: str, params: Sequence[object]) -> Cursor:
-        return conn.execute(sql, params)
-
-    def _cursor_many(self, conn: psycopg.Connection[Any], sql: str, rows: Sequence[Sequence[object]]) -> None:
-        conn.cursor().executemany(sql, rows)
 
     @contextmanager
     def _reader(self) -> Iterator[psycopg.Connection[Any]]:
@@ -295,9 +282,6 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
             # The one lock every writer takes first: serialises chain appends across processes.
             self.run(conn, "UPDATE chain_head SET snapshot_version = snapshot_version + 1 WHERE id = 1")
             yield conn
-
-    def _tx(self, conn: psycopg.Connection[Any]) -> SqlTx[psycopg.Connection[Any]]:
-        return _PostgresTx(self, conn)
 
     # -- keyword and vector search -------------------------------------------------------------
 
@@ -323,22 +307,19 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
             [_tsquery(lex), list(scope_hashes), list(statuses), *[x for t in lex for x in (_tsquery([t]), weight[t])],
              limit])]  # fmt: skip
 
-    def atoms_for_entities(
-        self, entity_ids: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str], limit: int
-    ) -> list[str]:
+    def atoms_for_entities(self, entity_ids: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str],
+                           limit: int) -> list[str]:  # fmt: skip
         if not entity_ids:
             return []
         # The newest 4×limit mentions of each entity (ULIDs sort by time), so a common entity
         # costs the same on a big store as on a small one.
-        rows = self._rows(
+        return [r[0] for r in self._rows(
             "SELECT a.id, count(*) AS n, a.seq FROM unnest(?::text[]) AS q(dst)"
             " CROSS JOIN LATERAL (SELECT e.src FROM edges e WHERE e.dst = q.dst AND e.kind = 'mentions'"
             " ORDER BY e.src DESC LIMIT ?) m JOIN atoms a ON a.id = m.src"
             " WHERE a.scope_hash = ANY(?::text[]) AND a.status = ANY(?::text[])"
             " GROUP BY a.id, a.seq ORDER BY n DESC, a.seq DESC LIMIT ?",
-            (list(entity_ids), limit * 4, list(scope_hashes), list(statuses), limit),
-        )
-        return [r[0] for r in rows]
+            (list(entity_ids), limit * 4, list(scope_hashes), list(statuses), limit))]  # fmt: skip
 
     def warm(self) -> None:
         """Nothing to load: pgvector searches inside the database."""
@@ -350,13 +331,10 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         # Written exactly as the partial HNSW index of this size is defined, so the planner uses it;
         # vectors of another model's size are not comparable and never match.
         n = int(np.asarray(query).size)
-        rows = self._rows(
+        return [(r[0], _cos(r[1])) for r in self._rows(
             f"SELECT id, 1 - (embedding::vector({n}) <=> ?::vector({n})) FROM atoms"
             f" WHERE vector_dims(embedding) = {n} AND scope_hash = ANY(?::text[])"
-            f" ORDER BY embedding::vector({n}) <=> ?::vector({n}) LIMIT ?",
-            (q, list(scope_hashes), q, k),
-        )
-        return [(r[0], _cos(r[1])) for r in rows]
+            f" ORDER BY embedding::vector({n}) <=> ?::vector({n}) LIMIT ?", (q, list(scope_hashes), q, k))]  # fmt: skip
 
     def cosines(self, query: Vector, atom_ids: Sequence[str]) -> dict[str, float]:
         q = self.dialect.vector(query)
@@ -403,8 +381,6 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         SQLite's secure_delete this is a logical guarantee (no row, index entry reachable by SQL,
         statistic or dead version keeps the text), not a byte-level one.
         """
-        if getattr(self._local, "conn", None) is not None:
-            return  # VACUUM cannot run inside a transaction; the transaction runs it after commit
         try:
             with self._reader() as conn:
                 self.run(conn, "VACUUM atoms, event_payloads, term_df, entities, edges, sessions")

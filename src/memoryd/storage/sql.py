@@ -4,8 +4,9 @@
 what differs between the databases in these statements: placeholders and arrays, time, JSON and
 vector values, collation, "no limit", where an atom's keyword terms and entities are read from,
 and the driver's exceptions with their mapping table. A backend (`sqlite.py`, `postgres.py`) is
-its dialect plus what is genuinely its own: connections, transactions and locking, migrations,
-keyword and vector search, how terms and vectors are written, access times, checkpoints.
+its dialect plus what is genuinely its own: connections, transactions and locking, how a migration
+script runs, keyword and vector search, how terms and vectors are written, access times, checkpoints.
+The schema is written once too (`migrations.py`); `SqlStore._migrate` applies it.
 
 Every statement passes `SqlStore.run`, which traces it and translates driver exceptions through
 the dialect's table (`translate`): no driver exception reaches the engine.
@@ -39,10 +40,10 @@ from .base import (
     VaultRecord,
     Vector,
 )
+from .migrations import MIGRATIONS, TYPES, Backend
 
-__all__ = ["COPY_TABLES", "DBAPI_ERRORS", "Cursor", "Dialect", "ExcMap", "SqlStore", "SqlTx", "dbapi_map", "translate"]
+__all__ = ["COPY_TABLES", "DBAPI_ERRORS", "Connection", "Cursor", "Dialect", "ExcMap", "SqlStore", "SqlTx", "dbapi_map", "translate"]
 
-C = TypeVar("C")  # a backend's connection type
 ExcMap = Mapping[type[Exception], tuple[type[StorageError], str]]
 # The exception classes of every DB-API 2.0 driver module (PEP 249).
 DBAPI_ERRORS = ("Warning", "Error", "InterfaceError", "DatabaseError", "DataError", "OperationalError",
@@ -52,6 +53,17 @@ DBAPI_ERRORS = ("Warning", "Error", "InterfaceError", "DatabaseError", "DataErro
 class Cursor(Protocol):
     def fetchall(self) -> list[Any]: ...
     def fetchmany(self, size: int = ...) -> list[Any]: ...
+    def executemany(self, sql: str, rows: Sequence[Sequence[object]], /) -> object: ...
+
+
+class Connection(Protocol):
+    """What the core uses of a driver's connection (sqlite3's and psycopg's alike)."""
+
+    def execute(self, sql: str, params: Sequence[object], /) -> Cursor: ...
+    def cursor(self) -> Cursor: ...
+
+
+C = TypeVar("C", bound=Connection)  # a backend's connection type
 
 
 def first_line(exc: BaseException) -> str:
@@ -78,7 +90,8 @@ def dbapi_map(module: object, message: str) -> dict[type[Exception], tuple[type[
 class Dialect(Protocol):
     """What differs between the SQL databases in the statements of this module."""
 
-    errors: tuple[type[Exception], ...]  # the driver's exceptions, which `translate_error` maps
+    backend: Backend  # whose schema (storage/migrations.py) the database has
+    exc_map: ExcMap  # every exception class of the driver: the memoryd error it becomes (`translate`)
     limit_all: int | None  # the LIMIT that means "no limit"
     binary: str  # collation clause that orders text by its bytes
     entities_sql: str  # expression: the entity ids atom `a` mentions, sorted (read by `read_list`)
@@ -86,7 +99,6 @@ class Dialect(Protocol):
     terms_sql: str  # expression: atom `a`'s indexed keyword terms (read by `read_terms`)
     indexed_sql: str  # query: the number of atoms in the keyword index
     vector_sql: str  # expression: atom `a`'s embedding (read by `read_vector`)
-    vector_mark: str  # the placeholder of a vector parameter
 
     def translate_error(self, exc: Exception, where: str) -> StorageError: ...
     def sql(self, text: str) -> str: ...  # the statement as the driver takes it (written with `?`)
@@ -142,26 +154,24 @@ _TIME_COLUMNS = frozenset({"created_at", "updated_at", "last_accessed_at", "star
 class SqlStore(ABC, Generic[C]):
     """Reads of the `Store` protocol, and the plumbing every statement goes through."""
 
-    def __init__(self, dialect: Dialect, *, where: str, tracer: Tracer | None) -> None:
+    def __init__(self, dialect: Dialect, tx: Callable[[SqlStore[C], C], SqlTx[C]], *, where: str,
+                 tracer: Tracer | None) -> None:  # fmt: skip
         self.dialect = dialect
+        self._tx = tx  # the backend's SqlTx: write operations bound to a transaction's connection
         self.where = where
         self.tracer = tracer
         self._local = threading.local()  # .conn: this thread's open write transaction
 
     @abstractmethod
-    def _cursor(self, conn: C, sql: str, params: Sequence[object]) -> Cursor: ...
-    @abstractmethod
-    def _cursor_many(self, conn: C, sql: str, rows: Sequence[Sequence[object]]) -> None: ...
-    @abstractmethod
     def _reader(self) -> AbstractContextManager[C]: ...  # a read connection (never a transaction's)
     @abstractmethod
     def _writing(self) -> AbstractContextManager[C]: ...  # a write transaction, under the write lock
     @abstractmethod
-    def _tx(self, conn: C) -> SqlTx[C]: ...
-    @abstractmethod
     def _copy_order(self, table: str) -> str: ...  # the order a copy reads a table in
     @abstractmethod
     def checkpoint(self) -> None: ...  # after scrubbing: no trace of the content left in the files
+    @abstractmethod
+    def _run_script(self, conn: C, script: str) -> None: ...  # a migration's statements, in the open transaction
 
     # -- plumbing ------------------------------------------------------------------------------
 
@@ -170,7 +180,7 @@ class SqlStore(ABC, Generic[C]):
         """Driver exceptions raised inside become memoryd errors (the one place they are mapped)."""
         try:
             yield
-        except self.dialect.errors as exc:
+        except tuple(self.dialect.exc_map) as exc:
             raise self.dialect.translate_error(exc, self.where) from exc
 
     def run(self, conn: C, sql: str, params: Sequence[object] = ()) -> Cursor:
@@ -179,7 +189,7 @@ class SqlStore(ABC, Generic[C]):
         if self.tracer is not None:
             self.tracer(text, params)
         with self.translating():
-            return self._cursor(conn, text, params)
+            return conn.execute(text, params)
 
     def run_many(self, conn: C, sql: str, rows: Sequence[Sequence[object]]) -> None:
         """Execute one statement for many rows (bulk copies), traced with the first row."""
@@ -187,7 +197,7 @@ class SqlStore(ABC, Generic[C]):
         if self.tracer is not None and rows:
             self.tracer(text, rows[0])
         with self.translating():
-            self._cursor_many(conn, text, rows)
+            conn.cursor().executemany(text, rows)
 
     @contextmanager
     def _reading(self) -> Iterator[C]:
@@ -237,7 +247,7 @@ class SqlStore(ABC, Generic[C]):
         if getattr(self._local, "conn", None) is not None:
             raise StorageError("a write transaction is already open in this thread")
         with self._writing() as conn:
-            tx = self._tx(conn)
+            tx = self._tx(self, conn)
             self._local.conn = conn
             try:
                 yield tx
@@ -386,6 +396,23 @@ class SqlStore(ABC, Generic[C]):
     def applied_migrations(self) -> list[tuple[int, str]]:
         return [(int(r[0]), r[1]) for r in self._rows("SELECT version, name FROM schema_migrations ORDER BY 1")]
 
+    def latest_migration(self) -> int:
+        return MIGRATIONS[-1].version
+
+    def _migrate(self, conn: C) -> None:
+        """Apply the pending migrations on `conn`, inside its transaction, which holds the database's lock
+        (stores opening a new database at once must not both apply one)."""
+        d = self.dialect
+        with self.translating():
+            self.run(conn, "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY,"
+                           f" name TEXT NOT NULL, applied_at {TYPES[d.backend]['time']} NOT NULL)")  # fmt: skip
+            done = {int(r[0]) for r in self.run(conn, "SELECT version FROM schema_migrations").fetchall()}
+        for m in MIGRATIONS:
+            if m.version not in done:
+                self._run_script(conn, m.script(d.backend))
+                self.run(conn, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                         (m.version, m.name, d.time(utc_now())))  # fmt: skip
+
     # -- copying a whole store -----------------------------------------------------------------
 
     def table_counts(self) -> dict[str, int]:
@@ -410,8 +437,7 @@ class SqlStore(ABC, Generic[C]):
             tx._begin_import()
             for table, rows in batches:
                 columns = tables[table]
-                marks = [d.vector_mark if c == "embedding" else "?" for c in columns]
-                tx.load_rows(table, columns, marks, [_adapt(columns, r, d.time, d.json, d.vector, list) for r in rows])
+                tx.load_rows(table, columns, [_adapt(columns, r, d.time, d.json, d.vector, list) for r in rows])
             tx._end_import(snapshot_version)
 
 
@@ -441,15 +467,14 @@ class SqlTx(ABC, Generic[C]):
 
     # -- what a backend writes its own way -----------------------------------------------------
 
-    @abstractmethod  # (column, placeholder, parameters) of a new atom row's keyword terms and vector
-    def _index_columns(self, terms: Sequence[str], vector: Vector | None) -> list[tuple[str, str, list[object]]]: ...
+    @abstractmethod  # the backend's own columns of a new atom row: column -> (placeholder, value)
+    def _index_columns(self, terms: Sequence[str], vector: Vector | None) -> dict[str, tuple[str, object]]: ...
     @abstractmethod
     def replace_terms(self, atom_id: str, terms: Sequence[str], vector: Vector | None) -> None: ...
     @abstractmethod  # drop a scrubbed atom's terms; more `SET` assignments (and parameters) for its row
     def _unindex_sql(self, atom_id: str) -> tuple[str, list[object]]: ...
     @abstractmethod
-    def load_rows(self, table: str, columns: Sequence[str], marks: Sequence[str],
-                  rows: Sequence[Sequence[object]]) -> None: ...  # fmt: skip
+    def load_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None: ...
     @abstractmethod
     def _end_import(self, snapshot_version: int) -> None: ...
     def _after_insert(self, seq: int, terms: Sequence[str]) -> None: ...  # terms the atom row does not hold
@@ -468,12 +493,12 @@ class SqlTx(ABC, Generic[C]):
             "polarity": atom.polarity, "status": atom.status, "prior_status": atom.prior_status, "title": atom.title,
             "tags": d.json(atom.tags), "triggers": d.json(atom.triggers), "supersedes": atom.supersedes,
             "superseded_by": atom.superseded_by, "created_at": d.time(atom.created_at),
-            "updated_at": d.time(atom.updated_at),
+            "updated_at": d.time(atom.updated_at), "embedding": d.vector(vector),
         }  # fmt: skip
-        extra = self._index_columns(terms, vector)
-        columns, marks = [*row, *(c for c, _, _ in extra)], ["?"] * len(row) + [m for _, m, _ in extra]
-        params = [*row.values(), *(p for _, _, more in extra for p in more)]
-        seq = self.one(f"INSERT INTO atoms ({', '.join(columns)}) VALUES ({', '.join(marks)}) RETURNING seq", params)
+        own = self._index_columns(terms, vector)
+        marks = ["?"] * len(row) + [m for m, _ in own.values()]
+        seq = self.one(f"INSERT INTO atoms ({', '.join([*row, *own])}) VALUES ({', '.join(marks)}) RETURNING seq",
+                       [*row.values(), *(v for _, v in own.values())])  # fmt: skip
         self._after_insert(int(seq[0]), terms)
 
     def update_atom(self, atom_id: str, **fields: Unpack[AtomUpdate]) -> None:

@@ -28,8 +28,7 @@ from ..errors import StorageBusy, StorageError
 from ..search.vector import ANN_MIN, VectorIndex
 from ..stamps import iso, parse_iso, utc_now
 from .base import TermStats, Tracer, Vector
-from .migrations import MIGRATIONS
-from .sql import Cursor, Dialect, ExcMap, SqlStore, SqlTx, dbapi_map, first_line, translate
+from .sql import Dialect, ExcMap, SqlStore, SqlTx, dbapi_map, first_line, translate
 
 __all__ = ["SQLITE_CODE_MAP", "SQLITE_EXC_MAP", "SqliteStore"]
 
@@ -47,7 +46,8 @@ SQLITE_CODE_MAP = {sqlite3.SQLITE_BUSY: (StorageBusy, _BUSY), sqlite3.SQLITE_LOC
 
 
 class SqliteDialect(Dialect):
-    errors = (sqlite3.Error, sqlite3.Warning)
+    backend = "sqlite"
+    exc_map = SQLITE_EXC_MAP
     limit_all = -1
     binary = ""  # SQLite's default collation is byte order
     # Unit-separated, not JSON: parsing ~100 candidates' lists as JSON cost a recall 3 ms; entity ids
@@ -59,13 +59,12 @@ class SqliteDialect(Dialect):
     # One row per indexed atom: a b-tree count, unlike count(*) on the FTS table, which reads every row.
     indexed_sql = "SELECT count(*) FROM atom_fts_docsize"
     vector_sql = "a.embedding"
-    vector_mark = "?"
 
     def translate_error(self, exc: Exception, where: str) -> StorageError:
         code = getattr(exc, "sqlite_errorcode", None)
         if isinstance(code, int) and (entry := SQLITE_CODE_MAP.get(code & 0xFF)):
             return entry[0](entry[1].format(detail=first_line(exc)))
-        return translate(exc, SQLITE_EXC_MAP)
+        return translate(exc, self.exc_map)
 
     time = staticmethod(iso)
     read_time = staticmethod(parse_iso)
@@ -101,9 +100,8 @@ class _SqliteTx(SqlTx[sqlite3.Connection]):
     def _next_vec_seq(self) -> int:  # vec_seq orders every vector change: the in-memory index catches up by it
         return int(self.one("SELECT coalesce(max(vec_seq), 0) + 1 FROM atoms")[0])
 
-    def _index_columns(self, terms: Sequence[str], vector: Vector | None) -> list[tuple[str, str, list[object]]]:
-        seq = None if vector is None else self._next_vec_seq()
-        return [("embedding", "?", [self._d.vector(vector)]), ("vec_seq", "?", [seq])]
+    def _index_columns(self, terms: Sequence[str], vector: Vector | None) -> dict[str, tuple[str, object]]:
+        return {"vec_seq": ("?", None if vector is None else self._next_vec_seq())}  # terms: `_after_insert`
 
     def _after_insert(self, seq: int, terms: Sequence[str]) -> None:
         if terms:
@@ -128,10 +126,9 @@ class _SqliteTx(SqlTx[sqlite3.Connection]):
         self.run("UPDATE atoms SET vec_seq = seq WHERE embedding IS NOT NULL")
         self.run("UPDATE meta SET value = ? WHERE key = 'snapshot_version'", (str(snapshot_version),))
 
-    def load_rows(self, table: str, columns: Sequence[str], marks: Sequence[str],
-                  rows: Sequence[Sequence[object]]) -> None:  # fmt: skip
+    def load_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
         terms = [(r[0], " ".join(r[-1])) for r in rows if r[-1]] if table == "atoms" else []  # type: ignore[arg-type]
-        self._store.run_many(self._conn, f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(marks)})",
+        self._store.run_many(self._conn, f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
                              [r[: len(columns)] for r in rows])  # fmt: skip
         if terms:
             self._store.run_many(self._conn, "INSERT INTO atom_fts (rowid, terms) VALUES (?, ?)", terms)
@@ -142,7 +139,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
 
     def __init__(self, path: Path, *, busy_timeout_ms: int = 5000, ann_min: int = ANN_MIN,
                  tracer: Tracer | None = None) -> None:  # fmt: skip
-        super().__init__(SqliteDialect(), where=str(path), tracer=tracer)
+        super().__init__(SqliteDialect(), _SqliteTx, where=str(path), tracer=tracer)
         self.path = Path(path)
         self._timeout = busy_timeout_ms / 1000
         self._write_lock = threading.Lock()
@@ -162,7 +159,8 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             self._conn = self._connect("journal_mode = WAL", "foreign_keys = ON", "synchronous = NORMAL",
                                        "secure_delete = ON")  # fmt: skip
             self._toucher = self._connect("synchronous = NORMAL", "secure_delete = ON", timeout=0.0)
-        self._migrate()
+        with self._write_lock, self._begin(self._conn, bump=False) as conn:
+            self._migrate(conn)
 
     # -- connections and transactions ----------------------------------------------------------
 
@@ -170,18 +168,9 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         conn = sqlite3.connect(str(self.path), timeout=self._timeout if timeout is None else timeout,
                                isolation_level=None, check_same_thread=False)  # fmt: skip
         for pragma in pragmas:
-            conn.execute(f"PRAGMA {pragma}")
+            self.run(conn, f"PRAGMA {pragma}")
         self._opened.append(conn)
         return conn
-
-    def _cursor(self, conn: sqlite3.Connection, sql: str, params: Sequence[object]) -> Cursor:
-        return conn.execute(sql, params)
-
-    def _cursor_many(self, conn: sqlite3.Connection, sql: str, rows: Sequence[Sequence[object]]) -> None:
-        conn.executemany(sql, rows)
-
-    def _tx(self, conn: sqlite3.Connection) -> SqlTx[sqlite3.Connection]:
-        return _SqliteTx(self, conn)
 
     @contextmanager
     def _reader(self) -> Iterator[sqlite3.Connection]:
@@ -213,22 +202,9 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         with self._write_lock, self._begin(self._conn) as conn:
             yield conn
 
-    def _migrate(self) -> None:
-        # One write-locked transaction: processes opening a new store at once must not both apply one.
-        with self._write_lock, self._begin(self._conn, bump=False) as conn:
-            self.run(conn, "CREATE TABLE IF NOT EXISTS schema_migrations"
-                           " (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)")  # fmt: skip
-            done = {r[0] for r in self.run(conn, "SELECT version FROM schema_migrations").fetchall()}
-            for version, name, script in MIGRATIONS:
-                if version in done:
-                    continue
-                for statement in _split_sql(script):  # executescript would commit on its own
-                    self.run(conn, statement)
-                self.run(conn, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                         (version, name, iso(utc_now())))  # fmt: skip
-
-    def latest_migration(self) -> int:
-        return MIGRATIONS[-1][0]
+    def _run_script(self, conn: sqlite3.Connection, script: str) -> None:
+        for statement in _split_sql(script):  # executescript would commit on its own
+            self.run(conn, statement)
 
     # -- keyword search ------------------------------------------------------------------------
 
@@ -353,10 +329,8 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                 batch, self._touches = self._touches, {}
             try:  # busy_timeout 0: when a writer holds the lock, keep the times for the next read
                 with self._begin(self._toucher, bump=False) as conn:
-                    for stamp in set(batch.values()):
-                        ids = [i for i, s in batch.items() if s == stamp]
-                        cond, params = self.dialect.any_of("id", ids)
-                        self.run(conn, f"UPDATE atoms SET last_accessed_at = ? WHERE {cond}", (stamp, *params))
+                    self.run_many(conn, "UPDATE atoms SET last_accessed_at = ? WHERE id = ?",
+                                  [(stamp, atom_id) for atom_id, stamp in batch.items()])  # fmt: skip
             except StorageBusy:
                 with self._touch_guard:  # newer times win
                     self._touches = {**batch, **self._touches}
@@ -384,23 +358,19 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         with self._vec_lock:
             self._vectors.save()  # the graph (big stores only) and the vec_seq it reflects
         with self._write_lock, self._touch_lock:
-            with contextlib.suppress(sqlite3.Error):
-                self._conn.execute("PRAGMA optimize")  # a best-effort hint must not fail the close
+            with contextlib.suppress(StorageError):
+                self.run(self._conn, "PRAGMA optimize")  # a best-effort hint must not fail the close
             for conn in self._opened:
                 conn.close()
 
 
-def _split_sql(script: str) -> list[str]:
-    """Split a migration script into statements, keeping trigger bodies whole."""
-    statements: list[str] = []
-    buf = ""
+def _split_sql(script: str) -> Iterator[str]:
+    """A migration script's statements, trigger bodies kept whole."""
+    statement = ""
     for line in script.splitlines(keepends=True):
-        if line.strip().startswith("--"):
-            continue
-        buf += line
-        if sqlite3.complete_statement(buf):
-            statements.append(buf.strip())
-            buf = ""
-    if buf.strip():
-        statements.append(buf.strip())
-    return statements
+        statement += line
+        if sqlite3.complete_statement(statement):
+            yield statement.strip()
+            statement = ""
+    if statement.strip():
+        yield statement  # without its final semicolon: it still runs (or fails) rather than vanish
