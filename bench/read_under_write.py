@@ -34,6 +34,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,32 +44,33 @@ from latency import gen_queries, gen_texts  # noqa: E402
 
 MODES = ("alone", "thread", "process")
 
-WRITER = """
-import json, sys, time
-from pathlib import Path
-from memoryd.config import Settings
-from memoryd.engine import Engine
-from memoryd.search.embed import MODELS, HashEmbedder
-home, cwd, stop, embedder = sys.argv[1], sys.argv[2], Path(sys.argv[3]), sys.argv[4]
-texts = json.loads(sys.stdin.read())
-ms = []
-with Engine.open(Settings(home=home, db=None), cwd=cwd, embedder=MODELS.get(embedder, HashEmbedder)()) as e:
-    print("ready", flush=True)
-    i = 0
-    while not stop.exists():
-        t = time.perf_counter()
-        e.memorize(texts[i % len(texts)] + f" (process write {i})", source="agent", gate="trusted")
-        ms.append((time.time(), (time.perf_counter() - t) * 1000))
-        i += 1
-print(json.dumps(ms), flush=True)
-"""
-
-
 def _engine(home: Path, cwd: Path, embedder: Any) -> Any:
     from memoryd.config import Settings
     from memoryd.engine import Engine
 
     return Engine.open(Settings(home=home, db=None), cwd=cwd, embedder=embedder)
+
+
+def write_loop(eng: Any, texts: list[str], tag: str, stopped: Callable[[], bool],
+               writes: list[tuple[float, float]]) -> None:  # fmt: skip
+    """`memorize` in a loop until `stopped()`; each write's (wall time it ended, ms) goes to `writes`."""
+    i = 0
+    while not stopped():
+        t = time.perf_counter()
+        eng.memorize(texts[i % len(texts)] + f" ({tag} write {i})", source="agent", gate="trusted")
+        writes.append((time.time(), (time.perf_counter() - t) * 1000))
+        i += 1
+
+
+def writer_process(home: str, cwd: str, stop_file: str, embedder: str) -> None:
+    """The process mode's writer (`--writer …`): texts on stdin, "ready", then its writes on stdout."""
+    from memoryd.search.embed import MODELS, HashEmbedder
+
+    texts, writes = json.loads(sys.stdin.read()), list[tuple[float, float]]()
+    with _engine(Path(home), Path(cwd), MODELS.get(embedder, HashEmbedder)()) as eng:
+        print("ready", flush=True)
+        write_loop(eng, texts, "process", Path(stop_file).exists, writes)
+    print(json.dumps(writes), flush=True)
 
 
 def _recalls(eng: Any, queries: list[str]) -> list[float]:
@@ -94,21 +96,12 @@ def run_mode(mode: str, seed_home: Path, cwd: Path, embedder: Any, args: argpars
     proc = None
     stop_file = home / "stop-writer"
     if mode == "thread":
-
-        def writer() -> None:
-            i = 0
-            while not stop.is_set():
-                t = time.perf_counter()
-                eng.memorize(texts[i % len(texts)] + f" (thread write {i})", source="agent", gate="trusted")
-                writes.append((time.time(), (time.perf_counter() - t) * 1000))
-                i += 1
-
-        worker = threading.Thread(target=writer, daemon=True)
+        worker = threading.Thread(target=write_loop, args=(eng, texts, "thread", stop.is_set, writes), daemon=True)
         worker.start()
         while not writes:  # the writer is in its loop
             time.sleep(0.01)
     elif mode == "process":
-        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(home), str(cwd), str(stop_file), args.embedder],
+        proc = subprocess.Popen([sys.executable, __file__, "--writer", str(home), str(cwd), str(stop_file), args.embedder],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(json.dumps(texts))
@@ -192,4 +185,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     os.environ.setdefault("MEMORYD_EMBEDDER", "use")
-    main()
+    if sys.argv[1:2] == ["--writer"]:
+        writer_process(*sys.argv[2:6])
+    else:
+        main()
