@@ -18,6 +18,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -338,11 +339,10 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
     def touch(self, atom_ids: Sequence[str], *, now: bool = False) -> None:
         """Access times are collected and written at most every TOUCH_EVERY seconds (and at close): every
         commit by another connection empties the read connections' caches (pages, FTS5 structure).
-        Recorded recalls (`log_recall`) go along, at once."""
+        Recorded recalls (`log_recall`) go along."""
         with self._touch_guard:
             self._touches.update(dict.fromkeys(atom_ids, iso(utc_now())))
             pending = bool(self._touches or self._recall_log)
-            now = now or bool(self._recall_log)
         if not pending or (not now and time.monotonic() - self._touched_at < TOUCH_EVERY):
             return
         if not self._touch_lock.acquire(blocking=False):
@@ -369,10 +369,15 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             self._touch_lock.release()
 
     def log_recall(self, scope_hash: str, hit_ids: Sequence[str]) -> None:
-        """Queued and written the way access times are (on their connection, never waiting for a writer)."""
+        """Queued and written with the access times (their connection, their pace: never waiting for a writer)."""
         with self._touch_guard:
             self._recall_log.append((iso(utc_now()), scope_hash, json.dumps(list(hit_ids))))
-        self.touch((), now=True)
+        self.touch(())
+
+    def recalls(self, *, scope_hashes: Sequence[str], since: datetime, until: datetime | None,
+                limit: int) -> list[dict[str, Any]]:  # fmt: skip
+        self.touch((), now=True)  # this process's queued recalls first
+        return super().recalls(scope_hashes=scope_hashes, since=since, until=until, limit=limit)
 
     def entity_mentions(self, entity_ids: Sequence[str], *, per_entity: int,
                         exclude_scopes: Sequence[str] = ()) -> list[tuple[str, str]]:  # fmt: skip
