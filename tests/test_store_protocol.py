@@ -157,6 +157,30 @@ def _session(e: Engine, tmp_path: Path) -> None:
     e.observation_state("s-1")
     with (tmp_path / "export.jsonl").open("w") as out:
         e.export(out)
+    # the console, anchors, prompts and resources, other tools' formats, crash recovery
+    from memoryd.engine.console import BrowseQuery
+
+    e.browse(BrowseQuery(status=None, tag="db", decay="fresh"))
+    e.browse(BrowseQuery(q="billing"))
+    e.memory_detail(new)
+    e.sessions_page()
+    e.session_detail(s.id)
+    e.entity_graph()
+    e.entity_page("entity:library:PostgreSQL")
+    e.health_overview()
+    e.console_scopes()
+    e.recall("billing database", path="src/billing.py", symbol="Pool.size")
+    e.code_changes([new])
+    e.stale()
+    e.memories_for_path("src/billing.py")
+    e.resource(e.resources()[0].id)
+    e.brief_resource()
+    e.export_markdown(tmp_path / "notes")
+    graph = tmp_path / "memory.jsonl"
+    graph.write_text(json.dumps({"type": "entity", "name": "billing", "entityType": "service",
+                                 "observations": ["The billing service retries webhooks three times"]}) + "\n")
+    e.import_file(graph)
+    e.recover_vault()
     e.warm()
 
 
