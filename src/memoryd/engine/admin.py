@@ -243,7 +243,8 @@ def migrate_store(src: Store, dst: Store, progress: Progress | None = None, *, b
     """Copy every row of `src` into the empty store `dst`, in one transaction, then check the copy.
 
     Copies atoms with their vectors and keyword terms, the event chain with its payloads, entities,
-    edges, sessions, promotions, sensitive scopes, grants and access requests; then checks row
+    edges, sessions, promotions, sensitive scopes, grants, access requests, code anchors and the recall log
+    (not the vault outbox: it names the source's files); then checks row
     counts on both sides and re-verifies the copied hash chain. `progress(table, done, total)` is
     called per batch. Returns the rows copied per table. Raises StorageError (and copies nothing)
     when the target already holds memories, or when a check fails.
