@@ -18,7 +18,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar, Unpack
 
 from ulid import ULID
@@ -349,26 +349,6 @@ class SqlStore(ABC, Generic[C]):
         return {r[0]: CandidateFacts(status=r[1], scope_hash=r[2], type=r[3], epistemic=r[4], updated_at=d.read_time(r[5]),
                                      last_accessed_at=self._time(r[6]), terms=d.read_terms(r[7]),
                                      entities=tuple(d.read_list(r[8])), polarity=r[9]) for r in rows}  # fmt: skip
-
-    def successors(self, atom_ids: Sequence[str], *, statuses: Sequence[str], within_seconds: float) -> dict[str, str]:
-        ids, d = list(dict.fromkeys(atom_ids)), self.dialect
-        if not ids or not statuses:
-            return {}
-        cond, params = d.any_of("id", ids)
-        out: dict[str, str] = {}
-        with self._reading() as conn, self.translating():
-            for atom_id, scope_hash, created in self.run(conn, f"SELECT id, scope_hash, created_at FROM atoms WHERE {cond}",
-                                                         params).fetchall():  # fmt: skip
-                start = d.read_time(created)
-                bounds = (d.time(start), d.time(start + timedelta(seconds=within_seconds)))
-                found = []
-                for status in statuses:  # one seek each on atoms_scope_status (scope_hash, status, created_at)
-                    found += self.run(conn, "SELECT created_at, id FROM atoms WHERE scope_hash = ? AND status = ?"
-                                            " AND created_at > ? AND created_at <= ? ORDER BY created_at LIMIT 1",
-                                      (scope_hash, status, *bounds)).fetchall()  # fmt: skip
-                if found:
-                    out[atom_id] = min((d.read_time(r[0]), r[1]) for r in found)[1]
-        return out
 
     # -- audit, sessions, review, sensitive scopes ---------------------------------------------
 

@@ -18,8 +18,8 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from datetime import datetime
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -266,6 +266,26 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         )
         rows.sort(key=lambda r: (-mass[r[0]], -r[0]))
         return [r[1] for r in rows[:limit]]
+
+    def successors(self, atom_ids: Sequence[str], *, statuses: Sequence[str], within_seconds: float) -> dict[str, str]:
+        # One seek per atom and status on atoms_scope_status (in-process: a query costs microseconds).
+        ids, d = list(dict.fromkeys(atom_ids)), self.dialect
+        if not ids or not statuses:
+            return {}
+        cond, params = d.any_of("id", ids)
+        out: dict[str, str] = {}
+        with self._reading() as conn, self.translating():
+            for atom_id, scope_hash, created in self.run(conn, f"SELECT id, scope_hash, created_at FROM atoms WHERE {cond}",
+                                                         params).fetchall():  # fmt: skip
+                bounds = (created, iso(parse_iso(created) + timedelta(seconds=within_seconds)))
+                found = []
+                for status in statuses:
+                    found += self.run(conn, "SELECT created_at, id FROM atoms WHERE scope_hash = ? AND status = ?"
+                                            " AND created_at > ? AND created_at <= ? ORDER BY created_at LIMIT 1",
+                                      (scope_hash, status, *bounds)).fetchall()  # fmt: skip
+                if found:
+                    out[atom_id] = min((d.read_time(r[0]), r[1]) for r in found)[1]
+        return out
 
     def atoms_for_entities(self, entity_ids: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str],
                            limit: int) -> list[str]:  # fmt: skip
