@@ -1,7 +1,7 @@
 """Which query terms a keyword search matches on: every one on small stores, the most selective on big ones.
 
 Both stores apply it (FTS5 postings, the GIN index); recall scores every candidate on all the
-query's terms afterwards (`fusion.keyword_scorer`).
+query's terms afterwards (`search.rank.features`).
 """
 
 from __future__ import annotations
