@@ -9,7 +9,7 @@ SERVE_STAMP := $(VENV)/.serve-stamp
 # pinned by clients/package-lock.json; everything runs offline once installed. `make serve` needs none of it.
 CLIENTS_STAMP := clients/node_modules/.installed-stamp
 
-.PHONY: serve serve-http test test-fast install clients browser ui clean wheel
+.PHONY: serve serve-http lint test test-fast install clients browser ui clean wheel
 
 # Editable, with the test extra (which pulls the e5, postgres and ann extras): everything the suite needs.
 $(STAMP): pyproject.toml
@@ -54,6 +54,11 @@ serve-http:
 ## The wheel and sdist in dist/ (what `pipx install` / `uv tool install` take).
 wheel: $(STAMP)
 	$(PY) -m build --outdir dist .
+
+## Static checks (what CI runs first): ruff, and mypy (strict on engine/, storage/, search/; pyproject.toml).
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/mypy
 
 ## The whole test suite, slow end-to-end suites included (what CI runs).
 test: $(STAMP) $(CLIENTS_STAMP) browser

@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -108,9 +108,9 @@ def fmt(x: float | None, digits: int = 3) -> str:
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     rows = [[str(c) for c in r] for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    line = "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |"
+    line = "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=False)) + " |"
     sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
-    body = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in rows]
+    body = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + " |" for r in rows]
     return "\n".join([line, sep, *body])
 
 
@@ -208,7 +208,7 @@ class BM25:
             return []
         k = min(k, self.n)
         docs, scores = self.retriever.retrieve([q], k=k, show_progress=False)
-        return [(int(d), float(s)) for d, s in zip(docs[0], scores[0]) if s > 0]
+        return [(int(d), float(s)) for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
 
 
 class Dense:

@@ -5,7 +5,7 @@ The server is the test suite's (`tests/pg.py`: PostgreSQL 18 + pgvector from the
 start logic is repeated here.
 
 Bulk fill: a store filled through the engine on SQLite is copied with memoryd's own
-`storage.postgres.migrate_store` (batched inserts in one transaction, keyword statistics counted
+`engine.admin.migrate_store` (batched inserts in one transaction, keyword statistics counted
 once at the end). The HNSW indexes are dropped before the copy and rebuilt after it
 (`rebuild_hnsw=True`), then the tables are ANALYZEd (the test server runs without autovacuum).
 """
@@ -58,7 +58,9 @@ def _with_dbname(url: str, name: str) -> str:
 def bulk_fill(sqlite_path: Path, dsn: str, *, rebuild_hnsw: bool = True,
               progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:  # fmt: skip
     """Copy a filled SQLite store into the empty PostgreSQL database `dsn`; timings in seconds."""
-    from memoryd.storage.postgres import PostgresStore, migrate_store
+    from memoryd.engine.admin import migrate_store
+    from memoryd.storage.postgres import PostgresStore
+    from memoryd.storage.sqlite import SqliteStore
 
     PostgresStore(dsn).close()  # schema (and pgvector) in place, so the indexes below exist
     out: dict[str, Any] = {"hnsw": "rebuilt after the copy" if rebuild_hnsw else "kept during the copy (incremental)"}
@@ -70,7 +72,12 @@ def bulk_fill(sqlite_path: Path, dsn: str, *, rebuild_hnsw: bool = True,
             for name, _ in indexes:
                 conn.execute(f"DROP INDEX {name}")
     t0 = time.perf_counter()
-    out["rows"] = migrate_store(sqlite_path, dsn, progress=progress)
+    source, target = SqliteStore(sqlite_path), PostgresStore(dsn)
+    try:
+        out["rows"] = migrate_store(source, target, progress=progress)
+    finally:
+        source.close()
+        target.close()
     out["copy_s"] = time.perf_counter() - t0
     with psycopg.connect(dsn, autocommit=True) as conn:
         out["build_settings"] = dict(BUILD_SETTINGS)

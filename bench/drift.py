@@ -269,7 +269,7 @@ def generate(repo: Path, rng: random.Random, n: int) -> list[tuple[str, str, str
         except (SyntaxError, ValueError):
             continue
 
-        def visit(body: list[ast.stmt], prefix: str) -> None:
+        def visit(body: list[ast.stmt], prefix: str, path: str = path) -> None:
             for node in body:
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     symbols.append((path, prefix + node.name, node))
@@ -352,8 +352,8 @@ def history(args: argparse.Namespace) -> dict[str, Any]:
             git(repo, "checkout", "-q", "--detach", "-f", commits[si + h])
             git(repo, "clean", "-q", "-fdx")
             with Engine.open(settings, cwd=repo, embedder=emb) as engine:
-                checker: DriftChecker = engine._checker()  # type: ignore[assignment]
-                for atom_id, start, anchors in written:
+                checker: DriftChecker = engine.anchoring.checker()  # type: ignore[assignment]
+                for _atom_id, start, anchors in written:
                     if start != si:
                         continue
                     fp = {a.path for a in anchors if a.kind == "file"}
@@ -432,7 +432,7 @@ def recall_cost(settings: Any, repo: Path, emb: Any, queries: list[str], rounds:
     for n, flag in enumerate(("off", "on") * rounds):
         s = settings.model_copy(update={"anchors": flag == "on"})
         with Engine.open(s, cwd=repo, embedder=emb) as engine:
-            rank = engine._rank_with_drift
+            rank = engine.anchoring.rank_with_drift
             spent: list[tuple[float, float]] = []
 
             def timed(*a: Any, _rank: Any = rank, _spent: list[tuple[float, float]] = spent) -> Any:
@@ -442,7 +442,7 @@ def recall_cost(settings: Any, repo: Path, emb: Any, queries: list[str], rounds:
                 finally:
                     _spent.append(((time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000))
 
-            engine._rank_with_drift = timed  # type: ignore[method-assign]
+            engine.anchoring.rank_with_drift = timed  # type: ignore[method-assign]
             for q in queries:  # first pass: loads, first parses, first diffs and searches
                 engine.recall(q, max_results=10)
             if n == 1:
@@ -498,7 +498,7 @@ def rename_pass(repo: Path, settings: Any, emb: Any, commits: list[str], rng: ra
             anchors = engine.store.anchors_of([str(r.atom_id)])[str(r.atom_id)]
         git(repo, "checkout", "-q", "--detach", "-f", after)
         with Engine.open(settings, cwd=repo, embedder=emb) as engine:
-            change = engine._checker().check_anchor(anchors[0])  # type: ignore[union-attr]
+            change = engine.anchoring.checker().check_anchor(anchors[0])  # type: ignore[union-attr]
         rows.append({"kind": kind, "edit": edit, "old": old, "new": new, "system": change.kind if change else "current",
                      "to": change.to if change else None})  # fmt: skip
 
@@ -570,7 +570,7 @@ def synthetic(args: argparse.Namespace) -> dict[str, Any]:
     for flag in ("on", "off"):
         s = settings.model_copy(update={"anchors": flag == "on"})
         with Engine.open(s, cwd=repo, embedder=emb) as engine:
-            for j, text in enumerate(texts if flag == "on" else [t + " (again)" for t in texts[:200]]):
+            for _j, text in enumerate(texts if flag == "on" else [t + " (again)" for t in texts[:200]]):
                 t, c = time.perf_counter(), time.process_time()
                 r = engine.memorize(text, source="agent", gate="trusted")
                 timings[flag].append((time.perf_counter() - t) * 1000)

@@ -405,7 +405,7 @@ def child_full(name: str, threads: int | None, data_path: str, latency_calls: in
     res["scores"] = {
         "best_relevant": {"p10": pct(br, 10), "median": pct(br, 50), "p90": pct(br, 90)},
         "best_irrelevant": {"p10": pct(bi, 10), "median": pct(bi, 50), "p90": pct(bi, 90)},
-        "gap_median": pct([a - b for a, b in zip(br, bi)], 50),
+        "gap_median": pct([a - b for a, b in zip(br, bi, strict=False)], 50),
         "all_pairs": {"min": float(S.min()), "median": float(np.median(S)), "max": float(S.max())},
     }
 

@@ -154,7 +154,7 @@ def anchor_fill(home: Path, repo: Path) -> Path:
     git(repo, "add", "-A")
     git(repo, "-c", "user.email=b@example.com", "-c", "user.name=b", "commit", "-q", "-m", "code")
     with Engine.open(Settings(home=home, embedder="hash"), cwd=repo) as engine:
-        for i, text in enumerate([
+        for _i, text in enumerate([
             "Sessions come from `get_session()` in src/auth/session.py; never call it from request handlers.",
             "`Store.put` in src/auth/session.py overwrites existing keys without a warning.",
             "`Store.get` returns None for unknown keys (src/auth/session.py).",

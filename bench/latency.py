@@ -274,7 +274,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     write_ms = []
     for text in sample:  # real model, full-size store
         t = time.perf_counter()
-        r = eng.memorize(text, source="agent", gate="trusted")
+        eng.memorize(text, source="agent", gate="trusted")
         write_ms.append((time.perf_counter() - t) * 1000)
     out["memorize"] = {"n": len(write_ms), "p50_ms": C.med(write_ms), "p95_ms": C.pct(write_ms, 95),
                        "max_ms": max(write_ms), "over_250ms": sum(1 for w in write_ms if w > 250)}  # fmt: skip
@@ -298,7 +298,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         t = time.perf_counter()
         qvecs.append(e5.query(q))
         q_ms.append((time.perf_counter() - t) * 1000)
-    scopes = eng._recall_scopes(None)  # time the vector part alone: the store's exact index, k = the engine's pool
+    scopes = eng.core.recall_scopes()  # time the vector part alone: the store's exact index, k = the engine's pool
     vs_ms = []
     for qv in qvecs:
         t = time.perf_counter()
@@ -342,7 +342,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         s = io.StringIO()
         st = pstats.Stats(pr, stream=s)
         rows = []
-        for (file, line, fn), (cc, nc, tt, ct, _) in st.stats.items():
+        for (file, line, fn), (_cc, nc, tt, ct, _) in st.stats.items():
             rows.append({"fn": f"{Path(file).name}:{line}:{fn}", "tottime_ms_per_recall": tt * 1000 / 50,
                          "cumtime_ms_per_recall": ct * 1000 / 50, "calls_per_recall": nc / 50})  # fmt: skip
         rows.sort(key=lambda r: -r["tottime_ms_per_recall"])
@@ -560,7 +560,7 @@ def importtime(stmt: str) -> dict[str, Any]:
     total_us = sum(r[1] for r in top)
     # biggest packages by cumulative time at depth <= 1 (depth 0 = imported directly)
     by_root: dict[str, int] = {}
-    for self_us, cum_us, depth, name in rows:
+    for self_us, _cum_us, _depth, name in rows:
         root = name.split(".")[0]
         by_root[root] = by_root.get(root, 0) + self_us
     biggest = sorted(by_root.items(), key=lambda kv: -kv[1])[:12]

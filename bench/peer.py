@@ -387,26 +387,26 @@ def print_tables(title: str, summary: dict[str, Any], groups: list[tuple[str, se
     apart = f"; {n_queries - n_overall} adversarial apart" if n_overall != n_queries else ""
     print(f"\n## {title}: overall ({n_overall} queries{apart}; 'no result' counts every query)")
     print(C.table(["system", "R@1", "R@5", "R@10", "MRR", "no result", "tool errors"],
-                  [[l, *(C.fmt(summary[l]["slices"]["overall"][m]) for m in ("any@1", "any@5", "any@10", "mrr")),
-                    summary[l]["empty_results"], sum(summary[l]["errors"].values())] for l in labels]))  # fmt: skip
+                  [[lab, *(C.fmt(summary[lab]["slices"]["overall"][m]) for m in ("any@1", "any@5", "any@10", "mrr")),
+                    summary[lab]["empty_results"], sum(summary[lab]["errors"].values())] for lab in labels]))  # fmt: skip
     for metric in ("any@5", "mrr"):
         print(f"\n## {title}: {metric.replace('any', 'recall')} per slice")
         rows = []
         for g, _ in groups:
             if g == "overall" or g not in summary[labels[0]]["slices"]:
                 continue
-            rows.append([g, summary[labels[0]]["slices"][g]["n"], *(C.fmt(summary[l]["slices"][g][metric]) for l in labels)])
+            rows.append([g, summary[labels[0]]["slices"][g]["n"], *(C.fmt(summary[lab]["slices"][g][metric]) for lab in labels)])
         print(C.table(["slice", "n", *labels], rows))
     print(f"\n## {title}: latency (ms) and memory, one MCP stdio session per server")
     print(C.table(["system", "start→init", "save p50", "save p95", "first save", "query p50", "query p95", "first query", "peak RSS MB"],
-                  [[l, C.fmt(x["start_to_init_ms"], 0), C.fmt(x["save_ms"]["p50"], 1), C.fmt(x["save_ms"]["p95"], 1),
+                  [[lab, C.fmt(x["start_to_init_ms"], 0), C.fmt(x["save_ms"]["p50"], 1), C.fmt(x["save_ms"]["p95"], 1),
                     C.fmt(x["save_ms"]["first"], 0), C.fmt(x["query_ms"]["p50"], 1), C.fmt(x["query_ms"]["p95"], 1),
                     C.fmt(x["query_ms"]["first"], 0),
                     C.fmt(x["peak_rss_mb"], 0) + (f" (+{x['children_peak_rss_mb']:.0f} children)" if x["children_peak_rss_mb"] else "")]
-                   for l, x in summary.items()]))  # fmt: skip
-    for l, x in summary.items():
+                   for lab, x in summary.items()]))  # fmt: skip
+    for lab, x in summary.items():
         if x["notes"] or x["errors"]:
-            print(f"- {l}: errors {x['errors']}; {json.dumps(x['notes'], ensure_ascii=False)}")
+            print(f"- {lab}: errors {x['errors']}; {json.dumps(x['notes'], ensure_ascii=False)}")
 
 
 def make_systems(names: Sequence[str], tmp: Path, embedder: str | None, src: str | None) -> list[System]:
@@ -496,7 +496,7 @@ def main() -> None:
         data[title] = {"summary": summary, "n_memories": len(mems), "n_queries": len(queries),
                        "queries": {r["system"]: r["rows"] for r in results}}  # fmt: skip
     print("\n## Chinese support")
-    print(C.table(["system", "Chinese"], [[l, CHINESE[l]] for l in CHINESE if l.split()[0] in names]))
+    print(C.table(["system", "Chinese"], [[lab, CHINESE[lab]] for lab in CHINESE if lab.split()[0] in names]))
     data["wall_s"] = time.perf_counter() - t0
     data["loadavg_end"] = os.getloadavg()
     print(f"\nwall time {data['wall_s']:.0f}s; load average at the end {tuple(round(x, 2) for x in data['loadavg_end'])}")

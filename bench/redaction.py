@@ -58,7 +58,7 @@ def main() -> None:
         "sentences with a secret": [_sentence(c["text"]) for c in corpus["secrets"] if len(c["text"]) <= 200],
     }
     rows = {}
-    print(f"| sentences (200 chars) | n | p50 µs | p95 µs | max µs |\n|---|---|---|---|---|")
+    print("| sentences (200 chars) | n | p50 µs | p95 µs | max µs |\n|---|---|---|---|---|")
     for name, texts in groups.items():
         cost = sorted(_time(t, args.rounds) for t in texts)
         p95 = cost[min(len(cost) - 1, int(len(cost) * 0.95))]

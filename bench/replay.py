@@ -6,7 +6,7 @@ pure function (`memoryd.search.rank`) of what recall gathers. This script
 
 1. `build`: writes each dataset's stores through the real engine (`memorize(gate="trusted")`, as
    locomo.py / bilingual.py do), then runs the engine's own candidate gathering
-   (`Engine._recall_gather`, the first half of `recall`) for every query with the engine's pool
+   (`Reader.gather`, the first half of `recall`) for every query with the engine's pool
    size, and pickles the result (`bench/out/replay/*.pkl`): per query the `rank.Query`, the
    candidates' `rank.Candidate` rows, and the relevant atom ids. Also the cosine of every turn
    with a second embedder when asked (`--second wordllama`) for the what-if rows.
@@ -57,9 +57,9 @@ def _gather_all(eng: Any, queries: list[str]) -> list[Any]:
     """The engine's own candidates for each query, with the English signal of every candidate."""
     out = []
     for text in queries:
-        q, cands, stats = eng._recall_gather(text, max_results=10)
+        q, cands, stats = eng.reader.gather(text, max_results=10)
         if eng.term_embedder is not None and cands:
-            for c, v in zip(cands, eng._english(q, cands)):
+            for c, v in zip(cands, eng.reader._english(q, cands), strict=False):
                 c.cos_en = v
         out.append((q, cands, stats))
     return out
@@ -131,7 +131,7 @@ def cmd_english(args: argparse.Namespace) -> None:
             for q, cands, _ in ds["gathered"]:
                 if cands:
                     qv = w.query(q.text)
-                    for c, v in zip(cands, w.bags([c.terms for c in cands]) @ qv):
+                    for c, v in zip(cands, w.bags([c.terms for c in cands]) @ qv, strict=False):
                         c.cos_en = float(v)
         p.write_bytes(pickle.dumps(data))
         print(f"{name}: English signal recomputed", flush=True)
@@ -208,12 +208,12 @@ def prepare(d: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if "locomo" in d:
         out["locomo"] = {
-            c["name"]: [(Prepared(g), q["rel"], q["cat"]) for q, g in zip(c["queries"], c["gathered"])] for c in d["locomo"]
+            c["name"]: [(Prepared(g), q["rel"], q["cat"]) for q, g in zip(c["queries"], c["gathered"], strict=False)] for c in d["locomo"]
         }  # fmt: skip
     for name in ("bilingual", "entneg"):
         if name in d:
             out[name] = [(Prepared(g), q["rel"], q["slice"], q.get("batch"))
-                         for q, g in zip(d[name]["queries"], d[name]["gathered"])]  # fmt: skip
+                         for q, g in zip(d[name]["queries"], d[name]["gathered"], strict=False)]  # fmt: skip
     return out
 
 
@@ -246,7 +246,7 @@ def grid() -> list[Any]:
     """The parameter settings LOO chooses among (few parameters, coarse steps around the defaults)."""
     from memoryd.search import rank
 
-    return [replace(rank.DEFAULT, **dict(zip(GRID, values))) for values in itertools.product(*GRID.values())]
+    return [replace(rank.DEFAULT, **dict(zip(GRID, values, strict=False))) for values in itertools.product(*GRID.values())]
 
 
 def evaluate(d: dict[str, Any], params: Any) -> dict[str, Any]:
@@ -283,7 +283,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
         return
     settings = grid()
     results = []
-    for i, p in enumerate(settings):
+    for _i, p in enumerate(settings):
         results.append((p, evaluate(d, p)))
     counts = {name: len(locomo_items(rows)) for name, rows in d["locomo"].items()}
     names = list(counts)
@@ -372,13 +372,13 @@ def cmd_misses(args: argparse.Namespace) -> None:
     if "locomo" in d:
         for conv in raw["locomo"]:
             order_ids = sorted(conv["texts"])  # ULIDs: write order
-            for (prep, rel, cat), q in zip(d["locomo"][conv["name"]], conv["queries"]):
+            for (prep, rel, cat), q in zip(d["locomo"][conv["name"]], conv["queries"], strict=False):
                 if cat in (1, 2, 3, 4):
                     prep.all_ids = order_ids
                     sets.append(("locomo", prep, rel, q["q"], 10))
     for name in ("bilingual", "entneg"):
         if name in d:
-            for (prep, rel, _, batch), q in zip(d[name], raw[name]["queries"]):
+            for (prep, rel, _, batch), q in zip(d[name], raw[name]["queries"], strict=False):
                 sets.append((name if batch is None else f"{name} b{batch}", prep, rel, q["q"], 5))
     examples: dict[str, list[str]] = defaultdict(list)
     for name, prep, rel, text, k in sets:
@@ -392,7 +392,7 @@ def cmd_misses(args: argparse.Namespace) -> None:
             res[m] += 1
         if len(examples[f"{name}:{modes[0]}"]) < 2:
             examples[f"{name}:{modes[0]}"].append(text)
-    print(f"misses (not in the top 10 for LoCoMo, top 5 for the others) by failure mode; a miss can have several")
+    print("misses (not in the top 10 for LoCoMo, top 5 for the others) by failure mode; a miss can have several")
     print(C.table(["set", "misses", *MODES], [[n, r["misses"], *(r[m] for m in MODES)] for n, r in out.items()]))
     for k, v in examples.items():
         print(f"  e.g. {k}: {' | '.join(v)}")

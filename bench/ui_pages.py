@@ -38,6 +38,10 @@ TAGS = ["db", "frontend", "ci", "infra", "security", "perf", "docs", "api"]
 SOURCES = ["user", "agent", "agent", "importer", "openclaw"]
 
 
+
+def _iso(d: datetime) -> str:
+    return d.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
 def _repo(path: Path, remote: str) -> Path:
     path.mkdir(parents=True)
     for cmd in (["init", "-q", "-b", "main"], ["remote", "add", "origin", remote]):
@@ -75,8 +79,7 @@ def fill(n: int, root: Path, embedder: Any) -> dict[str, Any]:
             created = now - timedelta(days=rng.uniform(0, 400))
             updated = created + timedelta(days=rng.uniform(0, 5))
             read = (updated + timedelta(days=rng.uniform(0, 60))) if rng.random() < 0.3 else None
-            iso = lambda d: d.isoformat(timespec="microseconds").replace("+00:00", "Z")
-            rows.append((iso(created), iso(min(updated, now)), iso(min(read, now)) if read else None, atom_id))
+            rows.append((_iso(created), _iso(min(updated, now)), _iso(min(read, now)) if read else None, atom_id))
         db.executemany("UPDATE atoms SET created_at = ?, updated_at = ?, last_accessed_at = ? WHERE id = ?", rows)
     t = time.perf_counter()
     with Engine.open(settings, cwd=repo, embedder=embedder) as e:

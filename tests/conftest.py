@@ -19,7 +19,7 @@ import pytest
 
 from memoryd.config import Settings
 from memoryd.engine import Engine
-from memoryd.search.embed import E5Embedder, UseEmbedder
+from memoryd.search.embed import UseEmbedder
 
 if TYPE_CHECKING:
     from .pg import PgServer

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -355,8 +356,8 @@ def test_drift_is_a_multiplier_after_the_ranking_and_hits_say_so(engine: Engine,
     plain = save(engine, "Sessions are looked up by token before every request")
     (code / "auth" / "session.py").write_text(SESSION_PY.replace("STORE.get(token)", "STORE[token]"))
     query = "how are sessions looked up by token"
-    q, cands, stats = engine._recall_gather(query, max_results=10)
-    english = engine._english if engine.term_embedder is not None else None
+    q, cands, stats = engine.reader.gather(query, max_results=10)
+    english = engine.reader._english if engine.term_embedder is not None else None
     ranked = {c.atom_id: (score, signals) for score, c, signals in rank.rank(q, cands, stats, english=english)}
     hits = {h.atom.id: h for h in engine.recall(query).hits}
     assert hits[moved].score == pytest.approx(round(ranked[moved][0] * 0.9, 4), abs=1e-4)
@@ -373,8 +374,10 @@ def test_recall_logs_its_hits_after_drift_and_refuses_bad_input_before_any_work(
     from memoryd.models import Scope
 
     save(engine, "Sessions are looked up by token in `get_session()` in auth/session.py")
-    logged = lambda: engine.store.recalls(scope_hashes=[engine.scope.scope_hash], since=datetime(2000, 1, 1, tzinfo=UTC),
-                                          until=None, limit=100)  # noqa: E731  # fmt: skip
+    def logged() -> list[dict[str, Any]]:
+        return engine.store.recalls(scope_hashes=[engine.scope.scope_hash], since=datetime(2000, 1, 1, tzinfo=UTC),
+                                    until=None, limit=100)  # fmt: skip
+
     hits = engine.recall("sessions by token", path="auth/session.py").hits
     assert logged()[0]["hits"] == [h.atom.id for h in hits] and hits  # what was returned, in order (ui's log)
     engine.recall("sessions by token", record=False)
@@ -586,8 +589,7 @@ def test_file_hook_respects_budget_and_sensitive_scopes(engine: Engine, code: Pa
     out = json.loads(run_hook("pre-tool-use", hook_payload(code, "auth/session.py"), settings=settings).stdout)
     text = out["hookSpecificOutput"]["additionalContext"]
     assert "1 memory anchored" in text and "2 more: mem_search / memory_recall with path='auth/session.py'" in text
-    with engine._write() as tx:
-        tx.mark_sensitive(engine.scope.scope_hash, engine.scope.name, True)
+    engine.mark_sensitive(True)
     assert run_hook("pre-tool-use", hook_payload(code, "auth/session.py", session="s9"), settings=settings).stdout == ""
     monkeypatch.setenv("MEMORYD_ANCHORS", "0")
     assert run_hook("pre-tool-use", hook_payload(code, "auth/session.py", session="s8"), settings=settings).stdout == ""

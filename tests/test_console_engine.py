@@ -13,7 +13,6 @@ from memoryd.engine import Engine
 from memoryd.engine.console import BrowseQuery
 from memoryd.errors import AuthorizationRequired, InvalidInput, NotFound
 from memoryd.search.embed import UseEmbedder
-from memoryd.storage.sqlite import _iso
 
 from .conftest import make_repo
 
@@ -38,7 +37,7 @@ def console(settings: Settings, repo: Path, embedder: UseEmbedder) -> Iterator[E
 
 
 def _age(engine: Engine, atom_id: str, days: int) -> None:
-    old = _iso(datetime.now(UTC) - timedelta(days=days))
+    old = datetime.now(UTC) - timedelta(days=days)
     with engine.store.transaction() as tx:
         tx.update_atom(atom_id, updated_at=old)
 
@@ -92,7 +91,9 @@ def test_browse_by_decay_state(engine: Engine) -> None:
     _age(engine, stale, 200)
     _age(engine, gone, 300)
     _age(engine, rule, 1000)  # hard constraints never go past stale
-    ids = lambda state: {x.id for x in engine.browse(BrowseQuery(decay=state)).atoms}
+    def ids(state: str) -> set[str]:
+        return {x.id for x in engine.browse(BrowseQuery(decay=state)).atoms}
+
     assert ids("fresh") == {fresh}
     assert ids("stale") == {stale, rule}
     assert ids("soft_forgotten") == {gone}

@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from memoryd.engine import Engine
 from memoryd import hooks
 from memoryd.config import Settings
-from memoryd.engine.observations import Message, ObservationOps, extract_candidates, read_transcript
+from memoryd.engine import Engine
+from memoryd.engine.observations import Message, extract_candidates, read_transcript
+from memoryd.engine.reads import fit_lines
 from memoryd.hooks import run_hook
 from memoryd.search.embed import E5Embedder
 
@@ -106,10 +107,10 @@ def test_session_start_brief_is_bounded_in_the_memories_language_with_pending_co
 
 def test_the_context_is_cut_at_line_boundaries_keeping_the_pending_count() -> None:
     body = "\n".join(["## 约束", *(f"- 约定 {i}：必须用 v{i}。 (01M8VKR9WNNTQBXJKQD6PRGNBV)" for i in range(20)), "待审核：3 条"])
-    out = hooks._fit("[memoryd · a/b]", body, 200, "待审核：3 条")
+    out = fit_lines("[memoryd · a/b]", body, 200, "待审核：3 条")
     assert len(out) <= 200 and out.endswith("\n…\n待审核：3 条")
     assert all(line in body.splitlines() for line in out.splitlines()[1:-2])
-    assert hooks._fit("[h]", "short", 200) == "[h]\nshort"
+    assert fit_lines("[h]", "short", 200) == "[h]\nshort"
 
 
 def test_session_start_never_shows_a_sensitive_scope_without_a_grant(eng: Any, settings: Settings, repo: Path,
@@ -479,7 +480,7 @@ def test_a_clear_win_from_a_transcript_still_waits_for_review(
     path = tmp_path / "t.jsonl"
     path.write_text(json.dumps({"type": "user", "sessionId": "s-9", "message": {"role": "user", "content": text},
                                 "uuid": "u1", "parentUuid": None, "timestamp": "2026-05-12T10:00:00.000Z"}) + "\n")
-    report = ObservationOps.observe_transcript(eng, path, "s-9", final=False)
+    report = eng.observe_transcript(path, "s-9", final=False)
     assert report.held == 1 and report.candidates[0]["status"] == "pending"
     [(promotion, atom)] = [(p, a) for p, a in eng.review_pending(limit=50) if a.content == text]
     assert promotion.origin == "observation" and promotion.average >= settings.dura_pending_below
@@ -493,7 +494,7 @@ def test_chit_chat_and_questions_in_a_transcript_write_nothing(tmp_path: Path, e
     path.write_text("".join(json.dumps({"type": "user", "message": {"role": "user", "content": t},
                                         "timestamp": "2026-05-12T10:00:00.000Z"}) + "\n" for t in rows))  # fmt: skip
     before = snapshot(eng)
-    report = ObservationOps.observe_transcript(eng, path, "s-junk", final=False)
+    report = eng.observe_transcript(path, "s-junk", final=False)
     assert report.candidates == [] and report.held == 0
     assert snapshot(eng)[0] == before[0] and not eng.review_pending(limit=10)  # only the progress marker was added
 

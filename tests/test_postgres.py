@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -24,11 +25,12 @@ from psycopg import sql
 
 from memoryd.config import Settings
 from memoryd.engine import Engine
+from memoryd.engine.admin import migrate_store
 from memoryd.errors import StorageBusy, StorageError
 from memoryd.models import Atom, Scope
 from memoryd.search.embed import HashEmbedder
-from memoryd.storage import pg_migrations
-from memoryd.storage.postgres import PostgresStore, migrate_store
+from memoryd.storage.migrations import INDEXED_DIMS, MIGRATIONS
+from memoryd.storage.postgres import PostgresStore
 from memoryd.storage.sqlite import SqliteStore
 
 from .pg import PgServer, _free_port
@@ -176,20 +178,39 @@ def test_tampering_with_payload_or_atom_is_detected(engine: Engine, settings: Se
 @PG_ONLY
 def test_migrations_are_recorded(engine: Engine, settings: Settings) -> None:
     assert settings.db
-    expected = [(v, name) for v, name, _ in pg_migrations.MIGRATIONS]
+    expected = [(m.version, m.name) for m in MIGRATIONS]
     assert engine.store.applied_migrations() == expected  # type: ignore[attr-defined]
     with _admin(settings.db) as conn:
         rows = conn.execute("SELECT version, name FROM schema_migrations ORDER BY 1").fetchall()
         assert rows == expected
         assert conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
         indexes = {r[0]: r[1] for r in conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'atoms'")}
-    for n in pg_migrations.INDEXED_DIMS:
+    for n in INDEXED_DIMS:
         assert f"USING hnsw (((embedding)::vector({n})) vector_cosine_ops)" in indexes[f"atoms_embedding_{n}"]
         assert f"WHERE (vector_dims(embedding) = {n})" in indexes[f"atoms_embedding_{n}"]
     assert "USING gin (kw)" in indexes["atoms_kw"]
     PostgresStore(settings.db).close()  # reopening applies nothing twice
     assert engine.store.applied_migrations() == expected  # type: ignore[attr-defined]
     assert engine.doctor()["index_db"].startswith("ok:")
+
+
+def test_both_backends_have_the_same_tables_and_columns(tmp_path: Path, dsn: str) -> None:
+    """Migrations are written once (storage/migrations.py): the tables both databases have hold the same
+    columns, apart from each one's keyword and vector bookkeeping."""
+    SqliteStore(tmp_path / "m.db").close()
+    with sqlite3.connect(tmp_path / "m.db") as lite:
+        tables = [r[0] for r in lite.execute("SELECT name FROM sqlite_master WHERE type = 'table'"
+                                             " AND name NOT LIKE 'atom_fts%' AND name NOT LIKE 'sqlite_%'")]  # fmt: skip
+        on_sqlite = {t: {r[1] for r in lite.execute(f"PRAGMA table_info({t})")} for t in tables}
+    on_pg: dict[str, set[str]] = {}
+    with _admin(dsn) as conn:
+        for table, column in conn.execute("SELECT table_name, column_name FROM information_schema.columns"
+                                          " WHERE table_schema = 'public'"):  # fmt: skip
+            on_pg.setdefault(table, set()).add(column)
+    assert on_sqlite.keys() - on_pg.keys() == {"meta"}  # snapshot_version: chain_head on PostgreSQL
+    assert on_pg.keys() - on_sqlite.keys() == {"chain_head", "term_df", "kw_stats"}
+    assert {t: on_sqlite[t] ^ on_pg[t] for t in on_sqlite.keys() & on_pg.keys() if on_sqlite[t] != on_pg[t]} \
+        == {"atoms": {"vec_seq", "kw"}}  # fmt: skip
 
 
 # -- errors that say what to do -------------------------------------------------------------------
@@ -256,7 +277,7 @@ def test_concurrent_first_opens_apply_each_migration_once(empty_dsn: str) -> Non
     assert errors == []
     with _admin(empty_dsn) as conn:
         rows = conn.execute("SELECT version FROM schema_migrations ORDER BY 1").fetchall()
-    assert [r[0] for r in rows] == [v for v, _, _ in pg_migrations.MIGRATIONS]
+    assert [r[0] for r in rows] == [m.version for m in MIGRATIONS]
 
 
 def test_a_held_write_lock_times_out_as_storage_busy(dsn: str) -> None:
@@ -420,7 +441,9 @@ def test_keyword_terms_are_stored_verbatim_with_exact_document_frequencies(dsn: 
         total, df = store.term_stats(["get_session", "get", "login", "連線", "c++", "it's", long_term])
         assert total == 2
         assert df == {"get_session": 2, "get": 1, "login": 0, "連線": 1, "c++": 1, "it's": 1, long_term: 0}
-        find = lambda *t: store.keyword_candidates(list(t), scope_hashes=[scope.scope_hash], statuses=["active"], limit=10)
+        def find(*t: str) -> list[str]:
+            return store.keyword_candidates(list(t), scope_hashes=[scope.scope_hash], statuses=["active"], limit=10)
+
         assert find("login.py") == [a.id]
         assert find("c++") == [a.id] and find("it's") == [a.id]
         assert find("login") == []  # no prefix or parser splitting: terms match whole
@@ -546,11 +569,17 @@ def test_migrate_store_copies_a_sqlite_store(tmp_path: Path, repo: Path, dsn: st
         assert len(want_anchors[str(anchored.atom_id)]) == 2
         want = {q: [(h.atom.id, round(h.score, 3)) for h in lite.recall(q, include_negated=True).hits] for q in QUERIES}
         want_events = [ev.model_dump() for ev in lite.store.events()]
-        want_atoms = {a.id: a for a in lite.store.list_atoms(limit=-1)}
         want_stats = lite.stats().model_dump()
         db_path = lite.settings.db_path
+    stored = SqliteStore(db_path)  # as stored: with the access times the recalls left (written at close)
+    want_atoms = {a.id: a for a in stored.list_atoms(limit=-1)}
+    stored.close()
     seen: list[tuple[str, int, int]] = []
-    copied = migrate_store(f"sqlite://{db_path}", dsn, lambda t, d, n: seen.append((t, d, n)))
+    source, target = SqliteStore(db_path), PostgresStore(dsn)
+    try:
+        copied = migrate_store(source, target, lambda t, d, n: seen.append((t, d, n)))
+    finally:
+        target.close()
     assert copied["atoms"] == len(want_atoms) and copied["events"] == len(want_events)
     assert ("atoms", len(want_atoms), len(want_atoms)) in seen
     with hash_engine(tmp_path / "src", repo, dsn) as pg:
@@ -568,8 +597,13 @@ def test_migrate_store_copies_a_sqlite_store(tmp_path: Path, repo: Path, dsn: st
         assert pg.store.integrity() == "ok"  # type: ignore[attr-defined]
         pg.memorize("After the move, new memories get fresh sequence numbers")  # identities were advanced
         assert pg.verify_chain().ok
-    with pytest.raises(StorageError, match="not empty"):
-        migrate_store(db_path, dsn)
+    target = PostgresStore(dsn)
+    try:
+        with pytest.raises(StorageError, match="not empty"):
+            migrate_store(source, target)
+    finally:
+        source.close()
+        target.close()
 
 
 def test_cli_migrate_moves_a_store_and_checks_it(

@@ -164,7 +164,7 @@ def test_damaged_or_foreign_graph_file_is_rebuilt_not_trusted(tmp_path: Path) ->
 
 def test_keyword_candidates_on_a_big_store_stay_bounded_and_relevant(tmp_path: Path) -> None:
     """Above the postings budget the newest postings of the rarest terms are ranked."""
-    import memoryd.storage.base as base_module
+    import memoryd.search.keywords as base_module
 
     home, project = _dirs(tmp_path)
     eng = _filled(home, project, 200, ann_min=10_000)
@@ -230,7 +230,7 @@ def test_vectors_of_another_model_are_skipped_not_fatal(tmp_path: Path) -> None:
 
 def test_budgeted_keyword_candidates_on_both_backends(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same bounded keyword path on SQLite and PostgreSQL: the rare, fitting memory wins."""
-    import memoryd.storage.base as base_module
+    import memoryd.search.keywords as base_module
 
     for text in _texts(60):
         engine.memorize(text, gate="trusted")

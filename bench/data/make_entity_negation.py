@@ -307,7 +307,7 @@ def main() -> None:
     for mid, kind, text in TARGETS + NEIGHBOURS:
         rows.append({"type": "memory", "id": mid, "lang": _lang(text), "kind": kind, "project": "en", "text": text})
     n = 0
-    for entity, templates in COMMON.items():
+    for _entity, templates in COMMON.items():
         for i, s in enumerate(SERVICES):
             for tpl in templates:
                 n += 1

@@ -6,7 +6,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
@@ -15,6 +15,11 @@ from .errors import EXIT_CODES, InvalidInput, MemorydError
 # Plain click help (rich_markup_mode=None): typer's rich help prints a type such as `<bool>` beside
 # every flag, which takes no value.
 _PLAIN = {"rich_markup_mode": None, "no_args_is_help": True}
+if TYPE_CHECKING:
+    from .engine import Engine
+
+T = TypeVar("T")
+
 app = typer.Typer(
     name="memoryd",
     help="Local-first long-term memory for AI coding agents.",
@@ -44,7 +49,7 @@ CwdOpt = Annotated[Path | None, typer.Option("--cwd", help="Act for this directo
 REJECTED_EXIT = 4  # an effect "rejected" is reported like a conflict
 
 
-def _engine(cwd: Path | None) -> Any:
+def _engine(cwd: Path | None) -> Engine:
     from .engine import Engine
 
     return Engine.open(cwd=cwd, authority="operator")  # the person: any scope, no sensitive gate
@@ -55,7 +60,7 @@ def _fail(exc: MemorydError) -> NoReturn:
     raise typer.Exit(EXIT_CODES.get(exc.code, 1))
 
 
-def _run(cwd: Path | None, fn: Callable[[Any], Any]) -> Any:
+def _run(cwd: Path | None, fn: Callable[[Engine], T]) -> T:
     try:
         with _engine(cwd) as engine:
             return fn(engine)
@@ -155,7 +160,7 @@ def govern(
 ) -> None:
     """Quarantine, seal, tombstone, derive a lesson from, or restore a memory."""
 
-    def run(e: Any) -> Any:
+    def run(e: Engine) -> Any:
         if action == "restore":
             return e.restore(target_atom, reason, actor="cli")
         return e.govern(target_atom, action, reason, lesson_content, actor="cli")
@@ -383,10 +388,7 @@ def vault_check(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
 @scope_app.command("show")
 def scope_show(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
     """The scope of this directory: hash, name, root, and whether it is sensitive."""
-    def run(e: Any) -> dict[str, Any]:
-        return {**e.current_project(), "sensitive": e.store.is_sensitive(e.scope.scope_hash)}
-
-    r = _run(cwd, run)
+    r = _run(cwd, lambda e: e.scope_info())
     _emit(r, json_, lambda: "\n".join(f"{k}: {v}" for k, v in r.items()))
 
 
@@ -418,7 +420,7 @@ def scope_grant(
 @scope_app.command("requests")
 def scope_requests(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
     """Read requests agents filed with mem_request_sensitive_read."""
-    rows = _run(cwd, lambda e: e.store.access_requests())
+    rows = _run(cwd, lambda e: e.access_requests())
     _emit(rows, json_, lambda: "\n".join(f"#{r['id']} {r['requested_at']} {r['scope_hash']}: {r['reason']}"
                                          for r in rows) or "no requests")  # fmt: skip
 
@@ -477,7 +479,7 @@ def timeline(
 @app.command()
 def show(atom_id: Annotated[str, typer.Argument(help="Memory id.")], json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
     """One memory with its file path and history."""
-    def run(e: Any) -> dict[str, Any]:
+    def run(e: Engine) -> dict[str, Any]:
         a = e.get(atom_id)
         fresh, changes = e.code_changes([a.id]).get(a.id, (None, [])) if a.scope_hash == e.scope.scope_hash else (None, [])
         return {"memory": a.model_dump(mode="json"), "path": str(e.path_of(a) or ""),

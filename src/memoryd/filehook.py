@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .anchors.git import GitRepo
 from .injected import InjectedRecord

@@ -154,7 +154,7 @@ def _mem0(path: Path) -> Iterator[Record]:
         if not text:
             yield Record({"problem": "no memory text (memory, text or content)"}, origin)
             continue
-        meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+        meta: dict[str, Any] = item["metadata"] if isinstance(item.get("metadata"), dict) else {}
         tags = [c for c in (item.get("categories") or []) if isinstance(c, str) and c.strip()]
         kind = meta.get("type") if meta.get("type") in ATOM_TYPES else None
         yield Record({"content": text, "type": kind, "tags": tags, "source": "mem0"}, origin)

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .config import Settings
-    from .search.embed import Embedder
+    from .engine import Embedder
 
 __all__ = ["EVENTS", "HookOutput", "main", "run_hook"]
 
@@ -290,70 +290,14 @@ def _cwd(payload: dict[str, Any]) -> str:
     return cwd if isinstance(cwd, str) and cwd.strip() else os.getcwd()
 
 
-def _fit(header: str, body: str, limit: int, tail: str | None = None) -> str:
-    """`header` + `body`, cut at a line boundary to stay within `limit` characters; `tail`, the
-    body's last line (the pending-review count), is kept whatever is cut."""
-    text = f"{header}\n{body}" if body else header
-    if len(text) <= limit:
-        return text
-    lines = body.splitlines()
-    if tail is not None and lines and lines[-1] == tail:
-        lines.pop()
-    else:
-        tail = None
-    room = limit - (len(tail) + 1 if tail else 0)
-    kept: list[str] = []
-    used = len(header)
-    for line in lines:
-        if used + 1 + len(line) > room - 2:
-            break
-        kept.append(line)
-        used += 1 + len(line)
-    return "\n".join([header, *kept, "…", *([tail] if tail else [])])[:limit]
-
-
-_PENDING = {"en": "Pending review: {n}", "zh": "待审核：{n} 条", "zh-Hant": "待審核：{n} 條"}  # as in the brief
-
-
-def _pending_line(body: str, n: int) -> str:
-    from .engine.observations import _language
-
-    return _PENDING[_language(body)].format(n=n)
-
-
 def _session_start(payload: dict[str, Any], settings: Settings | None, embedder: Embedder | None) -> str:
     from .config import Settings
     from .engine import Engine
 
     settings = settings or Settings()
     with Engine.open(settings, cwd=_cwd(payload), embedder=embedder or _NoEmbedder()) as engine:  # type: ignore[arg-type]
-        scope = engine.scope
-        locked = [
-            h for h in dict.fromkeys([scope.scope_hash, scope.global_scope().scope_hash])
-            if engine.store.is_sensitive(h) and engine.store.grant_expiry(h) is None
-        ]  # fmt: skip
-        body = ""
-        if locked:
-            body = (
-                f"memoryd: the memories of {scope.name} are marked sensitive and there is no running read grant, "
-                "so none are shown. A person can run `memoryd scope grant --minutes 30` in this repository; "
-                "you can ask with mem_request_sensitive_read."
-            )
-        tail = None
-        if not locked:
-            brief = engine.agent_brief(mark_session=True)  # also: code moved since the last session
-            body = brief.text
-            last = body.splitlines()[-1] if body else ""
-            if brief.pending_review and str(brief.pending_review) in last and not last.startswith(("- ", "## ")):
-                tail = last
-            elif brief.pending_review:  # the brief ran out of room before its count: add it, it matters
-                tail = _pending_line(body, brief.pending_review)
-                body = f"{body}\n{tail}" if body else tail
-    context = _fit(f"[memoryd · {scope.name}]", body, settings.brief_max_chars, tail)
-    if not locked and payload.get("session_id"):  # what the brief showed is not injected again this session
-        listed = (*([brief.handoff] if brief.handoff else []), *(m.atom for m in brief.code_changed), *brief.constraints,
-                  *brief.preferences, *brief.decisions)  # fmt: skip
-        shown = [a.id for a in listed if a.content[:60] in context]
+        context, shown = engine.session_context(mark_session=True)  # the brief also marks where code stood
+    if shown is not None and payload.get("session_id"):  # what the brief showed is not injected again this session
         _claim(settings, payload, shown, "session-start")
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}},
                       ensure_ascii=False)  # fmt: skip
@@ -411,11 +355,11 @@ def _user_prompt(payload: dict[str, Any], settings: Settings | None, embedder: E
     prompt = prompt.strip()[: LIMITS["query"][0]]
     types = [t for t in ATOM_TYPES if t not in PROMPT_SKIP_TYPES]
     if embedder is None:
-        from .search.embed import MODELS, HashEmbedder, make_embedder
+        from .engine import MODELS, HashEmbedder, make_embedder
 
         model = MODELS.get(settings.embedder, HashEmbedder)
         inner = make_embedder(settings.embedder) if settings.prompt_model_wait > 0 else None
-        embedder = _DeadlineEmbedder(inner, model, deadline)  # type: ignore[assignment]
+        embedder = _DeadlineEmbedder(inner, model, deadline)
     with Engine.open(settings, cwd=_cwd(payload), embedder=embedder, enforce_sensitive=True) as engine:
         try:
             hits = engine.recall(prompt, max_results=20, types=types).hits
@@ -426,9 +370,9 @@ def _user_prompt(payload: dict[str, Any], settings: Settings | None, embedder: E
     floor = settings.prompt_min_score
     if isinstance(embedder, _DeadlineEmbedder) and not embedder.used:
         # Without a vector the fused score tops out at the keyword weight: scale the bar the same way.
-        from .search import rank
+        from .engine import fused
 
-        floor *= rank.fused({"keyword": 1.0})
+        floor *= fused({"keyword": 1.0})
     header = _PROMPT_HEADER[_language(prompt)].format(scope=scope_name)
     budget = settings.prompt_context_tokens - estimate_tokens(header)
     chosen: list[tuple[str, str]] = []
@@ -451,9 +395,9 @@ def _user_prompt(payload: dict[str, Any], settings: Settings | None, embedder: E
 
 
 def _language(text: str) -> str:
-    from .engine.observations import _language as detect
+    from .engine import language
 
-    return detect(text)
+    return language(text)
 
 
 # -- pre-tool-use -------------------------------------------------------------------------------------------

@@ -65,7 +65,7 @@ __all__ = [
 BACKUP_SUFFIX = ".memoryd-backup"
 # The backup of a file install created: not JSON or TOML, so never mistaken for a real original.
 ABSENT_MARK = b"# memoryd: this file did not exist before `memoryd install`; uninstall deletes it\n"
-Scope = Literal["project", "user"]
+ClaudeScope = Literal["project", "user"]  # where a Claude Code install goes (not a memory scope)
 Profile = Literal["memoryd", "hmg"]
 PROFILES: tuple[str, ...] = ("memoryd", "hmg")
 
@@ -605,7 +605,7 @@ def _approval_notes(name: str, scope: str, home: Path, project_dir: Path) -> lis
 
 
 def install_claude(
-    scope: Scope = "project",
+    scope: ClaudeScope = "project",
     profile: Profile = "memoryd",
     *,
     home: Path | None = None,
@@ -664,7 +664,7 @@ def install_claude(
 
 
 def uninstall_claude(
-    scope: Scope = "project",
+    scope: ClaudeScope = "project",
     profile: Profile = "memoryd",
     *,
     home: Path | None = None,
@@ -989,7 +989,7 @@ def _cursor_path(scope: str, home: Path, project_dir: Path) -> Path:
 
 
 def install_cursor(
-    scope: Scope = "user",
+    scope: ClaudeScope = "user",
     profile: Profile = "memoryd",
     *,
     home: Path | None = None,
@@ -1024,7 +1024,7 @@ def install_cursor(
 
 
 def uninstall_cursor(
-    scope: Scope = "user",
+    scope: ClaudeScope = "user",
     profile: Profile = "memoryd",
     *,
     home: Path | None = None,

@@ -29,6 +29,7 @@ __all__ = [
     "Hit",
     "IndexCoverage",
     "MemorizeResult",
+    "PatchResult",
     "Polarity",
     "Promotion",
     "RecallResult",
@@ -37,6 +38,7 @@ __all__ = [
     "StaleMemory",
     "Stats",
     "Status",
+    "Timeline",
 ]
 
 AtomType = Literal["session", "decision", "preference", "fact", "playbook", "warning", "handoff", "lesson"]
@@ -141,6 +143,7 @@ class MemorizeResult(BaseModel):
     dura: dict[str, float] | None = None
     anchors: list[str] | None = Field(None, description="Code it was anchored to: path or path::symbol.")
     anchor_note: str | None = Field(None, description="Why named code was not anchored (e.g. outside git).")
+    path: str | None = Field(None, description="The memory's markdown file (active memories only).")
 
 
 class CodeChange(BaseModel):
@@ -216,6 +219,19 @@ class Stats(BaseModel):
     indexes: IndexCoverage
     snapshot_version: int
     by_status: dict[str, int] = Field(default_factory=dict)
+
+
+class PatchResult(BaseModel):
+    """A memory changed in place: the memory as stored now and what changed."""
+
+    atom: Atom
+    updated_fields: list[str] = Field(description="Of content, tags, triggers and title.")
+    path: str | None = None
+
+
+class Timeline(BaseModel):
+    since: datetime = Field(description="Where the window starts.")
+    memories: list[Atom]
 
 
 class Brief(BaseModel):

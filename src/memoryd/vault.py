@@ -324,7 +324,7 @@ class VaultLock:
 
 def remove_temp_files(root: Path) -> list[Path]:
     """Delete `write_atomic` temporaries (`.<name>.*.tmp`) a killed writer left behind; hold the VaultLock."""
-    removed = []
+    removed: list[Path] = []
     root = Path(root)
     if not root.is_dir():
         return removed
@@ -484,7 +484,10 @@ def scan(
     files: list[VaultFile] = []
     errors: list[VaultFormatError] = []
     for item in iter_scan(root, known):
-        (errors if isinstance(item, VaultFormatError) else files).append(item)
+        if isinstance(item, VaultFormatError):
+            errors.append(item)
+        else:
+            files.append(item)
     return files, errors
 
 

@@ -90,7 +90,7 @@ class Resolver:
 
     # -- symbols -----------------------------------------------------------------------------
 
-    def table(self, rel: str):  # type: ignore[no-untyped-def]
+    def table(self, rel: str):
         """(symbol table of the working-tree file, its blob id); (None, blob or None) when unreadable."""
         return file_table(self.repo, rel, self.cache_dir)
 

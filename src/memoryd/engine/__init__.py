@@ -1,32 +1,293 @@
 """Engine: the single service layer. Every surface (MCP, CLI, hooks) calls these methods.
 
-The class is assembled from themed parts, each in its own module: the write path, recall and
-lifecycle (`core`), memory operations of the memoryd profile (`memories`), sessions,
-promotion review, judgments, administration and sensitive scopes, the markdown vault,
-observations from agent transcripts, bulk import of JSON lines and other tools' formats
-(`importer`, `formats`), the prompts and resources the MCP surface serves (`library`), code anchors
-(`anchoring`), and what the web console reads (`console`).
+`Engine` is a facade over explicit parts, each given what it depends on when the engine is built:
+
+    Core(settings, store, embedder, scope)  shared: the write transaction that keeps the vault in
+                                            step, the scope boundary and sensitive-scope check,
+                                            embedding, atoms
+    Anchors(core) (`anchoring`)             code anchors: taken at write, checked on reads
+    Writer(core, anchors)                   the write path and every change to a memory
+    Reader(core, anchors)                   recall, context, timeline, audit, stats, the brief
+    Sessions(core, writer)                  sessions and passive capture
+    Review(core)                            promotion review, judgments, the LLM
+    VaultSync(core, writer)                 hand edits of the markdown vault
+    Admin(core, review, vault_sync)         stats per scope, merges, doctor, sensitive scopes
+    Observer(core, writer)                  transcript observations
+    Importer(core, writer)                  bulk import of JSON lines and other tools' formats
+    Library(core, reader)                   saved prompts and memories as MCP resources
+    Console(core, reader, review, admin)    what the web console (`memoryd ui`) reads
+
+Each public method of `Engine` names the part that implements it (`_part`), so the API is one list.
 """
 
 from __future__ import annotations
 
-from .admin import AdminOps
-from .anchoring import AnchorOps
-from .console import ConsoleOps
-from .core import PLACEHOLDERS, EngineCore, visible_content
-from .importer import ImportOps
-from .library import LibraryOps
-from .memories import MemoryOps
-from .observations import ObservationOps
-from .review import ReviewOps
-from .sessions import SessionOps
-from .vault_sync import VaultOps
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, cast, overload
 
-__all__ = ["Engine", "PLACEHOLDERS", "visible_content"]
+from ..config import Settings
+from ..llm import LLM
+from ..models import Atom, Scope
+from ..scope import infer_scope
+from ..search.embed import MODELS, Embedder, HashEmbedder, TermEmbedder, make_embedder
+from ..search.embed import term_embedder as make_term_embedder
+from ..search.rank import fused
+from ..search.tokenize import language
+from ..storage import Store, open_store
+from ..vault import atom_frontmatter
+from .admin import Admin
+from .anchoring import Anchors
+from .console import Console
+from .core import PLACEHOLDERS, Core, private_home, visible_content
+from .importer import Importer
+from .library import Library
+from .observations import Observer
+from .reads import Reader
+from .review import Review
+from .sessions import Sessions
+from .vault_sync import VaultSync
+from .writes import Writer
+
+# What surfaces use besides `Engine`: embedders for a hook's own model choice, the fused score of a
+# signal set (a hook's score bar without the semantic signal), the language of a text.
+__all__ = ["MODELS", "PLACEHOLDERS", "Embedder", "Engine", "HashEmbedder", "atom_frontmatter", "fused", "language",
+           "make_embedder", "visible_content"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+# `Engine.open(term_embedder=...)` default: the one the settings name.
+_FROM_SETTINGS: Any = object()
 
 
-class Engine(
-    ConsoleOps, ImportOps, LibraryOps, ObservationOps, VaultOps, AdminOps, ReviewOps, SessionOps, MemoryOps,
-    AnchorOps, EngineCore,
-):
+class _part(Generic[P, R]):  # noqa: N801 - reads as a function in the class body below
+    """`Engine.<name>(…)` is `<part>.<name>(…)`, with the part method's signature and docstring."""
+
+    def __init__(self, part: str, method: Callable[Concatenate[Any, P], R]) -> None:
+        self.part, self.name, self.__doc__ = part, method.__name__, method.__doc__
+
+    @overload
+    def __get__(self, engine: None, owner: type) -> Self: ...
+    @overload
+    def __get__(self, engine: Engine, owner: type) -> Callable[P, R]: ...
+    def __get__(self, engine: Engine | None, owner: type) -> Self | Callable[P, R]:
+        if engine is None:
+            return self
+        return cast(Callable[P, R], getattr(getattr(engine, self.part), self.name))
+
+
+class Engine:
     """memoryd's service layer over one store; see the module docstring for its parts."""
+
+    def __init__(
+        self, settings: Settings, store: Store, embedder: Embedder, scope: Scope, *, authority: str = "agent",
+        enforce_sensitive: bool | None = None, term_embedder: TermEmbedder | None = None,
+        core: Core | None = None,
+    ) -> None:  # fmt: skip
+        self.core = core = core or Core(settings, store, embedder, scope, authority=authority,
+                                        enforce_sensitive=enforce_sensitive, term_embedder=term_embedder)  # fmt: skip
+        self.anchoring = Anchors(core)
+        self.writer = Writer(core, self.anchoring)
+        self.reader = Reader(core, self.anchoring)
+        self.sessions = Sessions(core, self.writer)
+        self.review = Review(core)
+        self.vault = VaultSync(core, self.writer)
+        self.admin = Admin(core, self.review, self.vault)
+        self.observer = Observer(core, self.writer)
+        self.importer = Importer(core, self.writer)
+        self.library = Library(core, self.reader)
+        self.console = Console(core, self.reader, self.review, self.admin)
+
+    @classmethod
+    def open(
+        cls, settings: Settings | None = None, *, cwd: str | Path | None = None, embedder: Embedder | None = None,
+        authority: str = "agent", enforce_sensitive: bool | None = None,
+        term_embedder: TermEmbedder | None = _FROM_SETTINGS,
+    ) -> Self:  # fmt: skip
+        """Open the store named by `settings` (default: environment) for the scope of `cwd`.
+
+        `authority` is "agent" (the default: by-id operations reach only the scope of `cwd` and
+        the tenant's global scope, and a sensitive scope needs a grant) or "operator" (a person,
+        who may address any scope). `enforce_sensitive=True` keeps sensitive scopes locked for an
+        operator too (the web console: a grant can be requested there, not bypassed).
+        `term_embedder`: recall's English signal; by default the one `settings.term_embedder` names,
+        left out when the main embedder is the hashing fake (tests that need no model).
+        """
+        settings = settings or Settings()
+        private_home(settings.home, sqlite=not settings.db)
+        store = open_store(settings)
+        embedder = embedder or make_embedder(settings.embedder)
+        if term_embedder is _FROM_SETTINGS:
+            term_embedder = None if embedder.name == "hash" else make_term_embedder(settings.term_embedder)
+        return cls(settings, store, embedder, infer_scope(cwd), authority=authority,
+                   enforce_sensitive=enforce_sensitive, term_embedder=term_embedder)  # fmt: skip
+
+    def acting_as(self, authority: str, *, enforce_sensitive: bool | None = None) -> Self:
+        """This engine's store, models and scope, acting for someone else (the web console served beside
+        the MCP tools: a person, where the tools act for an agent). Close the original, not this view."""
+        c = self.core
+        core = Core(c.settings, c.store, c.embedder, c.scope, authority=authority, enforce_sensitive=enforce_sensitive,
+                    term_embedder=c.term_embedder, vault_lock=c.vault_lock)  # one lock per vault within the process
+        return type(self)(c.settings, c.store, c.embedder, c.scope, core=core)
+
+    def close(self) -> None:
+        self.core.store.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def warm(self) -> None:
+        """Load what searches need (the vector index) now, so the first search is fast (servers, at start)."""
+        self.core.store.warm()
+
+    # -- what the engine was opened with ---------------------------------------------------------
+
+    @property
+    def settings(self) -> Settings:
+        return self.core.settings
+
+    @property
+    def store(self) -> Store:
+        return self.core.store
+
+    @property
+    def scope(self) -> Scope:
+        return self.core.scope
+
+    @property
+    def vault_root(self) -> Path:
+        return self.core.vault_root
+
+    @property
+    def embedder(self) -> Embedder:
+        return self.core.embedder
+
+    @embedder.setter
+    def embedder(self, value: Embedder) -> None:
+        self.core.embedder = value
+
+    @property
+    def enforce_sensitive(self) -> bool:
+        return self.core.enforce_sensitive
+
+    @property
+    def authority(self) -> str:
+        return self.core.authority
+
+    @property
+    def term_embedder(self) -> TermEmbedder | None:
+        return self.core.term_embedder
+
+    @property
+    def llm(self) -> LLM | None:
+        """The configured LLM client, or None (see `memoryd.llm`)."""
+        return self.review.llm
+
+    # -- the API, part by part -------------------------------------------------------------------
+
+    get = _part("core", Core.get)
+    path_of = _part("core", Core.path_of)
+    resolve_scope = _part("core", Core.resolve_scope)
+    resolve_scope_arg = _part("core", Core.resolve_scope_arg)
+    scope_input_warning = _part("core", Core.scope_input_warning)
+    reachable_scopes = _part("core", Core.reachable_scopes)
+
+    memorize = _part("writer", Writer.memorize)
+    handoff = _part("writer", Writer.handoff)
+    correct = _part("writer", Writer.correct)
+    govern = _part("writer", Writer.govern)
+    restore = _part("writer", Writer.restore)
+    patch = _part("writer", Writer.patch)
+    delete = _part("writer", Writer.delete)
+
+    def update(
+        self, memory_id: str, *, content: str | None = None, tags: Sequence[str] | None = None,
+        triggers: Sequence[str] | None = None, title: str | None = None, actor: str = "agent", reason: str | None = None,
+    ) -> Atom:  # fmt: skip
+        """`patch`, returning the memory as stored now."""
+        return self.writer.patch(memory_id, content=content, tags=tags, triggers=triggers, title=title, actor=actor,
+                                 reason=reason).atom  # fmt: skip
+
+    recall = _part("reader", Reader.recall)
+    search = _part("reader", Reader.search)
+    context = _part("reader", Reader.context)
+    timeline_window = _part("reader", Reader.timeline_window)
+    history = _part("reader", Reader.history)
+    verify_chain = _part("reader", Reader.verify_chain)
+    stats = _part("reader", Reader.stats)
+    export = _part("reader", Reader.export)
+    agent_brief = _part("reader", Reader.agent_brief)
+    session_context = _part("reader", Reader.session_context)
+
+    def timeline(
+        self, *, scope: str | None = "auto", since: str = "30d", types: Sequence[str] | None = None, limit: int = 100
+    ) -> list[Atom]:
+        """`timeline_window`'s memories: active memories of a scope, newest first, soft-forgotten ones left out."""
+        return self.reader.timeline_window(scope=scope, since=since, types=types, limit=limit).memories
+
+    session_start = _part("sessions", Sessions.session_start)
+    session_end = _part("sessions", Sessions.session_end)
+    session_summary = _part("sessions", Sessions.session_summary)
+    capture_passive = _part("sessions", Sessions.capture_passive)
+
+    review_pending = _part("review", Review.review_pending)
+    promote = _part("review", Review.promote)
+    reject = _part("review", Review.reject)
+    judge = _part("review", Review.judge)
+    compare = _part("review", Review.compare)
+    suggest_topic_key = _part("review", Review.suggest_topic_key)
+
+    stats_detail = _part("admin", Admin.stats_detail)
+    merge_projects = _part("admin", Admin.merge_projects)
+    current_project = _part("admin", Admin.current_project)
+    doctor = _part("admin", Admin.doctor)
+    save_prompt = _part("admin", Admin.save_prompt)
+    scope_info = _part("admin", Admin.scope_info)
+    access_requests = _part("admin", Admin.access_requests)
+    mark_sensitive = _part("admin", Admin.mark_sensitive)
+    grant = _part("admin", Admin.grant)
+    request_sensitive_read = _part("admin", Admin.request_sensitive_read)
+
+    vault_check = _part("vault", VaultSync.vault_check)
+    vault_sync = _part("vault", VaultSync.vault_sync)
+
+    observation_state = _part("observer", Observer.observation_state)
+    observe_transcript = _part("observer", Observer.observe_transcript)
+
+    import_state = _part("importer", Importer.import_state)
+    import_jsonl = _part("importer", Importer.import_jsonl)
+    import_file = _part("importer", Importer.import_file)
+
+    recover_vault = _part("vault", VaultSync.recover_vault)
+
+    anchors = _part("anchoring", Anchors.anchors)
+    code_changes = _part("anchoring", Anchors.code_changes)
+    stale = _part("anchoring", Anchors.stale)
+    code_status = _part("anchoring", Anchors.code_status)
+    confirm_anchors = _part("anchoring", Anchors.confirm_anchors)
+    memories_for_path = _part("anchoring", Anchors.memories_for_path)
+    code_moved_since_last_session = _part("anchoring", Anchors.code_moved_since_last_session)
+
+    prompts = _part("library", Library.prompts)
+    prompt = _part("library", Library.prompt)
+    render_prompt = _part("library", Library.render_prompt)
+    resources = _part("library", Library.resources)
+    resource = _part("library", Library.resource)
+    export_markdown = _part("library", Library.export_markdown)
+    brief_resource = _part("library", Library.brief_resource)
+
+    console_scopes = _part("console", Console.console_scopes)
+    scope_of = _part("console", Console.scope_of)
+    request_access = _part("console", Console.request_access)
+    browse = _part("console", Console.browse)
+    decay_of = _part("console", Console.decay_of)
+    memory_detail = _part("console", Console.memory_detail)
+    decide_promotions = _part("console", Console.decide_promotions)
+    sessions_page = _part("console", Console.sessions_page)
+    session_detail = _part("console", Console.session_detail)
+    entity_graph = _part("console", Console.entity_graph)
+    entity_page = _part("console", Console.entity_page)
+    health_overview = _part("console", Console.health_overview)

@@ -1,61 +1,61 @@
-"""Administration: stats, merging scopes, the current project, health checks, prompts, topic keys,
-and sensitive scopes with time-limited grants."""
+"""Administration: stats, merging scopes, the current project, health checks, prompts, sensitive
+scopes with time-limited grants, and moving a whole store from SQLite to PostgreSQL."""
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import vault
-from ..errors import InvalidInput, NotFound
+from ..config import Settings
+from ..errors import InvalidInput, NotFound, StorageError
 from ..lifecycle.decay import DECAY_STATES, decay_state
 from ..limits import check_text
 from ..models import Scope
 from ..scope import infer_scope
-from ..storage.migrations import MIGRATIONS
+from ..stamps import norm_hash, utc_now
+from ..storage import Store, open_store
+from ..storage.base import AccessRequest, AtomUpdate, Row
 from ..write.redact import redact
+from .core import Core
+from .reads import verify_chain
+from .review import Review
+from .vault_sync import VaultSync
 
-if TYPE_CHECKING:
-    from .review import ReviewOps
-
-    _Base = ReviewOps
-else:
-    _Base = object
-
-__all__ = ["AdminOps"]
+__all__ = ["Admin", "migrate", "migrate_store"]
 
 _PROMPT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+Progress = Callable[[str, int, int], None]
 
 
-class AdminOps(_Base):
+class Admin:
+    def __init__(self, core: Core, review: Review, vault: VaultSync) -> None:
+        self.core = core
+        self.review = review
+        self.vault = vault
+
     # Admin operations (stats over every scope, merging scopes) exist only for a person: the CLI/SDK,
-    # or an MCP server the person started with --admin. They act over every scope (`_as_system`), as
+    # or an MCP server the person started with --admin. They act over every scope (`Core.as_system`), as
     # the seed's mem_merge_projects must (a renamed repository's old scope is another scope).
 
     def stats_detail(self, scope: str | None = None) -> dict[str, Any]:
         """total, by_type, by_scope, by_decay, top_entities — over every scope, or one scope hash."""
-        with self._as_system():
+        with self.core.as_system():
             return self._stats_detail(scope)
 
     def _stats_detail(self, scope: str | None) -> dict[str, Any]:
-        from .core import _now
-
-        hashes = self.reachable_scopes() if scope in (None, "", "all") else [self._scope_hash_of(scope)]
-        groups = self.store.group_counts(hashes)
-        now = _now()
+        hashes = self.core.reachable_scopes() if scope in (None, "", "all") else [self._scope_hash_of(scope)]
+        groups = self.core.store.group_counts(hashes)
+        now = utc_now()
         by_decay = dict.fromkeys(DECAY_STATES, 0)
-        for atom in self.store.list_atoms(scope_hashes=hashes, statuses=["active"], limit=-1):
+        for atom in self.core.store.list_atoms(scope_hashes=hashes, statuses=["active"], limit=-1):
             by_decay[decay_state(atom, now)] += 1
-        return {
-            "total": sum(groups["by_type"].values()),
-            "by_type": groups["by_type"],
-            "by_scope": groups["by_scope"],
-            "by_decay": by_decay,
-            "top_entities": groups["top_entities"],
-        }
+        return {"total": sum(groups["by_type"].values()), "by_type": groups["by_type"], "by_scope": groups["by_scope"],
+                "by_decay": by_decay, "top_entities": groups["top_entities"]}  # fmt: skip
 
     def _scope_hash_of(self, value: str) -> str:
         """A scope given by hash, by name (`owner/repo`), or as `auto` / `global`, within reach.
@@ -66,12 +66,9 @@ class AdminOps(_Base):
         if not isinstance(value, str):
             raise InvalidInput(f"scope must be a string, got {type(value).__name__}")
         check_text("scope", value)
-        if value == "auto":
-            return self.scope.scope_hash
-        if value == "global":
-            return self.scope.global_scope().scope_hash
-        reach = self.reachable_scopes()
-        known = self.store.group_counts(reach)["by_scope"]
+        if value in ("auto", "global"):
+            return self.core.resolve_scope(value).scope_hash
+        known = self.core.store.group_counts(self.core.reachable_scopes())["by_scope"]
         if value in known:
             return value
         named = [h for h, v in known.items() if v["name"] == value]
@@ -83,22 +80,21 @@ class AdminOps(_Base):
 
     def merge_projects(self, scope_a: str, scope_b: str, *, dry_run: bool = True, actor: str = "admin") -> dict[str, Any]:
         """Merge scope_b into scope_a: move its memories, deduplicating exact copies. One transaction."""
-        with self._as_system():
+        with self.core.as_system():
             return self._merge_projects(scope_a, scope_b, dry_run=dry_run, actor=actor)
 
     def _merge_projects(self, scope_a: str, scope_b: str, *, dry_run: bool, actor: str) -> dict[str, Any]:
-        from .core import _norm_hash as _norm
-
+        store = self.core.store
         a, b = self._scope_hash_of(scope_a), self._scope_hash_of(scope_b)
         if a == b:
             raise InvalidInput("scope_a and scope_b are the same scope")
         live = ["active", "pending", "negated", "superseded", "quarantined", "sealed"]
-        target = self.store.list_atoms(scope_hashes=[a], statuses=live, limit=1)
-        a_atoms = self.store.list_atoms(scope_hashes=[a], statuses=["active", "pending"], limit=-1)
-        b_atoms = self.store.list_atoms(scope_hashes=[b], statuses=live, limit=-1)
-        existing = {_norm(x.content): x.id for x in a_atoms}
-        dups = {x.id: existing[_norm(x.content)] for x in b_atoms if x.status in ("active", "pending")
-                and _norm(x.content) in existing}  # fmt: skip
+        target = store.list_atoms(scope_hashes=[a], statuses=live, limit=1)
+        a_atoms = store.list_atoms(scope_hashes=[a], statuses=["active", "pending"], limit=-1)
+        b_atoms = store.list_atoms(scope_hashes=[b], statuses=live, limit=-1)
+        existing = {norm_hash(x.content): x.id for x in a_atoms}
+        dups = {x.id: existing[norm_hash(x.content)] for x in b_atoms if x.status in ("active", "pending")
+                and norm_hash(x.content) in existing}  # fmt: skip
         moves = [x for x in b_atoms if x.id not in dups]
         samples = [{"memory_id": x.id, "content": x.content[:120], "dedup_with": dups.get(x.id)} for x in b_atoms[:5]]
         report: dict[str, Any] = {"would_move": len(moves), "would_dedup": len(dups), "samples": samples,
@@ -108,15 +104,16 @@ class AdminOps(_Base):
         if not target and not a_atoms:
             raise NotFound(f"scope_a {scope_a!r} holds no memories to merge into")
         scope = (a_atoms or target)[0].scope
-        fields = {"tenant_id": scope.tenant_id, "workspace": scope.workspace, "repository": scope.repository,
-                  "branch": scope.branch, "scope_root": scope.root, "scope_hash": a}  # fmt: skip
+        fields: AtomUpdate = {"tenant_id": scope.tenant_id, "workspace": scope.workspace, "repository": scope.repository,
+                              "branch": scope.branch, "scope_root": scope.root, "scope_hash": a}  # fmt: skip
         reason = f"merged {b} into {a}"
-        with self._write() as tx:
+        with self.core.write() as tx:
             for x in moves:
                 tx.update_atom(x.id, **fields)
                 tx.append_event(atom_id=x.id, actor=actor, action="merge", reason=reason, content=None)
             for dup, keep in dups.items():
-                tx.update_atom(dup, status="superseded", superseded_by=keep, **fields)
+                superseded: AtomUpdate = {**fields, "status": "superseded", "superseded_by": keep}
+                tx.update_atom(dup, **superseded)
                 tx.link(keep, dup, "supersedes")
                 tx.append_event(atom_id=dup, actor=actor, action="merge_dedup", reason=f"{reason}; same as {keep}",
                                 content=None)  # fmt: skip
@@ -124,54 +121,47 @@ class AdminOps(_Base):
         return {**report, "moved": len(moves), "deduped": len(dups)}
 
     def current_project(self, cwd: str | None = None) -> dict[str, str]:
-        s: Scope = infer_scope(cwd) if cwd else self.scope
+        s: Scope = infer_scope(cwd) if cwd else self.core.scope
         return {"scope_hash": s.scope_hash, "scope_name": s.name, "scope_root": s.root}
 
     def doctor(self) -> dict[str, str]:
         """One line per subsystem: "ok…", "warn: …" or "error: …", each from a real check."""
         out: dict[str, str] = {}
-        home = self.settings.home
+        store, home = self.core.store, self.core.settings.home
         out["data_root"] = f"ok: {home}" if os.access(home, os.W_OK) else f"error: {home} is not writable"
         try:
-            check = self.store.integrity()
-            latest = MIGRATIONS[-1][0]
-            applied = max((v for v, _ in self.store.applied_migrations()), default=0)  # type: ignore[attr-defined]
+            check = store.integrity()
+            latest = store.latest_migration()
+            applied = max((v for v, _ in store.applied_migrations()), default=0)
             if check != "ok":
                 out["index_db"] = f"error: integrity check says {check}"
             elif applied != latest:
                 out["index_db"] = f"warn: schema at migration {applied}, code expects {latest}"
             else:
-                counts = self.store.counts()
+                counts = store.counts()
                 out["index_db"] = f"ok: {counts['atoms']} atoms, schema {applied}, keyword index {counts['keyword']}"
         except Exception as exc:  # doctor reports, never raises
             out["index_db"] = f"error: {exc}"
-        emb = self.embedder
+        emb = self.core.embedder
         err = getattr(emb, "error", None)
         if err is not None:
             out["embeddings"] = f"error: {emb.name} failed to load: {err}"
         else:
             try:
-                vec = emb.query("health check")
-                out["embeddings"] = f"ok: {emb.name}, dim {len(vec)}"
+                out["embeddings"] = f"ok: {emb.name}, dim {len(emb.query('health check'))}"
             except Exception as exc:
                 out["embeddings"] = f"error: {emb.name}: {exc}"
-        if self.llm is not None:
-            out["llm"] = f"ok: {self.llm.name}"
-        elif getattr(self, "llm_error", None):
-            out["llm"] = f"error: {self.llm_error}"
-        else:
-            out["llm"] = "warn: ANTHROPIC_API_KEY not set and no MEMORYD_LLM_BASE_URL; judgments use the heuristic"
-        dangling = self.store.dangling_edges()
-        edges = self.store.counts()["edges"]
+        llm = self.review.llm
+        out["llm"] = (f"ok: {llm.name}" if llm is not None else f"error: {self.review.llm_error}" if self.review.llm_error
+                      else "warn: ANTHROPIC_API_KEY not set and no MEMORYD_LLM_BASE_URL; judgments use the heuristic")  # fmt: skip
+        dangling, edges = store.dangling_edges(), store.counts()["edges"]
         out["kg"] = f"ok: {edges} edges" if dangling == 0 else f"warn: {dangling} of {edges} edges point nowhere"
-        report = self.vault_check()
-        problems = {k: v for k, v in report.items() if v}
-        waiting = self.store.outbox()
+        problems: dict[str, list[Any]] = {k: v for k, v in self.vault.vault_check().items() if v}
+        waiting = store.outbox()
         if waiting:  # committed writes whose files were not published (a crash, or a vault that failed)
-            problems["files waiting to be published"] = waiting
+            problems["files waiting to be published"] = list(waiting)
         out["sync"] = "ok: vault matches the database" if not problems else "warn: " + ", ".join(
-            f"{len(v)} {k}" for k, v in problems.items()
-        ) + " (see `memoryd vault check`)"
+            f"{len(v)} {k}" for k, v in problems.items()) + " (see `memoryd vault check`)"  # fmt: skip
         return out
 
     def save_prompt(self, name: str, content: str) -> Path:
@@ -183,44 +173,40 @@ class AdminOps(_Base):
         if not isinstance(content, str) or not content.strip():
             raise InvalidInput("prompt content is empty")
         check_text("prompt", content, field="content")
-        from ..write.redact import redact
-
         content = redact(content).text  # prompts are files on disk: no secret in them either
-        folder = (self.settings.home / "prompts").resolve()
+        folder = (self.core.settings.home / "prompts").resolve()
         path = (folder / f"{name.removesuffix('.md')}.md").resolve()
         if path.parent != folder:
             raise InvalidInput(f"prompt name {name!r} escapes the prompts folder")
         vault.write_atomic(path, content if content.endswith("\n") else content + "\n")
         return path
 
-    def suggest_topic_key(self, content: str) -> tuple[str, str]:
-        from ..write.judge import suggest_topic_key
-
-        problem = self._validate_content(content)
-        if problem:
-            raise InvalidInput(problem)
-        return suggest_topic_key(content, llm=self.llm)
-
     # -- sensitive scopes --------------------------------------------------------------------
 
+    def scope_info(self) -> dict[str, Any]:
+        """The current scope (hash, name, root) and whether it is sensitive."""
+        return {**self.current_project(), "sensitive": self.core.store.is_sensitive(self.core.scope.scope_hash)}
+
+    def access_requests(self) -> list[AccessRequest]:
+        """Read requests agents filed with mem_request_sensitive_read, oldest first."""
+        return self.core.store.access_requests()
+
     def mark_sensitive(self, sensitive: bool = True, *, scope: Scope | None = None) -> Scope:
-        scope = scope or self.scope
-        with self.store.transaction() as tx:
+        scope = scope or self.core.scope
+        with self.core.store.transaction() as tx:
             tx.mark_sensitive(scope.scope_hash, scope.name, sensitive)
             tx.append_event(atom_id=None, actor="user", action="mark_sensitive" if sensitive else "unmark_sensitive",
                             reason=scope.scope_hash, content=None)  # fmt: skip
         return scope
 
     def grant(self, minutes: int, *, scope: Scope | None = None, by: str = "user") -> dict[str, Any]:
-        from .core import _now
-
         if not isinstance(minutes, int) or not 1 <= minutes <= 24 * 60:
             raise InvalidInput(f"minutes must be between 1 and 1440, got {minutes!r}")
-        scope = scope or self.scope
-        if not self.store.is_sensitive(scope.scope_hash):
+        scope = scope or self.core.scope
+        if not self.core.store.is_sensitive(scope.scope_hash):
             raise InvalidInput(f"scope {scope.name} is not marked sensitive; nothing to grant")
-        expires = _now() + timedelta(minutes=minutes)
-        with self.store.transaction() as tx:
+        expires = utc_now() + timedelta(minutes=minutes)
+        with self.core.store.transaction() as tx:
             tx.add_grant(scope.scope_hash, by, expires)
             tx.append_event(atom_id=None, actor=by, action="grant", reason=f"{scope.scope_hash} for {minutes} min",
                             content=None)  # fmt: skip
@@ -228,43 +214,76 @@ class AdminOps(_Base):
 
     def request_sensitive_read(self, reason: str, *, scope: str | None = "auto") -> dict[str, Any]:
         """Record an agent's request to read a sensitive scope; a person grants it from the CLI."""
-        return self._request_read(self.resolve_scope(scope), reason)
+        return self.request_read(self.core.resolve_scope(scope), reason)
 
-    def _request_read(self, target: Scope, reason: str) -> dict[str, Any]:
+    def request_read(self, target: Scope, reason: str) -> dict[str, Any]:
+        """Record a request to read the sensitive scope `target` (agents, the console)."""
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidInput("reason is required: say what you need to read and why")
         check_text("reason", reason)
-        from ..write.redact import redact
-
         reason = redact(reason).text
-        if not self.store.is_sensitive(target.scope_hash):
+        store = self.core.store
+        if not store.is_sensitive(target.scope_hash):
             return {"request_id": None, "scope_hash": target.scope_hash, "status": "not_needed",
                     "message": f"scope {target.name} is not sensitive; reads are allowed"}  # fmt: skip
-        expiry = self.store.grant_expiry(target.scope_hash)
+        expiry = store.grant_expiry(target.scope_hash)
         if expiry is not None:
             return {"request_id": None, "scope_hash": target.scope_hash, "status": "granted",
                     "message": f"a grant runs until {expiry.isoformat()}"}  # fmt: skip
-        with self.store.transaction() as tx:
-            rid = tx.add_access_request(target.scope_hash, redact(reason.strip()).text)
-        where = target.root or "the repository"
+        with store.transaction() as tx:
+            rid = tx.add_access_request(target.scope_hash, reason.strip())
         return {"request_id": rid, "scope_hash": target.scope_hash, "status": "pending",
-                "message": f"ask the user to run `memoryd scope grant --minutes 30` in {where}"}  # fmt: skip
+                "message": f"ask the user to run `memoryd scope grant --minutes 30` in {target.root or 'the repository'}"}  # fmt: skip
 
 
-def migrate(src: str, dst: str, *, settings: Any, cwd: Path | None = None,
-            progress: Any = None, samples: int = 5) -> dict[str, Any]:  # fmt: skip
+# -- SQLite → PostgreSQL ------------------------------------------------------------------------
+
+
+def migrate_store(src: Store, dst: Store, progress: Progress | None = None, *, batch: int = 500) -> dict[str, int]:
+    """Copy every row of `src` into the empty store `dst`, in one transaction, then check the copy.
+
+    Copies atoms with their vectors and keyword terms, the event chain with its payloads, entities,
+    edges, sessions, promotions, sensitive scopes, grants, access requests, code anchors and the recall log
+    (not the vault outbox: it names the source's files); then checks row
+    counts on both sides and re-verifies the copied hash chain. `progress(table, done, total)` is
+    called per batch. Returns the rows copied per table. Raises StorageError (and copies nothing)
+    when the target already holds memories, or when a check fails.
+    """
+    held = dst.table_counts()
+    if held["atoms"] or held["events"]:
+        raise StorageError(f"the target database {dst.where} is not empty; migrate into a new database")
+    copied = dict.fromkeys(held, 0)
+
+    def batches() -> Iterator[tuple[str, list[Row]]]:
+        for table, total, rows in src.export_rows(batch):
+            yield table, rows
+            copied[table] += len(rows)  # loaded
+            if progress is not None:
+                progress(table, copied[table], total)
+
+    dst.import_rows(src.snapshot_version(), batches())
+    want, have = src.table_counts(), dst.table_counts()
+    for table, n in copied.items():
+        if not want[table] == have[table] == n:
+            raise StorageError(f"copy check failed for {table}: {want[table]} rows in the source, {have[table]} copied")
+    report = verify_chain(dst)
+    if not report.ok:
+        raise StorageError(f"copied event chain does not verify at seq {report.first_bad_seq}: {report.problem}")
+    return copied
+
+
+def migrate(src: str, dst: str, *, settings: Settings, cwd: Path | None = None, progress: Progress | None = None,
+            samples: int = 5) -> dict[str, Any]:  # fmt: skip
     """Move a whole SQLite store into an empty PostgreSQL database, then check it.
 
     The copy verifies row counts and the hash chain itself; afterwards up to `samples` memories
     are recalled on both stores by their own first words, and the top results must agree.
-    Raises StorageError when a check fails.
+    Raises InvalidInput for a bad source or target, StorageError when a check fails.
     """
-    from ..errors import StorageError
     from ..extras import require
+    from . import Engine
 
     require("postgres", "memoryd migrate (PostgreSQL)")
-    from ..storage.postgres import migrate_store
-    from . import Engine
 
     src_path = Path(src.removeprefix("sqlite://"))
     if src_path.is_dir():
@@ -273,14 +292,20 @@ def migrate(src: str, dst: str, *, settings: Any, cwd: Path | None = None,
         raise InvalidInput(f"--from must name a memoryd data root or its memoryd.db, got {src!r}")
     if not dst.startswith(("postgresql://", "postgres://")):
         raise InvalidInput(f"--to must be a postgresql:// URL, got {dst!r}")
-    copied = migrate_store(f"sqlite://{src_path}", dst, progress)
+    if not src_path.exists():
+        raise StorageError(f"no SQLite store at {src_path}")
     lite_settings = settings.model_copy(update={"home": src_path.parent, "db": None})
     pg_settings = settings.model_copy(update={"db": dst})
+    source, target = open_store(lite_settings), open_store(pg_settings)
+    try:
+        copied = migrate_store(source, target, progress)
+    finally:
+        source.close()
+        target.close()
     checked = 0
     with Engine.open(lite_settings, cwd=cwd, authority="operator") as lite, \
             Engine.open(pg_settings, cwd=cwd, embedder=lite.embedder, authority="operator") as pg:
-        atoms = [a for a in lite.store.list_atoms(statuses=["active"], limit=samples)]
-        for atom in atoms:
+        for atom in lite.store.list_atoms(statuses=["active"], limit=samples):
             query = " ".join(atom.content.split()[:8])[:80]
             want = [h.atom.id for h in lite.recall(query, max_results=3, scope=atom.scope).hits]
             got = [h.atom.id for h in pg.recall(query, max_results=3, scope=atom.scope).hits]

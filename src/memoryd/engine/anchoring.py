@@ -21,7 +21,7 @@ from ..anchors.drift import DriftChecker, freshness
 from ..anchors.filectx import FileMemory, compose, compose_once
 from ..anchors.git import GitRepo
 from ..anchors.model import Anchor, Change
-from ..anchors.resolve import AnchorError, Resolver, parse_ref
+from ..anchors.resolve import AnchorError, parse_ref
 from ..errors import Conflict, InvalidInput
 from ..injected import InjectedRecord
 from ..limits import check_text, check_texts
@@ -29,13 +29,9 @@ from ..models import Atom, CodeChange, FileContext, StaleMemory
 from ..write.redact import redact
 
 if TYPE_CHECKING:
-    from .core import EngineCore
+    from .core import Core, TrackedTx
 
-    _Base = EngineCore
-else:
-    _Base = object
-
-__all__ = ["AnchorOps", "DRIFT_WEIGHT", "check_filters"]
+__all__ = ["DRIFT_WEIGHT", "Anchors", "check_filters"]
 
 log = logging.getLogger("memoryd")
 
@@ -45,31 +41,35 @@ _OFF = object()
 
 
 def to_code_change(c: Change) -> CodeChange:
-    return CodeChange(kind=c.kind, path=c.path, symbol=c.symbol, since=c.since, to=c.to, detail=c.detail)  # type: ignore[arg-type]
+    return CodeChange(kind=c.kind, path=c.path, symbol=c.symbol, since=c.since, to=c.to, detail=c.detail)
 
 
-class AnchorOps(_Base):
-    _code_state: Any = None
+class Anchors:
+    """Code anchors of the engine's repository: taken at write, checked on reads, moved on confirm."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self._code_state: Any = None
 
     # -- the repository ----------------------------------------------------------------------
 
-    def _checker(self) -> DriftChecker | None:
+    def checker(self) -> DriftChecker | None:
         """The drift checker of this engine's working tree; None outside git or with anchors off."""
         if self._code_state is None:
             state: Any = _OFF
-            if self.settings.anchors and not self.scope.is_global and self.scope.root:
+            if self.core.settings.anchors and not self.core.scope.is_global and self.core.scope.root:
                 try:
-                    repo = GitRepo.discover(self.scope.root)
+                    repo = GitRepo.discover(self.core.scope.root)
                 except Exception:  # noqa: BLE001 - anchoring never breaks a write or a read
                     log.exception("git discovery failed; code anchors are off")
                     repo = None
                 if repo is not None:
-                    state = DriftChecker(repo, self.settings.home / "cache" / "symbols")
+                    state = DriftChecker(repo, self.core.settings.home / "cache" / "symbols")
             self._code_state = state
         return None if self._code_state is _OFF else self._code_state
 
-    def _anchorable(self, scope_hash: str) -> bool:
-        return scope_hash == self.scope.scope_hash and not self.scope.is_global
+    def anchorable(self, scope_hash: str) -> bool:
+        return scope_hash == self.core.scope.scope_hash and not self.core.scope.is_global
 
     @staticmethod
     def _check_refs(anchors: object) -> list[str]:
@@ -87,31 +87,31 @@ class AnchorOps(_Base):
             refs.append(redact(ref.strip()).text)
         return refs
 
-    def _explicit_anchors(self, anchors: object, scope_hash: str) -> list[Anchor]:
+    def explicit(self, anchors: object, scope_hash: str) -> list[Anchor]:
         """Resolve the `anchors` argument of a save. Raises InvalidInput."""
         refs = self._check_refs(anchors)
         if not refs:
             return []
-        if not self._anchorable(scope_hash):
+        if not self.anchorable(scope_hash):
             raise InvalidInput("anchors are only kept for memories of this repository, not global ones")
-        checker = self._checker()
+        checker = self.checker()
         if checker is None:
-            why = "code anchors are turned off (MEMORYD_ANCHORS)" if not self.settings.anchors else (
-                f"{self.scope.root or 'this directory'} is not in a git working tree, so code anchors are off")
+            why = "code anchors are turned off (MEMORYD_ANCHORS)" if not self.core.settings.anchors else (
+                f"{self.core.scope.root or 'this directory'} is not in a git working tree, so code anchors are off")
             raise InvalidInput(why)
         try:
             return checker.resolver.explicit(refs)
         except AnchorError as exc:
             raise InvalidInput(str(exc)) from exc
 
-    def _auto_anchors(self, atom: Atom, explicit: Sequence[Anchor]) -> tuple[list[Anchor], str | None]:
+    def auto(self, atom: Atom, explicit: Sequence[Anchor]) -> tuple[list[Anchor], str | None]:
         """The anchors of a new memory: what its text names that exists here, plus the explicit ones."""
         names_code = any(e.startswith(("entity:file:", "entity:function:")) for e in atom.entities)
-        if not self._anchorable(atom.scope_hash):
+        if not self.anchorable(atom.scope_hash):
             return list(explicit), None
-        checker = self._checker()
+        checker = self.checker()
         if checker is None:
-            if names_code and self.settings.anchors:
+            if names_code and self.core.settings.anchors:
                 return [], "not in a git working tree: code anchors are off"
             return [], None
         found: dict[tuple[str, str], Anchor] = {(a.path, a.symbol): a for a in explicit}
@@ -127,11 +127,11 @@ class AnchorOps(_Base):
 
     def code_changes(self, atom_ids: Sequence[str]) -> dict[str, tuple[str, list[CodeChange]]]:
         """atom id -> (freshness, changes) for each listed atom that has anchors (others are left out)."""
-        checker = self._checker()
+        checker = self.checker()
         if checker is None or not atom_ids:
             return {}
         out: dict[str, tuple[str, list[CodeChange]]] = {}
-        found = self.store.anchors_of(list(atom_ids))
+        found = self.core.store.anchors_of(list(atom_ids))
         stamp = checker.repo.stamp() if found else None
         for atom_id, anchors in found.items():
             try:
@@ -142,7 +142,7 @@ class AnchorOps(_Base):
             out[atom_id] = (freshness(anchors, changes) or "current", [to_code_change(c) for c in changes])
         return out
 
-    def _rank_with_drift(
+    def rank_with_drift(
         self, scored: list[tuple[float, str, Any]], own: set[str], n: int
     ) -> tuple[list[tuple[float, str, Any]], dict[str, tuple[str, list[CodeChange]]]]:
         """Demote drifted memories in a ranking (best first), checking only as deep as the top `n` needs.
@@ -152,7 +152,7 @@ class AnchorOps(_Base):
         Demotion only lowers scores, so once the n-th best checked score is at least the next unchecked
         candidate's score, nothing further down can enter the top n.
         """
-        if self._checker() is None or not own:
+        if self.checker() is None or not own:
             return scored, {}
         drift: dict[str, tuple[str, list[CodeChange]]] = {}
         checked, k = 0, min(len(scored), 2 * n)
@@ -170,38 +170,38 @@ class AnchorOps(_Base):
 
     def anchors(self, atom_id: str) -> list[Anchor]:
         """The anchors of one memory within reach. Raises NotFound."""
-        atom = self.get(atom_id)  # the scope boundary (issue 10): NotFound out of reach
-        return self.store.anchors_of([atom.id]).get(atom.id, [])
+        atom = self.core.get(atom_id)  # the scope boundary (issue 10): NotFound out of reach
+        return self.core.store.anchors_of([atom.id]).get(atom.id, [])
 
     def stale(self, *, limit: int = 500) -> list[StaleMemory]:
         """Active memories of this repository whose anchored code changed, newest first."""
-        if self._checker() is None:
+        if self.checker() is None:
             return []
-        self._guard_read(self.scope.scope_hash, self.scope.name)
-        ids = self.store.anchored_atoms(scope_hashes=[self.scope.scope_hash], statuses=["active"], limit=limit)
+        self.core.guard_read(self.core.scope.scope_hash, self.core.scope.name)
+        ids = self.core.store.anchored_atoms(scope_hashes=[self.core.scope.scope_hash], statuses=["active"], limit=limit)
         fresh = self.code_changes(ids)
         stale_ids = [i for i in ids if i in fresh and fresh[i][0] == "code_changed"]
-        atoms = self.store.get_atoms(stale_ids)
+        atoms = self.core.store.get_atoms(stale_ids)
         return [StaleMemory(atom=atoms[i], changes=fresh[i][1]) for i in stale_ids if i in atoms]
 
     def code_status(self) -> str:
         """Whether anchoring is on here, in words (for `memoryd stale` and doctor)."""
-        if not self.settings.anchors:
+        if not self.core.settings.anchors:
             return "off (MEMORYD_ANCHORS=0)"
-        checker = self._checker()
+        checker = self.checker()
         if checker is None:
-            return f"off: {self.scope.root or 'this directory'} is not in a git working tree"
+            return f"off: {self.core.scope.root or 'this directory'} is not in a git working tree"
         head = checker.repo.head()
         return f"on: {checker.repo.root} at {head[:7] if head else 'no commits yet'}"
 
     # -- re-anchoring --------------------------------------------------------------------------
 
-    def _reanchor_plan(self, atom: Atom) -> tuple[list[Anchor], str] | None:
+    def reanchor_plan(self, atom: Atom) -> tuple[list[Anchor], str] | None:
         """The anchors of `atom` taken again at HEAD, following renames and moves; None: no anchors."""
-        checker = self._checker()
-        if checker is None or not self._anchorable(atom.scope_hash):
+        checker = self.checker()
+        if checker is None or not self.anchorable(atom.scope_hash):
             return None  # another repository's anchors are not checked against this working tree
-        old = self.store.anchors_of([atom.id]).get(atom.id, [])
+        old = self.core.store.anchors_of([atom.id]).get(atom.id, [])
         if not old:
             return None
         resolver = checker.resolver
@@ -234,7 +234,7 @@ class AnchorOps(_Base):
             parts.append("dropped " + ", ".join(dropped) + " (gone)")
         return list(new.values()), "; ".join(parts)
 
-    def _apply_reanchor(self, tx: Any, atom_id: str, plan: tuple[list[Anchor], str], *, actor: str,
+    def apply_reanchor(self, tx: TrackedTx, atom_id: str, plan: tuple[list[Anchor], str], *, actor: str,
                         reason: str | None = None) -> None:  # fmt: skip
         anchors, summary = plan
         tx.set_anchors(atom_id, anchors)
@@ -248,28 +248,28 @@ class AnchorOps(_Base):
             NotFound: no such memory within reach. Conflict: another repository's, not active, or not anchored.
         """
         check_text("reason", reason)
-        atom = self.get(atom_id)  # the scope boundary (issue 10): NotFound out of reach
-        if atom.scope_hash != self.scope.scope_hash:  # a person may reach it, but its code is elsewhere
+        atom = self.core.get(atom_id)  # the scope boundary (issue 10): NotFound out of reach
+        if atom.scope_hash != self.core.scope.scope_hash:  # a person may reach it, but its code is elsewhere
             raise Conflict(f"memory {atom_id} belongs to {atom.scope.name}; confirm it from that repository")
         if atom.status not in ("active", "pending"):
             raise Conflict(f"memory {atom_id} is {atom.status}; only active or pending memories are re-anchored")
-        plan = self._reanchor_plan(atom)
+        plan = self.reanchor_plan(atom)
         if plan is None:
             raise Conflict(f"memory {atom_id} has no code anchors here ({self.code_status()})")
-        with self._write() as tx:
-            self._apply_reanchor(tx, atom.id, plan, actor=actor, reason=reason or "confirmed: still true")
+        with self.core.write() as tx:
+            self.apply_reanchor(tx, atom.id, plan, actor=actor, reason=reason or "confirmed: still true")
         return plan[0]
 
-    def _carried_anchors(self, atom: Atom) -> list[Anchor]:
+    def carried(self, atom: Atom) -> list[Anchor]:
         """The explicit anchors of `atom` taken again at HEAD (for its replacement or update)."""
-        checker = self._checker()
-        old = [a for a in self.store.anchors_of([atom.id]).get(atom.id, []) if a.origin == "explicit"]
+        checker = self.checker()
+        old = [a for a in self.core.store.anchors_of([atom.id]).get(atom.id, []) if a.origin == "explicit"]
         if checker is None or not old:
             return []
         try:
             return checker.resolver.explicit([a.ref for a in old])
         except AnchorError:
-            plan = self._reanchor_plan(atom)  # some moved or went away: follow what can be followed
+            plan = self.reanchor_plan(atom)  # some moved or went away: follow what can be followed
             return [a for a in (plan[0] if plan else []) if a.origin == "explicit"]
 
     # -- file context ---------------------------------------------------------------------------
@@ -283,30 +283,30 @@ class AnchorOps(_Base):
         InvalidInput (path too long), AuthorizationRequired (sensitive scope).
         """
         path = _check_filter(path, "path") or ""
-        checker = self._checker()
+        checker = self.checker()
         rel = checker.repo.relpath(path) if checker is not None and path else None
-        if rel is None:
+        if rel is None or checker is None:
             return FileContext(path=path, text="")
-        self._guard_read(self.scope.scope_hash, self.scope.name)
-        ids = self.store.anchored_atoms(scope_hashes=[self.scope.scope_hash], statuses=["active"], path=rel, limit=50)
-        record_file = InjectedRecord(self.settings.home, session_id) if session_id else None
+        self.core.guard_read(self.core.scope.scope_hash, self.core.scope.name)
+        ids = self.core.store.anchored_atoms(scope_hashes=[self.core.scope.scope_hash], statuses=["active"], path=rel, limit=50)
+        record_file = InjectedRecord(self.core.settings.home, session_id) if session_id else None
         seen = record_file.ids() if record_file is not None else set()
         ids = [i for i in ids if i not in seen]
-        atoms = self.store.get_atoms(ids)
-        anchors = self.store.anchors_of(ids)
+        atoms = self.core.store.get_atoms(ids)
+        anchors = self.core.store.anchors_of(ids)
         memories = []
         for i in ids:
             if i in atoms:
                 a = anchors.get(i, [])
                 memories.append(FileMemory(i, atoms[i].type, atoms[i].content, a, checker.check(a)))
-        budget = budget_tokens if budget_tokens is not None else self.settings.file_context_tokens
+        budget = budget_tokens if budget_tokens is not None else self.core.settings.file_context_tokens
         out = compose_once(rel, memories, budget, record_file) if record else compose(rel, memories, budget)
         return FileContext(path=rel, text=out.text, memory_ids=out.included, tokens=out.tokens, left_out=out.left_out)
 
     # -- the brief: code moved since the last session ---------------------------------------------
 
     def _session_state_path(self) -> Path:
-        return self.settings.home / "state" / f"code-{self.scope.scope_hash}.json"
+        return self.core.settings.home / "state" / f"code-{self.core.scope.scope_hash}.json"
 
     def code_moved_since_last_session(self, *, mark: bool = False) -> list[StaleMemory]:
         """Stale memories whose changes were not reported at the last marked session start."""

@@ -21,22 +21,22 @@ from pydantic import BaseModel, Field
 
 from .. import vault
 from ..errors import AuthorizationRequired, InvalidInput, NotFound
-from ..limits import check_text
 from ..lifecycle.decay import DECAY_STATES, HALF_LIFE_DAYS, decay_state
+from ..limits import check_text
 from ..models import ATOM_TYPES, Atom, Event, Hit, Scope, Session
 from ..search.tokenize import tokens
+from ..stamps import utc_now
 from ..storage.base import AtomFilter, LastUsedWindow
-from .core import PLACEHOLDERS, _shown
+from .core import PLACEHOLDERS, shown
 
 if TYPE_CHECKING:
-    from .admin import AdminOps
-
-    _Base = AdminOps
-else:
-    _Base = object
+    from .admin import Admin
+    from .core import Core
+    from .reads import Reader
+    from .review import Review
 
 __all__ = [
-    "COUNT_CAP", "STATUSES", "BrowseQuery", "ConsoleOps", "EntityGraph", "HealthOverview", "MemoryDetail", "MemoryPage",
+    "COUNT_CAP", "STATUSES", "BrowseQuery", "Console", "EntityGraph", "HealthOverview", "MemoryDetail", "MemoryPage",
     "ScopeInfo", "SessionDetail", "decay_windows",
 ]  # fmt: skip
 
@@ -161,50 +161,58 @@ class HealthOverview(BaseModel):
     access_requests: list[dict[str, Any]]
 
 
-class ConsoleOps(_Base):
+class Console:
+    """The console's pages over the other parts (reads through `Reader`, decisions through `Review`)."""
+
+    def __init__(self, core: Core, reader: Reader, review: Review, admin: Admin) -> None:
+        self.core = core
+        self.reader = reader
+        self.review = review
+        self.admin = admin
+
     # -- scopes ---------------------------------------------------------------------------
 
     def _locked_scopes(self) -> tuple[str, ...]:
         """Sensitive scopes this engine may not read now (none when it does not enforce them)."""
-        if not self.enforce_sensitive:
+        if not self.core.enforce_sensitive:
             return ()
-        return tuple(h for h, _ in self.store.sensitive_scopes() if self.store.grant_expiry(h) is None)
+        return tuple(h for h, _ in self.core.store.sensitive_scopes() if self.core.store.grant_expiry(h) is None)
 
     def _in_reach(self, scope_hash: str) -> bool:
         """Whether this engine may see the scope at all (trust's boundary: an agent its own and the global
         scope only; the console's person, an operator, every scope)."""
-        reach = self.reachable_scopes()
+        reach = self.core.reachable_scopes()
         return reach is None or scope_hash in reach
 
     def console_scopes(self, counts: dict[str, int] | None = None) -> list[ScopeInfo]:
         """Every scope within reach holding memories, plus sensitive ones, with its lock state."""
-        counts = counts if counts is not None else self.store.console_counts(("by_scope",))["by_scope"]
+        counts = counts if counts is not None else self.core.store.console_counts(("by_scope",))["by_scope"]
         counts = {h: n for h, n in counts.items() if self._in_reach(h)}
-        sensitive = {h: n for h, n in self.store.sensitive_scopes() if self._in_reach(h)}
+        sensitive = {h: n for h, n in self.core.store.sensitive_scopes() if self._in_reach(h)}
         names = self._scope_names(set(counts))
         out = []
         for h in dict.fromkeys([*counts, *sensitive]):
-            expiry = self.store.grant_expiry(h) if h in sensitive else None
+            expiry = self.core.store.grant_expiry(h) if h in sensitive else None
             out.append(ScopeInfo(
                 scope_hash=h, name=names.get(h) or sensitive.get(h, h), count=counts.get(h, 0), sensitive=h in sensitive,
-                locked=h in sensitive and expiry is None and self.enforce_sensitive, grant_expires_at=expiry,
+                locked=h in sensitive and expiry is None and self.core.enforce_sensitive, grant_expires_at=expiry,
             ))  # fmt: skip
-        return sorted(out, key=lambda s: (s.name != self.scope.name, s.name))
+        return sorted(out, key=lambda s: (s.name != self.core.scope.name, s.name))
 
     def scope_of(self, scope_hash: str) -> Scope:
         """The scope with this hash (the current or global scope, or one that holds memories)."""
         check_text("scope", scope_hash, required=True)
-        for s in (self.scope, self.scope.global_scope()):
+        for s in (self.core.scope, self.core.scope.global_scope()):
             if s.scope_hash == scope_hash:
                 return s
-        found = self.store.list_atoms(scope_hashes=[scope_hash], limit=1) if self._in_reach(scope_hash) else []
+        found = self.core.store.list_atoms(scope_hashes=[scope_hash], limit=1) if self._in_reach(scope_hash) else []
         if not found:
             raise NotFound(f"no scope {scope_hash!r} holds memories")
         return found[0].scope
 
     def request_access(self, scope_hash: str, reason: str) -> dict[str, Any]:
         """File a request to read a sensitive scope; a person grants it with `memoryd scope grant`."""
-        return self._request_read(self.scope_of(scope_hash), reason)
+        return self.admin.request_read(self.scope_of(scope_hash), reason)
 
     # -- memories -------------------------------------------------------------------------
 
@@ -233,7 +241,7 @@ class ConsoleOps(_Base):
                 f"scope {q.scope} is sensitive and has no running grant; request access on the Health page, "
                 "then a person runs `memoryd scope grant --minutes 30` in that repository"
             )
-        reach = self.reachable_scopes()
+        reach = self.core.reachable_scopes()
         return AtomFilter(
             scope_hashes=(q.scope,) if q.scope else (tuple(reach) if reach is not None else None), exclude_scopes=locked,
             statuses=(q.status,) if q.status else None, types=(q.type,) if q.type else None,
@@ -249,22 +257,20 @@ class ConsoleOps(_Base):
         Search covers the chosen scope (default: the current one) plus the global scope, like
         recall, and the other filters narrow its hits. Raises InvalidInput, AuthorizationRequired.
         """
-        from .core import _now
-
-        now = _now()
+        now = utc_now()
         f = self._atom_filter(q, now=now)
         if q.q is not None and q.q.strip():
             return self._search(q, f, now)
-        rows = self.store.browse_atoms(dataclasses.replace(f, limit=f.limit + 1))
+        rows = self.core.store.browse_atoms(dataclasses.replace(f, limit=f.limit + 1))
         more = len(rows) > f.limit
         rows = rows[: f.limit]
-        total = self.store.count_atoms(f, cap=COUNT_CAP + 1) if f.before is None else None
+        total = self.core.store.count_atoms(f, cap=COUNT_CAP + 1) if f.before is None else None
         return MemoryPage(atoms=rows, next_before=rows[-1].id if more and rows else None, total=total)
 
     def _search(self, q: BrowseQuery, f: AtomFilter, now: datetime) -> MemoryPage:
-        scope = self.scope_of(q.scope) if q.scope else self.scope
+        scope = self.scope_of(q.scope) if q.scope else self.core.scope
         statuses = list(f.statuses or STATUSES[:-1])  # tombstoned atoms have nothing left to find
-        hits = self.recall(
+        hits = self.reader.recall(
             q.q or "", max_results=min(q.limit, 100), types=list(f.types) if f.types else None, scope=scope,
             statuses=statuses, record=False,
         )  # fmt: skip
@@ -282,21 +288,17 @@ class ConsoleOps(_Base):
 
     def decay_of(self, atoms: list[Atom]) -> dict[str, str]:
         """Decay state of each atom now (fresh, stale, soft_forgotten)."""
-        from .core import _now
-
-        now = _now()
+        now = utc_now()
         return {a.id: decay_state(a, now) for a in atoms}
 
     def memory_detail(self, atom_id: str) -> MemoryDetail:
         """One memory with its audit history, versions and diffs, supersede chain and links."""
-        from .core import _now
-
-        atom = self.get(atom_id)
-        history = self.history(atom_id)
+        atom = self.core.get(atom_id)
+        history = self.reader.history(atom_id)
         chain, cut = self._chain(atom)
         versions: list[Version] = []
         previous: str | None = None
-        for e in (e for a in chain for e in (history if a.id == atom.id else self.store.events(a.id))):
+        for e in (e for a in chain for e in (history if a.id == atom.id else self.core.store.events(a.id))):
             if e.content is None:
                 continue
             diff = [] if previous is None else [
@@ -306,17 +308,17 @@ class ConsoleOps(_Base):
             versions.append(Version(event=e, diff=diff))
             previous = e.content
         links: list[Link] = []
-        edges = self.store.atom_links(atom.id)
-        others = self.store.get_atoms({dst if src == atom.id else src for src, dst, _ in edges})
+        edges = self.core.store.atom_links(atom.id)
+        others = self.core.store.get_atoms({dst if src == atom.id else src for src, dst, _ in edges})
         locked = self._locked_scopes()
         for src, dst, kind in edges:
             other = others.get(dst if src == atom.id else src)
             if other is not None and other.scope_hash not in locked and self._in_reach(other.scope_hash):
                 links.append(Link(kind=kind, direction="out" if src == atom.id else "in", atom=other))
-        path = self.path_of(atom)
+        path = self.core.path_of(atom)
         front = {} if atom.status in PLACEHOLDERS else vault.atom_frontmatter(atom)
         return MemoryDetail(
-            atom=atom, decay=decay_state(atom, _now()), path=str(path) if path else None, history=history,
+            atom=atom, decay=decay_state(atom, utc_now()), path=str(path) if path else None, history=history,
             versions=versions, chain=chain, chain_cut=cut, links=links, scope_name=atom.scope.name, frontmatter=front,
         )  # fmt: skip
 
@@ -324,7 +326,7 @@ class ConsoleOps(_Base):
         older: list[Atom] = []
         cur = atom
         while cur.supersedes and len(older) < _CHAIN_LIMIT:
-            prev = self.store.get_atoms([cur.supersedes]).get(cur.supersedes)
+            prev = self.core.store.get_atoms([cur.supersedes]).get(cur.supersedes)
             if prev is None:
                 break
             older.append(prev)
@@ -332,7 +334,7 @@ class ConsoleOps(_Base):
         newer: list[Atom] = []
         cur = atom
         while cur.superseded_by and len(newer) < _CHAIN_LIMIT:
-            nxt = self.store.get_atoms([cur.superseded_by]).get(cur.superseded_by)
+            nxt = self.core.store.get_atoms([cur.superseded_by]).get(cur.superseded_by)
             if nxt is None:
                 break
             newer.append(nxt)
@@ -347,9 +349,9 @@ class ConsoleOps(_Base):
         """
         if action not in ("promote", "reject"):
             raise InvalidInput(f"unknown review action {action!r}; expected promote or reject")
-        for p in self.store.get_promotions(ids).values():
-            self._guard_read(p.scope_hash)
-        return self.promote(ids, actor=actor) if action == "promote" else self.reject(ids, actor=actor)
+        for p in self.core.store.get_promotions(ids).values():
+            self.core.guard_read(p.scope_hash)
+        return self.review.promote(ids, actor=actor) if action == "promote" else self.review.reject(ids, actor=actor)
 
     # -- sessions -------------------------------------------------------------------------
 
@@ -358,8 +360,8 @@ class ConsoleOps(_Base):
         if not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
             raise InvalidInput(f"limit must be between 1 and {MAX_PAGE}, got {limit!r}")
         check_text("id", before, field="before")
-        rows = self.store.list_sessions(before=before or None, limit=limit + 1, exclude_scopes=self._locked_scopes())
-        if self.reachable_scopes() is not None:  # an agent: its own and the global scope's sessions only
+        rows = self.core.store.list_sessions(before=before or None, limit=limit + 1, exclude_scopes=self._locked_scopes())
+        if self.core.reachable_scopes() is not None:  # an agent: its own and the global scope's sessions only
             rows = [r for r in rows if self._in_reach(r.scope_hash)]
         names = self._scope_names({s.scope_hash for s in rows})
         out = [SessionRow(session=s, scope_name=names.get(s.scope_hash, s.scope_hash)) for s in rows[:limit]]
@@ -370,20 +372,18 @@ class ConsoleOps(_Base):
         scope between its start and its end (now while open). Sessions carry no id on the memories
         they write, so a session running beside another in the same scope shares their activity.
         """
-        from .core import _now
-
-        own = self._find_atom(session_id)  # the scope boundary and sensitive gate, by id
-        session = self.store.get_session(own.id) if own is not None else None
+        own = self.core.find_atom(session_id)  # the scope boundary and sensitive gate, by id
+        session = self.core.store.get_session(own.id) if own is not None else None
         if own is None or session is None:
-            raise NotFound(f"no session with id {_shown(session_id)}")
-        end = session.ended_at or _now()
+            raise NotFound(f"no session with id {shown(session_id)}")
+        end = session.ended_at or utc_now()
         f = AtomFilter(scope_hashes=(session.scope_hash,), created_from=session.started_at,
                        created_to=end + timedelta(microseconds=1), limit=limit + 2)  # fmt: skip
-        wrote = [a for a in self.store.browse_atoms(f) if a.id != own.id]
+        wrote = [a for a in self.core.store.browse_atoms(f) if a.id != own.id]
         handoffs = [a for a in wrote if a.type == "handoff"]
         recalls = []
-        logged = self.store.recalls(scope_hashes=[session.scope_hash], since=session.started_at, until=end, limit=limit)
-        atoms = self.store.get_atoms({i for r in logged for i in r["hits"]})
+        logged = self.core.store.recalls(scope_hashes=[session.scope_hash], since=session.started_at, until=end, limit=limit)
+        atoms = self.core.store.get_atoms({i for r in logged for i in r["hits"]})
         for r in logged:
             recalls.append(Recall(at=r["at"], hits=[atoms[i] for i in r["hits"] if i in atoms]))
         return SessionDetail(
@@ -392,10 +392,10 @@ class ConsoleOps(_Base):
         )  # fmt: skip
 
     def _scope_names(self, hashes: set[str]) -> dict[str, str]:
-        names = {s.scope_hash: s.name for s in (self.scope, self.scope.global_scope())}
+        names = {s.scope_hash: s.name for s in (self.core.scope, self.core.scope.global_scope())}
         missing = [h for h in hashes if h not in names]
         if missing:
-            names.update(self.store.scope_names(missing))
+            names.update(self.core.store.scope_names(missing))
         return names
 
     # -- entities -------------------------------------------------------------------------
@@ -407,15 +407,15 @@ class ConsoleOps(_Base):
         locked = self._locked_scopes()
         # Ranked by an index-only count of every mention; an entity shows only with a mention by an
         # active memory of a readable scope (so a locked scope's entity names never appear).
-        ranked = self.store.top_entities(limit=entities * 3)
-        mentions = self.store.entity_mentions([e for e, _ in ranked], per_entity=per_entity, exclude_scopes=locked)
-        if self.reachable_scopes() is not None:  # an agent sees the names its own scopes mention only
-            scoped = self.store.get_atoms({a for _, a in mentions})
+        ranked = self.core.store.top_entities(limit=entities * 3)
+        mentions = self.core.store.entity_mentions([e for e, _ in ranked], per_entity=per_entity, exclude_scopes=locked)
+        if self.core.reachable_scopes() is not None:  # an agent sees the names its own scopes mention only
+            scoped = self.core.store.get_atoms({a for _, a in mentions})
             mentions = [(e, a) for e, a in mentions if a in scoped and self._in_reach(scoped[a].scope_hash)]
         visible = {e for e, _ in mentions}
         top = [(e, n) for e, n in ranked if e in visible][:entities]
         mentions = [(e, a) for e, a in mentions if e in dict(top)]
-        atoms = self.store.get_atoms({a for _, a in mentions})
+        atoms = self.core.store.get_atoms({a for _, a in mentions})
         nodes: list[dict[str, Any]] = [
             {"id": e, "kind": "entity", "label": e.split(":", 2)[-1], "group": e.split(":", 2)[1], "count": n}
             for e, n in top
@@ -435,10 +435,10 @@ class ConsoleOps(_Base):
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidInput(f"limit must be between 1 and {MAX_PAGE}, got {limit!r}")
         check_text("id", before, field="before")
-        reach = self.reachable_scopes()
+        reach = self.core.reachable_scopes()
         f = AtomFilter(entity=entity_id, scope_hashes=tuple(reach) if reach is not None else None,
                        exclude_scopes=self._locked_scopes(), before=before or None, limit=limit + 1)  # fmt: skip
-        rows = self.store.browse_atoms(f)
+        rows = self.core.store.browse_atoms(f)
         return MemoryPage(atoms=rows[:limit], next_before=rows[limit - 1].id if len(rows) > limit else None)
 
     # -- health ---------------------------------------------------------------------------
@@ -446,21 +446,19 @@ class ConsoleOps(_Base):
     def health_overview(self, *, days: int = 90) -> HealthOverview:
         """Counts by status, type and decay state, growth per day, scopes and their locks (index-only
         queries; index coverage and the chain are on-demand checks: `stats`, `verify_chain`)."""
-        from .core import _now
-
-        now = _now()
-        c = self.store.console_counts()
+        now = utc_now()
+        c = self.core.store.console_counts()
         counted = {  # two scans of the covering decay index; stale is the rest of the active memories
-            s: self.store.count_atoms(AtomFilter(statuses=("active",), last_used=decay_windows(s, now)))
+            s: self.core.store.count_atoms(AtomFilter(statuses=("active",), last_used=decay_windows(s, now)))
             for s in ("fresh", "soft_forgotten")
         }
         counted["stale"] = c["by_status"].get("active", 0) - counted["fresh"] - counted["soft_forgotten"]
         by_decay = {s: counted[s] for s in DECAY_STATES}
         return HealthOverview(
-            atoms=sum(c["by_status"].values()), edges=c["edges"], snapshot_version=self.store.snapshot_version(),
+            atoms=sum(c["by_status"].values()), edges=c["edges"], snapshot_version=self.core.store.snapshot_version(),
             by_status=c["by_status"], by_type=c["by_type"], by_decay=by_decay,
-            growth=_dense(self.store.growth(now - timedelta(days=days - 1)), now.date(), days),
-            scopes=self.console_scopes(c["by_scope"]), access_requests=self.store.access_requests(),
+            growth=_dense(self.core.store.growth(now - timedelta(days=days - 1)), now.date(), days),
+            scopes=self.console_scopes(c["by_scope"]), access_requests=self.core.store.access_requests(),
         )  # fmt: skip
 
 

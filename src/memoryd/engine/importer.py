@@ -39,23 +39,19 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from pydantic import ValidationError
 
 from ..errors import InvalidInput
 from ..limits import check_text
-from ..models import MemorizeResult, Scope
-from .core import _norm_hash
+from ..models import Atom, MemorizeResult, Scope
+from ..stamps import norm_hash
+from ..storage.base import Vector
+from .core import Core
+from .writes import Draft, Writer
 
-if TYPE_CHECKING:
-    from .core import EngineCore
-
-    _Base = EngineCore
-else:
-    _Base = object
-
-__all__ = ["DEFAULT_BATCH_SIZE", "IMPORT_GATES", "ImportOps", "ImportReport", "MARKER_PREFIX"]
+__all__ = ["DEFAULT_BATCH_SIZE", "IMPORT_GATES", "ImportReport", "Importer", "MARKER_PREFIX"]
 
 Opener = Callable[[], IO[bytes]]
 
@@ -127,7 +123,7 @@ class _Batch:
     first: int
     last: int = 0
     end: int = 0
-    drafts: list[Any] = field(default_factory=list)
+    drafts: list[Draft] = field(default_factory=list)
     counts: dict[str, int] = field(
         default_factory=lambda: dict.fromkeys(("duplicates", "rejected", "bad", "ignored"), 0)
     )
@@ -155,10 +151,14 @@ def _str_list(value: Any, name: str) -> list[str]:
     return value
 
 
-class ImportOps(_Base):
+class Importer:
+    def __init__(self, core: Core, writer: Writer) -> None:
+        self.core = core
+        self.writer = writer
+
     def import_state(self, sha256: str) -> dict[str, Any] | None:
         """The recorded progress of the file with this content hash, or None if never imported."""
-        return self._marker_state(MARKER_PREFIX + sha256, "import")
+        return self.core.marker_state(MARKER_PREFIX + sha256, "import")
 
     def import_jsonl(
         self,
@@ -273,16 +273,16 @@ class ImportOps(_Base):
         # Pipelined: while batch k is written (SQLite, YAML, fsync) one worker thread embeds batch
         # k+1 (numpy, GIL released), so the two largest costs overlap on a second core. Batch k+1
         # is prepared before batch k commits; `seen` holds the uncommitted drafts for dedup.
-        seen: dict[tuple[str, str], Any] = {}
+        seen: dict[tuple[str, str], Atom] = {}
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memoryd-import-embed")
-        in_flight: tuple[_Batch, Future[list[Any]]] | None = None
+        in_flight: tuple[_Batch, Future[list[Vector | None]]] | None = None
         number = done_lines
         try:
             for batch in self._read_batches(opener, offset, done_lines, batch_size, gate=gate, source=source,
                                             seen=seen):  # fmt: skip
                 number = batch.last
                 texts = [d.atom.content for d in batch.drafts]
-                future: Future[list[Any]] = pool.submit(self._embed_many, texts)
+                future: Future[list[Vector | None]] = pool.submit(self.core.embed_many, texts)
                 if in_flight is not None:
                     self._commit_batch(*in_flight, report, state, source=source, seen=seen, progress=progress)
                 in_flight = (batch, future)
@@ -298,7 +298,7 @@ class ImportOps(_Base):
 
     def _read_batches(
         self, opener: Opener, offset: int, number: int, size: int, *, gate: str, source: str,
-        seen: dict[tuple[str, str], Any],
+        seen: dict[tuple[str, str], Atom],
     ) -> Iterator[_Batch]:  # fmt: skip
         """Parse and prepare the file from `offset` on, `size` lines at a time."""
         batch = _Batch(first=number + 1)
@@ -316,7 +316,7 @@ class ImportOps(_Base):
             yield batch
 
     def _prepare_line(
-        self, batch: _Batch, number: int, raw: bytes, *, gate: str, source: str, seen: dict[tuple[str, str], Any]
+        self, batch: _Batch, number: int, raw: bytes, *, gate: str, source: str, seen: dict[tuple[str, str], Atom]
     ) -> None:
         line = self._parse_line(number, raw, default_source=source)
         if line.problem is not None:
@@ -327,8 +327,8 @@ class ImportOps(_Base):
             batch.counts["ignored"] += 1
             return
         fields = dict(line.fields)
-        r = self._prepare_memory(fields.pop("content"), gate=gate, actor=source, origin="import", batch=seen,
-                                 **fields)  # fmt: skip
+        r = self.writer.prepare(fields.pop("content"), gate=gate, actor=source, origin="import", batch=seen,
+                                **fields)  # fmt: skip
         if isinstance(r, MemorizeResult):
             if r.effect == "no_op":
                 batch.counts["duplicates"] += 1
@@ -339,16 +339,16 @@ class ImportOps(_Base):
         batch.drafts.append(r)
 
     def _commit_batch(
-        self, batch: _Batch, vectors: Future[list[Any]], report: ImportReport, state: dict[str, Any], *,
-        source: str, seen: dict[tuple[str, str], Any], progress: Callable[[int, int], None] | None,
+        self, batch: _Batch, vectors: Future[list[Vector | None]], report: ImportReport, state: dict[str, Any], *,
+        source: str, seen: dict[tuple[str, str], Atom], progress: Callable[[int, int], None] | None,
     ) -> None:  # fmt: skip
         """Write one prepared batch and its progress record in one transaction, then count it."""
         counts = {"imported": 0, "pending": 0, **batch.counts}
         tx = None
         try:
-            with self._write() as tx:
+            with self.core.write() as tx:
                 for draft, vector in zip(batch.drafts, vectors.result(), strict=True):
-                    r = self._store_draft(tx, draft, vector)
+                    r = self.writer.store_draft(tx, draft, vector)
                     counts["pending" if r.status == "pending" else "imported"] += 1
                 # Cumulative over every run of this file; `offset`/`line` are where the next run starts.
                 new_state = {**state, **{k: int(state.get(k, 0)) + v for k, v in counts.items()},
@@ -361,7 +361,7 @@ class ImportOps(_Base):
         except BaseException:
             # Rolled back: nothing of the batch exists (files are only written after a commit). Committed
             # and then interrupted while its files were published (Ctrl-C): it counts, the files follow
-            # at the next start (EngineCore._write).
+            # at the next start (`Core.write`).
             if tx is None or not tx.committed:
                 raise
             self._count_batch(batch, counts, new_state, report, state, seen, progress)
@@ -370,10 +370,10 @@ class ImportOps(_Base):
 
     def _count_batch(
         self, batch: _Batch, counts: dict[str, int], new_state: dict[str, Any], report: ImportReport,
-        state: dict[str, Any], seen: dict[tuple[str, str], Any], progress: Callable[[int, int], None] | None,
+        state: dict[str, Any], seen: dict[tuple[str, str], Atom], progress: Callable[[int, int], None] | None,
     ) -> None:  # fmt: skip
         for draft in batch.drafts:  # committed: the store's own dedup sees them from now on
-            seen.pop((draft.atom.scope_hash, _norm_hash(draft.atom.content)), None)
+            seen.pop((draft.atom.scope_hash, norm_hash(draft.atom.content)), None)
         state.clear()
         state.update(new_state)
         for key, value in counts.items():
@@ -424,10 +424,8 @@ class ImportOps(_Base):
         return _Line(number, fields=fields)
 
     def _import_scope(self, value: Any) -> Scope:
-        if value is None or value == "auto":
-            return self.scope
-        if value == "global":
-            return self.scope.global_scope()
+        if value is None or value in ("auto", "global"):
+            return self.core.resolve_scope(value)
         if isinstance(value, dict):  # an export line carries the full scope
             try:
                 return Scope.model_validate(value)

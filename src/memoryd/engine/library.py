@@ -25,13 +25,10 @@ from ..write.redact import redact
 from .admin import _PROMPT_NAME
 
 if TYPE_CHECKING:
-    from .core import EngineCore
+    from .core import Core
+    from .reads import Reader
 
-    _Base = EngineCore
-else:
-    _Base = object
-
-__all__ = ["BRIEF_URI", "LibraryOps", "MEMORY_URI", "SavedPrompt"]
+__all__ = ["BRIEF_URI", "MEMORY_URI", "Library", "SavedPrompt"]
 
 MEMORY_URI = "memory://"
 BRIEF_URI = "memory://brief"
@@ -52,11 +49,17 @@ class SavedPrompt:
         return first[:200]
 
 
-class LibraryOps(_Base):
+class Library:
+    """Saved prompts and memories as MCP resources."""
+
+    def __init__(self, core: Core, reader: Reader) -> None:
+        self.core = core
+        self.reader = reader
+
     # -- prompts ------------------------------------------------------------------------------
 
     def _prompts_dir(self) -> Path:
-        return self.settings.home / "prompts"
+        return self.core.settings.home / "prompts"
 
     def prompts(self) -> list[SavedPrompt]:
         """Every saved prompt, by name."""
@@ -98,23 +101,23 @@ class LibraryOps(_Base):
 
     def _readable_scopes(self) -> list[str]:
         """This repository's and the global scope, less the sensitive ones without a grant (agents)."""
-        scopes = self._recall_scopes(None)
-        if not self.enforce_sensitive:
+        scopes = self.core.recall_scopes(None)
+        if not self.core.enforce_sensitive:
             return scopes
-        return [h for h in scopes if not self.store.is_sensitive(h) or self.store.grant_expiry(h) is not None]
+        return [h for h in scopes if not self.core.locked(h)]
 
     def resources(self, limit: int = MAX_RESOURCES) -> list[Atom]:
         """The active memories an agent here may read, newest first."""
         scopes = self._readable_scopes()
         if not scopes:
             return []
-        return self.store.list_atoms(scope_hashes=scopes, statuses=["active"], limit=limit)
+        return self.core.store.list_atoms(scope_hashes=scopes, statuses=["active"], limit=limit)
 
     def resource(self, atom_id: str) -> str:
         """The markdown of memory `atom_id` (frontmatter and body), when it belongs to this repository
         or the global scope. Raises NotFound (also for another repository's id: the engine's scope
         boundary, `get`), AuthorizationRequired."""
-        atom = self.get(atom_id)
+        atom = self.core.get(atom_id)
         if atom.status != "active":
             raise NotFound(f"no active memory with id {atom.id!r}")
         return vault.render(atom)
@@ -124,11 +127,11 @@ class LibraryOps(_Base):
         notes, `memoryd.formats.write_markdown`. Returns {"memories": n, "entities": m}."""
         from ..formats import write_markdown
 
-        atoms = self.store.list_atoms(statuses=["active"], limit=-1, newest_first=False)
+        atoms = self.core.store.list_atoms(statuses=["active"], limit=-1, newest_first=False)
         return write_markdown(atoms, Path(folder))
 
     def brief_resource(self) -> str:
         """The agent brief of this repository. Raises AuthorizationRequired for a sensitive scope."""
-        self._guard_read(self.scope.scope_hash, self.scope.name)
-        self._guard_read(self.scope.global_scope().scope_hash, "global")
-        return self.agent_brief().text
+        self.core.guard_read(self.core.scope.scope_hash, self.core.scope.name)
+        self.core.guard_read(self.core.scope.global_scope().scope_hash, "global")
+        return self.reader.agent_brief().text

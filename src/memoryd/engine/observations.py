@@ -31,21 +31,17 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import InvalidInput
-
-if TYPE_CHECKING:
-    from ..models import MemorizeResult
-    from .memories import MemoryOps
-
-    _Base = MemoryOps
-else:
-    _Base = object
+from ..models import MemorizeResult
+from ..search.tokenize import language
+from .core import Core
+from .writes import Writer
 
 __all__ = [
     "Candidate",
-    "ObservationOps",
+    "Observer",
     "ObservationReport",
     "TranscriptChunk",
     "extract_candidates",
@@ -148,7 +144,8 @@ def _take(rec: dict[str, Any], offset: int, chunk: TranscriptChunk) -> None:
             name = str(block.get("name") or "")
             if name.endswith(_HANDOFF_TOOLS) and name.startswith("mcp__"):
                 chunk.handoff_tools += 1
-            tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
+            tool_input = block.get("input")
+            tool_input = tool_input if isinstance(tool_input, dict) else {}
             file_path = tool_input.get("file_path") or tool_input.get("notebook_path")
             if name in _EDIT_TOOLS and isinstance(file_path, str) and file_path not in chunk.files:
                 chunk.files.append(file_path)
@@ -326,10 +323,14 @@ class ObservationReport:
         )
 
 
-class ObservationOps(_Base):
+class Observer:
+    def __init__(self, core: Core, writer: Writer) -> None:
+        self.core = core
+        self.writer = writer
+
     def observation_state(self, session_id: str) -> dict[str, Any] | None:
         """The recorded progress of a transcript (byte offset, counters, handoff id), or None if never read."""
-        return self._marker_state(MARKER_PREFIX + session_id, "observe")
+        return self.core.marker_state(MARKER_PREFIX + session_id, "observe")
 
     def observe_transcript(
         self,
@@ -394,7 +395,7 @@ class ObservationOps(_Base):
             reason = (f"{event}: bytes {start}-{report.end}, {report.held} held, {report.rejected} rejected, "
                       f"{report.duplicates} known" + (f", handoff {report.handoff_atom_id}" if report.handoff_atom_id
                                                       else ""))  # fmt: skip
-            with self._write() as tx:
+            with self.core.write() as tx:
                 tx.append_event(atom_id=MARKER_PREFIX + session_id, actor=source, action="observe", reason=reason,
                                 content=json.dumps(state, ensure_ascii=False, sort_keys=True))  # fmt: skip
             return report
@@ -407,7 +408,7 @@ class ObservationOps(_Base):
         `filelock` locks the file on POSIX and Windows alike."""
         from filelock import FileLock
 
-        lock_dir = self.settings.home / "locks"
+        lock_dir = self.core.settings.home / "locks"
         lock_dir.mkdir(parents=True, exist_ok=True)
         safe = re.sub(r"[^A-Za-z0-9._-]", "_", session_id)[:120]
         with FileLock(lock_dir / f"transcript-{safe}.lock"):
@@ -416,7 +417,7 @@ class ObservationOps(_Base):
     def _memorize_held(self, cand: Candidate, *, source: str, session_id: str) -> MemorizeResult:
         """The write path with every admitted candidate held as pending (never straight to active)."""
         tags = ["observation"] if cand.role == "user" else ["observation", "assistant"]
-        return self.memorize(cand.text, source=source, tags=tags, gate="hold", origin="observation")
+        return self.writer.memorize(cand.text, source=source, tags=tags, gate="hold", origin="observation")
 
     @staticmethod
     def _fold(state: dict[str, Any], chunk: TranscriptChunk) -> dict[str, Any]:
@@ -442,14 +443,14 @@ class ObservationOps(_Base):
             report.handoff_reason = "the session had no request to summarise"
             return
         tag = f"claude-code session {session_id}"
-        for a in self.store.list_atoms(scope_hashes=[self.scope.scope_hash], statuses=["active"], types=["handoff"],
-                                       limit=20):  # fmt: skip
+        for a in self.core.store.list_atoms(scope_hashes=[self.core.scope.scope_hash], statuses=["active"],
+                                            types=["handoff"], limit=20):  # fmt: skip
             if tag in a.content:  # written by a run that stopped before recording it
                 state["handoff_atom_id"] = a.id
                 report.handoff_reason = "already written for this session"
                 return
         text = _handoff_text(summary, int(state.get("held_total", 0)), session_id)
-        r = self.handoff(text, source=source)
+        r = self.writer.handoff(text, source=source)
         if r.effect == "applied":
             state["handoff_atom_id"] = report.handoff_atom_id = r.atom_id
         else:
@@ -471,18 +472,9 @@ _HANDOFF_LABELS = {
 }  # fmt: skip
 
 
-def _language(sample: str) -> str:
-    compact = re.sub(r"\s", "", sample)
-    if not compact or len(_CJK.findall(compact)) * 2 < len(compact) * 0.3:
-        return "en"
-    from ..search.tokenize import to_simplified
-
-    return "zh-Hant" if to_simplified(sample) != sample else "zh"
-
-
 def _handoff_text(summary: SessionSummary, held: int, session_id: str) -> str:
     first, last = summary.first_request, summary.last_update
-    lang = _language(first + " " + last)
+    lang = language(first + " " + last)
     head, task, files_l, last_l, held_l, tag = _HANDOFF_LABELS[lang]
     colon = ": " if lang == "en" else "："
     lines = [head, f"{task}{colon}{first}"]

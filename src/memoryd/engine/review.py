@@ -5,22 +5,17 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import InvalidInput, NotFound
 from ..limits import check_count, check_text
+from ..llm import LLM, LLMError, llm_from_env
 from ..models import Atom, Promotion
+from ..write.judge import Judgment, band, judge, suggest_topic_key
+from ..write.redact import redact
+from .core import Core
 
-if TYPE_CHECKING:
-    from ..llm import LLM
-    from ..write.judge import Judgment
-    from .memories import MemoryOps
-
-    _Base = MemoryOps
-else:
-    _Base = object
-
-__all__ = ["ReviewOps"]
+__all__ = ["Review"]
 
 
 def _check_unit(name: str, value: object) -> float:
@@ -29,8 +24,12 @@ def _check_unit(name: str, value: object) -> float:
     return float(value)
 
 
-class ReviewOps(_Base):
-    def _review_scopes(self, scope: str | None) -> list[str] | None:
+class Review:
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.llm_error: str | None = None  # why the configured LLM is unusable (for doctor)
+
+    def _scopes(self, scope: str | None) -> list[str] | None:
         """`global` (the default) reviews every scope within reach; `auto` the current one; else a scope hash.
 
         An agent's "every scope" is its repository and the tenant's global scope; a scope hash out of
@@ -39,88 +38,71 @@ class ReviewOps(_Base):
         if scope is not None and not isinstance(scope, str):
             raise InvalidInput(f"scope must be a string, got {type(scope).__name__}")
         check_text("scope", scope)
-        reach = self.reachable_scopes()
+        reach = self.core.reachable_scopes()
         if scope in (None, "global"):
             return reach
         if scope == "auto":
-            return [self.scope.scope_hash]
+            return [self.core.scope.scope_hash]
         if reach is not None and scope not in reach:
             raise NotFound(f"no scope {scope!r} within reach (pass \"auto\" or \"global\")")
         return [scope]
 
     def review_pending(
-        self,
-        *,
-        scope: str | None = "global",
-        limit: int = 10,
-        min_score: float = 0.0,
-        max_score: float = 1.0,
+        self, *, scope: str | None = "global", limit: int = 10, min_score: float = 0.0, max_score: float = 1.0,
         types: Sequence[str] | None = None,
-    ) -> list[tuple[Promotion, Atom]]:
+    ) -> list[tuple[Promotion, Atom]]:  # fmt: skip
         """Pending promotions, least certain (lowest DURA average) first."""
+        core = self.core
         lo, hi = _check_unit("min_score", min_score), _check_unit("max_score", max_score)
         if lo > hi:
             raise InvalidInput(f"min_score {lo} is above max_score {hi}")
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
             raise InvalidInput(f"limit must be between 1 and 100, got {limit!r}")
-        self._check_types(types)
-        scopes = self._review_scopes(scope)
+        core.check_types(types)
+        scopes = self._scopes(scope)
         if scope not in (None, "global"):
             for h in scopes or []:
-                self._reach(h)  # AuthorizationRequired when an agent names a sensitive scope
-        rows = self.store.list_promotions(scope_hashes=scopes, min_score=lo, max_score=hi, types=types, limit=limit)
-        atoms = self.store.get_atoms(p.atom_id for p in rows)
-        out = []
-        for p in rows:
-            if self.enforce_sensitive and self.store.is_sensitive(p.scope_hash) \
-                    and self.store.grant_expiry(p.scope_hash) is None:  # fmt: skip
-                continue  # listing everything never leaks a sensitive scope
-            out.append((p, atoms[p.atom_id]))
-        return out
+                core.reach(h)  # AuthorizationRequired when an agent names a sensitive scope
+        rows = core.store.list_promotions(scope_hashes=scopes, min_score=lo, max_score=hi, types=types, limit=limit)
+        atoms = core.store.get_atoms(p.atom_id for p in rows)
+        # Listing everything never leaks a sensitive scope.
+        return [(p, atoms[p.atom_id]) for p in rows if not core.enforce_sensitive or not core.locked(p.scope_hash)]
 
     def _decide(self, ids: Sequence[int], to: str, actor: str) -> tuple[list[int], list[dict[str, Any]]]:
         check_count("ids", ids, field="promotion_ids")
         bad = [i for i in ids if isinstance(i, bool) or not isinstance(i, int)]
         if bad:
             raise InvalidInput(f"promotion_ids must be integers, got {bad[0]!r}")
-        found = self.store.get_promotions(list(ids))
+        found = self.core.store.get_promotions(list(ids))
         # The scope boundary: a promotion of a scope out of reach is reported exactly as a missing one.
-        found = {pid: p for pid, p in found.items() if self._reach(p.scope_hash)}
+        found = {pid: p for pid, p in found.items() if self.core.reach(p.scope_hash)}
         done: list[int] = []
         skipped: list[dict[str, Any]] = []
-        with self._write() as tx:
+        with self.core.write() as tx:
             for pid in dict.fromkeys(ids):
                 p = found.get(pid)
-                if p is None:
-                    skipped.append({"promotion_id": pid, "reason": f"no promotion with id {pid}"})
-                    continue
-                if p.status != "pending":
-                    skipped.append({"promotion_id": pid, "reason": f"promotion {pid} is already {p.status}"})
+                if p is None or p.status != "pending":
+                    why = f"no promotion with id {pid}" if p is None else f"promotion {pid} is already {p.status}"
+                    skipped.append({"promotion_id": pid, "reason": why})
                     continue
                 tx.decide_promotion(pid, to)
-                atom_status = "active" if to == "promoted" else "sealed"
-                tx.update_atom(p.atom_id, status=atom_status, prior_status="pending")
-                action = "promote" if to == "promoted" else "reject"
-                tx.append_event(atom_id=p.atom_id, actor=actor, action=action, reason=f"promotion {pid}", content=None)
+                tx.update_atom(p.atom_id, status="active" if to == "promoted" else "sealed", prior_status="pending")
+                tx.append_event(atom_id=p.atom_id, actor=actor, action="promote" if to == "promoted" else "reject",
+                                reason=f"promotion {pid}", content=None)  # fmt: skip
                 done.append(pid)
         return done, skipped
 
     def promote(
-        self,
-        promotion_ids: Sequence[int] | None = None,
-        *,
-        auto_high: bool = False,
-        threshold: float = 0.85,
-        scope: str | None = "global",
-        actor: str = "agent",
-    ) -> tuple[list[int], list[dict[str, Any]]]:
+        self, promotion_ids: Sequence[int] | None = None, *, auto_high: bool = False, threshold: float = 0.85,
+        scope: str | None = "global", actor: str = "agent",
+    ) -> tuple[list[int], list[dict[str, Any]]]:  # fmt: skip
         """Promote by ids, or every pending candidate with DURA average ≥ threshold (in scope)."""
         threshold = _check_unit("threshold", threshold)
         if not promotion_ids and not auto_high:
             raise InvalidInput("pass promotion_ids, or auto_high=true to promote every candidate above threshold")
         ids = list(promotion_ids or [])
         if auto_high:
-            high = self.store.list_promotions(scope_hashes=self._review_scopes(scope), min_score=threshold, limit=10_000)
+            high = self.core.store.list_promotions(scope_hashes=self._scopes(scope), min_score=threshold, limit=10_000)
             ids += [p.id for p in high]
         return self._decide(ids, "promoted", actor)
 
@@ -135,36 +117,32 @@ class ReviewOps(_Base):
     @cached_property
     def llm(self) -> LLM | None:
         """The configured LLM, or None; a broken configuration is kept in `llm_error` for doctor."""
-        from ..llm import LLMError, llm_from_env
-
         try:
             return llm_from_env()
         except LLMError as exc:
-            self.llm_error: str | None = exc.message
+            self.llm_error = exc.message
             return None
 
     def judge(self, new_text: str, old_memory_id: str) -> tuple[Judgment, str]:
         """Does `new_text` supersede the memory? Returns (judgment, band); applies nothing."""
-        from ..write.judge import band, judge
-
-        problem = self._validate_content(new_text, "new_text")
+        problem = self.core.validate_content(new_text, "new_text")
         if problem:
             raise InvalidInput(problem)
-        from ..write.redact import redact
-
-        old = self.get(old_memory_id)
+        old = self.core.get(old_memory_id)
         j = judge(redact(new_text).text, old.content, llm=self.llm)  # the text may go to an LLM or a log
         return j, band(j.confidence, j.type)
 
     def compare(self, memory_id_a: str, memory_id_b: str) -> tuple[Atom, Atom, list[str], Judgment, str]:
         """Diff two memories and judge the newer against the older; applies nothing."""
-        from ..write.judge import band, judge
-
-        a, b = self.get(memory_id_a), self.get(memory_id_b)
+        a, b = self.core.get(memory_id_a), self.core.get(memory_id_b)
         old, new = (a, b) if a.id <= b.id else (b, a)  # ULIDs sort by creation time
-        diff = [
-            line.rstrip("\n")
-            for line in difflib.unified_diff(a.content.splitlines(), b.content.splitlines(), "a", "b", lineterm="", n=1)
-        ]
+        diff = [line.rstrip("\n") for line in difflib.unified_diff(a.content.splitlines(), b.content.splitlines(),
+                                                                   "a", "b", lineterm="", n=1)]  # fmt: skip
         j = judge(new.content, old.content, llm=self.llm)
         return a, b, diff, j, band(j.confidence, j.type)
+
+    def suggest_topic_key(self, content: str) -> tuple[str, str]:
+        problem = self.core.validate_content(content)
+        if problem:
+            raise InvalidInput(problem)
+        return suggest_topic_key(content, llm=self.llm)

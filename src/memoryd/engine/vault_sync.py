@@ -1,7 +1,7 @@
 """Keep the markdown vault and the database in step; import what people edit by hand.
 
 memoryd publishes each active memory's file after its write transaction commits, having recorded
-the file's digest and an outbox entry in that transaction (`EngineCore._write`). At start-up
+the file's digest and an outbox entry in that transaction (`Core.write`). At start-up
 `recover_vault` first finishes what a crash interrupted (outbox entries, temporary files), from the
 database. Then a file whose bytes no longer match the recorded digest was edited on disk; a recorded
 file that is gone was deleted on disk; a file with an id the database does not know (or none) is
@@ -14,60 +14,61 @@ files are reported with their path and never touched.
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import vault
 from ..models import Scope
+from ..storage.base import VaultRecord
 from ..write.redact import redact
-from .core import _clean
+from .core import Core, clean
+from .writes import Writer
 
-if TYPE_CHECKING:
-    from .admin import AdminOps
-
-    _Base = AdminOps
-else:
-    _Base = object
-
-__all__ = ["VaultOps"]
+__all__ = ["VaultSync"]
 
 _REPORT_KEYS = ("imported", "edited", "retagged", "deleted", "written", "orphaned", "broken")
 
 
-class VaultOps(_Base):
+class VaultSync:
+    def __init__(self, core: Core, writer: Writer) -> None:
+        self.core = core
+        self.writer = writer
+
     def recover_vault(self) -> dict[str, list[str]]:
         """Finish what a crash interrupted: publish queued files from the database, drop temporaries."""
-        with self._vault_lock:
-            temps = [str(p) for p in vault.remove_temp_files(self.vault_root)]
-            rows = self.store.outbox()
-            atoms = self.store.get_atoms([r[0] for r in rows])
-            states = self.store.vault_state([r[0] for r in rows])
+        core, store = self.core, self.core.store
+        with core.vault_lock:
+            temps = [str(p) for p in vault.remove_temp_files(core.vault_root)]
+            rows = store.outbox()
+            atoms = store.get_atoms([r[0] for r in rows])
+            states = store.vault_state([r[0] for r in rows])
             published: list[str] = []
             for atom_id, _, remove_path in rows:
                 atom = atoms.get(atom_id)
                 if atom is not None and atom.status == "active" and atom.vault_path:
                     text = vault.render(atom)
                     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-                    path = self.vault_root / atom.vault_path
+                    path = core.vault_root / atom.vault_path
                     current = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
                     if current != digest:
                         vault.write_atomic(path, text)
                         published.append(atom_id)
-                    if digest != states[atom_id][2]:  # only if rendering changed between versions
-                        with self.store.transaction() as tx:
-                            tx.update_atom(atom.id, vault_digest=digest, updated_at=vault.format_time(atom.updated_at))
+                    if digest != states[atom_id].digest:  # only if rendering changed between versions
+                        with store.transaction() as tx:
+                            tx.update_atom(atom.id, vault_digest=digest, updated_at=atom.updated_at)
                 if remove_path and (atom is None or atom.vault_path != remove_path):
-                    vault.remove(self.vault_root / remove_path)
+                    vault.remove(core.vault_root / remove_path)
                     published.append(atom_id)
-            self.store.clear_outbox([(r[0], r[1]) for r in rows])
+            store.clear_outbox([(r[0], r[1]) for r in rows])
             return {"published": published, "temp_files_removed": temps}
 
-    def _vault_plan(self) -> dict[str, list[Any]]:
-        db = self.store.vault_digests()
-        known = {self.vault_root / rel: (digest, atom_id) for atom_id, (_, rel, digest) in db.items() if rel and digest}
+    def _vault_plan(self) -> tuple[dict[str, list[Any]], dict[str, VaultRecord]]:
+        db = self.core.store.vault_digests()
+        root = self.core.vault_root
+        known = {root / rel: (digest, atom_id) for atom_id, (_, rel, digest) in db.items() if rel and digest}
         plan: dict[str, list[Any]] = {k: [] for k in _REPORT_KEYS}
         broken_paths: set[str] = set()
         on_disk: set[str] = set()
-        for f in vault.iter_scan(self.vault_root, known):  # only files that need work are kept
+        for f in vault.iter_scan(root, known):  # only files that need work are kept
             if isinstance(f, vault.VaultFormatError):
                 plan["broken"].append({"path": str(f.path), "error": str(f)})
                 broken_paths.add(str(f.path))
@@ -80,7 +81,7 @@ class VaultOps(_Base):
             if status != "active":
                 plan["orphaned"].append(f)  # left alone: it may hold a person's edit
                 continue
-            if rel and (self.vault_root / rel) != f.path and (self.vault_root / rel).exists():
+            if rel and (root / rel) != f.path and (root / rel).exists():
                 plan["orphaned"].append(f)  # a copy of a memory whose own file is still in place
                 continue
             on_disk.add(atom_id)
@@ -89,7 +90,7 @@ class VaultOps(_Base):
         for atom_id, (status, rel, _) in db.items():
             if status != "active" or atom_id in on_disk:
                 continue
-            path = self.vault_root / rel if rel else None
+            path = root / rel if rel else None
             if path is not None and str(path) in broken_paths:
                 continue
             if rel:
@@ -97,102 +98,101 @@ class VaultOps(_Base):
             else:
                 plan["written"].append(atom_id)
         # Atoms changed while we scanned (committed, file not yet published) are not hand edits.
-        busy = {r[0] for r in self.store.outbox()}
+        busy = {r[0] for r in self.core.store.outbox()}
         for key in ("edited", "orphaned", "imported"):
             plan[key] = [f for f in plan[key] if f.frontmatter.get("id") not in busy]
         plan["deleted"] = [a for a in plan["deleted"] if a not in busy]
-        plan["_db"] = [db]
-        return plan
+        return plan, db
 
-    def _unchanged(self, atom_id: str, plan: dict[str, list[Any]]) -> bool:
+    def _unchanged(self, atom_id: str, seen: dict[str, VaultRecord]) -> bool:
         """Whether an atom is still what the plan saw (status, file, digest) and not being written."""
-        seen = plan["_db"][0].get(atom_id)
-        now = self.store.vault_state([atom_id]).get(atom_id)
-        if seen is None or now is None or atom_id in {r[0] for r in self.store.outbox()}:
+        store = self.core.store
+        now = store.vault_state([atom_id]).get(atom_id)
+        if atom_id not in seen or now is None or atom_id in {r[0] for r in store.outbox()}:
             return False
-        return now == seen
+        return now == seen[atom_id]
 
     def _scope_from_frontmatter(self, fm: dict[str, Any]) -> Scope:
         """The scope a file names (a copy from another checkout), else the current one."""
         s = fm.get("scope")
-        if isinstance(s, dict) and s.get("hash") == self.scope.scope_hash:
-            return self.scope
+        if isinstance(s, dict) and s.get("hash") == self.core.scope.scope_hash:
+            return self.core.scope
         if isinstance(s, dict) and s.get("tenant_id") and s.get("repository"):
             return Scope(tenant_id=s["tenant_id"], workspace=s.get("workspace") or "",
                          repository=s["repository"], branch=s.get("branch") or "")  # fmt: skip
-        return self.scope
+        return self.core.scope
 
     def vault_check(self) -> dict[str, list[str]]:
         """What `vault_sync` would do, as paths or ids, without changing anything."""
-        plan = self._vault_plan()
+        plan = self._vault_plan()[0]
         return {k: [str(getattr(x, "path", x)) if not isinstance(x, dict) else x["path"] for x in v]
-                for k, v in plan.items() if not k.startswith("_")}  # fmt: skip
+                for k, v in plan.items()}  # fmt: skip
 
     def vault_sync(self) -> dict[str, list[Any]]:
         """Import hand edits (replace, reason "edited on disk"), deletions and new files.
 
         The vault holds every scope's files and is the person's own: sync acts for memoryd itself
-        (`_as_system`), whichever surface started it.
+        (`Core.as_system`), whichever surface started it.
         """
-        with self._as_system(), self._vault_lock:
+        with self.core.as_system(), self.core.vault_lock:
             self.recover_vault()
             return self._vault_sync()
 
     def _vault_sync(self) -> dict[str, list[Any]]:
-        plan = self._vault_plan()
+        plan, seen = self._vault_plan()
         report: dict[str, list[Any]] = {k: [] for k in _REPORT_KEYS}
         report["broken"] = plan["broken"]
         report["orphaned"] = [str(f.path) for f in plan["orphaned"]]
         for f in plan["edited"]:
-            if not self._unchanged(f.frontmatter["id"], plan):
+            if not self._unchanged(f.frontmatter["id"], seen):
                 continue  # the engine changed it since the scan: not a hand edit
-            atom = self.store.get_atoms([f.frontmatter["id"]])[f.frontmatter["id"]]
+            atom = self.core.store.get_atoms([f.frontmatter["id"]])[f.frontmatter["id"]]
             fm = f.frontmatter
             # compared as they would be stored (redacted): a secret typed into the file is no change
             tags = [redact(str(t)).text for t in fm.get("tags") or []]
             triggers = [redact(str(t)).text for t in fm.get("triggers") or []]
             title = redact(fm["title"]).text if isinstance(fm.get("title"), str) else fm.get("title")
             assert f.body is not None  # edited = its digest changed, so it was parsed
-            if _clean(f.body) != atom.content:
-                r = self.correct(atom.id, "replace", "edited on disk", f.body, actor="vault")
+            if clean(f.body) != atom.content:
+                r = self.writer.correct(atom.id, "replace", "edited on disk", f.body, actor="vault")
                 if r.effect != "applied":
                     report["broken"].append({"path": str(f.path), "error": r.reason})
                     continue
                 new_id = r.new_atom_id or atom.id
                 if (tags, triggers, title) != (atom.tags, atom.triggers, atom.title):
-                    self.update(new_id, tags=tags, triggers=triggers, title=title, actor="vault",
+                    self.writer.patch(new_id, tags=tags, triggers=triggers, title=title, actor="vault",
                                 reason="edited on disk")  # fmt: skip
                 report["edited"].append({"path": str(f.path), "memory_id": atom.id, "new_memory_id": new_id})
             elif (tags, triggers, title) != (atom.tags, atom.triggers, atom.title):
-                self.update(atom.id, tags=tags, triggers=triggers, title=title, actor="vault", reason="edited on disk")
+                self.writer.patch(atom.id, tags=tags, triggers=triggers, title=title, actor="vault", reason="edited on disk")
                 report["retagged"].append({"path": str(f.path), "memory_id": atom.id})
             else:  # only formatting changed: write our rendering back and record its digest
-                with self._write() as tx:
-                    tx.touched[atom.id] = None
+                with self.core.write() as tx:
+                    tx.resync(atom.id)
         for atom_id in plan["deleted"]:
-            rel = plan["_db"][0][atom_id][1]
-            if not self._unchanged(atom_id, plan) or (self.vault_root / rel).exists():
+            rel = seen[atom_id].path
+            if not self._unchanged(atom_id, seen) or (rel and (self.core.vault_root / rel).exists()):
                 continue  # changed or written since the scan: not a deletion
-            self.delete(atom_id, actor="vault", reason="deleted on disk")
+            self.writer.delete(atom_id, actor="vault", reason="deleted on disk")
             report["deleted"].append(atom_id)
         for f in plan["imported"]:
             assert f.body is not None  # unknown files are always parsed
             fm = f.frontmatter
-            r = self.memorize(
+            saved = self.writer.memorize(
                 f.body, source="vault", type=fm.get("type") or "fact", title=fm.get("title"),
                 tags=[str(t) for t in fm.get("tags") or []], triggers=[str(t) for t in fm.get("triggers") or []],
                 gate="trusted", actor="vault", scope=self._scope_from_frontmatter(fm),
             )  # fmt: skip
-            if r.effect == "rejected":
-                report["broken"].append({"path": str(f.path), "error": r.reason})
+            if saved.effect == "rejected":
+                report["broken"].append({"path": str(f.path), "error": saved.reason})
                 continue
-            if r.atom_id and self.path_of(self.store.get_atoms([r.atom_id])[r.atom_id]) != f.path:
+            if saved.atom_id and self.core.path_of(self.core.store.get_atoms([saved.atom_id])[saved.atom_id]) != f.path:
                 vault.remove(f.path)  # its content now lives in the memory's own file
-            report["imported"].append({"path": str(f.path), "memory_id": r.atom_id, "effect": r.effect})
+            report["imported"].append({"path": str(f.path), "memory_id": saved.atom_id, "effect": saved.effect})
         for atom_id in plan["written"]:
-            if not self._unchanged(atom_id, plan):
+            if not self._unchanged(atom_id, seen):
                 continue
-            with self._write() as tx:
-                tx.touched[atom_id] = None
+            with self.core.write() as tx:
+                tx.resync(atom_id)
             report["written"].append(atom_id)
         return report

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
-
-import logging
 
 import anyio.to_thread
 from mcp.shared.exceptions import MCPError
@@ -83,7 +82,7 @@ class EngineHandle:
             self._engine = engine
             self._ready.set()
         try:
-            engine.store.warm()  # load the vector index now rather than in the first search
+            engine.warm()  # load the vector index now rather than in the first search
         except Exception:
             log.exception("loading the vector index at start failed; the first search will retry")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
@@ -11,6 +11,9 @@ from pydantic import BaseModel, Field
 
 from ..models import CodeChange, Freshness
 from .common import EngineHandle, ScopeInput, call
+
+if TYPE_CHECKING:
+    from ..engine import Engine
 
 __all__ = ["TOOL_NAMES", "register"]
 
@@ -109,7 +112,7 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
         scope: Annotated[ScopeInput | None, _SCOPE] = None,
         anchors: Annotated[list[str] | None, _ANCHORS] = None,
     ) -> Annotated[CallToolResult, MemorizeOut]:
-        def run(engine):  # type: ignore[no-untyped-def]
+        def run(engine: Engine) -> MemorizeOut:
             warning = engine.scope_input_warning(_given(scope))
             r = engine.memorize(content, source=source or "agent", gate="admit", anchors=anchors)
             return MemorizeOut(atom_id=r.atom_id, effect=r.effect, reason=r.reason, deduped_with=r.deduped_with,
@@ -135,7 +138,7 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
         path: Annotated[str | None, _PATH] = None,
         symbol: Annotated[str | None, _SYMBOL] = None,
     ) -> Annotated[CallToolResult, RecallOut]:
-        def run(engine):  # type: ignore[no-untyped-def]
+        def run(engine: Engine) -> RecallOut:
             from ..engine import visible_content
 
             warning = engine.scope_input_warning(_given(scope))
@@ -170,7 +173,7 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
         new_content: Annotated[str | None, Field(description="The corrected memory (replace only).")] = None,
         scope: Annotated[ScopeInput | None, Field(description="Inherited from the target atom; ignored.")] = None,
     ) -> Annotated[CallToolResult, CorrectOut]:
-        def run(engine):  # type: ignore[no-untyped-def]
+        def run(engine: Engine) -> CorrectOut:
             r = engine.correct(target_atom, action, reason, new_content)
             return CorrectOut(**r.model_dump(), warning=engine.scope_input_warning(_given(scope)))
 
@@ -193,7 +196,7 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
         lesson_content: Annotated[str | None, Field(description="The lesson (derive_lesson only).")] = None,
         scope: Annotated[ScopeInput | None, Field(description="Inherited from the target atom; ignored.")] = None,
     ) -> Annotated[CallToolResult, GovernOut]:
-        def run(engine):  # type: ignore[no-untyped-def]
+        def run(engine: Engine) -> GovernOut:
             r = engine.govern(target_atom, action, reason, lesson_content)
             return GovernOut(**r.model_dump(), warning=engine.scope_input_warning(_given(scope)))
 
@@ -214,7 +217,7 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
         source: Annotated[str | None, Field(description="user / agent / custom.")] = None,
         scope: Annotated[ScopeInput | None, _SCOPE] = None,
     ) -> Annotated[CallToolResult, HandoffOut]:
-        def run(engine):  # type: ignore[no-untyped-def]
+        def run(engine: Engine) -> HandoffOut:
             warning = engine.scope_input_warning(_given(scope))
             return HandoffOut(**engine.handoff(summary, source=source or "agent").model_dump(), warning=warning)
 
@@ -227,7 +230,7 @@ def register(mcp: MCPServer, handle: EngineHandle) -> None:
             title="Stats", open_world_hint=False, read_only_hint=True, idempotent_hint=True, destructive_hint=False),
     )
     async def memory_stats() -> Annotated[CallToolResult, StatsOut]:
-        def run(engine):  # type: ignore[no-untyped-def]
+        def run(engine: Engine) -> StatsOut:
             s = engine.stats()
             return StatsOut(atoms=s.atoms, edges=s.edges, indexes=Indexes(**s.indexes.model_dump()),
                             snapshot_version=s.snapshot_version)  # fmt: skip

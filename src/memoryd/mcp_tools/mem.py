@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
@@ -12,6 +12,10 @@ from pydantic import BaseModel, Field
 
 from ..models import CodeChange, Freshness
 from .common import EngineHandle, call
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+    from ..models import Atom
 
 __all__ = ["ADMIN_TOOLS", "AGENT_TOOLS", "register"]
 
@@ -38,7 +42,7 @@ TITLES = {
 }  # fmt: skip
 
 MemType = Literal["session", "decision", "preference", "fact", "playbook", "warning"]
-Scope = Annotated[str, Field(description='"auto" = this repository (from the working directory), "global" = all your projects.')]
+ScopeArg = Annotated[str, Field(description='"auto" = this repository (from the working directory), "global" = all your projects.')]
 
 
 # -- output models ---------------------------------------------------------------------------
@@ -79,7 +83,7 @@ class GetOut(BaseModel):
     path: str | None = None
 
 
-class Brief(BaseModel):
+class Preview(BaseModel):
     memory_id: str
     type: str
     title: str | None = None
@@ -91,7 +95,7 @@ class Brief(BaseModel):
     code_changes: list[CodeChange] | None = Field(None, description="What changed (code_changed only).")
 
 
-class Result(Brief):
+class Result(Preview):
     score: float = Field(description="Relevance, 0.0 to 1.0.")
     tags: list[str]
     scope_hash: str
@@ -104,13 +108,13 @@ class SearchOut(BaseModel):
 
 
 class ContextOut(BaseModel):
-    before: list[Brief]
-    anchor: Brief
-    after: list[Brief]
+    before: list[Preview]
+    anchor: Preview
+    after: list[Preview]
 
 
 class TimelineOut(BaseModel):
-    memories: list[Brief]
+    memories: list[Preview]
     since: datetime
     warning: str | None = Field(None, description="Set when the scope argument named another repository: where the call went.")
 
@@ -146,14 +150,14 @@ class JudgeOut(BaseModel):
 
 
 class CompareOut(BaseModel):
-    a: Brief
-    b: Brief
+    a: Preview
+    b: Preview
     diff_lines: list[str]
     judgment: JudgmentOut
     band: Literal["auto", "review", "ignore"]
 
 
-class Dura(BaseModel):
+class DuraScores(BaseModel):
     durability: float
     utility: float
     relevance: float
@@ -167,7 +171,7 @@ class PendingItem(BaseModel):
     type: str
     content: str
     scope_hash: str
-    dura: Dura
+    dura: DuraScores
     reasoning: str
     created_at: datetime
 
@@ -200,7 +204,7 @@ class AccessRequestOut(BaseModel):
     warning: str | None = Field(None, description="Set when the scope argument named another repository: where the call went.")
 
 
-class StatsOut(BaseModel):
+class StatsDetailOut(BaseModel):
     total: int
     by_type: dict[str, int]
     by_scope: dict[str, dict[str, Any]]
@@ -245,16 +249,15 @@ class TopicKeyOut(BaseModel):
 # -- shaping helpers ---------------------------------------------------------------------------
 
 
-def _brief(engine: Any, atom: Any, drift: dict[str, Any] | None = None) -> Brief:
+def _preview(atom: Atom, drift: dict[str, Any] | None = None) -> Preview:
     from ..engine import visible_content
 
-    text = visible_content(atom)
     fresh, changes = (drift or {}).get(atom.id, (None, None))
-    return Brief(memory_id=atom.id, type=atom.type, title=atom.title, content_preview=text[:200],
-                 created_at=atom.created_at, freshness=fresh, code_changes=changes or None)  # fmt: skip
+    return Preview(memory_id=atom.id, type=atom.type, title=atom.title, content_preview=visible_content(atom)[:200],
+                   created_at=atom.created_at, freshness=fresh, code_changes=changes or None)  # fmt: skip
 
 
-def _path(engine: Any, atom: Any) -> str | None:
+def _path(engine: Engine, atom: Atom) -> str | None:
     p = engine.path_of(atom)
     return str(p) if p else None
 
@@ -282,7 +285,7 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
     async def mem_save(
         content: Annotated[str, Field(description="The memory, one self-contained statement.")],
         type: Annotated[MemType, Field(description="session | decision | preference | fact | playbook | warning")] = "fact",
-        scope: Scope = "auto",
+        scope: ScopeArg = "auto",
         tags: Annotated[list[str] | None, Field(description="Labels, e.g. ['frontend'].")] = None,
         triggers: Annotated[list[str] | None, Field(description="Words that should recall it.")] = None,
         title: Annotated[str | None, Field(description="Short title.")] = None,
@@ -290,21 +293,20 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
             description="Optional: code it is about beyond what it names: 'path', 'path::Class.method' or 'Symbol'. "
                         "Files and symbols named in the content are anchored anyway.")] = None,
     ) -> Annotated[CallToolResult, SaveOut]:
-        def run(e: Any) -> SaveOut:
+        def run(e: Engine) -> SaveOut:
             target, warning = e.resolve_scope_arg(scope)
             r = e.memorize(content, source="agent", type=type, title=title, tags=tags or [], triggers=triggers or [],
                            gate="review", scope=target, anchors=anchors)  # fmt: skip
             if r.effect == "rejected":
                 return SaveOut(status="rejected", reasoning=r.reason, warning=warning)
-            atom = e.store.get_atoms([r.atom_id])[r.atom_id]
             if r.effect == "no_op":
-                return SaveOut(status="duplicate", memory_id=atom.id, path=_path(e, atom), deduped_with=r.deduped_with,
+                return SaveOut(status="duplicate", memory_id=r.atom_id, path=r.path, deduped_with=r.deduped_with,
                                warning=warning)  # fmt: skip
             code = {"anchors": r.anchors, "anchor_note": r.anchor_note}
             if r.status == "pending":
-                return SaveOut(status="pending", memory_id=atom.id, promotion_id=r.promotion_id, reasoning=r.reason,
+                return SaveOut(status="pending", memory_id=r.atom_id, promotion_id=r.promotion_id, reasoning=r.reason,
                                warning=warning, **code)  # fmt: skip
-            return SaveOut(status="saved", memory_id=atom.id, path=_path(e, atom), warning=warning, **code)
+            return SaveOut(status="saved", memory_id=r.atom_id, path=r.path, warning=warning, **code)
 
         return await call(handle, run)
 
@@ -316,18 +318,15 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
         triggers: list[str] | None = None,
         title: str | None = None,
     ) -> Annotated[CallToolResult, UpdateOut]:
-        def run(e: Any) -> UpdateOut:
-            before = e.get(memory_id)
-            atom = e.update(memory_id, content=content, tags=tags, triggers=triggers, title=title)
-            changed = [k for k in ("content", "tags", "triggers", "title")
-                       if getattr(atom, k) != getattr(before, k)]  # fmt: skip
-            return UpdateOut(memory_id=atom.id, status="updated", path=_path(e, atom), updated_fields=changed)
+        def run(e: Engine) -> UpdateOut:
+            r = e.patch(memory_id, content=content, tags=tags, triggers=triggers, title=title)
+            return UpdateOut(memory_id=r.atom.id, status="updated", path=r.path, updated_fields=r.updated_fields)
 
         return await call(handle, run)
 
     @tool("Delete a memory for good: its markdown file and its row (an audit event remains).", destructive=True)
     async def mem_delete(memory_id: str) -> Annotated[CallToolResult, DeleteOut]:
-        def run(e: Any) -> DeleteOut:
+        def run(e: Engine) -> DeleteOut:
             path = e.delete(memory_id)
             return DeleteOut(memory_id=memory_id, deleted=True, path=path or None)
 
@@ -335,12 +334,11 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
 
     @tool("Get one memory in full: frontmatter and markdown body.", read_only=True, idempotent=True)
     async def mem_get(memory_id: str) -> Annotated[CallToolResult, GetOut]:
-        def run(e: Any) -> GetOut:
-            from .. import vault
-            from ..engine import visible_content
+        def run(e: Engine) -> GetOut:
+            from ..engine import atom_frontmatter, visible_content
 
             atom = e.get(memory_id)
-            fm = vault.atom_frontmatter(atom)
+            fm = atom_frontmatter(atom)
             return GetOut(memory_id=atom.id, type=atom.type, scope_hash=atom.scope_hash, status=atom.status,
                           frontmatter=fm, body=visible_content(atom), path=_path(e, atom))  # fmt: skip
 
@@ -352,20 +350,20 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
           read_only=True, idempotent=True)  # fmt: skip
     async def mem_search(
         query: str,
-        scope: Scope = "auto",
+        scope: ScopeArg = "auto",
         top_k: Annotated[int, Field(ge=1, le=100, description="How many results.")] = 10,
         types: list[MemType] | None = None,
         entity_ids: list[str] | None = None,
         path: Annotated[str | None, Field(description="Only memories anchored to this file or directory.")] = None,
         symbol: Annotated[str | None, Field(description="Only memories anchored to this symbol, e.g. Table.insert_all.")] = None,
     ) -> Annotated[CallToolResult, SearchOut]:
-        def run(e: Any) -> SearchOut:
+        def run(e: Engine) -> SearchOut:
             warning = e.resolve_scope_arg(scope)[1]
             hits = e.search(query, scope=scope, top_k=top_k, types=types, entity_ids=entity_ids, path=path,
                             symbol=symbol).hits  # fmt: skip
             drift = {h.atom.id: (h.freshness, h.code_changes) for h in hits if h.freshness}
             return SearchOut(results=[
-                Result(**_brief(e, h.atom, drift).model_dump(), score=h.score, tags=h.atom.tags,
+                Result(**_preview(h.atom, drift).model_dump(), score=h.score, tags=h.atom.tags,
                        scope_hash=h.atom.scope_hash, path=_path(e, h.atom))
                 for h in hits
             ], warning=warning)  # fmt: skip
@@ -376,40 +374,36 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
     async def mem_context(
         memory_id: str, neighbors: Annotated[int, Field(ge=0, le=50, description="How many on each side.")] = 3
     ) -> Annotated[CallToolResult, ContextOut]:
-        def run(e: Any) -> ContextOut:
+        def run(e: Engine) -> ContextOut:
             before, anchor, after = e.context(memory_id, neighbors=neighbors)
             drift = e.code_changes([a.id for a in (*before, anchor, *after) if a.scope_hash == e.scope.scope_hash])
-            return ContextOut(before=[_brief(e, a, drift) for a in before], anchor=_brief(e, anchor, drift),
-                              after=[_brief(e, a, drift) for a in after])  # fmt: skip
+            return ContextOut(before=[_preview(a, drift) for a in before], anchor=_preview(anchor, drift),
+                              after=[_preview(a, drift) for a in after])  # fmt: skip
 
         return await call(handle, run)
 
     @tool("Recent memories of a scope, newest first (soft-forgotten ones left out). since: 30d, 2w, 6m or 1y.",
           read_only=True, idempotent=True)  # fmt: skip
     async def mem_timeline(
-        scope: Scope = "auto",
+        scope: ScopeArg = "auto",
         since: Annotated[str, Field(description="How far back: <n>d, <n>w, <n>m or <n>y.")] = "30d",
         types: list[MemType] | None = None,
         limit: Annotated[int, Field(ge=1, le=1000)] = 100,
     ) -> Annotated[CallToolResult, TimelineOut]:
-        def run(e: Any) -> TimelineOut:
-            from ..engine.core import _now
-            from ..lifecycle.decay import parse_since
-
+        def run(e: Engine) -> TimelineOut:
             warning = e.resolve_scope_arg(scope)[1]
-            atoms = e.timeline(scope=scope, since=since, types=types, limit=limit)
-            start = parse_since(since, _now())
-            return TimelineOut(memories=[_brief(e, a) for a in atoms], since=start, warning=warning)
+            t = e.timeline_window(scope=scope, since=since, types=types, limit=limit)
+            return TimelineOut(memories=[_preview(a) for a in t.memories], since=t.since, warning=warning)
 
         return await call(handle, run)
 
     @tool("Open a session record at the start of an agent session; keep the session_id for mem_session_end.")
     async def mem_session_start(
-        scope: Scope = "auto",
+        scope: ScopeArg = "auto",
         source: Annotated[str, Field(description="Who runs the session: claude-code, codex, manual, …")] = "manual",
         title: str | None = None,
     ) -> Annotated[CallToolResult, SessionStartOut]:
-        def run(e: Any) -> SessionStartOut:
+        def run(e: Engine) -> SessionStartOut:
             warning = e.resolve_scope_arg(scope)[1]
             s = e.session_start(scope=scope, source=source, title=title)
             return SessionStartOut(session_id=s.id, path=_path(e, e.get(s.id)), warning=warning)
@@ -418,7 +412,7 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
 
     @tool("Close a session with its summary. Idempotent: a second call keeps the first summary.", idempotent=True)
     async def mem_session_end(session_id: str, summary: str) -> Annotated[CallToolResult, SessionEndOut]:
-        def run(e: Any) -> SessionEndOut:
+        def run(e: Engine) -> SessionEndOut:
             s, closed = e.session_end(session_id, summary)
             return SessionEndOut(session_id=s.id, status="closed" if closed else "already_closed", summary=s.summary)
 
@@ -426,7 +420,7 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
 
     @tool("The session's markdown body (title, start, summary).", read_only=True, idempotent=True)
     async def mem_session_summary(session_id: str) -> Annotated[CallToolResult, SessionSummaryOut]:
-        def run(e: Any) -> SessionSummaryOut:
+        def run(e: Engine) -> SessionSummaryOut:
             return SessionSummaryOut(session_id=session_id, body=e.session_summary(session_id))
 
         return await call(handle, run)
@@ -436,20 +430,19 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
     async def mem_capture_passive(
         content: str,
         source: Annotated[str, Field(description="The trusted source, e.g. openclaw.")],
-        scope: Scope = "auto",
+        scope: ScopeArg = "auto",
         type: Literal["fact", "decision", "preference", "playbook", "warning"] = "fact",
         tags: list[str] | None = None,
         triggers: list[str] | None = None,
     ) -> Annotated[CallToolResult, SaveOut]:
-        def run(e: Any) -> SaveOut:
+        def run(e: Engine) -> SaveOut:
             warning = e.resolve_scope_arg(scope)[1]
             r = e.capture_passive(content, source=source, scope=scope, type=type, tags=tags or [],
                                   triggers=triggers or [])  # fmt: skip
             if r.effect == "rejected":
                 return SaveOut(status="rejected", reasoning=r.reason, warning=warning)
-            atom = e.store.get_atoms([r.atom_id])[r.atom_id]
             status: Literal["saved", "duplicate"] = "duplicate" if r.effect == "no_op" else "saved"
-            return SaveOut(status=status, memory_id=atom.id, path=_path(e, atom), deduped_with=r.deduped_with,
+            return SaveOut(status=status, memory_id=r.atom_id, path=r.path, deduped_with=r.deduped_with,
                            warning=warning)  # fmt: skip
 
         return await call(handle, run)
@@ -457,7 +450,7 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
     @tool("Judge whether new_text supersedes, contradicts, duplicates or refines an existing memory. Applies "
           "nothing: band auto (≥0.85) / review / ignore tells you how sure it is.", read_only=True, idempotent=True)
     async def mem_judge(new_text: str, old_memory_id: str) -> Annotated[CallToolResult, JudgeOut]:
-        def run(e: Any) -> JudgeOut:
+        def run(e: Engine) -> JudgeOut:
             j, band = e.judge(new_text, old_memory_id)
             return JudgeOut(judgment=_judgment(j), band=band, source=j.source)
 
@@ -466,9 +459,9 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
     @tool("Diff two memories and judge whether the newer supersedes the older. Applies nothing.",
           read_only=True, idempotent=True)  # fmt: skip
     async def mem_compare(memory_id_a: str, memory_id_b: str) -> Annotated[CallToolResult, CompareOut]:
-        def run(e: Any) -> CompareOut:
+        def run(e: Engine) -> CompareOut:
             a, b, diff, j, band = e.compare(memory_id_a, memory_id_b)
-            return CompareOut(a=_brief(e, a), b=_brief(e, b), diff_lines=diff, judgment=_judgment(j), band=band)
+            return CompareOut(a=_preview(a), b=_preview(b), diff_lines=diff, judgment=_judgment(j), band=band)
 
         return await call(handle, run)
 
@@ -481,11 +474,11 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
         max_score: Annotated[float, Field(ge=0.0, le=1.0)] = 1.0,
         types: list[MemType] | None = None,
     ) -> Annotated[CallToolResult, ReviewOut]:
-        def run(e: Any) -> ReviewOut:
+        def run(e: Engine) -> ReviewOut:
             rows = e.review_pending(scope=scope, limit=limit, min_score=min_score, max_score=max_score, types=types)
             items = [
                 PendingItem(promotion_id=p.id, memory_id=a.id, type=a.type, content=a.content, scope_hash=p.scope_hash,
-                            dura=Dura(durability=p.durability, utility=p.utility, relevance=p.relevance,
+                            dura=DuraScores(durability=p.durability, utility=p.utility, relevance=p.relevance,
                                       accuracy=p.accuracy, average=p.average),
                             reasoning=p.reasoning, created_at=p.created_at)
                 for p, a in rows
@@ -502,7 +495,7 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
         threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.85,
         scope: Annotated[str, Field(description='"global" = every scope, "auto" = this repository.')] = "global",
     ) -> Annotated[CallToolResult, PromoteOut]:
-        def run(e: Any) -> PromoteOut:
+        def run(e: Engine) -> PromoteOut:
             done, skipped = e.promote(promotion_ids, auto_high=auto_high, threshold=threshold, scope=scope)
             return PromoteOut(promoted=done, skipped=[Skipped(**s) for s in skipped])
 
@@ -510,7 +503,7 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
 
     @tool("Reject pending saves: no markdown file is written, the audit record stays.")
     async def mem_reject(promotion_ids: list[int]) -> Annotated[CallToolResult, RejectOut]:
-        def run(e: Any) -> RejectOut:
+        def run(e: Engine) -> RejectOut:
             done, skipped = e.reject(promotion_ids)
             return RejectOut(rejected=done, skipped=[Skipped(**s) for s in skipped])
 
@@ -519,9 +512,9 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
     @tool("Ask the user for a time-limited grant to read a sensitive scope (after an AuthorizationRequired "
           "error). Say what you need and why; the user grants it from the memoryd CLI.")  # fmt: skip
     async def mem_request_sensitive_read(
-        reason: Annotated[str, Field(description="What you need to read and why.")], scope: Scope = "auto"
+        reason: Annotated[str, Field(description="What you need to read and why.")], scope: ScopeArg = "auto"
     ) -> Annotated[CallToolResult, AccessRequestOut]:
-        def run(e: Any) -> AccessRequestOut:
+        def run(e: Engine) -> AccessRequestOut:
             warning = e.resolve_scope_arg(scope)[1]
             return AccessRequestOut(**e.request_sensitive_read(reason, scope=scope), warning=warning)
 
@@ -532,8 +525,8 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
 
     @tool("Counts by type, scope, decay state, and the most mentioned entities. scope: a scope_hash, or empty "
           "for all.", read_only=True, idempotent=True)  # fmt: skip
-    async def mem_stats(scope: str | None = None) -> Annotated[CallToolResult, StatsOut]:
-        return await call(handle, lambda e: StatsOut(**e.stats_detail(scope)))
+    async def mem_stats(scope: str | None = None) -> Annotated[CallToolResult, StatsDetailOut]:
+        return await call(handle, lambda e: StatsDetailOut(**e.stats_detail(scope)))
 
     @tool("Merge scope_b into scope_a (scope hashes or owner/repo names). dry_run=true (default) only previews; "
           "the real run is irreversible.", destructive=True)  # fmt: skip
@@ -560,7 +553,7 @@ def register(mcp: MCPServer, handle: EngineHandle, *, include_admin: bool) -> No
     @tool("Suggest a stable kebab-case topic key for a text (LLM when configured, else a heuristic).",
           read_only=True, idempotent=True)  # fmt: skip
     async def mem_suggest_topic_key(content: str) -> Annotated[CallToolResult, TopicKeyOut]:
-        def run(e: Any) -> TopicKeyOut:
+        def run(e: Engine) -> TopicKeyOut:
             key, source = e.suggest_topic_key(content)
             return TopicKeyOut(topic_key=key, source=source)
 

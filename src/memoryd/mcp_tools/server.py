@@ -15,10 +15,9 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
-
-import logging
 
 import anyio.to_thread
 from mcp.server.lowlevel.helper_types import ReadResourceContents
@@ -59,7 +58,7 @@ class MemorydServer(MCPServer[Any]):
 
     # -- tools and stdio ----------------------------------------------------------------------
 
-    async def call_tool(self, name: str, arguments: dict, context=None):  # type: ignore[no-untyped-def, override]
+    async def call_tool(self, name: str, arguments: dict, context=None):
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:

@@ -72,8 +72,8 @@ def check_message(data: bytes) -> tuple[bytes | None, str | None]:
     try:
         obj = json.loads(text)
     except ValueError as exc:
-        return error_reply(None, PARSE_ERROR, f"Parse error: invalid_input: the message is not JSON ({exc.msg} at "
-                                              f"character {exc.pos})"), None  # fmt: skip
+        where = f"{exc.msg} at character {exc.pos}" if isinstance(exc, json.JSONDecodeError) else str(exc)
+        return error_reply(None, PARSE_ERROR, f"Parse error: invalid_input: the message is not JSON ({where})"), None
     items = obj if isinstance(obj, list) else [obj]
     if not items or not all(isinstance(o, dict) for o in items):
         return error_reply(None, INVALID_REQUEST, "Invalid Request: invalid_input: a JSON-RPC message is an object"), None

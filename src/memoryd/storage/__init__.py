@@ -1,18 +1,36 @@
-"""Storage backends behind the narrow `Store` protocol."""
+"""Storage backends behind the `Store` protocol; `open_store` opens the one the settings name.
+
+Lazy: the file hook imports `storage.light` and must not pay for numpy and the models, so nothing
+here is imported until it is asked for.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..config import Settings
     from .base import Store, StoreTx
 
-__all__ = ["Store", "StoreTx"]
+__all__ = ["Store", "StoreTx", "open_store"]
+
+
+def open_store(settings: Settings) -> Store:
+    """PostgreSQL when `settings.db` is a postgresql:// URL, else the SQLite file in the data root."""
+    if settings.db and settings.db.startswith(("postgresql://", "postgres://")):
+        from ..extras import require
+
+        require("postgres", "MEMORYD_DB=postgresql://…")
+        from .postgres import PostgresStore  # psycopg loads only when PostgreSQL is used
+
+        return PostgresStore(settings.db, busy_timeout_ms=settings.busy_timeout_ms)
+    from .sqlite import SqliteStore
+
+    return SqliteStore(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms, ann_min=settings.ann_min)
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy: the file hook imports storage.light and must not pay for numpy and the models.
-    if name in __all__:
+    if name in ("Store", "StoreTx"):
         from . import base
 
         return getattr(base, name)

@@ -1,49 +1,38 @@
 """The `Store` protocol: everything the engine needs from a database, and nothing more.
 
-Arguments and results are memoryd models or plain values, never driver objects, so a
-second backend (PostgreSQL) implements the same surface. Writes happen inside
-`transaction()`: one transaction, one `snapshot_version` increment.
+Arguments and results are memoryd models, typed records or plain values, never driver objects,
+so both backends (SQLite, PostgreSQL) implement one surface, and the engine calls nothing else
+(tests/test_store_protocol.py runs the engine on a store that exposes only these names).
+
+Writes happen inside `transaction()`: one transaction, one `snapshot_version` increment. Reads made
+by the thread that holds an open transaction see its uncommitted writes; every other read sees the
+last committed state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol, TypedDict, Unpack
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..anchors.model import Anchor
-from ..models import Atom, Event, Session
+from ..models import Atom, AtomType, Epistemic, Event, Polarity, Promotion, Session, Status
 
 __all__ = [
-    "KEYWORD_BIG_TERMS", "KEYWORD_POSTINGS_BUDGET", "AtomFilter", "CandidateFacts", "LastUsedWindow", "Store", "StoreTx",
-    "selective_terms",
+    "AccessRequest", "AtomFilter", "AtomUpdate", "CandidateFacts", "EntityCount",
+    "GroupCounts", "LastUsedWindow", "OutboxEntry", "Row", "ScopeCount", "Store", "StoreCounts", "StoreTx", "TermStats", "Tracer",
+    "VaultRecord", "Vector",
 ]  # fmt: skip
 
-# Keyword candidates: while the query terms' postings (documents holding each term, summed) stay
-# within the budget, every term takes part; above it, only the most selective ones do (at most
-# KEYWORD_BIG_TERMS, always at least the rarest), so a query costs the same on any store size.
-KEYWORD_POSTINGS_BUDGET = 6000
-KEYWORD_BIG_TERMS = 6
-
-
-def selective_terms(terms: Sequence[str], df: dict[str, int]) -> tuple[list[str], bool]:
-    """(terms to match on, whether the budget cut them); terms no atom holds are dropped."""
-    present = [t for t in dict.fromkeys(terms) if df.get(t, 0) > 0]
-    if sum(df[t] for t in present) <= KEYWORD_POSTINGS_BUDGET:
-        return present, False
-    chosen: list[str] = []
-    covered = 0
-    for term in sorted(present, key=lambda t: df[t])[:KEYWORD_BIG_TERMS]:
-        if chosen and covered + df[term] > KEYWORD_POSTINGS_BUDGET:
-            break
-        chosen.append(term)
-        covered += df[term]
-    return chosen, True
-
+Vector = NDArray[np.float32]
+TermStats = tuple[int, dict[str, int]]  # (indexed atoms, document frequency of each term)
+Row = tuple[object, ...]  # one table row in the backend-neutral form of `export_rows`
+Tracer = Callable[[str, Sequence[object]], None]
 
 @dataclass(frozen=True, slots=True)
 class CandidateFacts:
@@ -57,10 +46,7 @@ class CandidateFacts:
     last_accessed_at: datetime | None
     terms: tuple[str, ...]  # the keyword terms indexed for the atom
     entities: tuple[str, ...]
-    polarity: str = "affirmative"  # issue 12 (recall): negation queries prefer negative memories
-
-
-# -- console (issue 14): filtered, keyset-paged listing ----------------------------------------
+    polarity: str = "affirmative"  # negation queries prefer negative memories
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,164 +82,167 @@ class AtomFilter:
     limit: int = 50
 
 
+# The columns `StoreTx.update_atom` may change; `updated_at` defaults to now.
+AtomUpdate = TypedDict("AtomUpdate", {
+    "content": str, "norm_hash": str | None, "type": AtomType, "epistemic": Epistemic, "polarity": Polarity,
+    "status": Status, "prior_status": Status | None, "title": str | None, "tags": list[str], "triggers": list[str],
+    "supersedes": str | None, "superseded_by": str | None, "updated_at": datetime, "vault_path": str | None,
+    "vault_digest": str | None, "tenant_id": str, "workspace": str, "repository": str, "branch": str,
+    "scope_root": str, "scope_hash": str,
+}, total=False)  # fmt: skip
+# semantic: live atoms with a vector; keyword: atoms in the keyword index
+StoreCounts = TypedDict("StoreCounts", {"atoms": int, "by_status": dict[str, int], "edges": int, "semantic": int,
+                                        "keyword": int, "temporal": int, "categorical": int})  # fmt: skip
+ScopeCount = TypedDict("ScopeCount", {"name": str, "count": int})
+EntityCount = TypedDict("EntityCount", {"id": str, "count": int})
+GroupCounts = TypedDict("GroupCounts", {"by_type": dict[str, int], "by_scope": dict[str, ScopeCount],
+                                        "top_entities": list[EntityCount]})  # fmt: skip
+AccessRequest = TypedDict("AccessRequest", {"id": int, "scope_hash": str, "reason": str, "requested_at": str})
+# a vault file not published yet: (atom id, the token of the transaction that queued it, a path to remove)
+OutboxEntry = tuple[str, str, str | None]
+
+
+class VaultRecord(NamedTuple):
+    status: str
+    path: str | None  # relative to the vault root
+    digest: str | None
+
+
 class StoreTx(Protocol):
     """The write half, valid inside one `Store.transaction()`."""
 
-    def insert_atom(self, atom: Atom, *, norm_hash: str, terms: Sequence[str], vector: np.ndarray | None) -> None: ...
-
-    def update_atom(self, atom_id: str, **fields: Any) -> None: ...
-
+    def insert_atom(self, atom: Atom, *, norm_hash: str, terms: Sequence[str], vector: Vector | None) -> None: ...
+    def update_atom(self, atom_id: str, **fields: Unpack[AtomUpdate]) -> None: ...
+    # re-index an atom whose content, title, tags or triggers changed in place
+    def replace_terms(self, atom_id: str, terms: Sequence[str], vector: Vector | None) -> None: ...
     def link(self, src: str, dst: str, kind: str) -> None: ...
-
-    def append_event(
-        self, *, atom_id: str | None, actor: str, action: str, reason: str | None, content: str | None
-    ) -> Event: ...
-
-    def scrub_atom(self, atom_id: str) -> None:
-        """Destroy an atom's content everywhere: row, keyword index, vector, edges, payloads, anchors."""
-        ...
-
-    # -- code anchors (issue 13) -------------------------------------------------------------
-
-    def set_anchors(self, atom_id: str, anchors: Sequence[Anchor]) -> None:
-        """Replace the anchors of an atom (none: remove them)."""
-        ...
-
-    # -- end code anchors --------------------------------------------------------------------
+    def unlink_entities(self, atom_id: str) -> None: ...
+    def append_event(self, *, atom_id: str | None, actor: str, action: str, reason: str | None,
+                     content: str | None) -> Event: ...  # fmt: skip
+    # destroy an atom's content everywhere: row, keyword index, vector, entity edges, event payloads
+    def scrub_atom(self, atom_id: str) -> None: ...
+    # scrub, then remove the row, edges, session and promotion; the events stay (hashes only)
+    def delete_atom(self, atom_id: str) -> None: ...
+    def insert_session(self, session: Session) -> None: ...
+    def end_session(self, session_id: str, summary: str) -> None: ...
+    def insert_promotion(self, *, atom_id: str, scope_hash: str, origin: str, scores: dict[str, float],
+                         reasoning: str) -> int: ...  # fmt: skip
+    def decide_promotion(self, promotion_id: int, status: str) -> None: ...
+    def rescope_promotions(self, old: str, new: str) -> None: ...
+    def mark_sensitive(self, scope_hash: str, name: str, sensitive: bool) -> None: ...
+    def add_grant(self, scope_hash: str, granted_by: str, expires_at: datetime) -> None: ...
+    def add_access_request(self, scope_hash: str, reason: str) -> int: ...
+    # record that this transaction's change of `atom_id` must reach the vault after commit
+    def outbox_add(self, atom_id: str, token: str, remove_path: str | None) -> None: ...
+    def set_anchors(self, atom_id: str, anchors: Sequence[Anchor]) -> None: ...  # replace them (none: remove)
 
 
 class Store(Protocol):
+    where: str  # where the data lives (a path, host:port/database), for messages
+    tracer: Tracer | None  # called with every statement and its parameters (debugging, benchmarks)
+
     def transaction(self) -> AbstractContextManager[StoreTx]: ...
-
-    def get_atoms(self, atom_ids: Iterable[str]) -> dict[str, Atom]: ...
-
-    def find_duplicate(self, scope_hash: str, norm_hash: str) -> Atom | None: ...
-
-    def list_atoms(
-        self,
-        *,
-        scope_hashes: Sequence[str] | None = None,
-        statuses: Sequence[str] | None = None,
-        types: Sequence[str] | None = None,
-        epistemic: str | None = None,
-        limit: int = 100,
-        newest_first: bool = True,
-    ) -> list[Atom]: ...
-
-    def keyword_candidates(
-        self, terms: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str], limit: int,
-        stats: tuple[int, dict[str, int]] | None = None,
-    ) -> list[str]:
-        """Up to `limit` atoms holding query terms, best first; `stats` = `term_stats(terms)` if already read."""
-        ...
-
-    def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """(number of indexed atoms, document frequency of each term)."""
-        ...
-
-    def candidate_facts(self, atom_ids: Sequence[str]) -> dict[str, CandidateFacts]:
-        """Scoring facts of each listed atom that still exists (one or two queries)."""
-        ...
-
-    def atoms_for_entities(
-        self, entity_ids: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str], limit: int
-    ) -> list[str]: ...
-
-    # -- issue 12 (recall): the memory saved right after another one -------------------------------
-
-    def successors(self, atom_ids: Sequence[str], *, statuses: Sequence[str], within_seconds: float) -> dict[str, str]:
-        """For each listed atom, the next atom created in its scope (one of `statuses`) within the window.
-
-        A conversation saved turn by turn answers a question in the turn after it; recall uses this
-        to pass part of a matching question's score to its reply.
-        """
-        ...
-
-    def vector_candidates(self, query: np.ndarray, *, scope_hashes: Sequence[str], k: int) -> list[tuple[str, float]]:
-        """The k atoms (of these scopes) whose vectors are closest to `query`, with cosines."""
-        ...
-
-    def warm(self) -> None:
-        """Load whatever searches need in memory (servers call it at start)."""
-        ...
-
-    def cosines(self, query: np.ndarray, atom_ids: Sequence[str]) -> dict[str, float]:
-        """Cosine of `query` with each listed atom's vector (atoms without one are left out)."""
-        ...
-
-    # -- code anchors (issue 13) -------------------------------------------------------------
-
-    def anchors_of(self, atom_ids: Sequence[str]) -> dict[str, list[Anchor]]:
-        """The anchors of each listed atom that has any."""
-        ...
-
-    def anchored_atoms(
-        self, *, scope_hashes: Sequence[str], statuses: Sequence[str], path: str | None = None,
-        symbol: str | None = None, limit: int = 1000,
-    ) -> list[str]:
-        """Anchored atoms of these scopes, newest first; `path` (file or directory) and `symbol`
-        (qualified name or its last parts) narrow them to anchors on that code."""
-        ...
-
-    # -- end code anchors --------------------------------------------------------------------
-
-    def events(self, atom_id: str | None = None) -> list[Event]: ...
-
-    def counts(self) -> dict[str, Any]: ...
-
-    def snapshot_version(self) -> int: ...
-
-    def checkpoint(self) -> None:
-        """Flush and compact so deleted content leaves the files on disk."""
-        ...
-
     def close(self) -> None: ...
 
-    # -- console (issue 14) --------------------------------------------------------------------
+    # -- atoms ---------------------------------------------------------------------------------
+    def get_atoms(self, atom_ids: Iterable[str]) -> dict[str, Atom]: ...
+    # the oldest active or pending atom of the scope with this normalised-content hash
+    def find_duplicate(self, scope_hash: str, norm_hash: str) -> Atom | None: ...
+    # atoms matching every given filter, in creation order; limit=-1 for all
+    def list_atoms(self, *, scope_hashes: Sequence[str] | None = None, statuses: Sequence[str] | None = None,
+                   types: Sequence[str] | None = None, epistemic: str | None = None, limit: int = 100,
+                   newest_first: bool = True) -> list[Atom]: ...  # fmt: skip
+    # active atoms created just before and just after `atom_id` in its scope
+    def neighbors(self, atom_id: str, *, scope_hash: str, n: int) -> tuple[list[Atom], list[Atom]]: ...
+    # active atoms created at or after `since`, newest first
+    def atoms_since(self, *, scope_hashes: Sequence[str], since: datetime, types: Sequence[str] | None,
+                    limit: int) -> list[Atom]: ...  # fmt: skip
+    def vault_digests(self) -> dict[str, VaultRecord]: ...  # every atom's status and markdown file
+    def vault_state(self, atom_ids: Sequence[str]) -> dict[str, VaultRecord]: ...  # of the listed atoms that exist
+    def outbox(self) -> list[OutboxEntry]: ...  # every change whose vault file is not published yet
+    # forget published changes (atom id, token), each only if no later transaction re-queued its atom;
+    # bookkeeping, not memory data: a write of its own without a snapshot bump
+    def clear_outbox(self, entries: Sequence[tuple[str, str]]) -> None: ...
+    # record that atoms were read (feeds decay): no event, no snapshot bump, never waits for a writer
+    # (a busy store records the time later, or not at all: access times are a hint)
+    def touch(self, atom_ids: Sequence[str]) -> None: ...
 
-    def browse_atoms(self, f: AtomFilter) -> list[Atom]:
-        """Atoms matching `f`, newest first, at most `f.limit`, after the cursor `f.before`."""
-        ...
+    # -- search --------------------------------------------------------------------------------
+    def term_stats(self, terms: Sequence[str]) -> TermStats: ...
+    # up to `limit` atoms holding query terms, best first; `stats` = term_stats(terms) if already read
+    def keyword_candidates(self, terms: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str],
+                           limit: int, stats: TermStats | None = None) -> list[str]: ...  # fmt: skip
+    # atoms mentioning the most of these entities (their newest mentions), best first
+    def atoms_for_entities(self, entity_ids: Sequence[str], *, scope_hashes: Sequence[str],
+                           statuses: Sequence[str], limit: int) -> list[str]: ...  # fmt: skip
+    # the k atoms (of these scopes) whose vectors are closest to `query`, with their cosines
+    def vector_candidates(self, query: Vector, *, scope_hashes: Sequence[str], k: int) -> list[tuple[str, float]]: ...
+    # the cosine of `query` with each listed atom's vector (atoms without one are left out)
+    def cosines(self, query: Vector, atom_ids: Sequence[str]) -> dict[str, float]: ...
+    def candidate_facts(self, atom_ids: Sequence[str]) -> dict[str, CandidateFacts]: ...
+    # for each listed atom, the next atom created in its scope (one of `statuses`) within the window: a
+    # conversation saved turn by turn answers a question in the turn after it
+    def successors(self, atom_ids: Sequence[str], *, statuses: Sequence[str],
+                   within_seconds: float) -> dict[str, str]: ...  # fmt: skip
+    def warm(self) -> None: ...  # load what searches need in memory (servers, at start)
 
-    def count_atoms(self, f: AtomFilter, *, cap: int | None = None) -> int:
-        """How many atoms match `f` (cursor and limit ignored), counting no further than `cap`."""
-        ...
+    # -- audit, sessions, review, sensitive scopes ---------------------------------------------
+    def events(self, atom_id: str | None = None) -> list[Event]: ...  # oldest first
+    def get_session(self, session_id: str) -> Session | None: ...
+    # promotions in a DURA-average window, lowest average first
+    def list_promotions(self, *, scope_hashes: Sequence[str] | None, status: str = "pending", min_score: float = 0.0,
+                        max_score: float = 1.0, types: Sequence[str] | None = None,
+                        limit: int = 10) -> list[Promotion]: ...  # fmt: skip
+    def get_promotions(self, ids: Sequence[int]) -> dict[int, Promotion]: ...
+    def is_sensitive(self, scope_hash: str) -> bool: ...
+    def sensitive_scopes(self) -> list[tuple[str, str]]: ...  # (scope hash, name), by name
+    def grant_expiry(self, scope_hash: str) -> datetime | None: ...  # of the latest running grant
+    def access_requests(self) -> list[AccessRequest]: ...
 
-    def list_sessions(self, *, before: str | None, limit: int, exclude_scopes: Sequence[str] = ()) -> list[Session]:
-        """Sessions newest first (keyset on the session id, a ULID)."""
-        ...
+    # -- health and administration -------------------------------------------------------------
+    def counts(self) -> StoreCounts: ...
+    # live atoms by type and by scope, and the ten most mentioned entities
+    def group_counts(self, scope_hashes: Sequence[str] | None) -> GroupCounts: ...
+    def snapshot_version(self) -> int: ...
+    def integrity(self) -> str: ...  # "ok", or what the database's own check found
+    def dangling_edges(self) -> int: ...
+    def applied_migrations(self) -> list[tuple[int, str]]: ...
+    def latest_migration(self) -> int: ...  # the schema version this code expects
+    def table_counts(self) -> dict[str, int]: ...  # rows of every table a copy carries
+    # (table, its total rows, a batch of its rows) for every table, in an order `import_rows` loads
+    def export_rows(self, batch: int = 500) -> Iterator[tuple[str, int, list[Row]]]: ...
+    # load another store's rows (`export_rows`) into this empty store, in one transaction
+    def import_rows(self, snapshot_version: int, batches: Iterable[tuple[str, list[Row]]]) -> None: ...
 
-    def atom_links(self, atom_id: str) -> list[tuple[str, str, str]]:
-        """(src, dst, kind) of every atom-to-atom edge touching `atom_id` (supersedes, derived_from, …)."""
-        ...
+    # -- code anchors --------------------------------------------------------------------------
+    def anchors_of(self, atom_ids: Sequence[str]) -> dict[str, list[Anchor]]: ...  # of the atoms that have any
+    # anchored atoms of these scopes, newest first; `path` (file or directory) and `symbol` (qualified
+    # name or its last parts) narrow them to anchors on that code
+    def anchored_atoms(self, *, scope_hashes: Sequence[str], statuses: Sequence[str], path: str | None = None,
+                       symbol: str | None = None, limit: int = 1000) -> list[str]: ...  # fmt: skip
 
-    def top_entities(self, *, limit: int) -> list[tuple[str, int]]:
-        """The most mentioned entities (mentions by atoms in any state and scope: an index-only count)."""
-        ...
-
-    def console_counts(self, parts: Sequence[str] = ("by_status", "by_type", "by_scope", "edges")) -> dict[str, Any]:
-        """The asked parts of: by_status, by_type, by_scope (atom counts), edges; each from an index alone."""
-        ...
-
-    def scope_names(self, scope_hashes: Sequence[str]) -> dict[str, str]:
-        """Display name (`owner/repo`, `tenant/global`) of each scope that holds atoms."""
-        ...
-
-    def entity_mentions(
-        self, entity_ids: Sequence[str], *, per_entity: int, exclude_scopes: Sequence[str] = ()
-    ) -> list[tuple[str, str]]:
-        """(entity id, atom id): the newest `per_entity` active atoms mentioning each entity."""
-        ...
-
-    def growth(self, since: datetime) -> list[tuple[str, int]]:
-        """(UTC day YYYY-MM-DD, atoms created that day) from `since` on, oldest first."""
-        ...
-
-    def log_recall(self, scope_hash: str, hit_ids: Sequence[str]) -> None:
-        """Remember that a recall ran and what it returned (no query text; never fails a read)."""
-        ...
-
+    # -- the console ---------------------------------------------------------------------------
+    # atoms matching `f`, newest first, at most `f.limit`, after the cursor `f.before`
+    def browse_atoms(self, f: AtomFilter) -> list[Atom]: ...
+    # how many atoms match `f` (cursor and limit ignored), counting no further than `cap`
+    def count_atoms(self, f: AtomFilter, *, cap: int | None = None) -> int: ...
+    # sessions newest first (keyset on the session id, a ULID)
+    def list_sessions(self, *, before: str | None, limit: int, exclude_scopes: Sequence[str] = ()) -> list[Session]: ...
+    # (src, dst, kind) of every atom-to-atom edge touching `atom_id` (supersedes, derived_from, …)
+    def atom_links(self, atom_id: str) -> list[tuple[str, str, str]]: ...
+    # the most mentioned entities (by atoms in any state and scope: an index-only count)
+    def top_entities(self, *, limit: int) -> list[tuple[str, int]]: ...
+    # the asked parts of: by_status, by_type, by_scope (atom counts), edges; each from an index alone
+    def console_counts(self, parts: Sequence[str] = ("by_status", "by_type", "by_scope", "edges")) -> dict[str, Any]: ...
+    # display name (`owner/repo`, `tenant/global`) of each scope that holds atoms
+    def scope_names(self, scope_hashes: Sequence[str]) -> dict[str, str]: ...
+    # (entity id, atom id): the newest `per_entity` active atoms mentioning each entity
+    def entity_mentions(self, entity_ids: Sequence[str], *, per_entity: int,
+                        exclude_scopes: Sequence[str] = ()) -> list[tuple[str, str]]: ...  # fmt: skip
+    def growth(self, since: datetime) -> list[tuple[str, int]]: ...  # (UTC day, atoms created) from `since`, by day
+    # remember that a recall ran and what it returned (no query text): a hint like `touch`, never
+    # waits for a writer and never fails a read
+    def log_recall(self, scope_hash: str, hit_ids: Sequence[str]) -> None: ...
+    # recorded recalls of these scopes in [since, until], newest first: at, scope_hash, hits
     def recalls(self, *, scope_hashes: Sequence[str], since: datetime, until: datetime | None,
-                limit: int) -> list[dict[str, Any]]:  # fmt: skip
-        """Recorded recalls of these scopes in [since, until], newest first: at, scope_hash, hits."""
-        ...
+                limit: int) -> list[dict[str, Any]]: ...  # fmt: skip

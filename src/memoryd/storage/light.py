@@ -90,10 +90,10 @@ def open_reader(home: Path, db_url: str | None) -> AnchorReader | None:
         import psycopg
 
         try:
-            conn = psycopg.connect(db_url, autocommit=True, connect_timeout=3, application_name="memoryd-hook")
+            pg = psycopg.connect(db_url, autocommit=True, connect_timeout=3, application_name="memoryd-hook")
         except psycopg.Error:
             return None
-        return AnchorReader(conn, "format")
+        return AnchorReader(pg, "format")
     path = home / "memoryd.db"
     if not path.exists():
         return None

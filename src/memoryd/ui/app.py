@@ -22,7 +22,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..engine import visible_content
 from ..errors import InvalidInput, MemorydError
-from ..models import ATOM_TYPES, CORRECT_ACTIONS, GOVERN_ACTIONS
+from ..models import ATOM_TYPES, CORRECT_ACTIONS, GOVERN_ACTIONS, CorrectResult, GovernResult
 from .security import CSRF_FIELD
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def build_app(engine: Engine | Callable[[], Engine]) -> Starlette:
     """
     env = _environment()
     flash = _Flash()
-    get_engine: Callable[[], Engine] = engine if callable(engine) else (lambda: engine)  # type: ignore[assignment,return-value]
+    get_engine: Callable[[], Engine] = engine if callable(engine) else (lambda: engine)
 
     async def call(fn: Callable[[Engine], T]) -> T:
         return await run_in_threadpool(lambda: fn(get_engine()))
@@ -142,6 +142,7 @@ def build_app(engine: Engine | Callable[[], Engine]) -> Starlette:
                 ))  # fmt: skip
                 return redirect(request, f"/memories/{atom_id}", "ok", "Saved: the edit is in the audit history.")
             action = form.get("action", "")
+            r: CorrectResult | GovernResult
             if kind == "correct":
                 r = await call(lambda e: e.correct(atom_id, action, reason, _text(form.get("new_content")) or None,
                                                    actor=ACTOR))  # fmt: skip
@@ -279,7 +280,7 @@ def build_app(engine: Engine | Callable[[], Engine]) -> Starlette:
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         MemorydError: on_error, HTTPException: on_error, Exception: on_error,
     }  # fmt: skip
-    return Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
+    return Starlette(routes=routes, exception_handlers=handlers)
 
 
 def _statuses() -> tuple[str, ...]:

@@ -28,7 +28,16 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..http_security import (
-    MIN_TOKEN_CHARS, TokenError, allowed_names, bearer_ok, host_of, new_token, origins, refusal, same, server_token,
+    MIN_TOKEN_CHARS,
+    TokenError,
+    allowed_names,
+    bearer_ok,
+    host_of,
+    new_token,
+    origins,
+    refusal,
+    same,
+    server_token,
 )  # fmt: skip
 
 __all__ = [

@@ -16,8 +16,7 @@ from .security import allowed_hosts, resolve_token
 
 if TYPE_CHECKING:
     from ..config import Settings
-    from ..engine import Engine
-    from ..search.embed import Embedder
+    from ..engine import Embedder, Engine
 
 __all__ = ["DEFAULT_PORT", "open_console_engine", "serve"]
 
@@ -67,7 +66,7 @@ def serve(*, host: str = "127.0.0.1", port: int = DEFAULT_PORT, open_browser: bo
         return 2
     bound = sock.getsockname()[1]
     engine = open_console_engine(cwd)
-    threading.Thread(target=engine.store.warm, name="memoryd-ui-warm", daemon=True).start()
+    threading.Thread(target=engine.warm, name="memoryd-ui-warm", daemon=True).start()
     url_host = f"[{host}]" if ":" in host else host
     url = f"http://{url_host}:{bound}/?token={token}"
     app = create_app(engine, token=token, hosts=allowed_hosts(host, bound, allowed_host),

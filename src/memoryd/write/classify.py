@@ -39,7 +39,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = ["Classification", "Epistemic", "Polarity", "classify"]
 
@@ -177,7 +177,7 @@ _HAS_CJK = _c(f"[{_CJK}]")
 
 
 @lru_cache(maxsize=1)
-def _t2s():  # type: ignore[no-untyped-def]
+def _t2s() -> Any:
     import opencc  # deferred: only needed once Chinese text shows up
 
     return opencc.OpenCC("t2s")
@@ -206,7 +206,7 @@ def _clauses(text: str) -> list[str]:
     for piece in _PUNCT_SPLIT.split(text):
         cuts = [m.start() for m in _CONNECTIVE.finditer(piece) if _is_connective(piece, m)]
         bounds = [0, *cuts, len(piece)]
-        out += [piece[a:b].strip() for a, b in zip(bounds, bounds[1:])]
+        out += [piece[a:b].strip() for a, b in zip(bounds, bounds[1:], strict=False)]
     return [c for c in out if c]
 
 
@@ -247,7 +247,7 @@ def classify(text: str) -> Classification:
     t = _normalise(text)
     clauses = _clauses(t) or [t]
     roles = [_role(c, i == len(clauses) - 1) for i, c in enumerate(clauses)]
-    main = [c for c, r in zip(clauses, roles) if r == "main"]
+    main = [c for c, r in zip(clauses, roles, strict=True) if r == "main"]
     scope = main or clauses
 
     epistemic: Epistemic = "actual"

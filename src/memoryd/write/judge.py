@@ -142,7 +142,7 @@ def band(confidence: float, type: str) -> Literal["auto", "review", "ignore"]:
 
 
 @lru_cache(maxsize=1)
-def _tw2sp():  # type: ignore[no-untyped-def]
+def _tw2sp() -> Any:
     import opencc
 
     return opencc.OpenCC("tw2sp")

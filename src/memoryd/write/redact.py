@@ -224,8 +224,8 @@ def _contextual(text: str, present: frozenset[str]) -> list[tuple[int, int, str]
         if "\n" in mid or _NOT_SECRET_WORDS.search(mid) or _NOT_SECRET_WORDS.search(key.group()):
             continue
         kind = "password" if re.search(r"(?i)pass|pwd|密码|密碼|口令", key.group() + mid) else "secret_assignment"
-        more = m
-        while (more := _MORE.match(text, more.end())) is not None:
+        more: re.Match[str] | None = m
+        while more is not None and (more := _MORE.match(text, more.end())) is not None:
             s2, e2 = _clean(text, *more.span("v"))
             if not _random_looking(text[s2:e2]):
                 break
@@ -282,7 +282,7 @@ def _clean(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def _assignments(text: str) -> list[tuple[int, int, str]]:
-    found = []
+    found: list[tuple[int, int, str]] = []
     pos = 0
     while m := _ASSIGN.search(text, pos):
         key, sep, val = m["key"], m["sep"], m["val"]
@@ -306,7 +306,7 @@ def _assignments(text: str) -> list[tuple[int, int, str]]:
             and _plausible(value, strong=kind == "password")
             and re.sub(r"\W|_", "", value).lower() not in re.sub(r"\W|_", "", key).lower()
         )
-        if ok:
+        if ok and kind is not None:
             found.append((start, end, kind))
         # on a miss, resume inside the value: it may itself start a real assignment
         pos = m.end() if ok else m.start("val")
@@ -354,7 +354,7 @@ def _spans(text: str) -> list[tuple[int, int, int, str]]:
     rules = _rules()
     low = text.lower()
     hits = _candidates(low)
-    for prio, (kind, pattern, group, keywords) in enumerate(rules):
+    for prio, (kind, pattern, group, _keywords) in enumerate(rules):
         if prio not in hits:
             continue
         covered = 0
@@ -365,7 +365,8 @@ def _spans(text: str) -> list[tuple[int, int, int, str]]:
                 glued = start and _ALNUM.match(text, start - 1) and _ALNUM.match(text, start)
                 if start < covered or glued:
                     continue
-                end = covered = _TOKEN_TAIL.match(text, end).end()
+                tail = _TOKEN_TAIL.match(text, end)
+                end = covered = tail.end() if tail else end
             else:
                 start, end = _clean(text, start, end)
                 if not _plausible(text[start:end], strong=True):

@@ -119,7 +119,7 @@ def main() -> None:
                                cwd=tmp)  # fmt: skip
                 (OUT / name).mkdir()
                 shutil.copytree(home / "vault", OUT / name / "vault")
-                shutil.copy(home / f"manifest.json", OUT / f"manifest-{name}.json")
+                shutil.copy(home / "manifest.json", OUT / f"manifest-{name}.json")
                 if name == "sqlite":
                     with sqlite3.connect(home / "memoryd.db") as conn:
                         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

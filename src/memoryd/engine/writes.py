@@ -1,0 +1,380 @@
+"""The write path (SPEC §2) and every change to a memory: save, hand off, correct, govern, restore,
+patch in place, delete."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .. import vault
+from ..anchors.model import Anchor
+from ..errors import Conflict, InvalidInput, NotFound
+from ..limits import LIMITS, check_text
+from ..models import (
+    ATOM_TYPES,
+    CORRECT_ACTIONS,
+    GOVERN_ACTIONS,
+    Atom,
+    AtomType,
+    CorrectResult,
+    GovernResult,
+    HandoffResult,
+    MemorizeResult,
+    PatchResult,
+    Scope,
+    Status,
+)  # fmt: skip
+from ..search.tokenize import normalize
+from ..stamps import norm_hash
+from ..storage.base import AtomUpdate, Vector
+from ..write.admission import Dura, infer_type, score_dura
+from ..write.classify import classify
+from ..write.entities import extract_entities
+from ..write.redact import redact
+from .anchoring import Anchors
+from .core import Core, TrackedTx, clean, shown
+
+__all__ = ["GATES", "Draft", "Writer"]
+
+# Write gates of `memorize`: "hold" keeps every admitted save pending (transcript observations).
+GATES = ("admit", "review", "hold", "trusted")
+Batch = dict[tuple[str, str], Atom]  # (scope hash, normalised-content hash) → a draft not committed yet
+
+
+@dataclass
+class Draft:
+    """A memory that passed validation, dedup and admission: the atom to write and why."""
+
+    atom: Atom
+    dura: Dura | None
+    gate: str
+    origin: str
+    actor: str
+    anchors: list[Anchor] = field(default_factory=list)
+    anchor_note: str | None = None
+
+
+def _reason_problem(reason: object) -> str | None:
+    if not isinstance(reason, str) or not reason.strip():
+        return "reason is required"
+    if len(reason) > LIMITS["reason"][0]:
+        return f"reason is {len(reason)} characters; the limit is {LIMITS['reason'][0]}"
+    return None
+
+
+class Writer:
+    """Every write of a memory, through `Core.write()` (one transaction, vault in step)."""
+
+    def __init__(self, core: Core, anchors: Anchors) -> None:
+        self.core = core
+        self.anchors = anchors
+
+    def memorize(
+        self, content: str, *, source: str = "agent", type: str | None = None, title: str | None = None,
+        tags: Sequence[str] = (), triggers: Sequence[str] = (), gate: str = "admit", scope: Scope | None = None,
+        actor: str | None = None, origin: str = "save", anchors: Sequence[str] | None = None,
+    ) -> MemorizeResult:  # fmt: skip
+        """Write one memory through the full write path (SPEC §2).
+
+        `gate` is "admit" (junk rejected, the rest stored), "review" (grey-zone saves wait as
+        `pending`), "hold" (every save that is not junk waits as `pending`: transcript
+        observations), or "trusted" (no DURA gate: importers, passive capture). `anchors` ties the
+        memory to code beyond what its text names (`path`, `path::Symbol`, `Symbol`).
+
+        Raises:
+            InvalidInput: an explicit anchor that does not resolve.
+            NotFound: a scope out of reach.
+        """
+        draft = self.prepare(content, source=source, type=type, title=title, tags=tags, triggers=triggers,
+                             gate=gate, scope=scope, actor=actor, origin=origin, anchors=anchors)  # fmt: skip
+        if isinstance(draft, MemorizeResult):
+            return draft
+        vector = self.core.embed(draft.atom.content)
+        with self.core.write() as tx:
+            return self.store_draft(tx, draft, vector)
+
+    def prepare(
+        self, content: object, *, source: str, type: str | None, title: str | None, tags: Sequence[str],
+        triggers: Sequence[str], gate: str, scope: Scope | None, actor: str | None, origin: str,
+        batch: Batch | None = None, anchors: Sequence[str] | None = None,
+    ) -> Draft | MemorizeResult:  # fmt: skip
+        """Everything of the write path before the transaction: validate, redact, dedup, admit, classify.
+
+        Returns the atom ready to write, or the result (rejected / duplicate) that ends the save.
+        `batch` holds the drafts not yet committed, so a batch writer deduplicates within the batch
+        too; a new draft is added to it.
+        """
+        core = self.core
+        try:
+            core.check_fields(title=title, tags=tags, triggers=triggers, source=source)
+        except InvalidInput as exc:
+            return MemorizeResult(effect="rejected", reason=exc.message)
+        problem = core.validate_content(content)
+        if problem is None and type is not None and type not in ATOM_TYPES:
+            problem = f"unknown type {type!r}; expected one of {', '.join(ATOM_TYPES)}"
+        if problem is None and gate not in GATES:
+            problem = f"unknown gate {gate!r}"
+        if problem is None and (not isinstance(source, str) or not source.strip()):
+            problem = "source must be a non-empty string"
+        if problem is not None:
+            return MemorizeResult(effect="rejected", reason=problem)
+        scope = scope or core.scope
+        core.reach_scope(scope)
+        explicit = self.anchors.explicit(anchors, scope.scope_hash)
+        text = clean(str(content))
+        key = (scope.scope_hash, norm_hash(text))
+        if batch is not None and key in batch:
+            first = batch[key]
+            return MemorizeResult(atom_id=first.id, effect="no_op", deduped_with=first.id, status=first.status,
+                                  reason="identical content earlier in this batch")  # fmt: skip
+        duplicate = core.store.find_duplicate(*key)
+        if duplicate is not None:
+            return MemorizeResult(
+                atom_id=duplicate.id, effect="no_op", deduped_with=duplicate.id, status=duplicate.status,
+                reason="identical content already stored in this scope", path=_str(core.path_of(duplicate)),
+            )  # fmt: skip
+        kind: AtomType = type or infer_type(text)  # type: ignore[assignment]
+        entities = [e.id for e in extract_entities(text)]
+        status: Status = "active"
+        d = None
+        if gate != "trusted":
+            d = score_dura(text, source=source, entity_count=len(entities))
+            if d.average < core.settings.dura_reject_below:
+                return MemorizeResult(effect="rejected", reason=f"not worth keeping: {d.reasoning}", dura=d.as_dict())
+            if gate == "hold" or (gate == "review" and d.average < core.settings.dura_pending_below):
+                status = "pending"
+        atom = core.new_atom(text, type=kind, source=source, scope=scope, status=status, title=title, tags=tags,
+                             triggers=triggers, entities=entities)  # fmt: skip
+        if batch is not None:
+            batch[key] = atom
+        code, note = self.anchors.auto(atom, explicit)
+        return Draft(atom=atom, dura=d, gate=gate, origin=origin, actor=actor or source, anchors=code, anchor_note=note)
+
+    def store_draft(self, tx: TrackedTx, draft: Draft, vector: Vector | None) -> MemorizeResult:
+        """Write a prepared memory inside an open `Core.write()` transaction (with its promotion if held)."""
+        atom, d = draft.atom, draft.dura
+        self.core.persist(tx, atom, actor=draft.actor, action="create", reason=None, vector=vector)
+        if draft.anchors:
+            tx.set_anchors(atom.id, draft.anchors)
+        refs = [a.ref for a in draft.anchors] or None
+        dura = d.as_dict() if d is not None else None
+        if atom.status == "pending" and d is not None:
+            promotion_id = tx.insert_promotion(atom_id=atom.id, scope_hash=atom.scope_hash, origin=draft.origin,
+                                               scores=d.as_dict(), reasoning=d.reasoning)  # fmt: skip
+            why = f"every {draft.origin} waits for review" if draft.gate == "hold" else "the DURA score is in the grey zone"
+            return MemorizeResult(atom_id=atom.id, effect="applied", status="pending", promotion_id=promotion_id,
+                                  dura=dura, reason=f"held for review: {why} ({d.reasoning})", anchors=refs,
+                                  anchor_note=draft.anchor_note)  # fmt: skip
+        path = self.core.vault_root / vault.relative_path(atom)  # published by `Core.write()` after the commit
+        return MemorizeResult(atom_id=atom.id, effect="applied", status="active", dura=dura, path=str(path),
+                              anchors=refs, anchor_note=draft.anchor_note)  # fmt: skip
+
+    def handoff(self, summary: str, *, source: str = "agent", scope: Scope | None = None) -> HandoffResult:
+        """Write a session handoff; the next session's brief shows the latest one first."""
+        problem = self.core.validate_content(summary, "summary")
+        if problem is None and not (isinstance(source, str) and len(source) <= LIMITS["source"][0]):
+            problem = f"source must be a string of at most {LIMITS['source'][0]} characters"
+        if problem is not None:
+            return HandoffResult(effect="rejected", reason=problem)
+        scope = scope or self.core.scope
+        self.core.reach_scope(scope)
+        atom = self.core.new_atom(clean(summary), type="handoff", source=source, scope=scope)
+        vector = self.core.embed(atom.content)
+        with self.core.write() as tx:
+            self.core.persist(tx, atom, actor=source, action="handoff", reason=None, vector=vector)
+        return HandoffResult(atom_id=atom.id, effect="applied")
+
+    def correct(
+        self, target_atom: str, action: str, reason: str, new_content: str | None = None, *, actor: str = "agent"
+    ) -> CorrectResult:
+        """Apply an append-only correction; refusals come back as effect "rejected"."""
+
+        def reject(why: str) -> CorrectResult:
+            return CorrectResult(effect="rejected", target_atom=target_atom, reason=why)
+
+        core = self.core
+        if action not in CORRECT_ACTIONS:
+            return reject(f"unknown action {action!r}; expected one of {', '.join(CORRECT_ACTIONS)}")
+        if (problem := _reason_problem(reason)) is not None:
+            return reject(problem)
+        atom = core.find_atom(target_atom)
+        if atom is None:
+            return reject(f"no atom with id {shown(target_atom)}")
+        if atom.status == "superseded":
+            return reject(f"atom is superseded by {atom.superseded_by}; correct the head of the chain instead")
+        if atom.status not in ("active", "pending"):
+            return reject(f"atom is {atom.status}; only active atoms can be corrected")
+        reason = redact(reason.strip()).text
+        if action == "replace":
+            if new_content is None:
+                return reject("new_content is required for replace")
+            problem = core.validate_content(new_content, "new_content")
+            if problem is not None:
+                return reject(problem)
+            text = clean(new_content)
+            if normalize(text) == normalize(atom.content):
+                return reject("new_content is identical to the current content")
+            new = core.new_atom(text, type=atom.type, source=atom.source, scope=atom.scope, title=atom.title,
+                                tags=atom.tags, triggers=atom.triggers, supersedes=atom.id)  # fmt: skip
+            code, _ = self.anchors.auto(new, self.anchors.carried(atom))
+            vector = core.embed(new.content)
+            with core.write() as tx:
+                core.persist(tx, new, actor=actor, action="replace", reason=reason, vector=vector)
+                if code:
+                    tx.set_anchors(new.id, code)
+                tx.update_atom(atom.id, status="superseded", superseded_by=new.id)
+                tx.link(new.id, atom.id, "supersedes")
+                tx.append_event(atom_id=atom.id, actor=actor, action="superseded", reason=reason, content=None)
+            return CorrectResult(effect="applied", target_atom=atom.id, new_atom_id=new.id)
+        if new_content is not None:
+            return reject(f"new_content is only accepted with replace, not {action}")
+        fields: AtomUpdate
+        if action == "negate":  # (a negated atom was refused above: only active atoms are corrected)
+            fields = {"status": "negated"}
+        else:
+            fields = {"epistemic": {"confirm_actual": "actual", "confirm_necessary": "necessary",  # type: ignore[typeddict-item]
+                                    "demote": "possible"}[action]}  # fmt: skip
+        # Confirming says the memory holds for the code as it is now: its anchors move to HEAD.
+        plan = self.anchors.reanchor_plan(atom) if action.startswith("confirm_") else None
+        with core.write() as tx:
+            tx.update_atom(atom.id, **fields)
+            tx.append_event(atom_id=atom.id, actor=actor, action=action, reason=reason, content=None)
+            if plan is not None:
+                self.anchors.apply_reanchor(tx, atom.id, plan, actor=actor)
+        return CorrectResult(effect="applied", target_atom=atom.id)
+
+    def govern(
+        self, target_atom: str, action: str, reason: str, lesson_content: str | None = None, *, actor: str = "agent"
+    ) -> GovernResult:
+        """Quarantine, seal, tombstone or derive a lesson; refusals come back as "rejected"."""
+
+        def reject(why: str) -> GovernResult:
+            return GovernResult(effect="rejected", target_atom=target_atom, reason=why)
+
+        core = self.core
+        if action not in GOVERN_ACTIONS:
+            return reject(f"unknown action {action!r}; expected one of {', '.join(GOVERN_ACTIONS)}")
+        if (problem := _reason_problem(reason)) is not None:
+            return reject(problem)
+        atom = core.find_atom(target_atom)
+        if atom is None:
+            return reject(f"no atom with id {shown(target_atom)}")
+        if atom.status == "tombstoned":
+            return reject("atom is tombstoned; nothing is left to govern")
+        reason = redact(reason.strip()).text
+        if action in ("quarantine", "seal"):
+            hidden: tuple[Status, ...] = ("quarantined", "sealed") if action == "quarantine" else ("sealed",)
+            if atom.status in hidden:
+                return reject(f"atom is already {atom.status}")
+            with core.write() as tx:
+                tx.update_atom(atom.id, status="quarantined" if action == "quarantine" else "sealed",
+                               prior_status=atom.status)  # fmt: skip
+                tx.append_event(atom_id=atom.id, actor=actor, action=action, reason=reason, content=None)
+            return GovernResult(effect="applied", target_atom=atom.id)
+        if action == "tombstone":
+            with core.write() as tx:
+                tx.scrub_atom(atom.id)
+                tx.update_atom(atom.id, status="tombstoned", prior_status=atom.status)
+                tx.append_event(atom_id=atom.id, actor=actor, action="tombstone", reason=reason, content=None)
+            return GovernResult(effect="applied", target_atom=atom.id)
+        if lesson_content is None:  # derive_lesson
+            return reject("lesson_content is required for derive_lesson")
+        problem = core.validate_content(lesson_content, "lesson_content")
+        if problem is not None:
+            return reject(problem)
+        lesson = core.new_atom(clean(lesson_content), type="lesson", source=actor, scope=atom.scope)
+        vector = core.embed(lesson.content)
+        with core.write() as tx:
+            core.persist(tx, lesson, actor=actor, action="derive_lesson", reason=reason, vector=vector)
+            tx.link(lesson.id, atom.id, "derived_from")
+            if atom.status != "sealed":
+                tx.update_atom(atom.id, status="sealed", prior_status=atom.status)
+                tx.append_event(atom_id=atom.id, actor=actor, action="seal", reason=reason, content=None)
+        return GovernResult(effect="applied", target_atom=atom.id, lesson_atom_id=lesson.id)
+
+    def restore(self, atom_id: str, reason: str, *, actor: str = "user") -> GovernResult:
+        """Bring a quarantined atom back to the state it had before (SDK and CLI only)."""
+        atom = self.core.find_atom(atom_id)
+        if atom is None:
+            return GovernResult(effect="rejected", target_atom=atom_id, reason=f"no atom with id {shown(atom_id)}")
+        if atom.status != "quarantined":
+            return GovernResult(
+                effect="rejected", target_atom=atom_id, reason=f"atom is {atom.status}; only quarantined atoms restore"
+            )
+        if (problem := _reason_problem(reason)) is not None:
+            return GovernResult(effect="rejected", target_atom=atom_id, reason=problem)
+        with self.core.write() as tx:
+            tx.update_atom(atom.id, status=atom.prior_status or "active", prior_status=None)
+            tx.append_event(atom_id=atom.id, actor=actor, action="restore", reason=redact(reason.strip()).text,
+                            content=None)  # fmt: skip
+        return GovernResult(effect="applied", target_atom=atom_id)
+
+    def patch(
+        self, memory_id: str, *, content: str | None = None, tags: Sequence[str] | None = None,
+        triggers: Sequence[str] | None = None, title: str | None = None, actor: str = "agent", reason: str | None = None,
+    ) -> PatchResult:  # fmt: skip
+        """Patch a memory in place (body, tags, triggers, title), with an audit event.
+
+        Raises:
+            NotFound, Conflict (not active), InvalidInput (bad content or nothing to change).
+        """
+        core = self.core
+        core.check_fields(title=title, tags=tags, triggers=triggers, source=actor)
+        check_text("reason", reason)
+        atom = core.get(memory_id)
+        if atom.status not in ("active", "pending"):
+            raise Conflict(f"memory {memory_id} is {atom.status}; only active or pending memories can change")
+        fields: AtomUpdate = {}
+        new_content = None
+        if content is not None:
+            problem = core.validate_content(content)
+            if problem:
+                raise InvalidInput(problem)
+            new_content = redact(content.strip()).text
+            if new_content != atom.content:
+                fields["content"], fields["polarity"] = new_content, classify(new_content).polarity
+            else:
+                new_content = None
+        if tags is not None and (clean_tags := [redact(str(v)).text for v in tags]) != atom.tags:
+            fields["tags"] = clean_tags
+        if triggers is not None and (clean_triggers := [redact(str(v)).text for v in triggers]) != atom.triggers:
+            fields["triggers"] = clean_triggers
+        if title is not None and redact(title).text != atom.title:
+            fields["title"] = redact(title).text
+        if not fields:
+            raise InvalidInput("nothing to update: pass content, tags, triggers or title that differ")
+        updated = atom.model_copy(update=fields)
+        code: list[Anchor] | None = None
+        if new_content is not None:
+            fields["norm_hash"] = norm_hash(new_content)
+            updated = updated.model_copy(update={"entities": [e.id for e in extract_entities(new_content)]})
+            # New text, new anchors: what it names now, plus its explicit anchors taken again at HEAD.
+            code, _ = self.anchors.auto(updated, self.anchors.carried(atom))
+        vector = core.embed(updated.content)
+        changed = [k for k in fields if k != "norm_hash"]
+        with core.write() as tx:
+            tx.update_atom(atom.id, **fields)
+            if code is not None:
+                tx.set_anchors(atom.id, code)
+            core.reindex(tx, updated, vector)
+            tx.append_event(atom_id=atom.id, actor=actor, action="update",
+                            reason=redact(reason).text if reason else f"updated {','.join(changed)}",
+                            content=new_content)  # fmt: skip
+        after = core.store.get_atoms([atom.id])[atom.id]
+        return PatchResult(atom=after, path=_str(core.path_of(after)),
+                           updated_fields=[k for k in changed if k in ("content", "tags", "triggers", "title")])  # fmt: skip
+
+    def delete(self, memory_id: str, *, actor: str = "agent", reason: str = "deleted") -> str:
+        """Remove a memory: unlink its file, destroy its content, delete the row. Returns the file path."""
+        atom = self.core.find_atom(memory_id)
+        if atom is None:
+            raise NotFound(f"no memory with id {shown(memory_id)}")
+        path = self.core.path_of(atom)
+        with self.core.write() as tx:  # the file goes after the commit (see `Core.write`)
+            tx.delete_atom(atom.id)
+            tx.append_event(atom_id=atom.id, actor=actor, action="delete", reason=reason, content=None)
+        return str(path) if path else ""
+
+
+def _str(path: object | None) -> str | None:
+    return None if path is None else str(path)
