@@ -1,28 +1,107 @@
-"""Layering and public API are checked, not hoped for."""
+"""Layering and public API are checked, not hoped for.
+
+Surfaces (every way in: MCP tools, CLI, hooks and their PreToolUse dispatch, the file hook, the web
+console, `memoryd install`, the Claude Code plugin) talk to the engine's public names and to the
+shared leaf modules only. They never import storage, search, write-path, lifecycle or anchor
+internals, never import a private (`_name`) engine name, and never touch `.store` or a private
+attribute of an engine. The exceptions are recorded below with their reasons; the lists are exact
+(a fixed exception must leave the list), so a new reach fails and an old one cannot hide.
+"""
 
 from __future__ import annotations
 
 import ast
+import json
+import shlex
+from collections.abc import Iterator
 from pathlib import Path
 
 import memoryd
+from memoryd.hooks import EVENTS
 
 SRC = Path(memoryd.__file__).parent
-SURFACES = {"cli", "mcp_server", "mcp_tools", "_launch", "ui"}  # _launch: the `memoryd` command's entry; ui: the web console
+ROOT = Path(__file__).resolve().parents[1]
+
+# Top-level modules / packages of src/memoryd that are surfaces.
+SURFACES = {
+    "_launch",  # the `memoryd` command's entry (hook fast path, else the CLI)
+    "cli",  # the CLI, `memoryd import` / `export` (the importers' surface) included
+    "mcp_server",  # MCP entry + tool registration
+    "mcp_tools",  # MCP tool handlers, server class, checked transports
+    "ui",  # the web console
+    "hooks",  # Claude Code / Codex hooks and the PreToolUse handler dispatch (PRE_TOOL_USE)
+    "filehook",  # the file-anchored PreToolUse handler (runs without the engine)
+    "install",  # `memoryd install` / `uninstall`: agent configuration edits
+}
+# Modules below the engine that every layer may share: data types, settings, errors, limits, and
+# surface-neutral helpers that hold no business logic.
+SHARED = {"memoryd", "config", "errors", "models", "limits", "scope", "extras", "http_security", "injected"}
+# Internals: what only the engine (and the layers below it) may import.
+INTERNALS = {"storage", "search", "write", "lifecycle", "anchors", "vault", "formats", "llm"}
+
+# Reaches that are part of the design.
+RECORDED: set[tuple[str, str]] = {
+    # The file hook answers in ~100 ms, so it cannot import the engine (~0.5 s): it reads the store
+    # read-only through storage/light.py and composes with the standard-library-only anchors modules
+    # the engine uses too (docs/DECISIONS.md, Code anchors; `Engine.memories_for_path` is its twin).
+    ("filehook.py", "memoryd.storage.light"),
+    ("filehook.py", "memoryd.anchors.drift"),
+    ("filehook.py", "memoryd.anchors.filectx"),
+    ("filehook.py", "memoryd.anchors.git"),
+}
+# Engine work still done in surfaces (issue 11, "Surfaces hold no logic"): to be moved into engine
+# methods, each then removed from this list.
+DEBT: set[tuple[str, str]] = {
+    ("hooks.py", "memoryd.engine.observations._language"),  # labels' language: a private engine helper
+    ("hooks.py", "memoryd.search.embed"),  # prompt recall builds its deadline embedder itself
+    ("hooks.py", "memoryd.search.rank"),  # ... and scales its score bar with rank.fused
+    ("hooks.py", ".store"),  # SessionStart's sensitive-scope check (the engine has one)
+    ("mcp_tools/mem.py", "memoryd.engine.core._now"),  # mem_timeline re-parses `since`
+    ("mcp_tools/mem.py", "memoryd.lifecycle.decay"),  # ... with parse_since
+    ("mcp_tools/mem.py", "memoryd.vault"),  # mem_get renders the frontmatter itself
+    ("mcp_tools/mem.py", ".store"),  # mem_save / mem_capture_passive re-read the atom for its path
+    ("mcp_tools/common.py", ".store"),  # warms the vector index at start
+    ("ui/server.py", ".store"),  # ... the same for the console
+    ("cli.py", ".store"),  # `scope show` / `scope requests` read the store directly
+}
 
 
 def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
-    out: set[str] = set()
-    for node in ast.walk(tree):
+    return {m for m, _ in _import_sites(path)}
+
+
+def _type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def _walk(node: ast.AST, *, skip_type_checking: bool) -> Iterator[ast.AST]:
+    """ast.walk, optionally leaving out `if TYPE_CHECKING:` bodies (annotations reach nothing at run time)."""
+    for child in ast.iter_child_nodes(node):
+        if skip_type_checking and _type_checking(child):
+            for stmt in child.orelse:  # type: ignore[attr-defined]
+                yield stmt
+                yield from _walk(stmt, skip_type_checking=True)
+            continue
+        yield child
+        yield from _walk(child, skip_type_checking=skip_type_checking)
+
+
+def _import_sites(
+    path: Path, *, runtime_only: bool = False, text: str | None = None
+) -> set[tuple[str, str | None]]:
+    """(module, imported name or None) for every import in `path`, lazy ones inside functions included."""
+    tree = ast.parse(path.read_text() if text is None else text)
+    out: set[tuple[str, str | None]] = set()
+    for node in _walk(tree, skip_type_checking=runtime_only):
         if isinstance(node, ast.ImportFrom):
             if node.level:  # relative: resolve against the package
                 base = path.relative_to(SRC).parts[: -node.level]
-                out.add(".".join(("memoryd", *base, *(node.module.split(".") if node.module else ()))))
-            elif node.module:
-                out.add(node.module)
+                module = ".".join(("memoryd", *base, *(node.module.split(".") if node.module else ())))
+            else:
+                module = node.module or ""
+            out.update((module, a.name) for a in node.names)
         elif isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
+            out.update((a.name, None) for a in node.names)
     return out
 
 
@@ -30,28 +109,131 @@ def _modules() -> list[Path]:
     return sorted(SRC.rglob("*.py"))
 
 
+def _top(path: Path) -> str:
+    return path.relative_to(SRC).parts[0].removesuffix(".py")
+
+
+def _surface_files() -> list[Path]:
+    return [p for p in _modules() if _top(p) in SURFACES]
+
+
+def _reaches(path: Path, text: str | None = None) -> set[str]:
+    """What a surface module reaches beyond the engine's public names and the shared modules."""
+    text = path.read_text() if text is None else text
+    found: set[str] = set()
+    for module, name in _import_sites(path, runtime_only=True, text=text):
+        parts = module.split(".")
+        if parts[0] != "memoryd":
+            continue
+        if len(parts) == 1:  # `from memoryd import x` / `from .. import x`: x is a module or a package name
+            target = name or ""
+            if target in INTERNALS:
+                found.add(f"memoryd.{target}")
+            continue
+        top = parts[1]
+        if top in SURFACES or top in SHARED:
+            continue  # another surface (cli → ui, hooks → filehook), or a shared leaf module
+        if top == "engine":
+            if name and name.startswith("_") and not name.startswith("__"):
+                found.add(f"{module}.{name}")  # a private engine name
+            continue  # the engine's public names, from the package or its parts
+        # internals (or a module not classified yet)
+        found.add(module if len(parts) >= 3 else f"{module}.{name}")
+    tree = ast.parse(text)
+    foreign = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
+               for a in n.names if not a.name.startswith("memoryd")}  # fmt: skip  # os._exit is not ours
+    own = {"self", "cls"} | foreign
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            base = node.value.id if isinstance(node.value, ast.Name) else None
+            if node.attr == "store":
+                found.add(".store")
+            elif node.attr.startswith("_") and not node.attr.startswith("__") and base not in own:
+                found.add(f".{node.attr} on {base or ast.unparse(node.value)}")
+    return found
+
+
+def _surface_reaches() -> set[tuple[str, str]]:
+    return {(str(p.relative_to(SRC)), r) for p in _surface_files() for r in _reaches(p)}
+
+
+def test_every_module_is_classified() -> None:
+    """A new top-level module must be put in one of the layers here before the other checks mean anything."""
+    layers = SURFACES | SHARED | INTERNALS | {"engine", "__init__"}
+    unknown = sorted({_top(p) for p in _modules()} - layers)
+    assert not unknown, f"classify {unknown} in tests/test_architecture.py (surface, shared or internal)"
+    assert {"ui", "filehook", "hooks", "mcp_tools", "install"} <= SURFACES
+
+
+def test_surfaces_reach_only_the_engine() -> None:
+    reaches = _surface_reaches()
+    new = sorted(reaches - RECORDED - DEBT)
+    assert not new, f"a surface reaches past the engine's public names: {new}"
+    gone = sorted((RECORDED | DEBT) - reaches)
+    assert not gone, f"no longer reached; take them out of RECORDED/DEBT: {gone}"
+
+
+def test_the_check_catches_a_violation() -> None:
+    """The checker itself: a surface importing storage or search, a private engine name, or touching
+    `.store` or an engine's private attribute is reported (the test above cannot pass by seeing nothing)."""
+    app = SRC / "ui" / "app.py"
+    clean = app.read_text()
+    bad = clean + (
+        "\n\ndef _bad(e):\n"
+        "    from ..storage.sqlite import SqliteStore\n"
+        "    from ..engine.core import _now\n"
+        "    from ..search import rank\n"
+        "    return e.store, e._reach, SqliteStore, _now, rank\n"
+    )
+    assert _reaches(app, clean) == set()
+    assert _reaches(app, bad) == {
+        "memoryd.storage.sqlite", "memoryd.engine.core._now", "memoryd.search.rank", ".store", "._reach on e",
+    }  # fmt: skip
+
+
+def test_the_plugin_is_configuration_only() -> None:
+    """The Claude Code plugin holds no code: its hooks run `memoryd hook <event>` (hooks.py's dispatch)
+    and its server is `memoryd-mcp`."""
+    plugin = ROOT / "plugin"
+    assert not [p for p in plugin.rglob("*") if p.is_file() and p.suffix not in {".json"}]
+    hooks = json.loads((plugin / "hooks" / "hooks.json").read_text("utf-8"))["hooks"]
+    for groups in hooks.values():
+        for group in groups:
+            for hook in group["hooks"]:
+                argv = shlex.split(hook["command"])
+                assert argv[:2] == ["memoryd", "hook"] and argv[2] in EVENTS and len(argv) == 3, hook
+    servers = json.loads((plugin / ".mcp.json").read_text("utf-8"))["mcpServers"]
+    assert {s["command"] for s in servers.values()} == {"memoryd-mcp"}
+
+
 def test_only_the_mcp_adapter_imports_the_sdk() -> None:
     for path in _modules():
-        top = path.relative_to(SRC).parts[0].removesuffix(".py")
         uses_sdk = any(m == "mcp" or m.startswith("mcp.") for m in _imports(path))
-        assert not uses_sdk or top in {"mcp_server", "mcp_tools"}, path
+        assert not uses_sdk or _top(path) in {"mcp_server", "mcp_tools"}, path
 
 
 def test_nothing_below_the_surfaces_imports_them() -> None:
     for path in _modules():
-        top = path.relative_to(SRC).parts[0].removesuffix(".py")
-        if top in SURFACES:
+        if _top(path) in SURFACES:
             continue
         for m in _imports(path):
             parts = m.split(".")
             assert not (parts[0] == "memoryd" and len(parts) > 1 and parts[1] in SURFACES), (path, m)
 
 
+def test_importers_formats_are_parsers_the_engine_calls() -> None:
+    """Other tools' formats (formats.py) read files into import records; the engine's importer stores
+    them through the write path. The parsers touch neither the engine nor storage."""
+    reached = {m.split(".")[1] for m in _imports(SRC / "formats.py") if m.startswith("memoryd.")}
+    assert reached <= SHARED, reached
+
+
 def test_sql_lives_in_storage_only() -> None:
     for path in _modules():
-        if path.relative_to(SRC).parts[0] == "storage":
+        if _top(path) == "storage":
             continue
-        assert "import sqlite3" not in path.read_text(), path
+        text = path.read_text()
+        assert "import sqlite3" not in text and "import psycopg" not in text, path
 
 
 def test_public_api_matches_all() -> None:

@@ -19,7 +19,7 @@ def test_readme_limits_table_matches_the_code() -> None:
     section = README.split("### Limits", 1)[1].split("###", 1)[0]
     rows = re.findall(r"^\| `(\w+)` \| (\d+) (\w+) \| (.+) \|$", section, re.M)
     assert {name: (int(n), unit, what) for name, n, unit, what in rows} == LIMITS
-    assert markdown_table() in section, "README's Limits table is not the generated one: python -m memoryd.limits"
+    assert markdown_table() in section, "README's Limits table is not generated: python -m memoryd.limits"
     assert "Security model" in README and "--allowed-host" in README
 
 
