@@ -12,7 +12,8 @@
   (`ui/security.py`, its CSRF rules).
 
 The transport answers a refusal with JSON (`mcp_tools/transport.py`), the console with a page
-(`ui/security.py`); the decisions are these functions.
+(`ui/security.py`); the decisions are these functions. Both read a request body whole before they
+check it (a JSON-RPC message, a form's CSRF token) and hand it on (`read_body`, `replay`).
 """
 
 from __future__ import annotations
@@ -20,12 +21,15 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import secrets
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 __all__ = [
     "LOOPBACK_NAMES", "MIN_TOKEN_CHARS", "TokenError", "allowed_names", "bearer_ok", "host_of", "is_loopback",
-    "new_token", "origins", "refusal", "same", "server_token",
+    "new_token", "origins", "read_body", "refusal", "replay", "same", "server_token",
 ]  # fmt: skip
+
+Receive = Callable[[], Awaitable[Any]]  # an ASGI receive callable
 
 MIN_TOKEN_CHARS = 32
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
@@ -110,3 +114,35 @@ def refusal(allowed: set[str], host: str, origin: str | None) -> str | None:
     if origin and host_of(origin) not in allowed:
         return f"Origin {origin!r} is not allowed; start the server with --allowed-host NAME to allow it"
     return None
+
+
+async def read_body(receive: Receive, limit: int) -> tuple[bytes, str | None]:
+    """The whole request body and None, or what was read and why it stopped: "disconnect" (the
+    client went away) or "too large" (more than `limit` bytes; the rest is not read)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return b"".join(chunks), "disconnect"
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return b"".join(chunks), "too large"
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(chunks), None
+
+
+def replay(body: bytes, receive: Receive) -> Receive:
+    """A receive callable that hands the app `body` (already read whole) once, then the connection's own."""
+    delivered = False
+
+    async def again() -> Any:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return again

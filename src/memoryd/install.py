@@ -204,6 +204,12 @@ def _on_path_notes(*commands: str) -> list[str]:
     return out
 
 
+def _dirs(home: Path | None, project_dir: Path | None) -> tuple[Path, Path]:
+    """The home and project folders an install acts on (default: the user's home, this directory)."""
+    return (Path(home) if home is not None else Path.home(),
+            Path(project_dir) if project_dir is not None else Path.cwd())  # fmt: skip
+
+
 def _check_profile(profile: str) -> str:
     if profile not in PROFILES:
         raise InvalidInput(f"unknown profile {profile!r}; expected one of {', '.join(PROFILES)}")
@@ -624,8 +630,7 @@ def install_claude(
     file does not parse; nothing is written) or InvalidInput.
     """
     profile = _check_profile(profile)  # type: ignore[assignment]
-    home = Path(home) if home is not None else Path.home()
-    project_dir = Path(project_dir) if project_dir is not None else Path.cwd()
+    home, project_dir = _dirs(home, project_dir)
     mcp_path, settings_path = _claude_paths(scope, home, project_dir)
     path_notes: list[str] = []
     if scope == "project":
@@ -673,8 +678,7 @@ def uninstall_claude(
 ) -> InstallReport:
     """Reverse `install_claude` for this scope and profile; other servers and hooks stay."""
     profile = _check_profile(profile)  # type: ignore[assignment]
-    home = Path(home) if home is not None else Path.home()
-    project_dir = Path(project_dir) if project_dir is not None else Path.cwd()
+    home, project_dir = _dirs(home, project_dir)
     mcp_path, settings_path = _claude_paths(scope, home, project_dir)
     plans = [
         _plan_uninstall_json(mcp_path, lambda d, o: _remove_server(mcp_path, d, o, profile)),
@@ -1004,8 +1008,7 @@ def install_cursor(
     scope follows the project whichever directory Cursor starts the server in.
     """
     profile = _check_profile(profile)  # type: ignore[assignment]
-    home = Path(home) if home is not None else Path.home()
-    project_dir = Path(project_dir) if project_dir is not None else Path.cwd()
+    home, project_dir = _dirs(home, project_dir)
     path = _cursor_path(scope, home, project_dir)
     notes: list[str] = []
     if scope == "project":
@@ -1033,6 +1036,5 @@ def uninstall_cursor(
 ) -> InstallReport:
     """Reverse `install_cursor` for this scope and profile."""
     profile = _check_profile(profile)  # type: ignore[assignment]
-    home = Path(home) if home is not None else Path.home()
-    project_dir = Path(project_dir) if project_dir is not None else Path.cwd()
+    home, project_dir = _dirs(home, project_dir)
     return _uninstall_entry("cursor", scope, _cursor_path(scope, home, project_dir), profile, dry_run=dry_run)

@@ -3,7 +3,8 @@
 Every text field and every list or count an agent, a hook or a person can send has a limit
 here; the engine checks them before any work that grows with the input (tokenising,
 embedding, redaction, a database read), so an oversized request costs microseconds and is
-answered `invalid_input: …`. The README's "Limits" table is this table (a test compares them).
+answered `invalid_input: …`. The README's "Limits" table is `markdown_table()` verbatim (a test
+compares them; `python -m memoryd.limits` prints it).
 `content` is configurable (`MEMORYD_MAX_CONTENT_CHARS`); the rest are fixed.
 """
 
@@ -15,7 +16,10 @@ from typing import Any
 
 from .errors import InvalidInput
 
-__all__ = ["LIMITS", "SURROGATE", "UNSTORABLE", "unstorable", "check_count", "check_id", "check_text", "check_texts"]
+__all__ = [
+    "LIMITS", "SURROGATE", "UNSTORABLE", "unstorable", "check_count", "check_id", "check_text", "check_texts",
+    "markdown_table",
+]  # fmt: skip
 
 # A lone UTF-16 surrogate cannot be stored as UTF-8 (vault files, PostgreSQL), nor can PostgreSQL
 # store NUL: both are refused on input.
@@ -64,6 +68,12 @@ LIMITS: dict[str, tuple[int, str, str]] = {
     "review_limit": (100, "items", "limit of one review listing"),
     "neighbors": (50, "memories", "neighbors on each side in mem_context"),
 }
+
+
+def markdown_table() -> str:
+    """The README's Limits table, generated from `LIMITS` (one row per limit, in its order)."""
+    rows = [f"| `{name}` | {n} {unit} | {what} |" for name, (n, unit, what) in LIMITS.items()]
+    return "\n".join(["| field | maximum | what it bounds |", "|---|---|---|", *rows]) + "\n"
 
 
 def _max(name: str, override: int | None) -> int:
@@ -116,3 +126,7 @@ def check_id(value: object, *, field: str = "id") -> str:
     text = check_text("id", value, field=field, required=True)
     assert text is not None
     return text
+
+
+if __name__ == "__main__":
+    print(markdown_table(), end="")

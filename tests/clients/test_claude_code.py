@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -128,7 +129,11 @@ def test_http_registration_connects_and_the_token_is_enforced(c: Claude) -> None
 def test_the_file_hook_adds_anchored_memories_to_a_real_session_once(c: Claude) -> None:
     """`memoryd install claude` + a real `claude -p` session whose model (tests/clients/fake_api.py, offline)
     reads the same file twice: Claude Code runs the PreToolUse hook on Read and sends its context to the
-    model once, with the memory and how its code changed."""
+    model once, with the memory and how its code changed.
+
+    Every hook shares one "already injected" record per session, so the file hook is seen alone here:
+    an earlier session's brief already reported this code change (the next brief leaves it out), and
+    the prompt recall is off."""
     from .fake_api import fake_model
 
     (c.repo / "auth").mkdir()
@@ -140,8 +145,13 @@ def test_the_file_hook_adds_anchored_memories_to_a_real_session_once(c: Claude) 
     assert saved["anchors"] == ["auth/session.py", "auth/session.py::get_session"]
     source.write_text("def get_session(token):\n    return STORE[token]\n")  # the code moves on
     c.memoryd("install", "claude")
+    earlier = {"session_id": "earlier", "cwd": str(c.repo), "hook_event_name": "SessionStart", "source": "startup"}
+    brief = subprocess.run([MEMORYD, "hook", "session-start"], input=json.dumps(earlier), env=c.env, cwd=c.repo,
+                           capture_output=True, text=True, timeout=90)  # fmt: skip
+    assert saved["atom_id"] in brief.stdout, brief  # the brief of a session reports the change once
     with fake_model([str(source), str(source)]) as model:
-        env = {**c.env, "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{model.port}", "ANTHROPIC_API_KEY": "sk-test-offline"}
+        env = {**c.env, "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{model.port}", "ANTHROPIC_API_KEY": "sk-test-offline",
+               "MEMORYD_PROMPT_CONTEXT_TOKENS": "0"}  # fmt: skip
         r = run([c.exe, "-p", "read auth/session.py", "--allowedTools", "Read", "--output-format", "json"], env, c.repo,
                 timeout=180)  # fmt: skip
     assert r.returncode == 0, (r.stdout, r.stderr)
@@ -151,4 +161,5 @@ def test_the_file_hook_adds_anchored_memories_to_a_real_session_once(c: Claude) 
     assert final.count(marker) == 1, final[-3000:]  # two reads of the file, one injection
     assert f"[fact {saved['atom_id']}] Sessions come from `get_session()` in auth/session.py" in final
     assert "code changed: the definition of get_session (auth/session.py) changed since" in final
+    assert final.count(saved["atom_id"]) == 1, final[-3000:]  # not in this session's brief too
     assert sum(1 for m in model.requests if "memoryd · 1 memory anchored" in json.dumps(m, ensure_ascii=False)) == 2

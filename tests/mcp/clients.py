@@ -17,6 +17,12 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 SERVER = str(Path(sys.executable).with_name("memoryd-mcp"))
+# A raw streamable-HTTP initialize request and its headers (tests that speak HTTP without the SDK client).
+INIT = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+}  # fmt: skip
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 def free_port() -> int:

@@ -14,15 +14,10 @@ import pytest
 from memoryd.mcp_tools import transport
 from memoryd.mcp_tools.transport import http_guard
 
-from ..mcp.clients import SERVER, free_port, http_server
+from ..mcp.clients import HEADERS, INIT, SERVER, free_port, http_server
 
 pytestmark = pytest.mark.anyio
 TOKEN = "x9Kq2LmN4pR7sT1vW3yZ5bD8fH0jC6gA"  # 32 characters, for tests only
-INIT = {
-    "jsonrpc": "2.0", "id": 1, "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
-}  # fmt: skip
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 @pytest.fixture

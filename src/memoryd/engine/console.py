@@ -323,24 +323,21 @@ class Console:
         )  # fmt: skip
 
     def _chain(self, atom: Atom) -> tuple[list[Atom], bool]:
-        older: list[Atom] = []
-        cur = atom
-        while cur.supersedes and len(older) < _CHAIN_LIMIT:
-            prev = self.core.store.get_atoms([cur.supersedes]).get(cur.supersedes)
-            if prev is None:
-                break
-            older.append(prev)
-            cur = prev
-        newer: list[Atom] = []
-        cur = atom
-        while cur.superseded_by and len(newer) < _CHAIN_LIMIT:
-            nxt = self.core.store.get_atoms([cur.superseded_by]).get(cur.superseded_by)
-            if nxt is None:
-                break
-            newer.append(nxt)
-            cur = nxt
+        older, newer = self._supersede_walk(atom, "supersedes"), self._supersede_walk(atom, "superseded_by")
         cut = len(older) >= _CHAIN_LIMIT or len(newer) >= _CHAIN_LIMIT
         return [*reversed(older), atom, *newer], cut
+
+    def _supersede_walk(self, atom: Atom, link: str) -> list[Atom]:
+        """The atoms reached from `atom` through `link` (supersedes / superseded_by), nearest first."""
+        out: list[Atom] = []
+        cur = atom
+        while (next_id := getattr(cur, link)) and len(out) < _CHAIN_LIMIT:
+            nxt = self.core.store.get_atoms([next_id]).get(next_id)
+            if nxt is None:
+                break
+            out.append(nxt)
+            cur = nxt
+        return out
 
     def decide_promotions(self, action: str, ids: list[int], *, actor: str) -> tuple[list[int], list[dict[str, Any]]]:
         """Promote or reject held saves; a promotion of a locked sensitive scope is refused, not decided.

@@ -175,7 +175,7 @@ def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str]) -> Any:
     - A POST body must be at most MAX_BODY_BYTES, UTF-8, JSON, free of lone surrogates; otherwise
       a JSON-RPC error comes back with status 400 (413 when too large).
     """
-    from ..http_security import bearer_ok, refusal
+    from ..http_security import bearer_ok, read_body, refusal, replay
 
     async def send_json(send: Any, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None) -> None:
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(extra or [])]
@@ -205,34 +205,17 @@ def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str]) -> Any:
             await send_json(send, 413, error_reply(None, INVALID_REQUEST, f"Invalid Request: invalid_input: the body "
                                                    f"is larger than {MAX_BODY_BYTES} bytes"))  # fmt: skip
             return
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > MAX_BODY_BYTES:
-                await send_json(send, 413, error_reply(None, INVALID_REQUEST, f"Invalid Request: invalid_input: the "
-                                                       f"body is larger than {MAX_BODY_BYTES} bytes"))  # fmt: skip
-                return
-            chunks.append(chunk)
-            if not message.get("more_body"):
-                break
-        body = b"".join(chunks)
+        body, stopped = await read_body(receive, MAX_BODY_BYTES)
+        if stopped == "disconnect":
+            return
+        if stopped == "too large":
+            await send_json(send, 413, error_reply(None, INVALID_REQUEST, f"Invalid Request: invalid_input: the "
+                                                   f"body is larger than {MAX_BODY_BYTES} bytes"))  # fmt: skip
+            return
         reply, _ = check_message(body)
         if reply is not None:
             await send_json(send, 400, reply.rstrip(b"\n"))
             return
-        delivered = False
-
-        async def replay() -> Any:
-            nonlocal delivered
-            if not delivered:
-                delivered = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await app(scope, replay, send)
+        await app(scope, replay(body, receive), send)
 
     return guarded

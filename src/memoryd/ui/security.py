@@ -28,16 +28,8 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..http_security import (
-    MIN_TOKEN_CHARS,
-    TokenError,
-    allowed_names,
-    bearer_ok,
-    host_of,
-    new_token,
-    origins,
-    refusal,
-    same,
-    server_token,
+    MIN_TOKEN_CHARS, TokenError, allowed_names, bearer_ok, host_of, new_token, origins, read_body, refusal, replay,
+    same, server_token,
 )  # fmt: skip
 
 __all__ = [
@@ -124,30 +116,16 @@ class ConsoleGuard:
             return None, receive
         if not headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
             return _refuse(403, "missing CSRF token: send the form from the console page"), receive
-        body = b""
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return _refuse(400, "the request ended early"), receive
-            body += message.get("body", b"")
-            if len(body) > MAX_FORM_BYTES:
-                return _refuse(413, f"form larger than {MAX_FORM_BYTES} bytes"), receive
-            if not message.get("more_body"):
-                break
+        body, stopped = await read_body(receive, MAX_FORM_BYTES)
+        if stopped == "disconnect":
+            return _refuse(400, "the request ended early"), receive
+        if stopped == "too large":
+            return _refuse(413, f"form larger than {MAX_FORM_BYTES} bytes"), receive
         fields = parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True)
         given = [v for k, v in fields if k == CSRF_FIELD]
         if len(given) != 1 or not same(given[0], self.csrf):
             return _refuse(403, "missing or wrong CSRF token: reload the console page and send the form again"), receive
-        sent = False
-
-        async def replay() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        return None, replay
+        return None, replay(body, receive)
 
     def _check(self, scope: Scope) -> Response | None:
         headers = Headers(scope=scope)
