@@ -28,8 +28,18 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..http_security import (
-    MIN_TOKEN_CHARS, TokenError, allowed_names, bearer_ok, host_of, new_token, origins, read_body, refusal, replay,
-    same, server_token,
+    MIN_TOKEN_CHARS,
+    TokenError,
+    allowed_names,
+    bearer_ok,
+    host_of,
+    new_token,
+    origins,
+    read_body,
+    refusal,
+    replay,
+    same,
+    server_token,
 )  # fmt: skip
 
 __all__ = [
