@@ -716,7 +716,8 @@ def test_the_file_hook_process_imports_no_engine(engine: Engine, code: Path, set
     probe = (
         "import sys, io; sys.stdin = io.StringIO(sys.argv[1]); from memoryd.hooks import main; main(['pre-tool-use']);"
         " bad = [m for m in ('numpy', 'pydantic', 'typer', 'onnxruntime', 'tokenizers', 'tree_sitter', 'memoryd.engine',"
-        " 'memoryd.models', 'memoryd.config', 'memoryd.search', 'memoryd.anchors.resolve', 'memoryd.anchors.renames')"
+        " 'memoryd.models', 'memoryd.config', 'memoryd.search', 'memoryd.anchors.resolve', 'memoryd.anchors.renames',"
+        " 'filelock', 'dataclasses', 'inspect')"
         " if m in sys.modules];"
         " print('\\nHEAVY', bad)"
     )

@@ -578,3 +578,49 @@ def test_session_end_returns_at_once_and_a_detached_worker_does_the_work(tmp_pat
     with Engine.open(settings, cwd=repo) as e:
         assert len(e.review_pending(limit=50)) == 3
         assert e.observation_state(EN[1])["offset"] == path.stat().st_size
+
+
+_CLAIMER = """
+import sys, time
+from memoryd.injected import InjectedRecord
+home, who, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
+while time.time() < start:
+    time.sleep(0.001)
+rec = InjectedRecord(home, "race-session")
+got = []
+for i in range(40):
+    got += rec.claim([f"m{i}", f"m{i + 1}"], who)
+print(" ".join(got))
+"""
+
+
+def test_hooks_racing_in_one_session_claim_each_memory_exactly_once(tmp_path: Path) -> None:
+    """Four processes claim overlapping ids at the same moment through the record's lock: every id is
+    handed to exactly one of them, and the record lists each with the process that won it."""
+    from memoryd.injected import InjectedRecord
+
+    start = time.time() + 1.5
+    procs = [subprocess.Popen([sys.executable, "-c", _CLAIMER, str(tmp_path), f"p{k}", str(start)],
+                              stdout=subprocess.PIPE, text=True) for k in range(4)]  # fmt: skip
+    won = [p.communicate(timeout=60)[0].split() for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    flat = [i for ids in won for i in ids]
+    assert sorted(flat) == sorted({f"m{i}" for i in range(41)}) and len(flat) == 41  # none twice, none lost
+    record = InjectedRecord(tmp_path, "race-session")
+    assert record.ids() == set(flat)
+    assert not list((tmp_path / "sessions").glob("*.tmp"))  # no half-written record left behind
+
+
+def test_a_claim_waits_for_the_lock_and_gives_up_with_a_clear_error(tmp_path: Path) -> None:
+    import fcntl
+
+    from memoryd import injected
+
+    rec = injected.InjectedRecord(tmp_path, "held")
+    rec.claim(["a"], "brief")
+    with open(str(rec.path) + ".lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(TimeoutError, match="locked for over 0.2 s"):
+            with injected._exclusive(str(rec.path) + ".lock", timeout=0.2):
+                pass
+    assert rec.claim(["a", "b"], "prompt") == ["b"]  # released: the next claim goes through

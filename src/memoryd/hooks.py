@@ -45,10 +45,9 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -87,14 +86,14 @@ SERVERS = ("memoryd", "hmg")
 PROMPT_SKIP_TYPES = frozenset({"session", "handoff"})
 
 
-@dataclass(frozen=True)
-class HookOutput:
+# Named tuples, not dataclasses: the file tool hook runs through this module on every Read/Edit, and
+# `dataclasses` (with `inspect`) costs ~14 ms of its start-up (anchors/model.py does the same).
+class HookOutput(NamedTuple):
     stdout: str = ""
     exit_code: int = 0
 
 
-@dataclass(frozen=True)
-class ToolHandler:
+class ToolHandler(NamedTuple):
     """One PreToolUse handler. `matches(tool_name)` picks the calls it sees; `run(payload, settings)`
     returns `hookSpecificOutput` fields (`updatedInput`, `permissionDecision`,
     `permissionDecisionReason`, `additionalContext`) or None.

@@ -9,8 +9,9 @@ The record is a small JSON file per session, `<MEMORYD_HOME>/sessions/<session i
 (`{"session_id": …, "ids": {"<memory id>": "<hook>", …}}`; a session id with characters outside
 `[A-Za-z0-9_.-]` or over 128 long is named by its hash): no database write on the prompt path, and it
 works the same whichever store (SQLite or PostgreSQL) holds the memories. Records older than 30 days
-are pruned when a new session starts one. This module is standard library only (filelock is imported
-when a claim is written), so the file hook, which must answer in ~100 ms, uses it too.
+are pruned when a new session starts one. This module is standard library only (the claim's lock is
+`fcntl.flock`; filelock only where there is no fcntl), so the file hook, which must answer in ~100 ms,
+uses it too.
 
 `estimate_tokens` is the one token count the hook budgets use: a CJK character counts as one
 token, any other run of text as one token per 4 characters (rounded up), which is about what
@@ -24,12 +25,14 @@ import json
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["PRUNE_AFTER_DAYS", "InjectedRecord", "estimate_tokens"]
 
 PRUNE_AFTER_DAYS = 30
+LOCK_TIMEOUT = 5.0  # seconds a claim waits for another hook of the same session
 # CJK punctuation, kana, ideographs, Hangul, compatibility ideographs and full-width forms: one token each.
 _CJK = re.compile(r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
 _SESSION_SAFE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
@@ -72,12 +75,8 @@ class InjectedRecord:
 
     def claim(self, ids: Sequence[str], by: str) -> list[str]:
         """Record `ids` as injected by hook `by`; returns those that were not injected before, in order."""
-        import tempfile  # here, not at import: the file hook reads the record on every file tool call
-
-        from filelock import FileLock
-
         self.dir.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(self.path) + ".lock", timeout=5):
+        with _exclusive(str(self.path) + ".lock"):
             known = self._read()
             new = [i for i in dict.fromkeys(ids) if i not in known]
             if not new:
@@ -85,8 +84,8 @@ class InjectedRecord:
             if not self.path.exists():
                 self._prune()
             known.update(dict.fromkeys(new, by))
-            fd, tmp = tempfile.mkstemp(prefix=".injected.", dir=self.dir)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            tmp = self.path.with_name(self.path.name + ".tmp")  # one writer at a time: the lock is held
+            with open(tmp, "w", encoding="utf-8") as fh:
                 json.dump({"session_id": self.session_id, "ids": known}, fh)
             os.replace(tmp, self.path)
         return new
@@ -99,3 +98,31 @@ class InjectedRecord:
                     old.unlink()
             except OSError:
                 continue
+
+
+@contextmanager
+def _exclusive(lock_path: str, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+    """An exclusive lock on `lock_path` across processes. POSIX: `fcntl.flock` on the file, the lock
+    filelock takes there too, without its ~25 ms import on the file hook's path; elsewhere filelock."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        from filelock import FileLock
+
+        with FileLock(lock_path, timeout=timeout):
+            yield
+        return
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"injected-memory record {lock_path} locked for over {timeout:g} s") from None
+                time.sleep(0.005)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
