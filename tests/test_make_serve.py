@@ -1,5 +1,6 @@
-"""`make serve` is usable as an MCP command: from a fresh state (no virtualenv yet) the first line a
-client reads on stdout is the server's JSON-RPC answer; the install and make's own lines go to stderr."""
+"""`make --no-print-directory -C <checkout> serve` (README) is usable as an MCP command: from a fresh
+state (no virtualenv yet) the first line a client reads on stdout is the server's JSON-RPC answer; the
+install and make's own lines go to stderr."""
 
 from __future__ import annotations
 
@@ -29,13 +30,15 @@ def test_make_serve_from_a_fresh_state_writes_only_json_rpc_to_stdout(tmp_path: 
     env = server_env(tmp_path / "data")
     env.pop("VIRTUAL_ENV", None)
     env.pop("MAKEFLAGS", None)
+    for key in ("MAKELEVEL", "MFLAGS", "MAKEFILES"):  # an MCP client is not a make: under `make test` these
+        env.pop(key, None)  # would make the inner make print "Entering directory" on stdout
     request = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                           "clientInfo": {"name": "make-serve-test", "version": "0"}}}  # fmt: skip
     log = tmp_path / "stderr.txt"
     with log.open("w") as stderr:
-        proc = subprocess.Popen(["make", "serve"], cwd=checkout, env=env, stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=stderr, text=True)  # fmt: skip
+        proc = subprocess.Popen(["make", "--no-print-directory", "-C", str(checkout), "serve"], cwd=tmp_path, env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True)  # fmt: skip
         try:
             assert proc.stdin is not None and proc.stdout is not None
             proc.stdin.write(json.dumps(request) + "\n")
