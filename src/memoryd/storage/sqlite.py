@@ -404,9 +404,11 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         excluded, p1 = self.dialect.any_of("a.scope_hash", exclude_scopes) if exclude_scopes else ("", [])
         out: list[tuple[str, str]] = []
         with self._reading() as conn, self.translating():
-            for entity_id in entity_ids:  # newest mentions first: edges_dst orders by rowid within an entity
+            # Newest mentions first: edges_dst orders by rowid within an entity. `+a.status` keeps the
+            # planner off atoms_status (it walked every active atom: 27 ms per entity at 10k, vs 0.1).
+            for entity_id in entity_ids:
                 rows = self.run(conn, "SELECT e.src FROM edges e JOIN atoms a ON a.id = e.src WHERE e.dst = ?"
-                                      " AND e.kind = 'mentions' AND a.status = 'active'"
+                                      " AND e.kind = 'mentions' AND +a.status = 'active'"
                                       f"{f' AND NOT {excluded}' if excluded else ''} ORDER BY e.rowid DESC LIMIT ?",
                                 (entity_id, *p1, per_entity)).fetchall()  # fmt: skip
                 out += [(entity_id, r[0]) for r in rows]
