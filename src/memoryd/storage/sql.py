@@ -102,6 +102,7 @@ class Dialect(Protocol):
     terms_join: str  # join that makes `terms_sql` available for atom `a`
     terms_sql: str  # expression: atom `a`'s indexed keyword terms (read by `read_terms`)
     indexed_sql: str  # query: the number of atoms in the keyword index
+    indexed_in_sql: str  # query: the same for the atoms matching `{where}` (scope filters on `atoms`)
     vector_sql: str  # expression: atom `a`'s embedding (read by `read_vector`)
     no_index: str  # prefix that keeps a column's index out of the plan (SQLite's unary +)
     ordered_join: str  # a join whose left table drives the plan
@@ -445,13 +446,21 @@ class SqlStore(ABC, Generic[C]):
 
     # -- health and administration -------------------------------------------------------------
 
-    def counts(self) -> StoreCounts:
-        by_status = {r[0]: int(r[1]) for r in self._rows("SELECT status, count(*) FROM atoms GROUP BY status")}
-        live = "status <> 'tombstoned'"
+    def counts(self, scope_hashes: Sequence[str] | None = None) -> StoreCounts:
+        where, params = self._filters(("scope_hash", scope_hashes))
+        by_status = {r[0]: int(r[1]) for r in self._rows(f"SELECT status, count(*) FROM atoms WHERE 1 = 1{where}"
+                                                         " GROUP BY status", params)}  # fmt: skip
+        live = f"status <> 'tombstoned'{where}"
+        if scope_hashes is None:
+            edges, indexed = "SELECT count(*) FROM edges", self.dialect.indexed_sql
+        else:  # of these scopes' atoms
+            edges = f"SELECT count(*) FROM edges WHERE src IN (SELECT id FROM atoms WHERE 1 = 1{where})"
+            indexed = self.dialect.indexed_in_sql.format(where=where)
         row = self._one(
-            f"SELECT (SELECT count(*) FROM edges), (SELECT count(*) FROM atoms WHERE embedding IS NOT NULL AND {live}),"
-            f" ({self.dialect.indexed_sql}), (SELECT count(*) FROM atoms WHERE created_at IS NOT NULL AND {live}),"
-            f" (SELECT count(*) FROM atoms WHERE type IS NOT NULL AND {live})"
+            f"SELECT ({edges}), (SELECT count(*) FROM atoms WHERE embedding IS NOT NULL AND {live}),"
+            f" ({indexed}), (SELECT count(*) FROM atoms WHERE created_at IS NOT NULL AND {live}),"
+            f" (SELECT count(*) FROM atoms WHERE type IS NOT NULL AND {live})",
+            [] if scope_hashes is None else [*params, *params, *params, *params, *params],
         )
         return StoreCounts(atoms=sum(by_status.values()), by_status=by_status, edges=int(row[0]), semantic=int(row[1]),
                            keyword=int(row[2]), temporal=int(row[3]), categorical=int(row[4]))  # fmt: skip
