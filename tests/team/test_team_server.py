@@ -24,6 +24,7 @@ import psycopg
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from memoryd.config import Settings
 from memoryd.engine import Engine, HashEmbedder
@@ -131,6 +132,7 @@ async def test_isolation_matrix(team: Team) -> None:
                                             "type": "preference", "scope": "global"}))["memory_id"]  # fmt: skip
         private_pending = await ok(s, "mem_save", {"content": "Right now the build is red"})
         assert private_pending["status"] == "pending"
+        session_id = (await ok(s, "mem_session_start", {"title": "web redesign"}))["session_id"]
     async with session(team, "carol", "acme/api") as s:
         carols = (await ok(s, "mem_save", {"content": "Carol's api notes: the billing exporter runs hourly"}))["memory_id"]
 
@@ -163,6 +165,17 @@ async def test_isolation_matrix(team: Team) -> None:
                                ("mem_compare", {"memory_id_a": target, "memory_id_b": target})]:  # fmt: skip
                 is_error, _, text = await call(s, tool, args)
                 check(f"{tag} {tool}", is_error and text.startswith("not_found:"))
+            for tool, args in [("mem_session_summary", {"session_id": session_id}),
+                               ("mem_session_end", {"session_id": session_id, "summary": "ended by someone else"})]:
+                is_error, _, text = await call(s, tool, args)
+                check(f"{tag} {tool}", is_error and text.startswith("not_found:"))
+            try:
+                await s.read_resource(f"memory://{target}")
+                check(f"{tag} resources/read", False)
+            except MCPError as exc:
+                check(f"{tag} resources/read", "not_found" in str(exc))
+            listed = {str(r.uri) for r in (await s.list_resources()).resources}
+            check(f"{tag} resources/list", f"memory://{target}" not in listed)
             found = await ok(s, "mem_search", {"query": texts[target], "top_k": 50})
             check(f"{tag} mem_search", target not in {r["memory_id"] for r in found["results"]})
             timeline = await ok(s, "mem_timeline", {"limit": 1000})
@@ -193,6 +206,8 @@ async def test_isolation_matrix(team: Team) -> None:
 
     # Nothing the attackers tried changed anything: every target is as its owner left it.
     with team.operator() as op:
+        started = op.store.get_session(session_id)
+        assert started is not None and started.ended_at is None
         for target in (shared, private, global_, carols):
             atom = op.get(target)
             assert atom.status == "active" and "overwritten" not in atom.content
