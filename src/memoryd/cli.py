@@ -510,8 +510,8 @@ def team_list(json_: JsonOpt = False) -> None:
     r = _run(None, lambda e: e.teams_overview())
     teams, shares = r["teams"], r["shares"]
     _emit(r, json_, lambda: "\n".join(
-        [f"{t}: {', '.join(m) or '(no members)'}" for t, m in teams.items()]  # type: ignore[union-attr]
-        + [f"{s['repository']} -> {s['team']}" for s in shares]) or "no teams")  # type: ignore[union-attr]  # fmt: skip
+        [f"{t}: {', '.join(m) or '(no members)'}" for t, m in teams.items()]
+        + [f"{s['repository']} -> {s['team']}" for s in shares]) or "no teams")  # fmt: skip
 
 
 @app.command()

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Literal, TypedDict
 
 from pydantic import BaseModel
 from ulid import ULID
@@ -34,7 +34,7 @@ from ..stamps import utc_now
 from ..storage.base import TokenRecord
 from .core import Core
 
-__all__ = ["IssuedToken", "Principal", "Tenancy", "TokenInfo", "parse_expiry"]
+__all__ = ["IssuedToken", "Principal", "TeamsOverview", "Tenancy", "TokenInfo", "parse_expiry"]
 
 TOKEN_PREFIX = "mdt_"
 TEAM_PREFIX = "team:"  # the tenant of a shared repository's scope; a person's name cannot hold ':'
@@ -86,6 +86,11 @@ class TokenInfo(BaseModel):
     state: Literal["active", "expired", "revoked"]
 
 
+class TeamsOverview(TypedDict):
+    teams: dict[str, list[str]]  # team -> members
+    shares: list[dict[str, str]]  # {"repository": "acme/api", "team": "core"}
+
+
 def parse_expiry(value: str | None, now: datetime) -> datetime | None:
     """`90d`, `12h`, `2w`, `1y` → that long after `now`; `never` → None. Raises InvalidInput."""
     if value is None or value == "never":
@@ -98,7 +103,7 @@ def parse_expiry(value: str | None, now: datetime) -> datetime | None:
 
 
 def _digest(secret: str, salt: str) -> str:
-    return hashlib.scrypt(secret.encode(), salt=bytes.fromhex(salt), **_SCRYPT).hex()  # type: ignore[arg-type]
+    return hashlib.scrypt(secret.encode(), salt=bytes.fromhex(salt), **_SCRYPT).hex()
 
 
 def check_name(what: str, value: object) -> str:
@@ -246,11 +251,11 @@ class Tenancy:
                             content=None)  # fmt: skip
         return self.core.store.shares()
 
-    def teams_overview(self) -> dict[str, object]:
+    def teams_overview(self) -> TeamsOverview:
         """Teams with their members, and the shared repositories."""
         self._operator("listing teams")
-        return {"teams": self.core.store.teams(),
-                "shares": [{"repository": f"{w}/{r}", "team": t} for w, r, t in self.core.store.shares()]}  # fmt: skip
+        return TeamsOverview(teams=self.core.store.teams(),
+                             shares=[{"repository": f"{w}/{r}", "team": t} for w, r, t in self.core.store.shares()])
 
     # -- a request's scope -----------------------------------------------------------------------
 
