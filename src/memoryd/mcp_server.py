@@ -215,7 +215,7 @@ def _serve_team(profile: str, host: str, port: int, allowed: set[str]) -> None:
     if not is_loopback(host):
         print(f"memoryd-mcp: serving a team on {host}:{port} without TLS; put it behind a TLS proxy",
               file=sys.stderr)  # fmt: skip
-    handle = EngineHandle(None, None)
+    handle = EngineHandle(None, None, sync_vault=False)  # replicas' vaults are by-products: no "hand edits"
     mcp = build_server(profile, engine_handle=handle, team=True)
     app = http_guard(mcp.streamable_http_app(host=host, stateless_http=True, json_response=True), token=None,
                      allowed_hosts=allowed, identify=_identify(handle))  # fmt: skip

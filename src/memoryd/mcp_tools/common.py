@@ -53,9 +53,10 @@ def describe_validation(exc: ValidationError) -> str:
 class EngineHandle:
     """Opens the engine on a background thread so `initialize` never waits for imports."""
 
-    def __init__(self, settings: Settings | None, cwd: str | Path | None) -> None:
+    def __init__(self, settings: Settings | None, cwd: str | Path | None, *, sync_vault: bool = True) -> None:
         self._settings = settings
         self._cwd = cwd
+        self._sync_vault = sync_vault  # False on a team server: its vault is a by-product, not a person's edits
         self._engine: Engine | None = None
         self._error: BaseException | None = None
         self._ready = threading.Event()
@@ -71,7 +72,10 @@ class EngineHandle:
             self._ready.set()
             return
         try:
-            report = engine.vault_sync()  # hand edits made while the server was down
+            if self._sync_vault:
+                report = engine.vault_sync()  # hand edits made while the server was down
+            else:  # finish only what a crash left in the outbox (files this database still owes)
+                report = {"published": engine.recover_vault()["published"], "broken": []}
         except Exception:  # the store still serves; doctor and `memoryd vault sync` report the gap
             log.exception("vault sync at start failed")
         else:
