@@ -219,7 +219,9 @@ def _serve_team(profile: str, host: str, port: int, allowed: set[str]) -> None:
     mcp = build_server(profile, engine_handle=handle, team=True)
     app = http_guard(mcp.streamable_http_app(host=host, stateless_http=True, json_response=True), token=None,
                      allowed_hosts=allowed, identify=_identify(handle))  # fmt: skip
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    # Keep-alive longer than a load balancer's idle timeout (commonly 60 s): a connection the server closes
+    # while a client reuses it fails that request with no answer (seen in bench/team_load.py at uvicorn's 5 s).
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=75)
 
 
 def _console(handle: EngineHandle, host: str, port: int, token: str | None, allowed: set[str]) -> Any:
