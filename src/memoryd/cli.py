@@ -758,6 +758,16 @@ def ui(
     raise typer.Exit(code)
 
 
+@app.command("connect", context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+             add_help_option=False)  # fmt: skip
+def connect(ctx: typer.Context) -> None:
+    """Serve MCP on stdio, forwarding to a team server: `connect URL [URL…] --token-env VAR [--cwd DIR]
+    [--timeout S]`. The scope is inferred here and sent with each request; the token stays in VAR."""
+    from .remote import main as connect_main
+
+    raise typer.Exit(connect_main(ctx.args))
+
+
 @app.command("hook")
 def hook(event: Annotated[str, typer.Argument(
         help="session-start | user-prompt-submit | pre-tool-use | session-end | pre-compact")]) -> None:
