@@ -319,3 +319,168 @@ def test_connect_starts_without_the_engine_or_numpy(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-c", code], input="", capture_output=True, text=True, timeout=60,
                        env={**os.environ, "V": TOKEN}, cwd=tmp_path)  # fmt: skip
     assert r.stdout.strip() == "[]", r.stderr
+
+
+# -- install --remote: the agent starts `memoryd connect`; the token stays in the environment -----------------
+
+URL, URL2 = "https://memory.example.com/mcp", "https://memory2.example.com/mcp"
+SECRET = "mdt_01JTEAMTOKEN_s3cr3t-value-that-never-lands-in-a-file"
+
+
+@pytest.fixture
+def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """(home, project), the backups under MEMORYD_HOME, and the token set in this environment."""
+    monkeypatch.setenv("MEMORYD_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv(VAR, SECRET)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    for d in ("home", "proj"):
+        (tmp_path / d).mkdir()
+    return tmp_path / "home", tmp_path / "proj"
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def no_secret(root: Path) -> None:
+    for name, data in files(root).items():
+        assert SECRET.encode() not in data, name
+
+
+def test_install_claude_remote_project_registers_connect_and_no_hooks(places: tuple[Path, Path], tmp_path: Path) -> None:
+    from memoryd.install import install_claude, uninstall_claude
+
+    home, project = places
+    (project / ".mcp.json").write_text('{"mcpServers": {"docs": {"command": "docs-mcp"}}}\n')
+    before = files(tmp_path)
+    report = install_claude("project", home=home, project_dir=project, remote=[URL, URL2], token_env=VAR)
+    assert [(c.path, c.action) for c in report.changes] == [(str(project / ".mcp.json"), "updated")]
+    assert json.loads((project / ".mcp.json").read_text())["mcpServers"] == {
+        "docs": {"command": "docs-mcp"},
+        "memoryd": {"type": "stdio", "command": "memoryd", "args": ["connect", URL, URL2, "--token-env", VAR]},
+    }
+    assert not (project / ".claude").exists()  # no hooks: they need a local store
+    assert any("no hooks with --remote" in n for n in report.notes)
+    assert any(f"only the NAME {VAR} is in the file" in n for n in report.notes)
+    no_secret(tmp_path)
+    assert not install_claude("project", home=home, project_dir=project, remote=[URL, URL2], token_env=VAR).changed
+    out = uninstall_claude("project", home=home, project_dir=project)
+    assert [c.action for c in out.changes if c.action != "unchanged"] == ["restored"]
+    assert files(tmp_path) == before
+
+
+def test_install_claude_remote_user_scope_uses_this_memoryd(places: tuple[Path, Path], tmp_path: Path) -> None:
+    from memoryd.install import default_executable, install_claude, uninstall_claude
+
+    home, project = places
+    report = install_claude("user", home=home, project_dir=project, remote=[URL], token_env=VAR)
+    entry = json.loads((home / ".claude.json").read_text())["mcpServers"]["memoryd"]
+    assert entry == {"type": "stdio", "command": default_executable("memoryd"), "args": ["connect", URL, "--token-env",
+                                                                                          VAR]}  # fmt: skip
+    assert not (home / ".claude" / "settings.json").exists() and report.changes[0].action == "created"
+    no_secret(tmp_path)
+    uninstall_claude("user", home=home, project_dir=project)
+    assert not (home / ".claude.json").exists()
+
+
+def test_install_remote_over_a_local_install_says_the_hooks_are_still_there(places: tuple[Path, Path]) -> None:
+    from memoryd.install import install_claude
+
+    home, project = places
+    install_claude("project", home=home, project_dir=project)
+    report = install_claude("project", home=home, project_dir=project, remote=[URL], token_env=VAR)
+    assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["memoryd"]["args"][0] == "connect"
+    assert any("still has memoryd's hooks from a local install" in n for n in report.notes)
+
+
+def test_install_codex_remote_names_the_variable_in_env_vars(places: tuple[Path, Path], tmp_path: Path) -> None:
+    import tomllib
+
+    from memoryd.install import install_codex, uninstall_codex
+
+    home, _ = places
+    codex = tmp_path / "codex"
+    codex.mkdir()
+    theirs = '# mine\nmodel = "o3"\n\n[mcp_servers.docs]\ncommand = "npx"  # keep\n'
+    (codex / "config.toml").write_text(theirs)
+    report = install_codex(home, codex, command="/opt/bin/memoryd", remote=[URL], token_env=VAR)
+    text = (codex / "config.toml").read_text()
+    assert text.startswith(theirs)
+    assert tomllib.loads(text)["mcp_servers"]["memoryd"] == {
+        "command": "/opt/bin/memoryd", "args": ["connect", URL, "--token-env", VAR], "env_vars": [VAR]}  # fmt: skip
+    assert report.changes[0].action == "updated" and len(report.changes) == 1
+    no_secret(tmp_path)
+    assert not install_codex(home, codex, command="/opt/bin/memoryd", remote=[URL], token_env=VAR).changed
+    out = uninstall_codex(home, codex)
+    assert out.changes[0].action == "restored" and (codex / "config.toml").read_text() == theirs
+
+
+def test_install_codex_remote_keeps_the_users_env_vars(places: tuple[Path, Path], tmp_path: Path) -> None:
+    import tomllib
+
+    from memoryd.install import InstallError, install_codex
+
+    home, _ = places
+    (tmp_path / "codex").mkdir()
+    (tmp_path / "codex" / "config.toml").write_text('[mcp_servers.memoryd]\ncommand = "x"\nenv_vars = ["HTTPS_PROXY"]\n')
+    report = install_codex(home, tmp_path / "codex", command="/opt/bin/memoryd", remote=[URL], token_env=VAR)
+    table = tomllib.loads((tmp_path / "codex" / "config.toml").read_text())["mcp_servers"]["memoryd"]
+    assert table["env_vars"] == ["HTTPS_PROXY", VAR]
+    assert report.changes[0].items == ["mcp_servers.memoryd.command", "mcp_servers.memoryd.args",
+                                       "mcp_servers.memoryd.env_vars"]  # fmt: skip
+    (tmp_path / "codex" / "config.toml").write_text('[mcp_servers.memoryd]\nenv_vars = "HTTPS_PROXY"\n')
+    with pytest.raises(InstallError, match="'mcp_servers.memoryd.env_vars' is not a list; left untouched"):
+        install_codex(home, tmp_path / "codex", command="/opt/bin/memoryd", remote=[URL], token_env=VAR)
+
+
+@pytest.mark.parametrize(("kw", "expected"), [
+    ({"remote": [URL]}, "--remote needs --token-env VAR"),
+    ({"remote": [URL], "token_env": SECRET}, "--token-env takes the NAME of an environment variable"),
+    ({"remote": [URL], "token_env": "abcdefghijklmnopqrstuvwxyzABCDEF0123"}, "--token-env takes the NAME"),
+    ({"remote": [URL], "token_env": "mdt_01jteam_abcdef"}, "--token-env takes the NAME"),
+    ({"remote": ["https://alice:" + SECRET + "@memory.example.com/mcp"], "token_env": VAR},
+     "a URL holds a user name or password"),
+    ({"remote": ["memory.example.com"], "token_env": VAR}, "each URL must start with http:// or https://"),
+    ({"remote": [URL], "token_env": VAR, "hooks": True}, "--hooks needs a local store"),
+])  # fmt: skip
+def test_install_remote_refuses_what_would_not_work(places: tuple[Path, Path], tmp_path: Path, kw: dict[str, Any],
+                                                    expected: str) -> None:  # fmt: skip
+    from memoryd.errors import InvalidInput
+    from memoryd.install import install_claude, install_codex
+
+    home, project = places
+    calls = [lambda: install_codex(home, tmp_path / "codex", **kw)]
+    if "hooks" not in kw:
+        calls.append(lambda: install_claude("project", home=home, project_dir=project, **kw))
+    for call in calls:
+        with pytest.raises(InvalidInput) as exc:
+            call()
+        assert expected in exc.value.message and SECRET not in exc.value.message
+    assert files(tmp_path) == {}
+
+
+def test_install_remote_project_scope_refuses_a_path_on_this_machine(places: tuple[Path, Path]) -> None:
+    from memoryd.errors import InvalidInput
+    from memoryd.install import install_claude
+
+    home, project = places
+    with pytest.raises(InvalidInput, match="is a path on this machine"):
+        install_claude("project", home=home, project_dir=project, command="/opt/bin/memoryd", remote=[URL], token_env=VAR)
+
+
+def test_the_install_command_line_takes_remote_and_token_env(tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "proj"
+    home.mkdir()
+    project.mkdir()
+    env = {**server_env(tmp_path / "data"), "HOME": str(home), VAR: SECRET}
+    r = subprocess.run([MEMORYD, "install", "claude", "--remote", URL, "--remote", URL2, "--token-env", VAR, "--json"],
+                       cwd=project, env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["changes"][0]["items"] == ["mcpServers.memoryd"]
+    assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["memoryd"]["args"] == [
+        "connect", URL, URL2, "--token-env", VAR]  # fmt: skip
+    assert SECRET not in r.stdout + r.stderr
+    bad = subprocess.run([MEMORYD, "install", "codex", "--remote", URL], cwd=project, env=env, capture_output=True,
+                         text=True, timeout=60)  # fmt: skip
+    assert bad.returncode == 2 and "--remote needs --token-env VAR" in bad.stderr
+    no_secret(tmp_path)

@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 if TYPE_CHECKING:
     import httpx2
 
-__all__ = ["RemoteError", "Forwarder", "main", "scope_header"]
+__all__ = ["Forwarder", "RemoteError", "check_target", "main", "scope_header"]
 
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
@@ -48,7 +48,7 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _BODY_SHOWN = 300  # characters of a non-JSON error body quoted in a message
 
 
-class RemoteError(Exception):
+class RemoteError(ValueError):
     """`memoryd connect` cannot start (bad arguments, no token); the message says what to fix."""
 
 
@@ -352,9 +352,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def check(args: argparse.Namespace, environ: dict[str, str]) -> tuple[list[str], str]:
-    """The URLs and the token, or RemoteError saying what is wrong (never quoting a secret)."""
-    urls = [*args.urls, *args.more_urls]
+def check_target(urls: list[str], token_env: str) -> None:
+    """The URLs and the variable's name `memoryd connect` takes (also checked by `install --remote`).
+
+    Raises RemoteError, never quoting a value that might be a secret.
+    """
     if not urls:
         raise RemoteError("give the team server's URL, e.g. `memoryd connect https://memory.example.com/mcp "
                           "--token-env MEMORYD_TEAM_TOKEN`")  # fmt: skip
@@ -363,10 +365,27 @@ def check(args: argparse.Namespace, environ: dict[str, str]) -> tuple[list[str],
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise RemoteError("each URL must start with http:// or https:// and name a host (one argument does "
                               "not; it is not repeated here in case it is a secret)")  # fmt: skip
-    name = args.token_env
-    if not _ENV_NAME.match(name):
+        if "@" in parts.netloc:
+            raise RemoteError("a URL holds a user name or password (not repeated here); the token goes in the "
+                              "environment variable --token-env names, never in the URL")  # fmt: skip
+    if not _ENV_NAME.match(token_env) or _looks_like_a_token(token_env):
         raise RemoteError("--token-env takes the NAME of an environment variable (letters, digits, _), not the "
                           "token itself; e.g. `export MEMORYD_TEAM_TOKEN=…` then `--token-env MEMORYD_TEAM_TOKEN`")
+
+
+def _looks_like_a_token(name: str) -> bool:
+    """A memoryd token (`mdt_<id>_<secret>`), or a long mix of cases and digits: a secret, not a name."""
+    if name.lower().startswith("mdt_"):
+        return True
+    return len(name) >= 32 and any(c.islower() for c in name) and any(c.isupper() for c in name) and any(
+        c.isdigit() for c in name)  # fmt: skip
+
+
+def check(args: argparse.Namespace, environ: dict[str, str]) -> tuple[list[str], str]:
+    """The URLs and the token, or RemoteError saying what is wrong (never quoting a secret)."""
+    urls = [*args.urls, *args.more_urls]
+    check_target(urls, args.token_env)
+    name = args.token_env
     token = environ.get(name, "")
     if not token.strip():
         state = "is empty" if name in environ else "is not set"
