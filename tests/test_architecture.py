@@ -50,6 +50,11 @@ RECORDED: set[tuple[str, str]] = {
     ("filehook.py", "memoryd.anchors.drift"),
     ("filehook.py", "memoryd.anchors.filectx"),
     ("filehook.py", "memoryd.anchors.git"),
+    # The team server binds each request's engine before a handler runs (MemorydServer._bind); the SDK's
+    # public handlers get the HTTP request in their context, its two listings get none, so their SDK
+    # handlers are wrapped (mcp SDK internals, not the engine's).
+    ("mcp_tools/server.py", "._handle_list_prompts on super()"),
+    ("mcp_tools/server.py", "._handle_list_resources on super()"),
 }
 
 

@@ -54,10 +54,24 @@ def test_hand_edit_of_tags_updates_in_place(engine: Engine) -> None:
 
 def test_file_deleted_by_hand_deletes_the_memory(engine: Engine) -> None:
     a = engine.memorize("Use ruff for linting and formatting in this repo").atom_id
+    engine.memorize("The release branch is cut every second Tuesday")
     _file(engine, a).unlink()
     assert engine.vault_sync()["deleted"] == [a]
     assert engine.store.get_atoms([a]) == {}
     assert [e.action for e in engine.store.events(a)] == ["create", "delete"]
+
+
+def test_a_missing_vault_is_written_again_not_taken_for_deletions(engine: Engine) -> None:
+    """Every recorded file gone (a new machine, a team replica or a restore on a shared database): the
+    vault is missing, not emptied by hand; deleting every memory would lose them all."""
+    import shutil
+
+    ids = [engine.memorize(t).atom_id for t in ("Use ruff for linting and formatting in this repo",
+                                                 "The release branch is cut every second Tuesday")]  # fmt: skip
+    shutil.rmtree(engine.vault_root)
+    report = engine.vault_sync()
+    assert report["deleted"] == [] and sorted(report["written"]) == sorted(ids)
+    assert all(engine.get(i).status == "active" and _file(engine, i).is_file() for i in ids)
 
 
 def test_new_file_becomes_a_memory(engine: Engine) -> None:

@@ -4,7 +4,8 @@ memoryd publishes each active memory's file after its write transaction commits,
 the file's digest and an outbox entry in that transaction (`Core.write`). At start-up
 `recover_vault` first finishes what a crash interrupted (outbox entries, temporary files), from the
 database. Then a file whose bytes no longer match the recorded digest was edited on disk; a recorded
-file that is gone was deleted on disk; a file with an id the database does not know (or none) is
+file that is gone was deleted on disk (unless every recorded file is gone: then the vault is missing,
+e.g. a new machine on a shared database, and the files are written again); a file with an id the database does not know (or none) is
 new. Atoms with a pending outbox entry are changing right now and are left alone, and every action
 is checked again against the database just before it is applied, all under the vault lock, so a
 sync never records an edit or a deletion for an atom the engine changed during its scan. Broken
@@ -97,6 +98,12 @@ class VaultSync:
                 plan["deleted"].append(atom_id)
             else:
                 plan["written"].append(atom_id)
+        if plan["deleted"] and not on_disk and not broken_paths:
+            # Not one recorded file is there: the vault is missing (a new machine, a replica or a restore
+            # sharing this database), not emptied by hand. Publish the files again; deleting every memory
+            # would be the one answer that loses data.
+            plan["written"] += plan["deleted"]
+            plan["deleted"] = []
         # Atoms changed while we scanned (committed, file not yet published) are not hand edits.
         busy = {r[0] for r in self.core.store.outbox()}
         for key in ("edited", "orphaned", "imported"):

@@ -33,7 +33,7 @@ from mcp_types import ResourceTemplate as MCPResourceTemplate
 from pydantic import AnyUrl, ValidationError
 
 from ..errors import AuthorizationRequired, InvalidInput, MemorydError, NotFound
-from .common import AUTHORIZATION_REQUIRED, EngineHandle, describe_validation
+from .common import AUTHORIZATION_REQUIRED, REQUEST_ENGINE, EngineHandle, describe_validation
 
 __all__ = ["MemorydServer"]
 
@@ -56,9 +56,34 @@ class MemorydServer(MCPServer[Any]):
 
     engine_handle: EngineHandle | None = None
 
+    # -- the team server: each request's engine --------------------------------------------------
+    # The HTTP guard leaves the engine a request acts with in its ASGI scope (`memoryd.engine`); each
+    # handler binds it for `RequestHandle.get` from the HTTP request the SDK hands it: the public
+    # handlers get it in their `context`; the two listings get none, so their SDK handlers are wrapped.
+
+    @staticmethod
+    def _bind(ctx: Any) -> None:
+        """Bind the engine of the request in `ctx` (a ServerRequestContext, or a Context holding one)."""
+        if isinstance(ctx, Context):
+            try:
+                ctx = ctx.request_context
+            except ValueError:  # called outside a request (tests call tools directly)
+                ctx = None
+        scope = getattr(getattr(ctx, "request", None), "scope", None)
+        REQUEST_ENGINE.set(scope.get("memoryd.engine") if isinstance(scope, dict) else None)
+
+    async def _handle_list_resources(self, ctx: Any, params: Any) -> Any:
+        self._bind(ctx)
+        return await super()._handle_list_resources(ctx, params)
+
+    async def _handle_list_prompts(self, ctx: Any, params: Any) -> Any:
+        self._bind(ctx)
+        return await super()._handle_list_prompts(ctx, params)
+
     # -- tools and stdio ----------------------------------------------------------------------
 
     async def call_tool(self, name: str, arguments: dict, context=None):
+        self._bind(context)
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
@@ -110,6 +135,7 @@ class MemorydServer(MCPServer[Any]):
     async def get_prompt(
         self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
     ) -> GetPromptResult:
+        self._bind(context)
         args = {k: v for k, v in (arguments or {}).items() if isinstance(v, str)}
         try:
             text = await self._run(lambda e: e.render_prompt(name, args))
@@ -140,6 +166,7 @@ class MemorydServer(MCPServer[Any]):
     async def read_resource(
         self, uri: AnyUrl | str, context: Context[Any, Any] | None = None
     ) -> Iterable[ReadResourceContents]:
+        self._bind(context)
         text = str(uri)
         if text == BRIEF_URI:
             return [ReadResourceContents(content=await self._run(lambda e: e.brief_resource()), mime_type=MARKDOWN)]

@@ -1,0 +1,147 @@
+"""The team server's engine part (`memoryd.engine.tenancy`) on both backends: tokens, teams, shares and the
+engine a request acts with; every error path with its message."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+
+import pytest
+
+from memoryd.config import Settings
+from memoryd.engine import Engine, HashEmbedder
+from memoryd.errors import Forbidden, InvalidInput, NotFound, Unauthorized
+
+
+@pytest.fixture
+def op(settings: Settings) -> Iterator[Engine]:
+    with Engine.open(settings, embedder=HashEmbedder(), authority="operator", cwd=settings.home) as e:
+        yield e
+
+
+def header(repo: str = "acme/api", **extra: str) -> str:
+    workspace, repository = repo.rsplit("/", 1)
+    return json.dumps({"workspace": workspace, "repository": repository, **extra})
+
+
+def test_only_the_operator_manages_tokens_and_teams(settings: Settings) -> None:
+    with Engine.open(settings, embedder=HashEmbedder(), cwd=settings.home) as agent:
+        for call in (lambda: agent.create_token("alice"), agent.list_tokens, lambda: agent.revoke_token("x"),
+                     lambda: agent.create_team("core"), lambda: agent.add_members("core", ["a"]),
+                     lambda: agent.share_scope("acme/api", "core"), agent.teams_overview):  # fmt: skip
+            with pytest.raises(Forbidden, match="is for the team server's operator"):
+                call()
+
+
+def test_token_create_checks_its_input(op: Engine) -> None:
+    bad = [
+        ({"tenant": "team:core"}, "tenant must be 1-64 letters, digits or ._@+-"),
+        ({"tenant": ""}, "tenant must be 1-64 letters"),
+        ({"tenant": "a" * 65}, "tenant must be 1-64 letters"),
+        ({"tenant": "alice", "expires": "0d"}, "expires must look like 90d, 12h, 2w or 1y"),
+        ({"tenant": "alice", "expires": "soon"}, "expires must look like"),
+        ({"tenant": "alice", "scopes": ["api"]}, "scope must be WORKSPACE/REPOSITORY"),
+        ({"tenant": "alice", "scopes": ["acme/x"] * 51}, "scopes has 51 items; the limit is 50"),
+        ({"tenant": "alice", "label": "x" * 100}, "label is 100 characters; the limit is 64"),
+    ]
+    for kwargs, message in bad:
+        tenant = kwargs.pop("tenant")
+        with pytest.raises(InvalidInput, match=re.escape(message)):
+            op.create_token(tenant, **kwargs)  # type: ignore[arg-type]
+    assert op.list_tokens() == []
+
+
+def test_token_lifecycle(op: Engine) -> None:
+    t = op.create_token("alice", expires="never", scopes=["acme/api", "acme/api", "group/sub/web"], label="laptop")
+    assert t.token.startswith(f"mdt_{t.id}_") and t.expires_at is None and t.scopes == ["acme/api", "group/sub/web"]
+    p = op.authenticate(t.token)
+    assert (p.tenant_id, p.token_id, p.read_only, p.scopes) == ("alice", t.id, False, ("acme/api", "group/sub/web"))
+    assert p.name == f"alice#{t.id}"
+    [info] = op.list_tokens()
+    assert info.state == "active" and t.token not in info.model_dump_json()
+    for presented, message in [(None, "no token"), ("", "no token"), ("Bearer x", "not a memoryd token"),
+                               (t.token + "x", "not a memoryd token"),
+                               (t.token[:-1] + ("A" if t.token[-1] != "A" else "B"), "unknown token"),
+                               (f"mdt_{'0' * 26}_{t.token.split('_', 2)[2]}", "unknown token")]:  # fmt: skip
+        with pytest.raises(Unauthorized, match=message):
+            op.authenticate(presented)
+    assert op.revoke_token(t.id).state == "revoked"
+    assert op.revoke_token(t.id).state == "revoked"  # twice: answered as it is, one event
+    assert [e.action for e in op.store.events() if e.action.startswith("token_")] == ["token_create", "token_revoke"]
+    with pytest.raises(Unauthorized, match=f"token {t.id} was revoked at "):
+        op.authenticate(t.token)
+    with pytest.raises(NotFound, match="no token with id 'nope'; `memoryd token list` shows them"):
+        op.revoke_token("nope")
+
+
+def test_teams_and_shares_check_their_input(op: Engine) -> None:
+    assert op.create_team("core") == {"core": []}
+    with pytest.raises(InvalidInput, match="team 'core' exists already"):
+        op.create_team("core")
+    with pytest.raises(InvalidInput, match="team must be 1-64 letters"):
+        op.create_team("no spaces")
+    with pytest.raises(NotFound, match="no team 'web'; create it with `memoryd team create web`"):
+        op.add_members("web", ["alice"])
+    with pytest.raises(InvalidInput, match="name at least one tenant to add"):
+        op.add_members("core", [])
+    with pytest.raises(InvalidInput, match="tenant must be 1-64"):
+        op.add_members("core", ["team:x"])
+    assert op.add_members("core", ["bob", "alice", "bob"]) == {"core": ["alice", "bob"]}
+    with pytest.raises(InvalidInput, match="workspace 'local'"):
+        op.share_scope("local/notes", "core")
+    with pytest.raises(InvalidInput, match="repository must be WORKSPACE/REPOSITORY"):
+        op.share_scope("api", "core")
+    with pytest.raises(NotFound, match="no team 'web'"):
+        op.share_scope("acme/api", "web")
+    op.share_scope("acme/api", "core")
+    assert op.teams_overview() == {"teams": {"core": ["alice", "bob"]},
+                                   "shares": [{"repository": "acme/api", "team": "core"}]}  # fmt: skip
+
+
+def test_request_scopes(op: Engine) -> None:
+    alice = op.authenticate(op.create_token("alice").token)
+    carol = op.authenticate(op.create_token("carol").token)
+    scoped = op.authenticate(op.create_token("alice", scopes=["acme/api"]).token)
+    op.create_team("core")
+    op.add_members("core", ["alice"])
+    op.share_scope("acme/api", "core")
+    shared = op.for_request(alice, header("acme/api", branch="main"))
+    assert (shared.scope.tenant_id, shared.scope.name) == ("team:core", "acme/api")
+    assert shared.core.person.tenant_id == "alice" and shared.core.global_scope.tenant_id == "alice"
+    assert shared.core.reachable_scopes() == [shared.scope.scope_hash, shared.core.person.scope_hash,
+                                              shared.core.global_scope.scope_hash]  # fmt: skip
+    outsider = op.for_request(carol, header("acme/api"))
+    assert outsider.scope.tenant_id == "carol"  # not a member: her own scope of the repository
+    own = op.for_request(alice, header("acme/web"))
+    assert own.scope.tenant_id == "alice" and own.scope.root == ""
+    local = op.for_request(alice, header("local/notes", root="/home/alice/notes"))
+    assert local.scope.root == "/home/alice/notes"  # a folder without a remote: its root keeps it apart
+    with pytest.raises(Forbidden, match="this token may act in acme/api, not in acme/web"):
+        op.for_request(scoped, header("acme/web"))
+    bad = [(None, "the Memoryd-Scope header is missing"), ("  ", "the Memoryd-Scope header is missing"),
+           ("{", "is not JSON"), ('"acme/api"', "must be a JSON object"),
+           ('{"workspace": "acme", "repository": "api", "tenant_id": "bob"}', "unknown keys ['tenant_id']"),
+           ('{"workspace": "acme", "repository": 3}', "Memoryd-Scope repository must be a string, got int"),
+           ('{"workspace": " ", "repository": "api"}', "Memoryd-Scope workspace is empty")]  # fmt: skip
+    for value, message in bad:
+        with pytest.raises(InvalidInput, match=re.escape(message)):
+            op.for_request(alice, value)
+
+
+def test_request_engine_attributes_and_enforces_read_only(op: Engine) -> None:
+    alice_token = op.create_token("alice")
+    reader = op.authenticate(op.create_token("alice", read_only=True).token)
+    view = op.for_request(op.authenticate(alice_token.token), header())
+    saved = view.memorize("The api answers health checks at /healthz", type="fact")
+    assert saved.atom_id
+    [event] = op.store.events(saved.atom_id)
+    assert event.actor == f"agent@alice#{alice_token.id}"
+    ro = op.for_request(reader, header())
+    assert [h.atom.id for h in ro.recall("health checks").hits] == [saved.atom_id]
+    for write in (lambda: ro.memorize("Read-only tokens write nothing", type="fact"),
+                  lambda: ro.delete(saved.atom_id), lambda: ro.correct(saved.atom_id, "negate", reason="x")):  # fmt: skip
+        with pytest.raises(Forbidden, match="this token is read-only"):
+            write()
+    assert op.get(saved.atom_id).status == "active"
+    assert op.verify_chain().ok
