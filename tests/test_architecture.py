@@ -33,6 +33,7 @@ SURFACES = {
     "hooks",  # Claude Code / Codex hooks and the PreToolUse handler dispatch (PRE_TOOL_USE)
     "filehook",  # the file-anchored PreToolUse handler (runs without the engine)
     "install",  # `memoryd install` / `uninstall`: agent configuration edits
+    "remote",  # `memoryd connect`: stdio MCP forwarded to a team server over HTTP (no engine)
 }
 # Modules below the engine that every layer may share: data types, settings, errors, limits, and
 # surface-neutral helpers that hold no business logic.

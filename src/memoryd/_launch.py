@@ -2,7 +2,8 @@
 
 `memoryd hook <event>` runs on every Claude Code session start and memory tool call, so it goes
 straight to `memoryd.hooks` without importing the CLI framework (typer and its dependencies cost
-~0.2 s per hook, measured with bench/hooks_latency.py). Everything else is `memoryd.cli`.
+~0.2 s per hook, measured with bench/hooks_latency.py). `memoryd connect` (an agent starts it as its
+MCP server) goes straight to `memoryd.remote` for the same reason. Everything else is `memoryd.cli`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ def main() -> None:
         code = hook_main(argv[1:])
         sys.stdout.flush()
         os._exit(code)  # as `python -m memoryd.hooks`: never wait for a hook thread that gave up
+    if argv and argv[0] == "connect":
+        from .remote import main as connect_main
+
+        sys.exit(connect_main(argv[1:]))
     from .cli import main as cli_main
 
     cli_main()

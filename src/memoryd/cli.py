@@ -649,6 +649,12 @@ DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would chan
 CommandOpt = Annotated[str | None, typer.Option(
     "--command", help="The memoryd-mcp executable to register (default: for a user-scope file the one next to "
                       "this memoryd, for a shared project file `memoryd-mcp` on PATH).")]
+RemoteOpt = Annotated[list[str] | None, typer.Option(
+    "--remote", help="A team server's MCP URL: register `memoryd connect URL --token-env VAR` instead of a local "
+                     "store, no hooks (repeat for replicas, tried in order).")]  # fmt: skip
+TokenEnvOpt = Annotated[str | None, typer.Option(
+    "--token-env", help="With --remote: the NAME of the environment variable holding your token (only the name is "
+                        "written).")]  # fmt: skip
 CodexHomeOpt = Annotated[Path | None, typer.Option(
     "--codex-home", help="Codex's folder (default: $CODEX_HOME, else ~/.codex).")]  # fmt: skip
 
@@ -670,15 +676,19 @@ def install_claude_cmd(
     hook_command: Annotated[str | None, typer.Option(
         "--hook-command", help="Shell prefix the hooks run as `<prefix> hook <event>` (default: user scope this "
                                "memoryd, project scope `memoryd` on PATH).")] = None,
+    remote: RemoteOpt = None,
+    token_env: TokenEnvOpt = None,
     dry_run: DryRunOpt = False,
     json_: JsonOpt = False,
 ) -> None:
     """Add the MCP server and the SessionStart / UserPromptSubmit / PreToolUse / SessionEnd / PreCompact hooks
-    to Claude Code. Project scope writes only commands on PATH (memoryd-mcp, memoryd) into the shared files."""
+    to Claude Code. Project scope writes only commands on PATH (memoryd-mcp, memoryd) into the shared files.
+    With --remote: the server is `memoryd connect` to a team server, and no hooks."""
     from .install import install_claude
 
     _report(lambda: install_claude(scope, profile, home=Path.home(), project_dir=project_dir or Path.cwd(),  # type: ignore[arg-type]
-                                   command=command, hook_command=hook_command, dry_run=dry_run), json_)  # fmt: skip
+                                   command=command, hook_command=hook_command, remote=remote, token_env=token_env,
+                                   dry_run=dry_run), json_)  # fmt: skip
 
 
 @uninstall_app.command("claude")
@@ -704,14 +714,17 @@ def install_codex_cmd(
     hooks: Annotated[bool, typer.Option(
         "--hooks", help="Also add memoryd's hooks to $CODEX_HOME/hooks.json (brief, prompt recall, scope pin, "
                         "transcripts).")] = False,
+    remote: RemoteOpt = None,
+    token_env: TokenEnvOpt = None,
     dry_run: DryRunOpt = False,
     json_: JsonOpt = False,
 ) -> None:
     """Add [mcp_servers.memoryd] to Codex's config.toml (comments and other tables kept), and with --hooks its
-    hooks to hooks.json."""
+    hooks to hooks.json. With --remote: `memoryd connect` to a team server, its token variable in env_vars."""
     from .install import install_codex
 
-    _report(lambda: install_codex(Path.home(), codex_home, profile, command, hooks=hooks, dry_run=dry_run), json_)  # type: ignore[arg-type]
+    _report(lambda: install_codex(Path.home(), codex_home, profile, command, hooks=hooks, remote=remote,  # type: ignore[arg-type]
+                                  token_env=token_env, dry_run=dry_run), json_)  # fmt: skip
 
 
 @uninstall_app.command("codex")
@@ -845,6 +858,16 @@ def ui(
     except MemorydError as exc:
         _fail(exc)
     raise typer.Exit(code)
+
+
+@app.command("connect", context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+             add_help_option=False)  # fmt: skip
+def connect(ctx: typer.Context) -> None:
+    """Serve MCP on stdio, forwarding to a team server: `connect URL [URL…] --token-env VAR [--cwd DIR]
+    [--timeout S]`. The scope is inferred here and sent with each request; the token stays in VAR."""
+    from .remote import main as connect_main
+
+    raise typer.Exit(connect_main(ctx.args))
 
 
 @app.command("hook")

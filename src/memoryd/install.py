@@ -17,6 +17,13 @@ Codex: `$CODEX_HOME/config.toml` (default `~/.codex/config.toml`), table
 `[mcp_servers.<name>]` with `command` and `args`, edited with tomlkit so comments, order and the
 other tables stay as they were.
 
+Team server (`--remote URL --token-env VAR`): the MCP server registered is `memoryd connect URL
+--token-env VAR` (stdio, started in the agent's working directory, so the scope still follows the
+repository the agent works in); Codex's table adds `env_vars = ["VAR"]`, the list of variables it
+passes on to the server. Only the variable's NAME is written: the token stays in the person's
+environment. No hooks: they read and write a local store, which a team server's person does not
+have (the report says so).
+
 Every edit merges (other servers and hooks are never touched), is idempotent (a second install
 changes nothing), keeps `<file>.memoryd-backup` of the file as it was before memoryd's first
 change, and is reversed by uninstall: when nothing else changed in between the original bytes
@@ -218,6 +225,29 @@ def _check_profile(profile: str) -> str:
 
 def _server_args(profile: str) -> list[str]:
     return ["--profile", "hmg"] if profile == "hmg" else []
+
+
+def _remote_args(remote: list[str], token_env: str | None) -> list[str]:
+    """`connect URL… --token-env VAR`, after the checks `memoryd connect` makes at start."""
+    from .remote import RemoteError, check_target
+
+    if not token_env:
+        raise InvalidInput("--remote needs --token-env VAR: the name of the environment variable that holds the token")
+    try:
+        check_target(remote, token_env)
+    except RemoteError as exc:
+        raise InvalidInput(str(exc)) from exc
+    return ["connect", *remote, "--token-env", token_env]
+
+
+def _remote_notes(token_env: str, agent: str) -> list[str]:
+    notes = [f"the agent starts `memoryd connect`, which forwards to the team server; only the NAME {token_env} is "
+             f"in the file: export {token_env} (your token) in the environment {agent} starts from"]  # fmt: skip
+    if not os.environ.get(token_env):
+        notes.append(f"{token_env} is not set in this shell: `memoryd connect` refuses to start without it")
+    notes.append("no hooks with --remote: memoryd's hooks (session brief, prompt recall, transcripts) read and write "
+                 "a local store; the tools reach the team server")  # fmt: skip
+    return notes
 
 
 def _missing_note(path: str, what: str) -> list[str]:
@@ -618,9 +648,14 @@ def install_claude(
     project_dir: Path | None = None,
     command: str | None = None,
     hook_command: str | None = None,
+    remote: list[str] | None = None,
+    token_env: str | None = None,
     dry_run: bool = False,
 ) -> InstallReport:
     """Register the MCP server and the four hooks with Claude Code (see the module docstring).
+
+    `remote` (team server URLs, replicas in order) with `token_env`: register `memoryd connect` instead
+    (`command` is then the memoryd CLI), and no hooks.
 
     `command` is the memoryd-mcp executable, `hook_command` the memoryd CLI the hooks run. User
     scope: by default the ones next to this interpreter, as absolute paths (the files are this
@@ -632,6 +667,8 @@ def install_claude(
     profile = _check_profile(profile)  # type: ignore[assignment]
     home, project_dir = _dirs(home, project_dir)
     mcp_path, settings_path = _claude_paths(scope, home, project_dir)
+    if remote:
+        return _install_claude_remote(scope, profile, home, project_dir, command, remote, token_env, dry_run=dry_run)
     path_notes: list[str] = []
     if scope == "project":
         command = command or "memoryd-mcp"
@@ -665,6 +702,37 @@ def install_claude(
         report.notes.append("the tools appear as mcp__hmg__memory_* (memorize, recall, correct, govern, handoff, stats)")
     if report.changed and not dry_run:
         report.notes.append("restart Claude Code (or run /mcp and /hooks) to pick the changes up")
+    return report
+
+
+def _install_claude_remote(scope: str, profile: str, home: Path, project_dir: Path, command: str | None,
+                           remote: list[str], token_env: str | None, *, dry_run: bool) -> InstallReport:  # fmt: skip
+    """The server entry `memoryd connect URL… --token-env VAR`; the hooks' file is left alone."""
+    args = _remote_args(remote, token_env)
+    assert token_env is not None
+    mcp_path, settings_path = _claude_paths(scope, home, project_dir)
+    if scope == "project":
+        command = command or "memoryd"
+        _refuse_machine_path(command, "--command", mcp_path)
+        notes = _on_path_notes(command)
+    else:
+        command = command or default_executable("memoryd")
+        notes = _missing_note(command, "the memoryd executable")
+    entry = {"type": "stdio", "command": command, "args": args}
+    plan = _plan_install_json(mcp_path, lambda d: _add_server(mcp_path, d, profile, entry))
+    report = InstallReport("claude", "install", profile, scope, profile, dry_run=dry_run)
+    report.changes = [_apply(plan, dry_run=dry_run, notes=report.notes)]
+    report.notes += notes + _remote_notes(token_env, "Claude Code")
+    try:
+        hooks = _hooks_table(settings_path, _load_json(settings_path, _read(settings_path)), create=False) or {}
+    except InstallError:
+        hooks = {}
+    if any(_is_our_group(g, e) for e in HOOK_EVENTS for g in hooks.get(e, [])):
+        report.notes.append(f"{settings_path} still has memoryd's hooks from a local install; `memoryd uninstall "
+                            "claude` takes them out (and this server: install --remote again after)")  # fmt: skip
+    report.notes += _approval_notes(profile, scope, home, project_dir)
+    if report.changed and not dry_run:
+        report.notes.append("restart Claude Code (or run /mcp) to pick the server up")
     return report
 
 
@@ -764,7 +832,7 @@ def _pop_trailing_comments(table: Any) -> list[Any]:
     return moved
 
 
-def _insert_codex_table(doc: Any, servers: Any, name: str, command: str, args: list[str]) -> None:
+def _insert_codex_table(doc: Any, servers: Any, name: str, command: str, args: list[str], **extra: Any) -> None:
     import tomlkit
     from tomlkit.items import Table
 
@@ -773,6 +841,8 @@ def _insert_codex_table(doc: Any, servers: Any, name: str, command: str, args: l
     table = tomlkit.table()
     table.add("command", command)
     table.add("args", args)
+    for key, value in extra.items():
+        table.add(key, value)
     if moved:
         table.add(tomlkit.nl())
         for item in moved:
@@ -804,9 +874,15 @@ def install_codex(
     *,
     hooks: bool = False,
     hook_command: str | None = None,
+    remote: list[str] | None = None,
+    token_env: str | None = None,
     dry_run: bool = False,
 ) -> InstallReport:
     """Add `[mcp_servers.<profile>]` to Codex's config.toml; comments and other tables stay.
+
+    `remote` with `token_env`: the table runs `memoryd connect URL… --token-env VAR` (`command` is then
+    the memoryd CLI) and lists VAR in `env_vars` (Codex passes a server only the variables named there
+    and a few of its own, such as PATH and HOME); no hooks.
 
     `hooks`: also add memoryd's hooks to `$CODEX_HOME/hooks.json` (Codex's hook file has Claude Code's
     layout: event → matcher groups → command handlers, the same events memoryd uses, MCP tools matched as
@@ -816,23 +892,39 @@ def install_codex(
 
     profile = _check_profile(profile)  # type: ignore[assignment]
     path = _codex_config(home, codex_home)
-    command = command or default_executable("memoryd-mcp")
+    if remote:
+        if hooks:
+            raise InvalidInput("--hooks needs a local store; with --remote only the MCP server is registered")
+        args = _remote_args(remote, token_env)
+        command = command or default_executable("memoryd")
+    else:
+        args = _server_args(profile)
+        command = command or default_executable("memoryd-mcp")
     raw = _read(path)
     doc = _load_toml(path, raw)
     servers = _codex_servers(path, doc, create=True)
-    args = _server_args(profile)
     current = servers.get(profile)
     if current is not None and not isinstance(current, dict):
         raise InstallError(f"{path}: 'mcp_servers.{profile}' is not a table; left untouched")
     items: list[str] = []
     if current is None:
-        _insert_codex_table(doc, servers, profile, command, args)
+        # with --remote, env_vars names the token's variable: Codex passes a server only the ones listed
+        _insert_codex_table(doc, servers, profile, command, args, **({"env_vars": [token_env]} if remote else {}))
         items.append(f"mcp_servers.{profile}")
     else:  # keep what the user added (env, startup_timeout_sec, …); set what memoryd owns
         for key, value in (("command", command), ("args", args)):
             if current.get(key) != value:
                 current[key] = value
                 items.append(f"mcp_servers.{profile}.{key}")
+        names = current.get("env_vars")
+        if remote and names is not None and not isinstance(names, list):
+            raise InstallError(f"{path}: 'mcp_servers.{profile}.env_vars' is not a list; left untouched")
+        if remote and token_env not in (names or []):  # other names the user listed stay
+            if names is None:
+                current["env_vars"] = [token_env]
+            else:
+                names.append(token_env)
+            items.append(f"mcp_servers.{profile}.env_vars")
     action = "unchanged" if not items else ("created" if raw is None else "updated")
     plan = _Plan(path, raw, raw if not items else tomlkit.dumps(doc).encode("utf-8"), action, items)
     report = InstallReport("codex", "install", profile, "user", profile, dry_run=dry_run)
@@ -842,9 +934,12 @@ def install_codex(
         exe, exe_file = _hook_executable(command, hook_command)
         plans.append(_plan_install_json(hooks_path, lambda d: _add_hooks(hooks_path, d, exe, profile, file_tools=False)))
     report.changes = [_apply(p, dry_run=dry_run, notes=report.notes) for p in plans]
-    report.notes += _missing_note(command, "the MCP server executable")
+    report.notes += _missing_note(command, "the memoryd executable" if remote else "the MCP server executable")
+    if remote:
+        assert token_env is not None
+        report.notes += _remote_notes(token_env, "Codex")
     report.notes.append("Codex starts MCP servers in the session's working directory, so the scope follows the "
-                        "repository you run codex in" + ("" if hooks else "; --hooks adds memoryd's hooks too"))
+                        "repository you run codex in" + ("" if hooks or remote else "; --hooks adds memoryd's hooks too"))
     if report.changed and not dry_run:
         report.notes.append("restart Codex to pick the server up (`/mcp` lists it)")
     return report

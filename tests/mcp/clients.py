@@ -54,9 +54,10 @@ async def open_session(transport: str, home: Path, cwd: Path, *args: str) -> Asy
 
 
 @contextmanager
-def http_server(home: Path, cwd: Path, *args: str, host: str = "127.0.0.1", **env: str) -> Iterator[int]:
-    """`memoryd-mcp ARGS --transport http` on a free port, until the block ends; yields the port."""
-    port = free_port()
+def http_server(home: Path, cwd: Path, *args: str, host: str = "127.0.0.1", port: int | None = None,
+                **env: str) -> Iterator[int]:  # fmt: skip
+    """`memoryd-mcp ARGS --transport http` on `port` (default: a free one), until the block ends; yields the port."""
+    port = port or free_port()
     proc = subprocess.Popen(
         [SERVER, *args, "--transport", "http", "--host", host, "--port", str(port)], cwd=cwd,
         env=server_env(home, **env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
