@@ -182,7 +182,10 @@ def link_vault(src_home: Path, dst_home: Path) -> float:
     t = time.perf_counter()
     dst_home.mkdir(parents=True, exist_ok=True)
     dst_home.chmod(0o700)
-    subprocess.run(["cp", "-al", str(src_home / "vault"), str(dst_home / "vault")], check=True)
+    src, dst = str(src_home / "vault"), str(dst_home / "vault")
+    if subprocess.run(["cp", "-al", src, dst], capture_output=True).returncode != 0:  # another file system
+        shutil.rmtree(dst, ignore_errors=True)
+        subprocess.run(["cp", "-a", src, dst], check=True)
     return time.perf_counter() - t
 
 
