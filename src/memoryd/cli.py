@@ -425,6 +425,95 @@ def scope_requests(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
                                          for r in rows) or "no requests")  # fmt: skip
 
 
+@scope_app.command("share")
+def scope_share(
+    repository: Annotated[str, typer.Argument(help="WORKSPACE/REPOSITORY as its git remote names it (acme/api).")],
+    team: Annotated[str, typer.Option("--team", help="The team whose members read and write its memories.")],
+    json_: JsonOpt = False,
+) -> None:
+    """Team server: share a repository with a team (its members then act on one scope of it)."""
+    rows = _run(None, lambda e: e.share_scope(repository, team))
+    data = [{"repository": f"{w}/{r}", "team": t} for w, r, t in rows]
+    _emit(data, json_, lambda: f"{repository} is shared with {team}")
+
+
+# -- the team server's operator: tokens and teams --------------------------------------------------
+
+token_app = typer.Typer(help="Team server tokens: who may call `memoryd-mcp --team`, with which rights.",
+                        **_PLAIN)  # type: ignore[arg-type]  # fmt: skip
+team_app = typer.Typer(help="Team server teams: people who share repositories.", **_PLAIN)  # type: ignore[arg-type]
+app.add_typer(token_app, name="token")
+app.add_typer(team_app, name="team")
+
+
+@token_app.command("create")
+def token_create(
+    tenant: Annotated[str, typer.Option("--tenant", help="The person the token acts for (letters, digits, ._@+-).")],
+    expires: Annotated[str, typer.Option("--expires", help="Lifetime: 90d, 12h, 2w, 1y, or never.")] = "90d",
+    read_only: Annotated[bool, typer.Option("--read-only", help="Searches and reads only; every write refused.")] = False,
+    scope: Annotated[list[str] | None, typer.Option(
+        "--scope", help="A repository (WORKSPACE/REPOSITORY) the token may act in; repeatable. Default: all.")] = None,
+    label: Annotated[str, typer.Option("--label", help="A note shown by `token list` (e.g. the laptop).")] = "",
+    json_: JsonOpt = False,
+) -> None:
+    """Create a token: printed once on stdout (only its scrypt digest is stored)."""
+    t = _run(None, lambda e: e.create_token(tenant, expires=expires, read_only=read_only, scopes=scope or [],
+                                            label=label))  # fmt: skip
+    if json_:
+        _emit(t.model_dump(mode="json"), True, str)
+        return
+    until = t.expires_at.isoformat() if t.expires_at else "never"
+    rights = ("read-only" if t.read_only else "read-write") + (f" in {', '.join(t.scopes)}" if t.scopes else "")
+    typer.echo(f"token {t.id} for {t.tenant} ({rights}), expires {until}; shown once:", err=True)
+    typer.echo(t.token)
+
+
+@token_app.command("list")
+def token_list(json_: JsonOpt = False) -> None:
+    """Every token (id, tenant, rights, state); never a secret."""
+    rows = _run(None, lambda e: e.list_tokens())
+    _emit([r.model_dump(mode="json") for r in rows], json_, lambda: "\n".join(
+        f"{r.id}  {r.tenant:<16} {r.state:<8} {'ro' if r.read_only else 'rw'}  "
+        f"expires {r.expires_at.isoformat() if r.expires_at else 'never'}  {','.join(r.scopes) or '*'}  {r.label}"
+        for r in rows) or "no tokens")  # fmt: skip
+
+
+@token_app.command("revoke")
+def token_revoke(token_id: Annotated[str, typer.Argument(help="The token's id (`token list`).")],
+                 json_: JsonOpt = False) -> None:  # fmt: skip
+    """Revoke a token: every replica refuses it from its next request."""
+    r = _run(None, lambda e: e.revoke_token(token_id))
+    _emit(r.model_dump(mode="json"), json_, lambda: f"token {r.id} of {r.tenant} is revoked")
+
+
+@team_app.command("create")
+def team_create(name: Annotated[str, typer.Argument(help="The team's name.")], json_: JsonOpt = False) -> None:
+    """Create a team (then `team add`, `scope share`)."""
+    r = _run(None, lambda e: e.create_team(name))
+    _emit(r, json_, lambda: f"team {name} created")
+
+
+@team_app.command("add")
+def team_add(
+    name: Annotated[str, typer.Argument(help="The team.")],
+    tenants: Annotated[list[str], typer.Argument(help="People (tenants, as in `token create --tenant`).")],
+    json_: JsonOpt = False,
+) -> None:
+    """Add people to a team."""
+    r = _run(None, lambda e: e.add_members(name, tenants))
+    _emit(r, json_, lambda: f"team {name}: {', '.join(r[name])}")
+
+
+@team_app.command("list")
+def team_list(json_: JsonOpt = False) -> None:
+    """Teams, their members, and the repositories shared with them."""
+    r = _run(None, lambda e: e.teams_overview())
+    teams, shares = r["teams"], r["shares"]
+    _emit(r, json_, lambda: "\n".join(
+        [f"{t}: {', '.join(m) or '(no members)'}" for t, m in teams.items()]  # type: ignore[union-attr]
+        + [f"{s['repository']} -> {s['team']}" for s in shares]) or "no teams")  # type: ignore[union-attr]  # fmt: skip
+
+
 @app.command()
 def review(
     limit: Annotated[int, typer.Option("--limit", "-n")] = 10, json_: JsonOpt = False, cwd: CwdOpt = None

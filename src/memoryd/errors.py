@@ -5,6 +5,8 @@
     ├── NotFound            code="not_found"          no atom/session/promotion with that id
     ├── Conflict            code="conflict"           the target is in the wrong state
     ├── AuthorizationRequired code="authorization_required"  sensitive scope without a grant
+    ├── Unauthorized        code="unauthorized"       no valid token (team server: missing, unknown, revoked, expired)
+    ├── Forbidden           code="forbidden"          the token's rights do not cover this (read-only, another repository)
     ├── MissingExtra        code="missing_extra"      the setting needs an optional extra that is not installed
     ├── StorageError        code="storage_error"      the database failed or is corrupt
     │   └── StorageBusy     code="storage_busy"       the database stayed locked past the timeout
@@ -21,6 +23,7 @@ from typing import ClassVar
 __all__ = [
     "AuthorizationRequired",
     "Conflict",
+    "Forbidden",
     "IntegrityError",
     "InvalidInput",
     "MemorydError",
@@ -28,6 +31,7 @@ __all__ = [
     "NotFound",
     "StorageBusy",
     "StorageError",
+    "Unauthorized",
     "EXIT_CODES",
 ]
 
@@ -58,6 +62,14 @@ class AuthorizationRequired(MemorydError):
     code = "authorization_required"
 
 
+class Unauthorized(MemorydError):
+    code = "unauthorized"
+
+
+class Forbidden(MemorydError):
+    code = "forbidden"
+
+
 class MissingExtra(MemorydError):
     """A setting needs an optional part (`memoryd[e5]`, `[postgres]`, `[ann]`, `[llm]`) that is not installed."""
 
@@ -86,5 +98,7 @@ EXIT_CODES: dict[str, int] = {
     "storage_busy": 7,
     "integrity_error": 8,
     "missing_extra": 9,
+    "unauthorized": 10,
+    "forbidden": 11,
     "internal": 1,
 }

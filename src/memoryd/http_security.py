@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 __all__ = [
-    "LOOPBACK_NAMES", "MIN_TOKEN_CHARS", "TokenError", "allowed_names", "bearer_ok", "host_of", "is_loopback",
+    "LOOPBACK_NAMES", "MIN_TOKEN_CHARS", "TokenError", "allowed_names", "bearer_ok", "bearer_token", "host_of", "is_loopback",
     "new_token", "origins", "read_body", "refusal", "replay", "same", "server_token",
 ]  # fmt: skip
 
@@ -83,6 +83,14 @@ def bearer_ok(authorization: str | bytes | None, token: str) -> bool:
     raw = authorization.encode("latin-1", "replace") if isinstance(authorization, str) else (authorization or b"")
     scheme, _, given = raw.strip().partition(b" ")
     return scheme.lower() == b"bearer" and same(given.strip(), token)
+
+
+def bearer_token(authorization: bytes | None) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header (scheme in any case), or None."""
+    scheme, _, given = (authorization or b"").strip().partition(b" ")
+    if scheme.lower() != b"bearer" or not given.strip():
+        return None
+    return given.strip().decode("latin-1")
 
 
 def host_of(value: str) -> str:

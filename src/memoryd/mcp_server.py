@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from mcp.server.mcpserver import MCPServer
 
 from .mcp_tools import hmg, mem
-from .mcp_tools.common import EngineHandle
+from .mcp_tools.common import EngineHandle, RequestHandle
 from .mcp_tools.server import MemorydServer
 from .mcp_tools.transport import http_guard
 
@@ -38,10 +38,13 @@ def build_server(
     settings: Settings | None = None,
     cwd: str | Path | None = None,
     engine_handle: EngineHandle | None = None,
+    team: bool = False,
 ) -> MCPServer[Any]:
     """Build an MCP server for `profile`; the engine opens in the background on first use.
 
     `engine_handle` shares an already opening engine (the HTTP transport's console uses the same one).
+    `team`: the team server: each request's tools act with the engine its token and scope header decided
+    (`RequestHandle`; the HTTP guard decides it, see `_identify`).
     """
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; available: {', '.join(PROFILES)}")
@@ -62,6 +65,8 @@ def build_server(
         lifespan=lifespan,
     )  # fmt: skip
     handle = engine_handle or EngineHandle(settings, cwd)
+    if team:
+        handle = RequestHandle(handle)
     mcp.engine_handle = handle  # prompts and resources (mcp_tools/server.py)
     if profile == "hmg":
         hmg.register(mcp, handle)
@@ -122,6 +127,11 @@ def main(argv: list[str] | None = None) -> None:
         help=f"also register the {admin} admin tools (or MEMORYD_MCP_ADMIN=1)",
     )  # fmt: skip
     parser.add_argument(
+        "--team", action="store_true",
+        help="HTTP only: serve a team (tokens from `memoryd token create`, each request's repository from its "
+             "Memoryd-Scope header; stateless, so replicas on one database answer any request)",
+    )  # fmt: skip
+    parser.add_argument(
         "--ui", action="store_true",
         help="HTTP only: also serve the web console under /ui (prints its address with a token)",
     )  # fmt: skip
@@ -134,6 +144,18 @@ def main(argv: list[str] | None = None) -> None:
         cwd = None
     if args.ui and args.transport != "http":
         sys.exit("memoryd-mcp: --ui needs --transport http (or run `memoryd ui`)")
+    if args.team:
+        if args.transport != "http":
+            sys.exit("memoryd-mcp: --team needs --transport http")
+        if args.ui or args.admin:
+            sys.exit("memoryd-mcp: --team serves agents only: --ui and --admin act across every tenant; run "
+                     "`memoryd ui` or the CLI on the server as its operator")  # fmt: skip
+        if os.environ.get("MEMORYD_TOKEN"):
+            sys.exit("memoryd-mcp: --team checks each person's token (`memoryd token create`); unset MEMORYD_TOKEN")
+        from .http_security import allowed_names
+
+        _serve_team(args.profile, args.host, args.port, allowed_names(args.host, args.allowed_host))
+        return
     handle = EngineHandle(None, cwd) if args.ui else None
     mcp = build_server(args.profile, include_admin=args.admin, cwd=cwd, engine_handle=handle)
     if args.transport == "stdio":
@@ -148,6 +170,56 @@ def main(argv: list[str] | None = None) -> None:
     allowed = allowed_names(args.host, args.allowed_host)
     console = _console(handle, args.host, args.port, token, allowed) if handle is not None else None
     _serve_http(mcp, args.host, args.port, token, allowed, console=console)
+
+
+def _identify(handle: EngineHandle) -> Any:
+    """The team server's identity check for `http_guard`: the request's token and Memoryd-Scope header → the
+    engine it acts with (`Engine.authenticate`, `Engine.for_request`), or a Refusal with the engine's reason."""
+    import anyio.to_thread
+
+    from .errors import Forbidden, InvalidInput, MemorydError, Unauthorized
+    from .http_security import bearer_token
+    from .mcp_tools.transport import Refusal
+
+    def decide(headers: dict[bytes, bytes]) -> Any:
+        engine = handle.get()
+        principal = engine.authenticate(bearer_token(headers.get(b"authorization")))
+        scope = headers.get(b"memoryd-scope")
+        return engine.for_request(principal, None if scope is None else scope.decode("latin-1"))
+
+    async def identify(headers: dict[bytes, bytes]) -> Any:
+        try:
+            return await anyio.to_thread.run_sync(decide, headers)
+        except Unauthorized as exc:
+            return Refusal(401, exc.code, exc.message)
+        except Forbidden as exc:
+            return Refusal(403, exc.code, exc.message)
+        except InvalidInput as exc:
+            return Refusal(400, exc.code, exc.message)
+        except MemorydError as exc:  # the store is down or busy: the client may retry (another replica)
+            return Refusal(503, exc.code, exc.message)
+
+    return identify
+
+
+def _serve_team(profile: str, host: str, port: int, allowed: set[str]) -> None:
+    """The team server: stateless streamable HTTP with JSON answers (no session lives in one process, so
+    any replica answers any request), every request identified by `_identify`."""
+    import logging
+
+    import uvicorn
+
+    from .http_security import is_loopback
+
+    logging.getLogger("mcp").setLevel(logging.WARNING)  # stateless: the SDK logs each request's transport at INFO
+    if not is_loopback(host):
+        print(f"memoryd-mcp: serving a team on {host}:{port} without TLS; put it behind a TLS proxy",
+              file=sys.stderr)  # fmt: skip
+    handle = EngineHandle(None, None)
+    mcp = build_server(profile, engine_handle=handle, team=True)
+    app = http_guard(mcp.streamable_http_app(host=host, stateless_http=True, json_response=True), token=None,
+                     allowed_hosts=allowed, identify=_identify(handle))  # fmt: skip
+    uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
 def _console(handle: EngineHandle, host: str, port: int, token: str | None, allowed: set[str]) -> Any:

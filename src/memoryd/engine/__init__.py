@@ -16,6 +16,7 @@
     Importer(core, writer)                  bulk import of JSON lines and other tools' formats
     Library(core, reader)                   saved prompts and memories as MCP resources
     Console(core, reader, review, admin)    what the web console (`memoryd ui`) reads
+    Tenancy(core)                           the team server: tokens, teams, shares, a request's scope
 
 Each public method of `Engine` names the part that implements it (`_part`), so the API is one list.
 """
@@ -46,13 +47,14 @@ from .observations import Observer
 from .reads import Reader
 from .review import Review
 from .sessions import Sessions
+from .tenancy import IssuedToken, Principal, Tenancy, TokenInfo
 from .vault_sync import VaultSync
 from .writes import Writer
 
 # What surfaces use besides `Engine`: embedders for a hook's own model choice, the fused score of a
 # signal set (a hook's score bar without the semantic signal), the language of a text.
-__all__ = ["MODELS", "PLACEHOLDERS", "Embedder", "Engine", "HashEmbedder", "atom_frontmatter", "fused", "language",
-           "make_embedder", "visible_content"]
+__all__ = ["MODELS", "PLACEHOLDERS", "Embedder", "Engine", "HashEmbedder", "IssuedToken", "Principal", "TokenInfo",
+           "atom_frontmatter", "fused", "language", "make_embedder", "visible_content"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -97,6 +99,7 @@ class Engine:
         self.importer = Importer(core, self.writer)
         self.library = Library(core, self.reader)
         self.console = Console(core, self.reader, self.review, self.admin)
+        self.tenancy = Tenancy(core)
 
     @classmethod
     def open(
@@ -129,6 +132,19 @@ class Engine:
         core = Core(c.settings, c.store, c.embedder, c.scope, authority=authority, enforce_sensitive=enforce_sensitive,
                     term_embedder=c.term_embedder, vault_lock=c.vault_lock)  # one lock per vault within the process
         return type(self)(c.settings, c.store, c.embedder, c.scope, core=core)
+
+    def for_request(self, principal: Principal, scope_header: object) -> Self:
+        """This engine's store and models acting for one team-server request: the person's token (named in
+        every event, read-only refused at each write) and the repository their `Memoryd-Scope` header names,
+        a team's scope when it is shared with them. Code anchors are off: the server has no checkout.
+        Raises InvalidInput, Forbidden (see `Tenancy.request_scopes`)."""
+        c = self.core
+        scope, person = self.tenancy.request_scopes(principal, scope_header)
+        settings = c.settings.model_copy(update={"anchors": False})
+        core = Core(settings, c.store, c.embedder, scope, authority="agent", term_embedder=c.term_embedder,
+                    vault_lock=c.vault_lock, principal=principal.name, read_only=principal.read_only,
+                    person=person)  # fmt: skip
+        return type(self)(settings, c.store, c.embedder, scope, core=core)
 
     def close(self) -> None:
         self.core.store.close()
@@ -278,6 +294,15 @@ class Engine:
     resource = _part("library", Library.resource)
     export_markdown = _part("library", Library.export_markdown)
     brief_resource = _part("library", Library.brief_resource)
+
+    create_token = _part("tenancy", Tenancy.create_token)
+    list_tokens = _part("tenancy", Tenancy.list_tokens)
+    revoke_token = _part("tenancy", Tenancy.revoke_token)
+    authenticate = _part("tenancy", Tenancy.authenticate)
+    create_team = _part("tenancy", Tenancy.create_team)
+    add_members = _part("tenancy", Tenancy.add_members)
+    share_scope = _part("tenancy", Tenancy.share_scope)
+    teams_overview = _part("tenancy", Tenancy.teams_overview)
 
     console_scopes = _part("console", Console.console_scopes)
     scope_of = _part("console", Console.scope_of)

@@ -202,7 +202,7 @@ class Console:
     def scope_of(self, scope_hash: str) -> Scope:
         """The scope with this hash (the current or global scope, or one that holds memories)."""
         check_text("scope", scope_hash, required=True)
-        for s in (self.core.scope, self.core.scope.global_scope()):
+        for s in (self.core.scope, self.core.global_scope):
             if s.scope_hash == scope_hash:
                 return s
         found = self.core.store.list_atoms(scope_hashes=[scope_hash], limit=1) if self._in_reach(scope_hash) else []
@@ -389,7 +389,7 @@ class Console:
         )  # fmt: skip
 
     def _scope_names(self, hashes: set[str]) -> dict[str, str]:
-        names = {s.scope_hash: s.name for s in (self.core.scope, self.core.scope.global_scope())}
+        names = {s.scope_hash: s.name for s in (self.core.scope, self.core.global_scope)}
         missing = [h for h in hashes if h not in names]
         if missing:
             names.update(self.core.store.scope_names(missing))

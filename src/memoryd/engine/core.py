@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -19,13 +20,13 @@ from ulid import ULID
 from .. import vault
 from ..anchors.model import Anchor
 from ..config import Settings
-from ..errors import AuthorizationRequired, InvalidInput, NotFound
+from ..errors import AuthorizationRequired, Forbidden, InvalidInput, NotFound
 from ..limits import LIMITS, UNSTORABLE, check_text, check_texts, unstorable
 from ..models import ATOM_TYPES, Atom, AtomType, Event, Scope, Session, Status
 from ..search.embed import Embedder, TermEmbedder
 from ..search.tokenize import tokens
 from ..stamps import norm_hash, utc_now
-from ..storage.base import AtomUpdate, Store, StoreTx, Vector
+from ..storage.base import AtomUpdate, Store, StoreTx, TokenRecord, Vector
 from ..write.classify import classify
 from ..write.entities import extract_entities
 from ..write.redact import redact
@@ -101,9 +102,10 @@ class FilePlan:
 class TrackedTx:
     """A store transaction that remembers which atoms it wrote, so their markdown files follow."""
 
-    def __init__(self, tx: StoreTx, store: Store) -> None:
+    def __init__(self, tx: StoreTx, store: Store, principal: str | None = None) -> None:
         self._tx = tx
         self._store = store
+        self._principal = principal  # the person and token a team server acts for: every event names them
         self.touched: dict[str, None] = {}
         self.removed: dict[str, str] = {}  # deleted atom → the file it had
         self.committed = False  # set by `Core.write` once the transaction committed
@@ -135,6 +137,8 @@ class TrackedTx:
 
     def append_event(self, *, atom_id: str | None, actor: str, action: str, reason: str | None,
                      content: str | None) -> Event:  # fmt: skip
+        if self._principal is not None:  # "agent@alice#<token id>": the chain covers who made each change
+            actor = f"{actor}@{self._principal}"
         return self._tx.append_event(atom_id=atom_id, actor=actor, action=action, reason=reason, content=content)
 
     def insert_session(self, session: Session) -> None:
@@ -167,6 +171,21 @@ class TrackedTx:
     def outbox_add(self, atom_id: str, token: str, remove_path: str | None) -> None:
         self._tx.outbox_add(atom_id, token, remove_path)
 
+    def add_token(self, token: TokenRecord) -> None:
+        self._tx.add_token(token)
+
+    def revoke_token(self, token_id: str, at: datetime) -> bool:
+        return self._tx.revoke_token(token_id, at)
+
+    def add_team(self, name: str) -> bool:
+        return self._tx.add_team(name)
+
+    def add_member(self, team: str, tenant_id: str) -> bool:
+        return self._tx.add_member(team, tenant_id)
+
+    def share(self, workspace: str, repository: str, team: str) -> None:
+        self._tx.share(workspace, repository, team)
+
 
 class Core:
     """The engine's shared state and services; every part (`memoryd.engine.Engine`) is given one."""
@@ -174,7 +193,8 @@ class Core:
     def __init__(
         self, settings: Settings, store: Store, embedder: Embedder, scope: Scope, *, authority: str = "agent",
         enforce_sensitive: bool | None = None, term_embedder: TermEmbedder | None = None,
-        vault_lock: vault.VaultLock | None = None,
+        vault_lock: vault.VaultLock | None = None, principal: str | None = None, read_only: bool = False,
+        person: Scope | None = None,
     ) -> None:  # fmt: skip
         if authority not in AUTHORITIES:
             raise ValueError(f"unknown authority {authority!r}; expected one of {', '.join(AUTHORITIES)}")
@@ -184,7 +204,12 @@ class Core:
         self.store = store
         self.embedder = embedder
         self.term_embedder = term_embedder  # recall's English signal (None: left out)
-        self.scope = scope
+        self.scope = scope  # where this engine writes: the repository's scope (a team's, when shared)
+        # The person's own scope of this repository (the team server: differs from `scope` when the
+        # repository is shared); its global scope is the person's, never the team's.
+        self.person = person or scope
+        self.principal = principal  # team server: "alice#<token id>", named in every event (`TrackedTx`)
+        self.read_only = read_only  # team server: a read-only token; every write is refused (`write`)
         self.authority = authority
         # A person at the web console reaches every scope but still needs a grant for a sensitive one.
         self._sensitive_locked = authority == "agent" if enforce_sensitive is None else enforce_sensitive
@@ -209,10 +234,13 @@ class Core:
         before the commit leaves no file, so nothing is invented; a crash after it leaves the queue
         entry, which `VaultSync.recover_vault` finishes from the database at the next start (never lost).
         """
+        if self.read_only:
+            raise Forbidden("this token is read-only; ask the team server's operator for a token that may write "
+                            "(`memoryd token create` without --read-only)")  # fmt: skip
         token = str(ULID())
         plans: list[FilePlan] = []
         with self.store.transaction() as tx:
-            tracked = TrackedTx(tx, self.store)
+            tracked = TrackedTx(tx, self.store, self.principal)
             yield tracked
             for atom_id in tracked.touched:
                 plan = self._plan_file(tx, atom_id, tracked.removed.get(atom_id), token)
@@ -442,7 +470,7 @@ class Core:
         memory went, never silently.
         """
         if scope == "global":
-            return self.scope.global_scope(), None
+            return self.global_scope, None
         if scope is not None and not isinstance(scope, str):
             raise InvalidInput(f"scope must be a string, got {type(scope).__name__}")
         check_text("scope", scope)
@@ -465,9 +493,17 @@ class Core:
                         f"(scope_hash {own.scope_hash})")
         return None
 
+    @property
+    def global_scope(self) -> Scope:
+        """The person's global scope (on a team server, never the team's)."""
+        return self.person.global_scope()
+
     def recall_scopes(self, scope: Scope | None = None) -> list[str]:
-        """The scope and its tenant's global scope: what recall and the brief search."""
-        scope = scope or self.scope
+        """The scope and its tenant's global scope: what recall and the brief search. For this engine's
+        own scope on a team server: the repository's scope, the person's own scope of it (their memories
+        from before it was shared) and the person's global scope."""
+        if scope is None or scope == self.scope:
+            return list(dict.fromkeys([self.scope.scope_hash, self.person.scope_hash, self.global_scope.scope_hash]))
         return list(dict.fromkeys([scope.scope_hash, scope.global_scope().scope_hash]))
 
     def marker_state(self, marker: str, action: str) -> dict[str, Any] | None:

@@ -133,5 +133,5 @@ class Library:
     def brief_resource(self) -> str:
         """The agent brief of this repository. Raises AuthorizationRequired for a sensitive scope."""
         self.core.guard_read(self.core.scope.scope_hash, self.core.scope.name)
-        self.core.guard_read(self.core.scope.global_scope().scope_hash, "global")
+        self.core.guard_read(self.core.global_scope.scope_hash, "global")
         return self.reader.agent_brief().text

@@ -252,7 +252,9 @@ class Reader:
         return verify_chain(self.core.store)
 
     def stats(self) -> Stats:
-        c = self.core.store.counts()
+        """Counts of the memories within reach: an agent's repository and global scope (on a team server
+        nothing of another tenant shows, not even a number), every scope for a person at the CLI."""
+        c = self.core.store.counts(self.core.reachable_scopes())
         return Stats(
             atoms=c["atoms"], edges=c["edges"], snapshot_version=self.core.store.snapshot_version(),
             by_status=c["by_status"], indexes=IndexCoverage(semantic=c["semantic"], keyword=c["keyword"],

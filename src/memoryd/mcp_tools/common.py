@@ -6,6 +6,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -20,7 +21,8 @@ if TYPE_CHECKING:
     from ..config import Settings
     from ..engine import Engine
 
-__all__ = ["AUTHORIZATION_REQUIRED", "EngineHandle", "ScopeInput", "call", "describe_validation", "result"]
+__all__ = ["AUTHORIZATION_REQUIRED", "REQUEST_ENGINE", "EngineHandle", "RequestHandle", "ScopeInput", "call",
+           "describe_validation", "result"]
 
 T = TypeVar("T")
 log = logging.getLogger("memoryd")
@@ -95,6 +97,28 @@ class EngineHandle:
     def close(self) -> None:
         if self._ready.is_set() and self._engine is not None:
             self._engine.close()
+
+
+# The team server's engine for the request being served: set by `MemorydServer` from what the HTTP guard
+# decided for this request (its token and Memoryd-Scope header), read by `RequestHandle.get`.
+REQUEST_ENGINE: ContextVar[Engine | None] = ContextVar("memoryd_request_engine", default=None)
+
+
+class RequestHandle(EngineHandle):
+    """The team server's handle: each request gets the engine its token and scope header decided (the HTTP
+    guard, `transport.http_guard(identify=…)`); `base` is the process's engine they are built from."""
+
+    def __init__(self, base: EngineHandle) -> None:  # no thread of its own: `base` opens the store
+        self.base = base
+
+    def get(self) -> Engine:
+        engine = REQUEST_ENGINE.get()
+        if engine is None:
+            raise MemorydError("this request carries no identity (a team server answers only authenticated HTTP requests)")
+        return engine
+
+    def close(self) -> None:
+        self.base.close()
 
 
 def result(model: BaseModel) -> CallToolResult:

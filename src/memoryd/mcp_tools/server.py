@@ -33,7 +33,7 @@ from mcp_types import ResourceTemplate as MCPResourceTemplate
 from pydantic import AnyUrl, ValidationError
 
 from ..errors import AuthorizationRequired, InvalidInput, MemorydError, NotFound
-from .common import AUTHORIZATION_REQUIRED, EngineHandle, describe_validation
+from .common import AUTHORIZATION_REQUIRED, REQUEST_ENGINE, EngineHandle, describe_validation
 
 __all__ = ["MemorydServer"]
 
@@ -55,6 +55,36 @@ class MemorydServer(MCPServer[Any]):
     """
 
     engine_handle: EngineHandle | None = None
+
+    # -- the team server: each request's engine --------------------------------------------------
+    # The HTTP guard leaves the engine a request acts with in its ASGI scope (`memoryd.engine`); the
+    # SDK hands each handler the HTTP request, and the handler binds it for `RequestHandle.get`.
+
+    @staticmethod
+    def _bind(ctx: Any) -> None:
+        request = getattr(ctx, "request", None)
+        scope = getattr(request, "scope", None)
+        REQUEST_ENGINE.set(scope.get("memoryd.engine") if isinstance(scope, dict) else None)
+
+    async def _handle_call_tool(self, ctx: Any, params: Any) -> Any:
+        self._bind(ctx)
+        return await super()._handle_call_tool(ctx, params)
+
+    async def _handle_list_resources(self, ctx: Any, params: Any) -> Any:
+        self._bind(ctx)
+        return await super()._handle_list_resources(ctx, params)
+
+    async def _handle_read_resource(self, ctx: Any, params: Any) -> Any:
+        self._bind(ctx)
+        return await super()._handle_read_resource(ctx, params)
+
+    async def _handle_list_prompts(self, ctx: Any, params: Any) -> Any:
+        self._bind(ctx)
+        return await super()._handle_list_prompts(ctx, params)
+
+    async def _handle_get_prompt(self, ctx: Any, params: Any) -> Any:
+        self._bind(ctx)
+        return await super()._handle_get_prompt(ctx, params)
 
     # -- tools and stdio ----------------------------------------------------------------------
 

@@ -13,16 +13,16 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 import anyio
 import anyio.to_thread
 
 from ..limits import SURROGATE
 
-__all__ = ["MAX_BODY_BYTES", "check_message", "error_reply", "http_guard", "stdio_streams"]
+__all__ = ["MAX_BODY_BYTES", "Refusal", "check_message", "error_reply", "http_guard", "stdio_streams"]
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
 
@@ -167,11 +167,26 @@ async def stdio_streams() -> AsyncIterator[tuple[_CheckedLines, _Writer]]:
 MAX_BODY_BYTES = 4 * 1024 * 1024  # a request larger than this is refused before it is read whole
 
 
-def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str]) -> Any:
+class Refusal(NamedTuple):
+    """An HTTP answer instead of the app's: status, a stable error code, the reason."""
+
+    status: int
+    error: str
+    message: str
+
+
+# The team server's identity check: the request's headers (lower-case names) → the engine it acts with, or why not.
+Identify = Callable[[dict[bytes, bytes]], Awaitable[Any]]
+
+
+def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify: Identify | None = None) -> Any:
     """Wrap an ASGI app: the shared HTTP rules (`memoryd.http_security`) and checked JSON bodies.
 
     - Host and Origin must name an allowed host, on every bind address (403 with the reason).
     - With a token, `Authorization: Bearer <token>` (scheme in any case), compared in constant time (401).
+    - With `identify` (the team server), every request's identity: its answer is a `Refusal` (sent as JSON
+      `{"error", "message"}`, 401 with `WWW-Authenticate`) or the engine the request acts with, left in the
+      ASGI scope as `memoryd.engine` for the MCP handlers (`MemorydServer._bind`).
     - A POST body must be at most MAX_BODY_BYTES, UTF-8, JSON, free of lone surrogates; otherwise
       a JSON-RPC error comes back with status 400 (413 when too large).
     """
@@ -197,6 +212,13 @@ def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str]) -> Any:
             if not bearer_ok(headers.get(b"authorization"), token):
                 await send_json(send, 401, b'{"error": "unauthorized"}', [(b"www-authenticate", b'Bearer realm="memoryd"')])
                 return
+        if identify is not None:
+            who = await identify(headers)
+            if isinstance(who, Refusal):
+                extra = [(b"www-authenticate", b'Bearer realm="memoryd"')] if who.status == 401 else []
+                await send_json(send, who.status, json.dumps({"error": who.error, "message": who.message}).encode(), extra)
+                return
+            scope = {**scope, "memoryd.engine": who}
         if scope.get("method") != "POST":
             await app(scope, receive, send)
             return

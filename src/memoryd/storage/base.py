@@ -26,7 +26,7 @@ from ..models import Atom, AtomType, Epistemic, Event, Polarity, Promotion, Sess
 __all__ = [
     "AccessRequest", "AtomFilter", "AtomUpdate", "CandidateFacts", "EntityCount",
     "GroupCounts", "LastUsedWindow", "OutboxEntry", "Row", "ScopeCount", "Store", "StoreCounts", "StoreTx", "TermStats", "Tracer",
-    "VaultRecord", "Vector",
+    "TokenRecord", "VaultRecord", "Vector",
 ]  # fmt: skip
 
 Vector = NDArray[np.float32]
@@ -108,6 +108,21 @@ class VaultRecord(NamedTuple):
     digest: str | None
 
 
+class TokenRecord(NamedTuple):
+    """A team server token as stored: never the secret, only its salted digest."""
+
+    id: str
+    tenant_id: str
+    label: str
+    salt: str
+    digest: str
+    read_only: bool
+    scopes: list[str]  # "workspace/repository" names or "global"; empty: every scope of the tenant
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+
+
 class StoreTx(Protocol):
     """The write half, valid inside one `Store.transaction()`."""
 
@@ -135,6 +150,12 @@ class StoreTx(Protocol):
     # record that this transaction's change of `atom_id` must reach the vault after commit
     def outbox_add(self, atom_id: str, token: str, remove_path: str | None) -> None: ...
     def set_anchors(self, atom_id: str, anchors: Sequence[Anchor]) -> None: ...  # replace them (none: remove)
+    # -- team server ---------------------------------------------------------------------------
+    def add_token(self, token: TokenRecord) -> None: ...
+    def revoke_token(self, token_id: str, at: datetime) -> bool: ...  # False: no such token, or already revoked
+    def add_team(self, name: str) -> bool: ...  # False: it exists
+    def add_member(self, team: str, tenant_id: str) -> bool: ...  # False: already a member
+    def share(self, workspace: str, repository: str, team: str) -> None: ...  # the repository's team (replaced)
 
 
 class Store(Protocol):
@@ -199,8 +220,16 @@ class Store(Protocol):
     def grant_expiry(self, scope_hash: str) -> datetime | None: ...  # of the latest running grant
     def access_requests(self) -> list[AccessRequest]: ...
 
+    # -- team server ---------------------------------------------------------------------------
+    def get_token(self, token_id: str) -> TokenRecord | None: ...
+    def tokens(self) -> list[TokenRecord]: ...  # oldest first
+    def teams(self) -> dict[str, list[str]]: ...  # team -> members, by name
+    def shares(self) -> list[tuple[str, str, str]]: ...  # (workspace, repository, team), by name
+    def shared_team(self, workspace: str, repository: str) -> str | None: ...  # the team a repository is shared with
+    def is_member(self, team: str, tenant_id: str) -> bool: ...
+
     # -- health and administration -------------------------------------------------------------
-    def counts(self) -> StoreCounts: ...
+    def counts(self, scope_hashes: Sequence[str] | None = None) -> StoreCounts: ...  # of these scopes (None: all)
     # live atoms by type and by scope, and the ten most mentioned entities
     def group_counts(self, scope_hashes: Sequence[str] | None) -> GroupCounts: ...
     def snapshot_version(self) -> int: ...

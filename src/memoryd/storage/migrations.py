@@ -309,6 +309,42 @@ CREATE INDEX anchors_path ON anchors (path, atom_id);
 CREATE INDEX anchors_symbol ON anchors (symbol, atom_id);
 """
 
+# Team server (issue 16): tokens (only a salted scrypt digest of the secret is stored), teams, their
+# members, and the repositories shared with a team (one team per repository). A tenant is a person.
+_V7 = """
+CREATE TABLE tokens (
+    id TEXT PRIMARY KEY,
+    tenant_id TEXT NOT NULL,
+    label TEXT NOT NULL DEFAULT '',
+    salt TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    read_only INTEGER NOT NULL DEFAULT 0,
+    scopes {json} NOT NULL,
+    created_at {time} NOT NULL,
+    expires_at {time},
+    revoked_at {time}
+);
+CREATE INDEX tokens_tenant ON tokens (tenant_id, created_at);
+CREATE TABLE teams (
+    name TEXT PRIMARY KEY,
+    created_at {time} NOT NULL
+);
+CREATE TABLE team_members (
+    team TEXT NOT NULL REFERENCES teams (name),
+    tenant_id TEXT NOT NULL,
+    added_at {time} NOT NULL,
+    PRIMARY KEY (team, tenant_id)
+);
+CREATE INDEX team_members_tenant ON team_members (tenant_id, team);
+CREATE TABLE shares (
+    workspace TEXT NOT NULL,
+    repository TEXT NOT NULL,
+    team TEXT NOT NULL REFERENCES teams (name),
+    shared_at {time} NOT NULL,
+    PRIMARY KEY (workspace, repository)
+);
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "initial schema: atoms, events, payloads, entities, edges, keyword index", _V1, _V1_SQLITE,
               _V1_POSTGRES, private=(("atoms", ("content", "title", "tags", "triggers", "kw", "scope_root")),
@@ -322,4 +358,5 @@ MIGRATIONS: list[Migration] = [
     Migration(4, "vault outbox: files to publish after commit", _V4),
     Migration(5, "console: listing indexes, recall log", _V5, _V5_SQLITE, _V5_POSTGRES),
     Migration(6, "code anchors", _V6, private=(("anchors", ("path", "symbol")),)),
+    Migration(7, "team server: tokens, teams, members, shared repositories", _V7),
 ]

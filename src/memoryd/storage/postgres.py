@@ -110,6 +110,7 @@ class PostgresDialect(Dialect):
     terms_join = ""
     terms_sql = "coalesce(tsvector_to_array(a.kw), '{}')"
     indexed_sql = "SELECT count(*) FROM atoms WHERE kw IS NOT NULL"
+    indexed_in_sql = "SELECT count(*) FROM atoms WHERE kw IS NOT NULL{where}"
     vector_sql = "a.embedding::real[]"
     no_index = ""
     ordered_join = "JOIN"

@@ -39,6 +39,7 @@ from .base import (
     Row,
     StoreCounts,
     TermStats,
+    TokenRecord,
     Tracer,
     VaultRecord,
     Vector,
@@ -101,6 +102,7 @@ class Dialect(Protocol):
     terms_join: str  # join that makes `terms_sql` available for atom `a`
     terms_sql: str  # expression: atom `a`'s indexed keyword terms (read by `read_terms`)
     indexed_sql: str  # query: the number of atoms in the keyword index
+    indexed_in_sql: str  # query: the same for the atoms matching `{where}` (scope filters on `atoms`)
     vector_sql: str  # expression: atom `a`'s embedding (read by `read_vector`)
     no_index: str  # prefix that keeps a column's index out of the plan (SQLite's unary +)
     ordered_join: str  # a join whose left table drives the plan
@@ -159,11 +161,17 @@ COPY_TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("anchors", ("atom_id", "path", "symbol", "kind", "lang", "commit_sha", "blob", "fingerprint", "line", "origin",
                  "created_at")),
     ("recalls", ("id", "at", "scope_hash", "hits")),
+    ("tokens", ("id", "tenant_id", "label", "salt", "digest", "read_only", "scopes", "created_at", "expires_at",
+                "revoked_at")),
+    ("teams", ("name", "created_at")),
+    ("team_members", ("team", "tenant_id", "added_at")),
+    ("shares", ("workspace", "repository", "team", "shared_at")),
 )  # fmt: skip
 # `vault_outbox` is not copied on purpose: it names files of the source's vault (docs/DECISIONS.md).
 _TIME_COLUMNS = frozenset({"created_at", "updated_at", "last_accessed_at", "started_at", "ended_at", "decided_at",
-                           "marked_at", "granted_at", "expires_at", "requested_at", "recalls.at"})  # fmt: skip
-_JSON_COLUMNS = frozenset({"tags", "triggers", "hits"})
+                           "marked_at", "granted_at", "expires_at", "requested_at", "recalls.at", "revoked_at",
+                           "added_at", "shared_at"})  # fmt: skip
+_JSON_COLUMNS = frozenset({"tags", "triggers", "hits", "scopes"})
 
 
 class SqlStore(ABC, Generic[C]):
@@ -399,15 +407,60 @@ class SqlStore(ABC, Generic[C]):
         return [AccessRequest(id=int(r[0]), scope_hash=r[1], reason=r[2], requested_at=iso(self.dialect.read_time(r[3])))
                 for r in self._rows("SELECT id, scope_hash, reason, requested_at FROM access_requests ORDER BY id")]  # fmt: skip
 
+    # -- team server ---------------------------------------------------------------------------
+
+    _TOKEN = ("SELECT id, tenant_id, label, salt, digest, read_only, scopes, created_at, expires_at, revoked_at"
+              " FROM tokens")  # fmt: skip
+
+    def _token(self, r: Any) -> TokenRecord:
+        d = self.dialect
+        return TokenRecord(id=r[0], tenant_id=r[1], label=r[2], salt=r[3], digest=r[4], read_only=bool(r[5]),
+                           scopes=d.read_json(r[6]), created_at=d.read_time(r[7]), expires_at=self._time(r[8]),
+                           revoked_at=self._time(r[9]))  # fmt: skip
+
+    def get_token(self, token_id: str) -> TokenRecord | None:
+        row = self._one(f"{self._TOKEN} WHERE id = ?", (token_id,))
+        return None if row is None else self._token(row)
+
+    def tokens(self) -> list[TokenRecord]:
+        return [self._token(r) for r in self._rows(f"{self._TOKEN} ORDER BY created_at, id")]
+
+    def teams(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {r[0]: [] for r in self._rows(
+            f"SELECT name FROM teams ORDER BY name{self.dialect.binary}")}  # fmt: skip
+        for team, tenant in self._rows(f"SELECT team, tenant_id FROM team_members ORDER BY tenant_id{self.dialect.binary}"):
+            out.setdefault(team, []).append(tenant)
+        return out
+
+    def shares(self) -> list[tuple[str, str, str]]:
+        return [(r[0], r[1], r[2]) for r in self._rows(
+            f"SELECT workspace, repository, team FROM shares ORDER BY workspace{self.dialect.binary},"
+            f" repository{self.dialect.binary}")]  # fmt: skip
+
+    def shared_team(self, workspace: str, repository: str) -> str | None:
+        row = self._one("SELECT team FROM shares WHERE workspace = ? AND repository = ?", (workspace, repository))
+        return None if row is None else str(row[0])
+
+    def is_member(self, team: str, tenant_id: str) -> bool:
+        return self._one("SELECT 1 FROM team_members WHERE team = ? AND tenant_id = ?", (team, tenant_id)) is not None
+
     # -- health and administration -------------------------------------------------------------
 
-    def counts(self) -> StoreCounts:
-        by_status = {r[0]: int(r[1]) for r in self._rows("SELECT status, count(*) FROM atoms GROUP BY status")}
-        live = "status <> 'tombstoned'"
+    def counts(self, scope_hashes: Sequence[str] | None = None) -> StoreCounts:
+        where, params = self._filters(("scope_hash", scope_hashes))
+        by_status = {r[0]: int(r[1]) for r in self._rows(f"SELECT status, count(*) FROM atoms WHERE 1 = 1{where}"
+                                                         " GROUP BY status", params)}  # fmt: skip
+        live = f"status <> 'tombstoned'{where}"
+        if scope_hashes is None:
+            edges, indexed = "SELECT count(*) FROM edges", self.dialect.indexed_sql
+        else:  # of these scopes' atoms
+            edges = f"SELECT count(*) FROM edges WHERE src IN (SELECT id FROM atoms WHERE 1 = 1{where})"
+            indexed = self.dialect.indexed_in_sql.format(where=where)
         row = self._one(
-            f"SELECT (SELECT count(*) FROM edges), (SELECT count(*) FROM atoms WHERE embedding IS NOT NULL AND {live}),"
-            f" ({self.dialect.indexed_sql}), (SELECT count(*) FROM atoms WHERE created_at IS NOT NULL AND {live}),"
-            f" (SELECT count(*) FROM atoms WHERE type IS NOT NULL AND {live})"
+            f"SELECT ({edges}), (SELECT count(*) FROM atoms WHERE embedding IS NOT NULL AND {live}),"
+            f" ({indexed}), (SELECT count(*) FROM atoms WHERE created_at IS NOT NULL AND {live}),"
+            f" (SELECT count(*) FROM atoms WHERE type IS NOT NULL AND {live})",
+            [] if scope_hashes is None else [*params, *params, *params, *params, *params],
         )
         return StoreCounts(atoms=sum(by_status.values()), by_status=by_status, edges=int(row[0]), semantic=int(row[1]),
                            keyword=int(row[2]), temporal=int(row[3]), categorical=int(row[4]))  # fmt: skip
@@ -805,6 +858,34 @@ class SqlTx(ABC, Generic[C]):
     def add_grant(self, scope_hash: str, granted_by: str, expires_at: datetime) -> None:
         self.run("INSERT INTO grants (scope_hash, granted_by, granted_at, expires_at) VALUES (?, ?, ?, ?)",
                  (scope_hash, granted_by, self._d.time(utc_now()), self._d.time(expires_at)))  # fmt: skip
+
+    def add_token(self, token: TokenRecord) -> None:
+        d = self._d
+        self.run("INSERT INTO tokens (id, tenant_id, label, salt, digest, read_only, scopes, created_at, expires_at,"
+                 " revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 (token.id, token.tenant_id, token.label, token.salt, token.digest, int(token.read_only),
+                  d.json(token.scopes), d.time(token.created_at), None if token.expires_at is None else
+                  d.time(token.expires_at), None if token.revoked_at is None else d.time(token.revoked_at)))  # fmt: skip
+
+    def revoke_token(self, token_id: str, at: datetime) -> bool:
+        row = self.one("UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL RETURNING id",
+                       (self._d.time(at), token_id))  # fmt: skip
+        return row is not None
+
+    def add_team(self, name: str) -> bool:
+        row = self.one("INSERT INTO teams (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING RETURNING name",
+                       (name, self._d.time(utc_now())))  # fmt: skip
+        return row is not None
+
+    def add_member(self, team: str, tenant_id: str) -> bool:
+        row = self.one("INSERT INTO team_members (team, tenant_id, added_at) VALUES (?, ?, ?) ON CONFLICT (team,"
+                       " tenant_id) DO NOTHING RETURNING team", (team, tenant_id, self._d.time(utc_now())))  # fmt: skip
+        return row is not None
+
+    def share(self, workspace: str, repository: str, team: str) -> None:
+        self.run("INSERT INTO shares (workspace, repository, team, shared_at) VALUES (?, ?, ?, ?) ON CONFLICT"
+                 " (workspace, repository) DO UPDATE SET team = excluded.team, shared_at = excluded.shared_at",
+                 (workspace, repository, team, self._d.time(utc_now())))  # fmt: skip
 
     def add_access_request(self, scope_hash: str, reason: str) -> int:
         return int(self.one("INSERT INTO access_requests (scope_hash, reason, requested_at) VALUES (?, ?, ?)"

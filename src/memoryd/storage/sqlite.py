@@ -59,6 +59,7 @@ class SqliteDialect(Dialect):
     terms_sql = "f.terms"
     # One row per indexed atom: a b-tree count, unlike count(*) on the FTS table, which reads every row.
     indexed_sql = "SELECT count(*) FROM atom_fts_docsize"
+    indexed_in_sql = "SELECT count(*) FROM atom_fts_docsize d JOIN atoms ON atoms.seq = d.id WHERE 1 = 1{where}"
     vector_sql = "a.embedding"
     no_index = "+"  # unary +: the planner looks the row up by its key instead of scanning this column's index
     ordered_join = "CROSS JOIN"  # SQLite keeps the left table outermost
