@@ -226,6 +226,34 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _stat(pid: int) -> list[str] | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def tree_cpu_s(pid: int) -> float | None:
+    """CPU seconds of a process and its children, live ones and those it reaped (PostgreSQL's backends)."""
+    own = _stat(pid)
+    if own is None:
+        return None
+    ticks = sum(int(x) for x in own[11:15])  # utime stime cutime cstime
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        fields = _stat(int(stat.parent.name))
+        if fields is not None and fields[1] == str(pid):
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine since boot, from /proc/stat."""
+    values = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = values[3] + values[4]  # idle + iowait
+    hz = os.sysconf("SC_CLK_TCK")
+    return (sum(values) - idle) / hz, sum(values) / hz
+
+
 @dataclass
 class Replica:
     name: str
@@ -240,11 +268,8 @@ class Replica:
 
     def cpu_s(self) -> float | None:
         """User + system CPU seconds of the process so far (None once it is gone)."""
-        try:
-            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            return None
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        fields = _stat(self.proc.pid)
+        return None if fields is None else (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -461,9 +486,11 @@ async def warm_up(callers: list[Caller]) -> None:
 
 
 async def run_phase(name: str, callers: list[Caller], replicas: list[Replica], args: argparse.Namespace,
-                    *, kill_after: float | None) -> dict[str, Any]:  # fmt: skip
+                    *, kill_after: float | None, pg_pid: int | None) -> dict[str, Any]:  # fmt: skip
     stats = Stats()
     cpu0 = {r.name: r.cpu_s() for r in replicas}
+    pg0 = tree_cpu_s(pg_pid) if pg_pid else None
+    busy0, total0 = machine_busy()
     self0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.monotonic()
     deadline = t0 + args.duration
@@ -487,6 +514,8 @@ async def run_phase(name: str, callers: list[Caller], replicas: list[Replica], a
     await asyncio.gather(*tasks)
     wall = time.monotonic() - t0
     self1 = resource.getrusage(resource.RUSAGE_SELF)
+    busy1, total1 = machine_busy()
+    pg1 = tree_cpu_s(pg_pid) if pg_pid else None
     cpu = {}
     for r in replicas:
         end = r.cpu_s() if r.killed_at is None else killed.get("cpu_s")
@@ -501,7 +530,9 @@ async def run_phase(name: str, callers: list[Caller], replicas: list[Replica], a
                    "connection_samples": stats.connection_errors[:10]},
         "saves": stats.saves, "acked": len(stats.acked), "retried_duplicates": stats.retried_duplicates,
         "empty_searches": stats.empty_searches, "killed": killed or None,
-        "cpu_s": {"replicas": cpu, "load_generator": (self1.ru_utime + self1.ru_stime) - (self0.ru_utime + self0.ru_stime)},
+        "cpu_s": {"replicas": cpu, "postgres": None if pg0 is None or pg1 is None else pg1 - pg0,
+                  "load_generator": (self1.ru_utime + self1.ru_stime) - (self0.ru_utime + self0.ru_stime),
+                  "machine_busy": busy1 - busy0, "machine_total": total1 - total0},
         "_acked_ids": list(stats.acked),
     }  # fmt: skip
 
@@ -550,7 +581,10 @@ def print_phase(p: dict[str, Any]) -> None:
     print(C.table(["tool", "calls", "p50 ms", "p95 ms", "p99 ms", "max ms"], rows))
     lost = p["lost"]
     chain = p["chain"]
-    cpu = ", ".join(f"{k} {C.fmt(v, 1)}" for k, v in p["cpu_s"]["replicas"].items())
+    c = p["cpu_s"]
+    cpu = ", ".join(f"{k} {C.fmt(v, 1)}" for k, v in c["replicas"].items())
+    ours = sum(v or 0 for v in c["replicas"].values()) + (c["postgres"] or 0) + c["load_generator"]
+    share = f"{100 * c['machine_busy'] / c['machine_total']:.0f}% busy, this run {100 * ours / c['machine_total']:.0f}%"
     print(C.table(["check", "value"], [
         ["errors failed (target 0)", e["failed"]],
         ["errors retried and succeeded", e["retried_ok"]],
@@ -560,7 +594,9 @@ def print_phase(p: dict[str, Any]) -> None:
         ["retried saves answered duplicate", p["retried_duplicates"]],
         ["chain verified", f"{chain.get('ok')} ({chain.get('events', chain.get('checked', '?'))} events, {chain['s']:.1f} s)"],
         ["searches with no result", p["empty_searches"]],
-        ["CPU s: replicas / load generator", f"{cpu} / {C.fmt(p['cpu_s']['load_generator'], 1)}"],
+        ["CPU s: replicas / PostgreSQL / load generator",
+         f"{cpu} / {C.fmt(c['postgres'], 1)} / {C.fmt(c['load_generator'], 1)}"],
+        ["machine CPU (all cores)", share],
     ]))  # fmt: skip
     for s in e["failed_samples"][:5]:
         print(f"  failed: {s}")
@@ -660,7 +696,8 @@ def main(argv: list[str] | None = None) -> int:
                     for c in callers:  # each phase starts on the client's own replica
                         c.current = c.person.index % len(replicas)
                     print(f"{name}: {args.clients} clients x {args.duration:.0f} s ...", flush=True)
-                    p = await run_phase(name, callers, replicas, args, kill_after=kill_after)
+                    p = await run_phase(name, callers, replicas, args, kill_after=kill_after,
+                                        pg_pid=server.proc.pid if server.proc else None)  # fmt: skip
                     ids = p.pop("_acked_ids")
                     p["lost"] = lost_writes(dsn, ids)
                     p["chain"] = verify_chain(env, cwd)
