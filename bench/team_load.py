@@ -3,7 +3,9 @@
 
 What runs, all on 127.0.0.1:
 
-* a throwaway PostgreSQL 18 + pgvector (tests/pg.py via bench/_pg.py);
+* a throwaway PostgreSQL 18 + pgvector (tests/pg.py via bench/_pg.py), with autovacuum switched
+  back on (recall's touches update rows all run long) and the test server's durability settings kept
+  (fsync off: what is killed is a replica, never the database);
 * the store: --size memories (default 100 000) in the scopes the clients use: generated zh/en
   project memories (bench/latency.py's templates), written through the engine's bulk import
   (`Engine.import_jsonl`: the real write path with the real USE model, batched, a vault file
@@ -27,7 +29,8 @@ What runs, all on 127.0.0.1:
   the first attempt's memory, which counts as the same write.
 
 Reported per phase: throughput (calls/s), p50/p95/p99 per tool (ms, the client's view, retries
-included), errors (target 0) split into retried-and-succeeded and failed, acknowledged writes lost
+included), errors (target 0) split into retried-and-succeeded and failed (connection errors from a
+replica that was not killed are counted apart), acknowledged writes lost
 (every memory id a `mem_save` answered saved / pending / duplicate must be in `atoms` afterwards,
 checked by SQL; target 0), and `memoryd verify --json` on the database after the phase (the audit
 chain). Plus the fill's timings, the replicas' CPU seconds, `machine()` and `uptime`. Exit status 1
@@ -71,6 +74,7 @@ WORKSPACE = "acme"
 TYPES = ("fact", "decision", "warning", "preference", "playbook")
 FILL_VERSION = 1  # bump when the fill's layout or texts change (the cache key)
 HTTP_TIMEOUT = 120.0
+KEEPALIVE_S = 2.0  # below uvicorn's timeout_keep_alive (5 s)
 ACKED = ("saved", "pending", "duplicate")
 
 
@@ -415,7 +419,9 @@ class Caller:
                 return await self.call_once(self.current, tool, arguments), tried
             except Retryable as exc:
                 tried += 1
-                stats.connection_errors.append(f"{self.replicas[self.current].name}: {exc}")
+                dead = self.replicas[self.current].killed_at is not None
+                stats.connection_errors.append(f"{self.replicas[self.current].name}{' (killed)' if dead else ''}: {exc}")
+                stats.unprovoked += not dead
                 if tried >= 2 * len(self.replicas):
                     raise CallFailed(f"no replica answered after {tried} connection errors; last: {exc}") from exc
                 self.current = (self.current + 1) % len(self.replicas)
@@ -435,6 +441,7 @@ class Stats:
     saves: dict[str, int] = field(default_factory=dict)  # status -> count
     acked: dict[str, str] = field(default_factory=dict)  # memory id -> "client:seq" of its first ack
     retried_duplicates: int = 0
+    unprovoked: int = 0  # connection errors from a replica that was not killed
     empty_searches: int = 0
 
 
@@ -501,8 +508,8 @@ async def run_phase(name: str, callers: list[Caller], replicas: list[Replica], a
         await asyncio.sleep(kill_after)
         victim = replicas[0]
         killed["cpu_s"] = victim.cpu_s()
+        victim.killed_at = time.monotonic()  # first: a request failing from now on is the kill's
         os.kill(victim.proc.pid, signal.SIGKILL)
-        victim.killed_at = time.monotonic()
         killed.update(replica=victim.name, pid=victim.proc.pid, at_s=victim.killed_at - t0,
                       calls_before=sum(len(v) for v in stats.latencies.values()))  # fmt: skip
         print(f"  {name}: kill -9 {victim.name} (pid {victim.proc.pid}) at {killed['at_s']:.1f} s", flush=True)
@@ -526,7 +533,7 @@ async def run_phase(name: str, callers: list[Caller], replicas: list[Replica], a
     return {
         "name": name, "wall_s": wall, "calls": calls, "throughput": calls / wall, "tools": tools,
         "errors": {"retried_ok": stats.retried_ok, "failed": len(stats.failed), "failed_samples": stats.failed[:20],
-                   "connection_errors": len(stats.connection_errors),
+                   "connection_errors": len(stats.connection_errors), "connection_errors_unprovoked": stats.unprovoked,
                    "connection_samples": stats.connection_errors[:10]},
         "saves": stats.saves, "acked": len(stats.acked), "retried_duplicates": stats.retried_duplicates,
         "empty_searches": stats.empty_searches, "killed": killed or None,
@@ -588,7 +595,8 @@ def print_phase(p: dict[str, Any]) -> None:
     print(C.table(["check", "value"], [
         ["errors failed (target 0)", e["failed"]],
         ["errors retried and succeeded", e["retried_ok"]],
-        ["connection errors seen (each retried)", e["connection_errors"]],
+        ["connection errors seen (each retried) / from a live replica",
+         f"{e['connection_errors']} / {e['connection_errors_unprovoked']}"],
         ["mem_save answers", json.dumps(p["saves"])],
         ["acknowledged writes / lost (target 0)", f"{lost['acked']} / {lost['lost']}"],
         ["retried saves answered duplicate", p["retried_duplicates"]],
@@ -652,6 +660,9 @@ def main(argv: list[str] | None = None) -> int:
         t = time.perf_counter()
         server = _pg.start_server()
         fill["pg_start_s"] = time.perf_counter() - t
+        with server.admin() as conn:  # tests/pg.py runs without autovacuum; a team server would not: the load's
+            conn.execute("ALTER SYSTEM SET autovacuum = on")  # updates (recall's touch) leave dead rows behind
+            conn.execute("SELECT pg_reload_conf()")
         dsn = _pg.create_database(server.dsn(), "team_load")
         print("fill: copying into PostgreSQL (migrate_store, HNSW after) ...", flush=True)
         fill["pg"] = _pg.bulk_fill(fill_home / "memoryd.db", dsn)
@@ -684,7 +695,10 @@ def main(argv: list[str] | None = None) -> int:
         async def drive() -> None:
             import httpx2
 
-            limits = httpx2.Limits(max_connections=4 * args.clients, max_keepalive_connections=4 * args.clients)
+            # Idle connections expire before uvicorn's 5 s keep-alive timeout: a request sent on a connection
+            # the server is closing fails with ReadError (seen 4 times in 180 s at httpx's default of 5 s).
+            limits = httpx2.Limits(max_connections=4 * args.clients, max_keepalive_connections=4 * args.clients,
+                                   keepalive_expiry=KEEPALIVE_S)  # fmt: skip
             async with httpx2.AsyncClient(timeout=HTTP_TIMEOUT, limits=limits) as http:
                 callers = [Caller(http, p, replicas, token=p.token) for p in crew]
                 await warm_up(callers)
