@@ -1,0 +1,743 @@
+#!/usr/bin/env python3
+"""Team server under load (issue 16): 2 replicas on one PostgreSQL, many MCP HTTP clients, kill -9 one.
+
+What runs, all on 127.0.0.1:
+
+* a throwaway PostgreSQL 18 + pgvector (tests/pg.py via bench/_pg.py), with autovacuum switched
+  back on (recall's touches update rows all run long) and the test server's durability settings kept
+  (fsync off: what is killed is a replica, never the database);
+* the store: --size memories (default 100 000) in the scopes the clients use: generated zh/en
+  project memories (bench/latency.py's templates), written through the engine's bulk import
+  (`Engine.import_jsonl`: the real write path with the real USE model, batched, a vault file
+  each) into SQLite, then copied with memoryd's `migrate_store` (`_pg.bulk_fill`; HNSW built
+  after the copy). The filled SQLite store is cached per size and client layout (--cache), so a
+  re-run skips the fill. The replicas' shared MEMORYD_HOME gets the fill's vault (hard links): a
+  server whose vault lacks the recorded files would take them as deleted by hand at start-up;
+* people and teams made with the operator CLI (`memoryd token create --tenant …`, `memoryd team
+  create/add`, `memoryd scope share`): client i is person pNN with its own token; even clients
+  work in a repository shared with their team (tenant `team:teamK`), odd ones in a private one;
+* --replicas (2) `memoryd-mcp --transport http --team` processes on one database and one home;
+* --clients (32) asyncio clients on one httpx2 connection pool (the load generator stays light so
+  the cores go to the servers), each a person with its token and `Memoryd-Scope` header, client i
+  starting on replica i mod R, calling `mem_search` (80%) or `mem_save` (20%, --write-share) back
+  to back for --duration seconds. Requests are plain JSON-RPC `tools/call` POSTs to /mcp; the
+  client initializes once per replica and keeps an Mcp-Session-Id when the server gives one (the
+  single-token server is stateful; the team server is stateless);
+* phase "steady", then (with --kill, the default) phase "kill": the same load, and in its middle
+  replica 0 gets SIGKILL. A request that fails on a connection error is sent again to the next
+  replica (and the client stays there); a retried `mem_save` may answer `duplicate` with the id of
+  the first attempt's memory, which counts as the same write.
+
+Reported per phase: throughput (calls/s), p50/p95/p99 per tool (ms, the client's view, retries
+included), errors (target 0) split into retried-and-succeeded and failed (connection errors from a
+replica that was not killed are counted apart), acknowledged writes lost
+(every memory id a `mem_save` answered saved / pending / duplicate must be in `atoms` afterwards,
+checked by SQL; target 0), and `memoryd verify --json` on the database after the phase (the audit
+chain). Plus the fill's timings, the replicas' CPU seconds, `machine()` and `uptime`. Exit status 1
+when a target is missed.
+
+    .venv/bin/python bench/team_load.py                       # 100k, 32 clients, 180 s + 180 s with kill -9
+    .venv/bin/python bench/team_load.py --quick --json out.json   # CI: 2000 memories, 8 clients, 2 x 22 s
+    .venv/bin/python bench/team_load.py --size 10000 --duration 60 --no-kill
+    .venv/bin/python bench/team_load.py --single-token ...    # today's one-token server (no --team): exercises
+                                                               # the client only; scopes come from the server's cwd
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import _common as C  # noqa: E402
+
+BIN = Path(sys.executable).parent
+SERVER = str(BIN / "memoryd-mcp")
+CLI = str(BIN / "memoryd")
+WORKSPACE = "acme"
+TYPES = ("fact", "decision", "warning", "preference", "playbook")
+FILL_VERSION = 1  # bump when the fill's layout or texts change (the cache key)
+HTTP_TIMEOUT = 120.0
+KEEPALIVE_S = 2.0  # below uvicorn's timeout_keep_alive (5 s)
+ACKED = ("saved", "pending", "duplicate")
+
+
+# --------------------------------------------------------------------------- who works where
+
+
+@dataclass
+class Person:
+    """One load client: a person (tenant) with a token, working in one repository."""
+
+    index: int
+    tenant: str
+    team: str | None
+    repository: str
+    token: str = ""
+
+    @property
+    def scope_tenant(self) -> str:
+        """The tenant its repository's memories belong to (`team:NAME` when shared)."""
+        return f"team:{self.team}" if self.team else self.tenant
+
+    @property
+    def scope_header(self) -> str:
+        return json.dumps({"workspace": WORKSPACE, "repository": self.repository, "branch": "main"}, ensure_ascii=True)
+
+
+def people(clients: int, teams: int) -> list[Person]:
+    """Even clients share their team's repository (team i/2 mod teams), odd ones work alone."""
+    out = []
+    for i in range(clients):
+        tenant = f"p{i:02d}"
+        if i % 2 == 0 and teams:
+            team = f"team{(i // 2) % teams}"
+            out.append(Person(i, tenant, team, f"shared-{team}"))
+        else:
+            out.append(Person(i, tenant, None, f"private-{tenant}"))
+    return out
+
+
+# --------------------------------------------------------------------------- the store
+
+
+def fill_sqlite(size: int, crew: list[Person], home: Path) -> dict[str, Any]:
+    """`size` memories spread over the people's scopes, through the engine's bulk import (real USE vectors)."""
+    from latency import gen_texts
+
+    from memoryd import Engine
+    from memoryd.config import Settings
+
+    home.mkdir(parents=True, exist_ok=True)
+    work = home.parent / "fill-cwd"
+    work.mkdir(exist_ok=True)
+    lines = home.parent / "fill.jsonl"
+    t = time.perf_counter()
+    texts = gen_texts(size)
+    with lines.open("w") as fh:
+        for i, text in enumerate(texts):
+            p = crew[i % len(crew)]
+            scope = {"tenant_id": p.scope_tenant, "workspace": WORKSPACE, "repository": p.repository, "branch": "main",
+                     "root": ""}  # fmt: skip
+            fh.write(json.dumps({"content": text, "type": TYPES[i % len(TYPES)], "scope": scope}, ensure_ascii=False))
+            fh.write("\n")
+    out: dict[str, Any] = {"texts_s": time.perf_counter() - t}
+    # No SQLite HNSW graph: the store is read by PostgreSQL, which builds its own index.
+    settings = Settings(home=home, db=None, ann_min=10**9)
+    t = time.perf_counter()
+    with Engine.open(settings, cwd=work, authority="operator") as engine:  # operator: any scope
+        out["model_load_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        last = [0.0]
+
+        def progress(done: int, total: int) -> None:
+            if time.monotonic() - last[0] > 30:
+                last[0] = time.monotonic()
+                print(f"  fill: {done}/{total} lines, {time.perf_counter() - t:.0f} s", flush=True)
+
+        report = engine.import_jsonl(lines, batch_size=256, source="agent", progress=progress)
+    out["import_s"] = time.perf_counter() - t
+    out["imported"] = report.imported
+    if report.imported != size:
+        raise SystemExit(f"fill: imported {report.imported} of {size}: {report.summary()}")
+    lines.unlink()
+    return out
+
+
+def cached_fill(args: argparse.Namespace, crew: list[Person], work: Path) -> tuple[Path, dict[str, Any]]:
+    """A filled SQLite home (memoryd.db + vault) for this size and layout: from the cache or made now."""
+    teams = len({p.team for p in crew if p.team})
+    key = f"fill-v{FILL_VERSION}-{args.size}-c{args.clients}-t{teams}"
+    if args.cache:
+        home = Path(args.cache) / key
+        if (home / "DONE").is_file():
+            info = json.loads((home / "DONE").read_text())
+            print(f"fill: cached {home} (made in {info['import_s']:.0f} s)", flush=True)
+            return home, {**info, "cached": True}
+        shutil.rmtree(home, ignore_errors=True)
+    else:
+        home = work / key
+    print(f"fill: {args.size} memories through the engine's bulk import into SQLite ...", flush=True)
+    info = fill_sqlite(args.size, crew, home)
+    print(f"fill: {info['import_s']:.1f} s ({args.size / info['import_s']:.0f} memories/s)", flush=True)
+    if args.cache:
+        (home / "DONE").write_text(json.dumps(info))
+    return home, {**info, "cached": False}
+
+
+def link_vault(src_home: Path, dst_home: Path) -> float:
+    """The fill's vault in the servers' home, as hard links (the engine replaces files by rename, never in place)."""
+    t = time.perf_counter()
+    dst_home.mkdir(parents=True, exist_ok=True)
+    dst_home.chmod(0o700)
+    src, dst = str(src_home / "vault"), str(dst_home / "vault")
+    if subprocess.run(["cp", "-al", src, dst], capture_output=True).returncode != 0:  # another file system
+        shutil.rmtree(dst, ignore_errors=True)
+        subprocess.run(["cp", "-a", src, dst], check=True)
+    return time.perf_counter() - t
+
+
+# --------------------------------------------------------------------------- operator CLI and replicas
+
+
+def operator(env: dict[str, str], cwd: Path, *argv: str) -> str:
+    r = subprocess.run([CLI, *argv], env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        raise SystemExit(f"`memoryd {' '.join(argv)}` failed ({r.returncode}):\n{r.stderr[-2000:]}")
+    return r.stdout
+
+
+def make_people(crew: list[Person], env: dict[str, str], cwd: Path) -> float:
+    """Tokens for everyone, teams and their shared repositories, through the operator CLI."""
+    t = time.perf_counter()
+    with ThreadPoolExecutor(4) as pool:
+        tokens = list(pool.map(lambda p: operator(env, cwd, "token", "create", "--tenant", p.tenant, "--label",
+                                                  f"team_load client {p.index}").strip(), crew))  # fmt: skip
+    for p, token in zip(crew, tokens, strict=True):
+        if not token.startswith("mdt_") or "\n" in token:
+            raise SystemExit(f"`memoryd token create` printed {token!r}, not one mdt_… token")
+        p.token = token
+    teams: dict[str, list[Person]] = {}
+    for p in crew:
+        if p.team:
+            teams.setdefault(p.team, []).append(p)
+    for team, members in sorted(teams.items()):
+        operator(env, cwd, "team", "create", team)
+        operator(env, cwd, "team", "add", team, *(m.tenant for m in members))
+        operator(env, cwd, "scope", "share", f"{WORKSPACE}/{members[0].repository}", "--team", team)
+    return time.perf_counter() - t
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def tree_cpu_s(pid: int) -> float | None:
+    """CPU seconds of a process and its children, live ones and those it reaped (PostgreSQL's backends)."""
+    own = _stat(pid)
+    if own is None:
+        return None
+    ticks = sum(int(x) for x in own[11:15])  # utime stime cutime cstime
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        fields = _stat(int(stat.parent.name))
+        if fields is not None and fields[1] == str(pid):
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine since boot, from /proc/stat."""
+    values = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = values[3] + values[4]  # idle + iowait
+    hz = os.sysconf("SC_CLK_TCK")
+    return (sum(values) - idle) / hz, sum(values) / hz
+
+
+@dataclass
+class Replica:
+    name: str
+    port: int
+    proc: subprocess.Popen[bytes]
+    log: Path
+    killed_at: float | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def cpu_s(self) -> float | None:
+        """User + system CPU seconds of the process so far (None once it is gone)."""
+        fields = _stat(self.proc.pid)
+        return None if fields is None else (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+def start_replicas(n: int, env: dict[str, str], cwd: Path, logs: Path, *, team: bool, profile: str) -> list[Replica]:
+    out = []
+    for i in range(n):
+        port = free_port()
+        log = logs / f"replica{i}.log"
+        argv = [SERVER, "--transport", "http", *(["--team"] if team else []), "--profile", profile,
+                "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
+        with log.open("ab") as fh:
+            proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        out.append(Replica(f"replica{i}", port, proc, log))
+    return out
+
+
+def wait_listening(replicas: list[Replica], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    for r in replicas:
+        while True:
+            if r.proc.poll() is not None:
+                raise SystemExit(f"{r.name} exited ({r.proc.returncode}):\n{r.log.read_text(errors='replace')[-3000:]}")
+            try:
+                socket.create_connection(("127.0.0.1", r.port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"{r.name} is not listening after {timeout:.0f} s") from None
+                time.sleep(0.1)
+
+
+# --------------------------------------------------------------------------- the client
+
+
+class Retryable(Exception):
+    """The replica could not be reached or dropped the connection: try another one."""
+
+
+class CallFailed(Exception):
+    """The replica answered, but not with a tool result (HTTP status, JSON-RPC error, tool error)."""
+
+
+def _sse_json(text: str) -> dict[str, Any]:
+    """The last JSON-RPC message of a text/event-stream body."""
+    data = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
+    for chunk in reversed(data):
+        if chunk:
+            return json.loads(chunk)  # type: ignore[no-any-return]
+    raise CallFailed("empty event stream")
+
+
+class Caller:
+    """JSON-RPC over streamable HTTP for one person: initialize once per replica, keep a session id if given."""
+
+    PROTOCOL = "2025-06-18"
+
+    def __init__(self, http: Any, person: Person, replicas: list[Replica], *, token: str) -> None:
+        self.http, self.person, self.replicas = http, person, replicas
+        self.current = person.index % len(replicas)
+        self.headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+                        "Authorization": f"Bearer {token}", "Memoryd-Scope": person.scope_header}  # fmt: skip
+        self.sessions: dict[int, dict[str, str]] = {}  # replica -> extra headers (session id, protocol version)
+        self._ids = 0
+
+    def _next_id(self) -> int:
+        self._ids += 1
+        return self._ids
+
+    async def _post(self, replica: int, message: dict[str, Any], extra: dict[str, str]) -> Any:
+        import httpx2
+
+        try:
+            resp = await self.http.post(self.replicas[replica].url, json=message, headers={**self.headers, **extra})
+        except (httpx2.NetworkError, httpx2.RemoteProtocolError) as exc:
+            raise Retryable(f"{type(exc).__name__}: {exc}") from exc
+        except httpx2.TimeoutException as exc:
+            raise CallFailed(f"timeout after {HTTP_TIMEOUT:.0f} s ({type(exc).__name__})") from exc
+        return resp
+
+    async def _session(self, replica: int) -> dict[str, str]:
+        if replica in self.sessions:
+            return self.sessions[replica]
+        init = {"jsonrpc": "2.0", "id": self._next_id(), "method": "initialize",
+                "params": {"protocolVersion": self.PROTOCOL, "capabilities": {},
+                           "clientInfo": {"name": "team_load", "version": "1"}}}  # fmt: skip
+        resp = await self._post(replica, init, {})
+        if resp.status_code != 200:
+            raise CallFailed(f"initialize: HTTP {resp.status_code}: {resp.text[:300]}")
+        body = self._body(resp)
+        if "error" in body:
+            raise CallFailed(f"initialize: JSON-RPC error {body['error']}")
+        extra = {"MCP-Protocol-Version": body["result"].get("protocolVersion", self.PROTOCOL)}
+        sid = resp.headers.get("mcp-session-id")
+        if sid:  # a stateful server: the session is this replica's, and it wants the initialized notice
+            extra["Mcp-Session-Id"] = sid
+            note = await self._post(replica, {"jsonrpc": "2.0", "method": "notifications/initialized"}, extra)
+            if note.status_code not in (200, 202):
+                raise CallFailed(f"notifications/initialized: HTTP {note.status_code}: {note.text[:300]}")
+        self.sessions[replica] = extra
+        return extra
+
+    @staticmethod
+    def _body(resp: Any) -> dict[str, Any]:
+        if resp.headers.get("content-type", "").startswith("text/event-stream"):
+            return _sse_json(resp.text)
+        return resp.json()  # type: ignore[no-any-return]
+
+    async def call_once(self, replica: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        extra = await self._session(replica)
+        message = {"jsonrpc": "2.0", "id": self._next_id(), "method": "tools/call",
+                   "params": {"name": tool, "arguments": arguments}}  # fmt: skip
+        resp = await self._post(replica, message, extra)
+        if resp.status_code == 404 and "Mcp-Session-Id" in extra:  # the replica lost its sessions
+            self.sessions.pop(replica, None)
+            raise CallFailed(f"HTTP 404 (session gone): {resp.text[:200]}")
+        if resp.status_code != 200:
+            raise CallFailed(f"HTTP {resp.status_code}: {resp.text[:300]}")
+        body = self._body(resp)
+        if "error" in body:
+            raise CallFailed(f"JSON-RPC error {body['error']}")
+        result = body["result"]
+        if result.get("isError"):
+            text = " ".join(c.get("text", "") for c in result.get("content", []))
+            raise CallFailed(f"tool error: {text[:300]}")
+        return result.get("structuredContent") or {}
+
+    async def call(self, tool: str, arguments: dict[str, Any], stats: Stats) -> tuple[dict[str, Any], int]:
+        """The tool's structured result and how many replicas refused the connection first.
+
+        On a connection error the same request goes to the next replica, and this client stays there.
+        """
+        tried = 0
+        while True:
+            try:
+                return await self.call_once(self.current, tool, arguments), tried
+            except Retryable as exc:
+                tried += 1
+                dead = self.replicas[self.current].killed_at is not None
+                stats.connection_errors.append(f"{self.replicas[self.current].name}{' (killed)' if dead else ''}: {exc}")
+                stats.unprovoked += not dead
+                if tried >= 2 * len(self.replicas):
+                    raise CallFailed(f"no replica answered after {tried} connection errors; last: {exc}") from exc
+                self.current = (self.current + 1) % len(self.replicas)
+                self.sessions.pop(self.current, None)  # a fresh session on the replica we move to
+                await asyncio.sleep(0.05 * tried)
+
+
+# --------------------------------------------------------------------------- one phase
+
+
+@dataclass
+class Stats:
+    latencies: dict[str, list[float]] = field(default_factory=lambda: {"mem_search": [], "mem_save": []})
+    retried_ok: int = 0
+    failed: list[str] = field(default_factory=list)
+    connection_errors: list[str] = field(default_factory=list)
+    saves: dict[str, int] = field(default_factory=dict)  # status -> count
+    acked: dict[str, str] = field(default_factory=dict)  # memory id -> "client:seq" of its first ack
+    retried_duplicates: int = 0
+    unprovoked: int = 0  # connection errors from a replica that was not killed
+    empty_searches: int = 0
+
+
+async def client_loop(caller: Caller, deadline: float, stats: Stats, *, write_share: float, seed: int,
+                      label: str) -> None:  # fmt: skip
+    from latency import gen_queries, gen_texts
+
+    rng = random.Random(seed)
+    queries = gen_queries(500, seed=seed)
+    texts = gen_texts(2000, seed=seed + 100_000)
+    n = 0
+    while time.monotonic() < deadline:
+        n += 1
+        if rng.random() < write_share:
+            tool = "mem_save"
+            arguments: dict[str, Any] = {"content": f"{texts[n % len(texts)]} (load {label}, {caller.person.tenant} #{n})",
+                                         "type": rng.choice(TYPES)}  # fmt: skip
+        else:
+            tool = "mem_search"
+            arguments = {"query": rng.choice(queries), "top_k": 10}
+        t = time.perf_counter()
+        try:
+            result, tried = await caller.call(tool, arguments, stats)
+        except CallFailed as exc:
+            stats.failed.append(f"{caller.person.tenant} {tool}: {exc}")
+            continue
+        stats.latencies[tool].append((time.perf_counter() - t) * 1000)
+        if tried:
+            stats.retried_ok += 1
+        if tool == "mem_search":
+            stats.empty_searches += not result.get("results")
+            continue
+        status = result.get("status", "?")
+        stats.saves[status] = stats.saves.get(status, 0) + 1
+        if status in ACKED and result.get("memory_id"):
+            if tried and status == "duplicate":
+                stats.retried_duplicates += 1
+            stats.acked.setdefault(result["memory_id"], f"{caller.person.tenant}#{n}")
+
+
+async def warm_up(callers: list[Caller]) -> None:
+    """Every client initializes on every replica and searches once there (not timed)."""
+
+    async def one(c: Caller) -> None:
+        for r in range(len(c.replicas)):
+            await c.call_once(r, "mem_search", {"query": "warm-up", "top_k": 3})
+
+    await asyncio.gather(*(one(c) for c in callers))
+
+
+async def run_phase(name: str, callers: list[Caller], replicas: list[Replica], args: argparse.Namespace,
+                    *, kill_after: float | None, pg_pid: int | None) -> dict[str, Any]:  # fmt: skip
+    stats = Stats()
+    cpu0 = {r.name: r.cpu_s() for r in replicas}
+    pg0 = tree_cpu_s(pg_pid) if pg_pid else None
+    busy0, total0 = machine_busy()
+    self0 = resource.getrusage(resource.RUSAGE_SELF)
+    t0 = time.monotonic()
+    deadline = t0 + args.duration
+    killed: dict[str, Any] = {}
+
+    async def killer() -> None:
+        assert kill_after is not None
+        await asyncio.sleep(kill_after)
+        victim = replicas[0]
+        killed["cpu_s"] = victim.cpu_s()
+        victim.killed_at = time.monotonic()  # first: a request failing from now on is the kill's
+        os.kill(victim.proc.pid, signal.SIGKILL)
+        killed.update(replica=victim.name, pid=victim.proc.pid, at_s=victim.killed_at - t0,
+                      calls_before=sum(len(v) for v in stats.latencies.values()))  # fmt: skip
+        print(f"  {name}: kill -9 {victim.name} (pid {victim.proc.pid}) at {killed['at_s']:.1f} s", flush=True)
+
+    tasks = [client_loop(c, deadline, stats, write_share=args.write_share, seed=args.seed * 1000 + c.person.index,
+                         label=f"{name}-{args.seed}") for c in callers]  # fmt: skip
+    if kill_after is not None:
+        tasks.append(killer())
+    await asyncio.gather(*tasks)
+    wall = time.monotonic() - t0
+    self1 = resource.getrusage(resource.RUSAGE_SELF)
+    busy1, total1 = machine_busy()
+    pg1 = tree_cpu_s(pg_pid) if pg_pid else None
+    cpu = {}
+    for r in replicas:
+        end = r.cpu_s() if r.killed_at is None else killed.get("cpu_s")
+        cpu[r.name] = (end - cpu0[r.name]) if end is not None and cpu0[r.name] is not None else None
+    calls = sum(len(v) for v in stats.latencies.values())
+    tools = {tool: {"calls": len(ms), "p50_ms": C.pct(ms, 50), "p95_ms": C.pct(ms, 95), "p99_ms": C.pct(ms, 99),
+                    "max_ms": max(ms) if ms else None} for tool, ms in stats.latencies.items()}  # fmt: skip
+    return {
+        "name": name, "wall_s": wall, "calls": calls, "throughput": calls / wall, "tools": tools,
+        "errors": {"retried_ok": stats.retried_ok, "failed": len(stats.failed), "failed_samples": stats.failed[:20],
+                   "connection_errors": len(stats.connection_errors), "connection_errors_unprovoked": stats.unprovoked,
+                   "connection_samples": stats.connection_errors[:10]},
+        "saves": stats.saves, "acked": len(stats.acked), "retried_duplicates": stats.retried_duplicates,
+        "empty_searches": stats.empty_searches, "killed": killed or None,
+        "cpu_s": {"replicas": cpu, "postgres": None if pg0 is None or pg1 is None else pg1 - pg0,
+                  "load_generator": (self1.ru_utime + self1.ru_stime) - (self0.ru_utime + self0.ru_stime),
+                  "machine_busy": busy1 - busy0, "machine_total": total1 - total0},
+        "_acked_ids": list(stats.acked),
+    }  # fmt: skip
+
+
+# --------------------------------------------------------------------------- checks after a phase
+
+
+def lost_writes(dsn: str, ids: list[str]) -> dict[str, Any]:
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute("SELECT id, status FROM atoms WHERE id = ANY(%s)", (ids,)).fetchall()
+    found = {r[0]: r[1] for r in rows}
+    missing = [i for i in ids if i not in found]
+    statuses: dict[str, int] = {}
+    for s in found.values():
+        statuses[s] = statuses.get(s, 0) + 1
+    return {"acked": len(ids), "found": len(found), "lost": len(missing), "lost_ids": missing[:20], "statuses": statuses}
+
+
+def verify_chain(env: dict[str, str], cwd: Path) -> dict[str, Any]:
+    t = time.perf_counter()
+    r = subprocess.run([CLI, "verify", "--json"], env=env, cwd=cwd, capture_output=True, text=True, timeout=1800)
+    try:
+        report = json.loads(r.stdout)
+    except ValueError:
+        report = {"ok": False, "problem": f"exit {r.returncode}: {r.stdout[-500:]} {r.stderr[-1000:]}"}
+    report["exit"] = r.returncode
+    report["s"] = time.perf_counter() - t
+    return report
+
+
+# --------------------------------------------------------------------------- report
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def print_phase(p: dict[str, Any]) -> None:
+    e = p["errors"]
+    print(f"\n## phase {p['name']}: {p['calls']} calls in {p['wall_s']:.1f} s = {p['throughput']:.1f} calls/s"
+          + (f"; kill -9 {p['killed']['replica']} at {p['killed']['at_s']:.1f} s" if p["killed"] else ""))  # fmt: skip
+    rows = [[tool, t["calls"], C.fmt(t["p50_ms"], 1), C.fmt(t["p95_ms"], 1), C.fmt(t["p99_ms"], 1), C.fmt(t["max_ms"], 1)]
+            for tool, t in p["tools"].items()]  # fmt: skip
+    print(C.table(["tool", "calls", "p50 ms", "p95 ms", "p99 ms", "max ms"], rows))
+    lost = p["lost"]
+    chain = p["chain"]
+    c = p["cpu_s"]
+    cpu = ", ".join(f"{k} {C.fmt(v, 1)}" for k, v in c["replicas"].items())
+    ours = sum(v or 0 for v in c["replicas"].values()) + (c["postgres"] or 0) + c["load_generator"]
+    share = f"{100 * c['machine_busy'] / c['machine_total']:.0f}% busy, this run {100 * ours / c['machine_total']:.0f}%"
+    print(C.table(["check", "value"], [
+        ["errors failed (target 0)", e["failed"]],
+        ["errors retried and succeeded", e["retried_ok"]],
+        ["connection errors seen (each retried) / from a live replica",
+         f"{e['connection_errors']} / {e['connection_errors_unprovoked']}"],
+        ["mem_save answers", json.dumps(p["saves"])],
+        ["acknowledged writes / lost (target 0)", f"{lost['acked']} / {lost['lost']}"],
+        ["retried saves answered duplicate", p["retried_duplicates"]],
+        ["chain verified", f"{chain.get('ok')} ({chain.get('events', chain.get('checked', '?'))} events, {chain['s']:.1f} s)"],
+        ["searches with no result", p["empty_searches"]],
+        ["CPU s: replicas / PostgreSQL / load generator",
+         f"{cpu} / {C.fmt(c['postgres'], 1)} / {C.fmt(c['load_generator'], 1)}"],
+        ["machine CPU (all cores)", share],
+    ]))  # fmt: skip
+    for s in e["failed_samples"][:5]:
+        print(f"  failed: {s}")
+
+
+# --------------------------------------------------------------------------- main
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", type=int, default=100_000, help="memories in the store (default 100000)")
+    ap.add_argument("--clients", type=int, default=32, help="concurrent MCP HTTP clients (default 32)")
+    ap.add_argument("--replicas", type=int, default=2, help="memoryd-mcp processes (default 2)")
+    ap.add_argument("--teams", type=int, default=2, help="teams the even clients belong to (default 2)")
+    ap.add_argument("--duration", type=float, default=180.0, help="seconds per phase (default 180)")
+    ap.add_argument("--write-share", type=float, default=0.2, help="share of mem_save calls (default 0.2)")
+    ap.add_argument("--kill", action=argparse.BooleanOptionalAction, default=True,
+                    help="run the second phase, kill -9 of replica 0 half-way (default on)")
+    ap.add_argument("--quick", action="store_true", help="CI: --size 2000 --clients 8 --duration 22, no cache")
+    ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "memoryd-team-load"),
+                    help="where filled SQLite stores are kept per size and layout (default: %(default)s)")
+    ap.add_argument("--no-cache", dest="cache", action="store_const", const=None, help="fill afresh, keep nothing")
+    ap.add_argument("--profile", default="memoryd", choices=("memoryd",), help="tool profile (mem_search / mem_save)")
+    ap.add_argument("--single-token", action="store_true",
+                    help="today's one-token HTTP server (MEMORYD_TOKEN, no --team, stateful sessions): exercises the "
+                         "client; every request lands in the server's own scope")  # fmt: skip
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (databases die with the server)")
+    ap.add_argument("--json", metavar="PATH", help="write everything as JSON")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.size, args.clients, args.duration, args.cache = 2000, 8, 22.0, None
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    import _pg
+
+    machine = C.machine()
+    C.print_machine(machine)
+    up0 = uptime()
+    print(f"# uptime: {up0}", flush=True)
+    out: dict[str, Any] = {"machine": machine, "uptime_before": up0, "args": {k: v for k, v in vars(args).items()}}
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="memoryd-team-load-"))
+    work.mkdir(parents=True, exist_ok=True)
+    crew = people(args.clients, 0 if args.single_token else args.teams)
+    server = None
+    replicas: list[Replica] = []
+    try:
+        t_all = time.perf_counter()
+        fill_home, fill = cached_fill(args, crew, work)
+        t = time.perf_counter()
+        server = _pg.start_server()
+        fill["pg_start_s"] = time.perf_counter() - t
+        with server.admin() as conn:  # tests/pg.py runs without autovacuum; a team server would not: the load's
+            conn.execute("ALTER SYSTEM SET autovacuum = on")  # updates (recall's touch) leave dead rows behind
+            conn.execute("SELECT pg_reload_conf()")
+        dsn = _pg.create_database(server.dsn(), "team_load")
+        print("fill: copying into PostgreSQL (migrate_store, HNSW after) ...", flush=True)
+        fill["pg"] = _pg.bulk_fill(fill_home / "memoryd.db", dsn)
+        home = work / "server-home"
+        shutil.rmtree(home, ignore_errors=True)
+        fill["vault_link_s"] = link_vault(fill_home, home)
+        fill["total_s"] = time.perf_counter() - t_all
+        out["fill"] = fill
+        print(f"fill: PostgreSQL copy {fill['pg']['copy_s']:.1f} s, HNSW {fill['pg']['index_s']:.1f} s, "
+              f"analyze {fill['pg']['analyze_s']:.1f} s; store ready after {fill['total_s']:.1f} s", flush=True)  # fmt: skip
+
+        cwd = work / "cwd"  # not a git repository: the operator CLI and servers need no project
+        cwd.mkdir(exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_") and k != "ANTHROPIC_API_KEY"}
+        env.update(MEMORYD_DB=dsn, MEMORYD_HOME=str(home))
+        if args.single_token:
+            shared = "team-load-single-token-0123456789abcdef"
+            env["MEMORYD_TOKEN"] = shared
+            for p in crew:
+                p.token = shared
+        else:
+            out["people_s"] = make_people(crew, env, cwd)
+            print(f"people: {len(crew)} tokens, {args.teams} teams in {out['people_s']:.1f} s", flush=True)
+
+        t = time.perf_counter()
+        replicas = start_replicas(args.replicas, env, cwd, work, team=not args.single_token, profile=args.profile)
+        wait_listening(replicas, 600)
+        out["phases"] = {}
+
+        async def drive() -> None:
+            import httpx2
+
+            # Idle connections expire before uvicorn's 5 s keep-alive timeout: a request sent on a connection
+            # the server is closing fails with ReadError (seen 4 times in 180 s at httpx's default of 5 s).
+            limits = httpx2.Limits(max_connections=4 * args.clients, max_keepalive_connections=4 * args.clients,
+                                   keepalive_expiry=KEEPALIVE_S)  # fmt: skip
+            async with httpx2.AsyncClient(timeout=HTTP_TIMEOUT, limits=limits) as http:
+                callers = [Caller(http, p, replicas, token=p.token) for p in crew]
+                await warm_up(callers)
+                out["replicas_ready_s"] = time.perf_counter() - t
+                print(f"replicas: {len(replicas)} answering after {out['replicas_ready_s']:.1f} s "
+                      f"(start-up vault sync and warm-up included)", flush=True)  # fmt: skip
+                phases = [("steady", None)] + ([("kill", args.duration / 2)] if args.kill else [])
+                for name, kill_after in phases:
+                    for c in callers:  # each phase starts on the client's own replica
+                        c.current = c.person.index % len(replicas)
+                    print(f"{name}: {args.clients} clients x {args.duration:.0f} s ...", flush=True)
+                    p = await run_phase(name, callers, replicas, args, kill_after=kill_after,
+                                        pg_pid=server.proc.pid if server.proc else None)  # fmt: skip
+                    ids = p.pop("_acked_ids")
+                    p["lost"] = lost_writes(dsn, ids)
+                    p["chain"] = verify_chain(env, cwd)
+                    out["phases"][name] = p
+                    print_phase(p)
+
+        asyncio.run(drive())
+    finally:
+        for r in replicas:
+            r.stop()
+        if server is not None:
+            server.stop()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    phases = out["phases"].values()
+    out["errors"] = sum(p["errors"]["failed"] for p in phases)
+    out["retried_ok"] = sum(p["errors"]["retried_ok"] for p in phases)
+    out["acked_lost"] = sum(p["lost"]["lost"] for p in phases)
+    out["chain_ok"] = all(p["chain"].get("ok") is True for p in phases)
+    out["uptime_after"] = uptime()
+    print(f"\n# uptime: {out['uptime_after']}")
+    print(f"# summary: errors {out['errors']} (retried and succeeded {out['retried_ok']}), "
+          f"acknowledged writes lost {out['acked_lost']}, chain verified {out['chain_ok']}")  # fmt: skip
+    C.write_json(args.json, out)
+    return 0 if out["errors"] == 0 and out["acked_lost"] == 0 and out["chain_ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
