@@ -631,3 +631,21 @@ def test_cli_migrate_moves_a_store_and_checks_it(
     assert bad.exit_code == 2 and "--from must name a memoryd data root" in bad.output
     bad_to = runner.invoke(app, ["migrate", "--from", str(db_path), "--to", "mysql://x"])
     assert bad_to.exit_code == 2 and "--to must be a postgresql:// URL" in bad_to.output
+
+
+def test_access_times_are_rewritten_at_most_hourly(tmp_path: Path, repo: Path, dsn: str) -> None:
+    """Each rewrite of a row is a new version in every index (HNSW and GIN included): a time less than
+    an hour old is left as it is, an older one moves on."""
+    with hash_engine(tmp_path, repo, dsn) as e:
+        atom_id = e.memorize("Access times on PostgreSQL are rewritten at most hourly").atom_id
+        assert atom_id
+        e.store.touch([atom_id])
+        first = e.store.get_atoms([atom_id])[atom_id].last_accessed_at
+        assert first is not None
+        e.store.touch([atom_id])
+        assert e.store.get_atoms([atom_id])[atom_id].last_accessed_at == first
+        with _admin(dsn) as conn:
+            conn.execute("UPDATE atoms SET last_accessed_at = now() - interval '2 hours' WHERE id = %s", (atom_id,))
+        e.store.touch([atom_id])
+        later = e.store.get_atoms([atom_id])[atom_id].last_accessed_at
+        assert later is not None and later >= first

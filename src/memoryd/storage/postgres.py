@@ -22,7 +22,7 @@ import logging
 import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -39,6 +39,8 @@ from .sql import Dialect, ExcMap, SqlStore, SqlTx, dbapi_map, translate
 __all__ = ["PSYCOPG_EXC_MAP", "PostgresStore"]
 
 log = logging.getLogger("memoryd")
+# An access time is rewritten only when older than this (see `PostgresStore.touch`).
+TOUCH_GRANULARITY = timedelta(hours=1)
 
 # pg_advisory_xact_lock key for schema migrations: "memoryd" as a 64-bit integer.
 MIGRATION_LOCK = int.from_bytes(b"memoryd\x00", "big")
@@ -379,11 +381,17 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
     def touch(self, atom_ids: Sequence[str]) -> None:
         if not atom_ids:
             return
-        try:  # SKIP LOCKED: never wait for (or deadlock with) a writer; access times are a hint
+        # SKIP LOCKED: never wait for (or deadlock with) a writer; access times are a hint. Only times older
+        # than TOUCH_GRANULARITY are rewritten: an updated row is a new row version in every index (the
+        # decay index holds the time, so no HOT update), HNSW and GIN included, which made access times the
+        # database's main cost under many concurrent recalls (bench/team_load.py). Decay counts in days.
+        now = datetime.now(UTC)
+        try:
             with self._reader() as conn:
                 self.run(conn, "UPDATE atoms SET last_accessed_at = ? WHERE id IN"
-                               " (SELECT id FROM atoms WHERE id = ANY(?::text[]) ORDER BY id FOR UPDATE SKIP LOCKED)",
-                         (datetime.now(UTC), list(atom_ids)))  # fmt: skip
+                               " (SELECT id FROM atoms WHERE id = ANY(?::text[]) AND (last_accessed_at IS NULL"
+                               " OR last_accessed_at < ?) ORDER BY id FOR UPDATE SKIP LOCKED)",
+                         (now, list(atom_ids), now - TOUCH_GRANULARITY))  # fmt: skip
         except StorageError as exc:
             log.debug("access times not recorded: %s", exc)
 
