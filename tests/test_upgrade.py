@@ -40,9 +40,10 @@ def _digest(backend: Backend) -> str:
 def test_released_migrations_are_unchanged_and_numbered_alike() -> None:
     assert _digest("sqlite") == RELEASED["sqlite"]
     assert _digest("postgres") == RELEASED["postgres"]
-    assert [m.version for m in MIGRATIONS] == [1, 2, 3, 4, 5, 6]
+    assert [m.version for m in MIGRATIONS] == [1, 2, 3, 4, 5, 6, 7]
     names = {m.version: m.name for m in MIGRATIONS}
     assert names[4].startswith("vault outbox") and names[5].startswith("console") and names[6] == "code anchors"
+    assert names[7].startswith("team server")
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -85,7 +86,7 @@ def test_main_store_upgrades_and_keeps_every_memory(legacy: Settings, tmp_path: 
     assert _versions(legacy) == [1, 2, 3]  # as main left it
     widgets = make_repo(tmp_path / "widgets")
     with Engine.open(legacy, cwd=widgets, embedder=HashEmbedder(), authority="operator") as e:
-        assert _versions(legacy) == [1, 2, 3, 4, 5, 6]
+        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7]
         atoms = e.store.get_atoms(list(manifest["atoms"]))
         assert set(atoms) == set(manifest["atoms"])  # every memory main stored, by id
         for atom_id, want in manifest["atoms"].items():
@@ -112,4 +113,4 @@ def test_main_store_upgrades_and_keeps_every_memory(legacy: Settings, tmp_path: 
         assert len(pending) == 1 and [a.id for _, a in e.review_pending(scope="global")] == [pending[0].id]
     # and reopening is a no-op (every migration recorded once)
     with Engine.open(legacy, cwd=widgets, embedder=HashEmbedder(), authority="operator") as e:
-        assert _versions(legacy) == [1, 2, 3, 4, 5, 6] and e.verify_chain().ok
+        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7] and e.verify_chain().ok
