@@ -705,19 +705,24 @@ def install_claude(
     return report
 
 
+def _scoped_command(scope: str, command: str | None, name: str, path: Path, what: str) -> tuple[str, list[str]]:
+    """The command an entry runs and notes about it: in a project file `name` on PATH (an absolute path is
+    refused: the file is shared), in a user file this install's absolute executable."""
+    if scope == "project":
+        command = command or name
+        _refuse_machine_path(command, "--command", path)
+        return command, _on_path_notes(command)
+    command = command or default_executable(name)
+    return command, _missing_note(command, what)
+
+
 def _install_claude_remote(scope: str, profile: str, home: Path, project_dir: Path, command: str | None,
                            remote: list[str], token_env: str | None, *, dry_run: bool) -> InstallReport:  # fmt: skip
     """The server entry `memoryd connect URL… --token-env VAR`; the hooks' file is left alone."""
     args = _remote_args(remote, token_env)
     assert token_env is not None
     mcp_path, settings_path = _claude_paths(scope, home, project_dir)
-    if scope == "project":
-        command = command or "memoryd"
-        _refuse_machine_path(command, "--command", mcp_path)
-        notes = _on_path_notes(command)
-    else:
-        command = command or default_executable("memoryd")
-        notes = _missing_note(command, "the memoryd executable")
+    command, notes = _scoped_command(scope, command, "memoryd", mcp_path, "the memoryd executable")
     entry = {"type": "stdio", "command": command, "args": args}
     plan = _plan_install_json(mcp_path, lambda d: _add_server(mcp_path, d, profile, entry))
     report = InstallReport("claude", "install", profile, scope, profile, dry_run=dry_run)
@@ -1105,14 +1110,7 @@ def install_cursor(
     profile = _check_profile(profile)  # type: ignore[assignment]
     home, project_dir = _dirs(home, project_dir)
     path = _cursor_path(scope, home, project_dir)
-    notes: list[str] = []
-    if scope == "project":
-        command = command or "memoryd-mcp"
-        _refuse_machine_path(command, "--command", path)
-        notes = _on_path_notes(command)
-    else:
-        command = command or default_executable("memoryd-mcp")
-        notes = _missing_note(command, "the MCP server executable")
+    command, notes = _scoped_command(scope, command, "memoryd-mcp", path, "the MCP server executable")
     entry = {"type": "stdio", "command": command, "args": [*_server_args(profile), "--cwd", CURSOR_WORKSPACE]}
     report = _install_entry("cursor", scope, path, profile, entry, dry_run=dry_run)
     report.notes += notes
