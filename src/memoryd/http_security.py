@@ -78,19 +78,22 @@ def same(given: str | bytes | None, expected: str | bytes) -> bool:
     return hmac.compare_digest(a, b)
 
 
-def bearer_ok(authorization: str | bytes | None, token: str) -> bool:
-    """Whether an Authorization header carries `token` with the Bearer scheme (any case)."""
+def _bearer(authorization: str | bytes | None) -> bytes | None:
+    """The credentials of an `Authorization: Bearer <token>` header (scheme in any case), or None."""
     raw = authorization.encode("latin-1", "replace") if isinstance(authorization, str) else (authorization or b"")
     scheme, _, given = raw.strip().partition(b" ")
-    return scheme.lower() == b"bearer" and same(given.strip(), token)
+    return given.strip() if scheme.lower() == b"bearer" else None
+
+
+def bearer_ok(authorization: str | bytes | None, token: str) -> bool:
+    """Whether an Authorization header carries `token` with the Bearer scheme (any case)."""
+    return same(_bearer(authorization), token)
 
 
 def bearer_token(authorization: bytes | None) -> str | None:
     """The token of an `Authorization: Bearer <token>` header (scheme in any case), or None."""
-    scheme, _, given = (authorization or b"").strip().partition(b" ")
-    if scheme.lower() != b"bearer" or not given.strip():
-        return None
-    return given.strip().decode("latin-1")
+    given = _bearer(authorization)
+    return given.decode("latin-1") if given else None
 
 
 def host_of(value: str) -> str:

@@ -32,7 +32,7 @@ from ..limits import check_text, check_texts
 from ..models import Scope
 from ..stamps import utc_now
 from ..storage.base import TokenRecord
-from .core import Core
+from .core import Core, shown
 
 __all__ = ["IssuedToken", "Principal", "TeamsOverview", "Tenancy", "TokenInfo", "parse_expiry"]
 
@@ -98,7 +98,7 @@ def parse_expiry(value: str | None, now: datetime) -> datetime | None:
     m = _EXPIRY.fullmatch(value) if isinstance(value, str) else None
     if m is None or int(m.group(1)) == 0:
         raise InvalidInput(f"expires must look like 90d, 12h, 2w or 1y (a positive number and h/d/w/y) or be "
-                           f"'never', got {value!r}")  # fmt: skip
+                           f"'never', got {shown(value)}")  # fmt: skip
     return now + int(m.group(1)) * _UNIT[m.group(2)]
 
 
@@ -109,9 +109,8 @@ def _digest(secret: str, salt: str) -> str:
 def check_name(what: str, value: object) -> str:
     """A tenant or team name: 1-64 of letters, digits and `._@+-`, starting with a letter or digit."""
     if not isinstance(value, str) or _NAME.fullmatch(value) is None:
-        shown = value if isinstance(value, str) and len(value) <= 80 else f"{str(value)[:77]}..."
         raise InvalidInput(f"{what} must be 1-64 letters, digits or ._@+- (starting with a letter or digit), "
-                           f"got {shown!r}")  # fmt: skip
+                           f"got {shown(value)}")  # fmt: skip
     return value
 
 
@@ -134,11 +133,6 @@ class Tenancy:
     def _operator(self, what: str) -> None:
         if self.core.authority != "operator":
             raise Forbidden(f"{what} is for the team server's operator (the memoryd CLI on the server), not an agent")
-
-    def _audit(self, action: str, reason: str) -> None:
-        """An operator action in the audit chain (no memory changes)."""
-        with self.core.write() as tx:
-            tx.append_event(atom_id=None, actor="operator", action=action, reason=reason, content=None)
 
     # -- tokens ----------------------------------------------------------------------------------
 
@@ -168,15 +162,11 @@ class Tenancy:
         """Every token (never a secret), oldest first."""
         self._operator("listing tokens")
         now = utc_now()
-        return [TokenInfo(id=t.id, tenant=t.tenant_id, label=t.label, read_only=t.read_only, scopes=t.scopes,
-                          created_at=t.created_at, expires_at=t.expires_at, revoked_at=t.revoked_at,
-                          state="revoked" if t.revoked_at else "expired" if t.expires_at and t.expires_at <= now
-                          else "active")
-                for t in self.core.store.tokens()]  # fmt: skip
+        return [_info(t, now) for t in self.core.store.tokens()]
 
     def revoke_token(self, token_id: str) -> TokenInfo:
-        """Revoke a token: every replica refuses it from its next request. Raises NotFound, Conflict-free
-        (revoking twice answers the token as it is)."""
+        """Revoke a token: every replica refuses it from its next request. Raises NotFound; revoking twice
+        answers the token as it is."""
         self._operator("revoking a token")
         check_text("id", token_id, field="token id", required=True)
         if self.core.store.get_token(token_id) is None:
@@ -184,7 +174,9 @@ class Tenancy:
         with self.core.write() as tx:
             if tx.revoke_token(token_id, utc_now()):
                 tx.append_event(atom_id=None, actor="operator", action="token_revoke", reason=token_id, content=None)
-        return next(t for t in self.list_tokens() if t.id == token_id)
+        record = self.core.store.get_token(token_id)
+        assert record is not None  # tokens are never deleted
+        return _info(record, utc_now())
 
     def authenticate(self, presented: object) -> Principal:
         """The principal of a presented token. Raises Unauthorized (missing, malformed, unknown, wrong secret,
@@ -297,6 +289,14 @@ class Tenancy:
                            branch=person.branch)  # fmt: skip
             return shared, person
         return person, person
+
+
+def _info(t: TokenRecord, now: datetime) -> TokenInfo:
+    """What `token list` shows of a token (never its secret), with its state at `now`."""
+    state: Literal["active", "expired", "revoked"] = (
+        "revoked" if t.revoked_at else "expired" if t.expires_at and t.expires_at <= now else "active")
+    return TokenInfo(id=t.id, tenant=t.tenant_id, label=t.label, read_only=t.read_only, scopes=t.scopes,
+                     created_at=t.created_at, expires_at=t.expires_at, revoked_at=t.revoked_at, state=state)
 
 
 def _check(presented: str, secret: str, record: TokenRecord) -> bool:

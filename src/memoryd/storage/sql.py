@@ -460,7 +460,7 @@ class SqlStore(ABC, Generic[C]):
             f"SELECT ({edges}), (SELECT count(*) FROM atoms WHERE embedding IS NOT NULL AND {live}),"
             f" ({indexed}), (SELECT count(*) FROM atoms WHERE created_at IS NOT NULL AND {live}),"
             f" (SELECT count(*) FROM atoms WHERE type IS NOT NULL AND {live})",
-            [] if scope_hashes is None else [*params, *params, *params, *params, *params],
+            params * 5,  # each subquery's scope filter (none: no parameters)
         )
         return StoreCounts(atoms=sum(by_status.values()), by_status=by_status, edges=int(row[0]), semantic=int(row[1]),
                            keyword=int(row[2]), temporal=int(row[3]), categorical=int(row[4]))  # fmt: skip
