@@ -388,3 +388,20 @@ def test_team_flag_refuses_what_would_cross_tenants(tmp_path: Path) -> None:
     for args, env, message in cases:
         r = subprocess.run([SERVER, *args], env=server_env(tmp_path, **env), capture_output=True, text=True, timeout=60)
         assert r.returncode != 0 and message in r.stderr, (args, r.stderr)
+
+
+async def test_a_store_that_fails_answers_503_with_its_code(pg_server: Any, tmp_path: Path) -> None:
+    """The database goes away under a running replica: every request is answered (503, storage_error), none hangs."""
+    dsn = pg_server.fresh_database()
+    home = tmp_path / "home"
+    with Engine.open(Settings(home=home, db=dsn), embedder=HashEmbedder(), authority="operator", cwd=home) as op:
+        token = op.create_token("alice").token
+    with http_server(home, home, "--team", MEMORYD_DB=dsn) as port:
+        team = Team(dsn, home, {"alice": token}, {}, {"a": port})
+        headers = {"Authorization": f"Bearer {token}", "Memoryd-Scope": scope_header("acme/api")}
+        assert (await raw(team, headers)).status_code == 200
+        with pg_server.admin() as conn:  # now, not in the background: the replica's connections go with it
+            conn.execute(f"DROP DATABASE {dsn.rsplit('/', 1)[-1]} WITH (FORCE)")
+        r = await raw(team, headers)
+        assert r.status_code == 503 and r.json()["error"] in ("storage_error", "storage_busy"), r.text
+        assert r.json()["message"]

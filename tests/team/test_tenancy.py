@@ -145,3 +145,23 @@ def test_request_engine_attributes_and_enforces_read_only(op: Engine) -> None:
             write()
     assert op.get(saved.atom_id).status == "active"
     assert op.verify_chain().ok
+
+
+def test_a_token_label_is_redacted(op: Engine) -> None:
+    planted = "ghp_" + "Zq8x3Lm2" * 4 + "Ab12"
+    t = op.create_token("alice", label=f"laptop {planted}")
+    assert planted not in t.label and planted not in op.list_tokens()[0].label and t.label.startswith("laptop ")
+    assert all(planted not in (e.reason or "") for e in op.store.events())
+
+
+def test_a_request_without_identity_is_refused_by_the_team_handle(settings: Settings) -> None:
+    from memoryd.errors import MemorydError
+    from memoryd.mcp_tools.common import EngineHandle, RequestHandle
+
+    handle = RequestHandle(EngineHandle(settings, settings.home))
+    try:
+        with pytest.raises(MemorydError, match="this request carries no identity"):
+            handle.get()
+    finally:
+        handle.base.get()  # let the base finish opening before it is closed
+        handle.close()

@@ -32,6 +32,7 @@ from ..limits import check_text, check_texts
 from ..models import Scope
 from ..stamps import utc_now
 from ..storage.base import TokenRecord
+from ..write.redact import redact
 from .core import Core, shown
 
 __all__ = ["IssuedToken", "Principal", "TeamsOverview", "Tenancy", "TokenInfo", "parse_expiry"]
@@ -145,6 +146,7 @@ class Tenancy:
         check_texts("token_scopes", "scope", list(scopes), field="scopes")
         names = list(dict.fromkeys("/".join(split_repository(s, "scope")) for s in scopes))
         check_text("source", label, field="label")
+        label = redact(label).text  # stored and shown by `token list`: a note, never a place for a secret
         now = utc_now()
         expires_at = parse_expiry(expires, now)
         token_id, secret, salt = str(ULID()), secrets.token_urlsafe(32), secrets.token_hex(16)

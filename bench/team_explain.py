@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Where PostgreSQL's time goes in team-server recalls: EXPLAIN ANALYZE of every statement, per scope kind.
+
+Over `bench/team_load.py`'s fill (the same size and layout, from its cache or made now): the store is
+copied into a throwaway PostgreSQL (`_pg.bulk_fill`), then one process recalls as a team member (a
+shared repository: 25% of the table at the default layout) and as a person alone (a private one: 3%),
+through `Engine.for_request` as the server does. Per scope kind: recall wall p50 over 20 queries, then
+each statement of 15 more recalls re-run under EXPLAIN ANALYZE (`_pg.explain_recall`): p50, max and
+total execution ms per statement kind, and the slowest plan.
+
+    .venv/bin/python bench/team_explain.py                       # 100k (the load bench's cache)
+    .venv/bin/python bench/team_explain.py --size 10000 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+import _common as C  # noqa: E402
+import _pg  # noqa: E402
+import team_load  # noqa: E402
+from latency import gen_queries  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size", type=int, default=100_000, help="memories in the store (default 100000)")
+    ap.add_argument("--clients", type=int, default=32, help="the load bench's layout: people (default 32)")
+    ap.add_argument("--teams", type=int, default=2, help="the load bench's layout: teams (default 2)")
+    ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "memoryd-team-load"),
+                    help="the load bench's fill cache (default: $TMPDIR/memoryd-team-load)")
+    ap.add_argument("--json", metavar="PATH", help="write everything as JSON")
+    args = ap.parse_args()
+
+    from memoryd.config import Settings
+    from memoryd.engine import Engine, Principal
+    from tests.pg import start_server
+
+    m = C.machine()
+    C.print_machine(m)
+    crew = team_load.people(args.clients, args.teams)
+    with tempfile.TemporaryDirectory() as tmp:
+        fill, _ = team_load.cached_fill(args, crew, Path(tmp))
+        server = start_server()
+        try:
+            dsn = server.fresh_database(template=None)
+            started = time.monotonic()
+            _pg.bulk_fill(fill / "memoryd.db", dsn)
+            print(f"copied into PostgreSQL in {time.monotonic() - started:.0f} s", flush=True)
+            home = Path(tmp) / "home"
+            settings = Settings(home=home, db=dsn)
+            with Engine.open(settings, cwd=tmp, authority="operator") as op:
+                for team in sorted({p.team for p in crew if p.team}):
+                    op.create_team(team)
+                    op.add_members(team, [p.tenant for p in crew if p.team == team])
+                    op.share_scope(f"{team_load.WORKSPACE}/shared-{team}", team)
+            out: dict[str, Any] = {"machine": m, "size": args.size, "scopes": {}}
+            queries = gen_queries(40)
+            with Engine.open(settings, cwd=tmp) as base:
+                for kind, person in (("team", crew[0]), ("private", crew[1])):
+                    principal = Principal(token_id="bench", tenant_id=person.tenant, read_only=False, scopes=())
+                    view = base.for_request(principal, person.scope_header)
+                    for q in queries[:5]:  # warm-up
+                        view.recall(q, max_results=10)
+                    walls = []
+                    for q in queries[5:25]:
+                        t = time.perf_counter()
+                        view.recall(q, max_results=10)
+                        walls.append((time.perf_counter() - t) * 1000)
+                    stmts: dict[str, list[dict[str, Any]]] = {}
+                    for q in queries[25:40]:
+                        for st in _pg.explain_recall(view.store, lambda q=q, v=view: v.recall(q, max_results=10)):
+                            stmts.setdefault(st["kind"], []).append(st)
+                    rows = sorted(((k, [s["exec_ms"] or 0.0 for s in v]) for k, v in stmts.items()), key=lambda kv: -sum(kv[1]))
+                    slowest = max((s for v in stmts.values() for s in v), key=lambda s: s["exec_ms"] or 0.0)
+                    out["scopes"][kind] = {
+                        "scope": view.scope.name, "tenant": view.scope.tenant_id, "recall_wall_p50_ms": statistics.median(walls),
+                        "statements": {k: {"n": len(ex), "p50_ms": statistics.median(ex), "max_ms": max(ex), "total_ms": sum(ex)}
+                                       for k, ex in rows},
+                        "slowest_plan": slowest["plan"],
+                    }  # fmt: skip
+                    print(f"\n## {kind} scope {view.scope.name} ({view.scope.tenant_id}): recall wall p50 "
+                          f"{statistics.median(walls):.1f} ms")  # fmt: skip
+                    print(C.table(["statement", "n", "exec p50 ms", "max ms", "total ms"],
+                                  [[k, len(ex), C.fmt(statistics.median(ex), 2), C.fmt(max(ex), 2), C.fmt(sum(ex), 1)]
+                                   for k, ex in rows]))  # fmt: skip
+                    print(f"slowest plan:\n{slowest['plan']}")
+            C.write_json(args.json, out)
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()
