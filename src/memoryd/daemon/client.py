@@ -74,10 +74,32 @@ class Paths:
     def __init__(self, root: Path) -> None:
         self.home = root
         self.socket = root / SOCKET_NAME
+        if len(os.fsencode(str(self.socket))) > MAX_SOCKET_PATH:  # too long for sun_path: a short private one
+            digest = hashlib.sha256(os.fsencode(str(root.absolute()))).hexdigest()[:16]
+            self.socket = Path(tempfile_dir()) / f"memoryd-{os.getuid()}" / f"{digest}.sock"
         self.info = root / "daemon.json"  # {"pid", "version", "api", "socket", "started_at"} while it listens
         self.lock = root / "daemon.lock"  # held by the running daemon for its whole life
         self.start_lock = root / "daemon.start.lock"  # held by a client while it starts one
         self.log = root / "daemon.log"
+
+
+def tempfile_dir() -> str:
+    """Where a socket goes when the home's path is too long: $XDG_RUNTIME_DIR, else /tmp."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    return runtime if runtime and os.path.isdir(runtime) else "/tmp"  # noqa: S108 - a private 0700 subdirectory
+
+
+def private_dir(path: Path) -> None:
+    """Create `path` 0700 or check it is ours and private (a shared /tmp: another user may have planted it)."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    import stat
+
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise OSError(f"{path} is not a private directory of this user")
 
 
 class DaemonUnavailable(Exception):
@@ -222,7 +244,7 @@ class Client:
             raise DaemonUnavailable("MEMORYD_DAEMON is off")
         if len(os.fsencode(str(self.paths.socket))) > MAX_SOCKET_PATH:
             raise DaemonUnavailable(f"the socket path {self.paths.socket} is longer than a Unix socket allows "
-                                    f"({MAX_SOCKET_PATH} bytes); use a shorter MEMORYD_HOME")  # fmt: skip
+                                    f"({MAX_SOCKET_PATH} bytes); set XDG_RUNTIME_DIR to a short directory")  # fmt: skip
         try:
             self.paths.home.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .client import API, Paths, home, settings_digest, version
+from .client import API, Paths, home, private_dir, settings_digest, version
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -460,6 +460,8 @@ def _lock(paths: Paths) -> int:
 
 def _listen(paths: Paths) -> socket.socket:
     path = str(paths.socket)
+    if paths.socket.parent != paths.home:
+        private_dir(paths.socket.parent)
     if os.path.lexists(path):
         os.unlink(path)  # a dead daemon's (this process holds the lock, so no live one owns it)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
