@@ -84,6 +84,7 @@ def forget(engine: Engine, body: dict[str, Any]) -> dict[str, Any]:
     _known(body, {"id", "reason"})
     memory_id = _str(body, "id", required=True) or ""
     reason = _str(body, "reason") or "forgotten through the local API"
+    engine.get(memory_id)  # NotFound (404) for an unknown id or one out of this scope's reach
     result = engine.govern(memory_id, "tombstone", reason)
     out: dict[str, Any] = {"id": memory_id, "effect": "forgotten" if result.effect == "applied" else "rejected"}
     if result.reason:

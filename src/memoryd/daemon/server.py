@@ -89,12 +89,15 @@ def _protocol_class() -> type:
             if uid != os.getuid():
                 log.warning("refused a connection from uid %s (this daemon serves uid %s)", uid, os.getuid())
                 transport.write(refusal)
-                transport.close()
+                self._refused = transport  # closed once its request is read (closing with unread data resets it)
+                asyncio.get_running_loop().call_later(2.0, transport.close)
                 return
             super().connection_made(transport)
 
         def data_received(self, data: bytes) -> None:
-            if getattr(self, "flow", None) is None:  # refused above
+            refused = getattr(self, "_refused", None)
+            if refused is not None:
+                refused.close()
                 return
             super().data_received(data)
 
@@ -516,6 +519,7 @@ def serve(root: Path, idle: float) -> int:
         log.error(msg)
         print(f"memoryd daemon: {msg}", file=sys.stderr)
         return 4
+    inode = os.stat(paths.socket).st_ino
     try:
         daemon = Daemon(paths, idle)
         config = uvicorn.Config(daemon, log_level="warning", http=_protocol_class(), lifespan="on",
@@ -535,7 +539,7 @@ def serve(root: Path, idle: float) -> int:
         except (OSError, ValueError):
             pass
         try:
-            if os.path.lexists(paths.socket) and os.stat(paths.socket).st_ino == os.fstat(sock.fileno()).st_ino:
+            if os.path.lexists(paths.socket) and os.stat(paths.socket).st_ino == inode:  # ours, not a successor's
                 os.unlink(paths.socket)
         except OSError:
             pass
