@@ -78,6 +78,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sqlite_only(reason): inspects SQLite itself; skipped on PostgreSQL")
 
 
+@pytest.fixture(autouse=os.environ.get("MEMORYD_TEST_DAEMON") == "on")
+def _stop_test_daemons(tmp_path: Path) -> Iterator[None]:
+    """A suite run through the daemon: each test's daemons stop with the test (one model in memory at a time)."""
+    yield
+    from memoryd.daemon.client import Client
+
+    for info in tmp_path.glob("**/daemon.json"):
+        Client(info.parent, autostart=False).stop(timeout=5.0)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Stop every daemon a test started under this run's temporary directories (none outlives the run)."""
     from memoryd.daemon.client import Client

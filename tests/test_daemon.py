@@ -520,3 +520,36 @@ def test_no_orphans_after_200_session_cycles(d: D) -> None:
         assert [a["id"] for a in answers] == [1, 2] and "result" in answers[1], (i, r.stdout, r.stderr)
     assert d.pid() == daemon
     assert _wait(lambda: _processes(d.repo, d.home) == before, timeout=10), _processes(d.repo, d.home) - before
+
+
+# -- the tool-profile suites, unchanged, through the daemon ----------------------------------------------------
+
+
+@pytest.mark.slow
+def test_both_tool_profile_suites_pass_through_the_daemon(tmp_path: Path) -> None:
+    """tests/mcp (both profiles, stdio and HTTP) with MEMORYD_TEST_DAEMON=on: every stdio `memoryd-mcp` is the
+    forwarder and the tools run in a daemon (HTTP transports stay in-process, as before)."""
+    root = Path(__file__).resolve().parent
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}, "MEMORYD_TEST_DAEMON": "on"}
+    base = tmp_path / "bt"
+    r = subprocess.run([PY, "-m", "pytest", str(root / "mcp"), "-q", "-p", "no:cacheprovider", f"--basetemp={base}"],
+                       env=env, cwd=root.parent, capture_output=True, text=True, timeout=1200)  # fmt: skip
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert " passed" in r.stdout and "failed" not in r.stdout
+    logs = list(base.glob("**/daemon.log"))
+    assert len(logs) >= 10, "the stdio sessions did not go through the daemon"
+    served = sum(int(x.rsplit("stopped after ", 1)[1].split()[0]) for log in logs
+                 for x in log.read_text().splitlines() if "stopped after" in x)  # fmt: skip
+    assert served >= 100
+    assert not _daemons_under(base)
+
+
+def _daemons_under(base: Path) -> list[int]:
+    found = []
+    for p in Path("/proc").iterdir():
+        try:
+            if p.name.isdigit() and os.readlink(p / "cwd").startswith(str(base)) and b"memoryd.daemon" in (p / "cmdline").read_bytes():
+                found.append(int(p.name))
+        except OSError:
+            continue
+    return found
