@@ -34,6 +34,7 @@ SURFACES = {
     "filehook",  # the file-anchored PreToolUse handler (runs without the engine)
     "install",  # `memoryd install` / `uninstall`: agent configuration edits
     "remote",  # `memoryd connect`: stdio MCP forwarded to a team server over HTTP (no engine)
+    "daemon",  # the resident memoryd (its local API, hooks and MCP over a Unix socket) and its thin clients
 }
 # Modules below the engine that every layer may share: data types, settings, errors, limits, and
 # surface-neutral helpers that hold no business logic.

@@ -165,20 +165,13 @@ class Views:
                      branch=values["branch"] or "", root=root if workspace == "local" else "")  # fmt: skip
 
     def view(self, scope: Scope, principal: str | None) -> Engine:
-        from ..engine import Engine
-        from ..engine.core import Core
-
         key = (scope.scope_hash, scope.branch, principal)
         with self._lock:
             view = self._views.get(key)
             if view is not None and view.scope.root == scope.root:
                 self._views.move_to_end(key)
                 return view
-        base = self.handle.get()
-        c = base.core
-        core = Core(c.settings, c.store, c.embedder, scope, authority="agent", term_embedder=c.term_embedder,
-                    vault_lock=c.vault_lock, principal=principal)  # fmt: skip
-        view = Engine(c.settings, c.store, c.embedder, scope, core=core)
+        view = self.handle.get().for_scope(scope, principal=principal)
         with self._lock:
             self._views[key] = view
             while len(self._views) > VIEWS_MAX:
@@ -237,7 +230,7 @@ class Daemon:
 
     def __init__(self, paths: Paths, idle: float) -> None:
         from ..config import Settings
-        from ..mcp_server import build_server
+        from ..mcp_server import local_app
         from ..mcp_tools.common import EngineHandle
 
         self.paths = paths
@@ -250,16 +243,9 @@ class Daemon:
         self.inflight = 0
         self.calls = 0
         self.server: Any = None
-        self.mcps = {p: build_server(p, engine_handle=self.handle, team=True) for p in ("memoryd", "hmg")}
-        from mcp.server.transport_security import TransportSecuritySettings
-
-        from ..mcp_tools.transport import http_guard
-
-        # No browser reaches a 0600 Unix socket: DNS rebinding is moot; bodies are checked as on every transport.
-        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-        self.apps = {p: http_guard(m.streamable_http_app(stateless_http=True, json_response=True, transport_security=security),
-                                   token=None, allowed_hosts={"localhost"})
-                     for p, m in self.mcps.items()}  # fmt: skip
+        built = {p: local_app(p, self.handle) for p in ("memoryd", "hmg")}
+        self.mcps = {p: m for p, (m, _) in built.items()}
+        self.apps = {p: app for p, (_, app) in built.items()}
         self.version = version()
         self.digest = settings_digest()
         self.observers = threading.BoundedSemaphore(2)  # transcript observations run at most two at once
@@ -443,7 +429,7 @@ class Daemon:
     def health(self) -> dict[str, Any]:
         return {"ok": True, "version": self.version, "api": API, "pid": os.getpid(), "home": str(self.paths.home),
                 "settings": self.digest, "calls": self.calls, "uptime": round(time.time() - self.started, 3),
-                "engine": "ready" if self.handle._ready.is_set() else "opening"}  # fmt: skip
+                "engine": "ready" if self.handle.ready else "opening"}  # fmt: skip
 
 
 # -- the process ------------------------------------------------------------------------------------------

@@ -146,6 +146,14 @@ class Engine:
                     person=person)  # fmt: skip
         return type(self)(settings, c.store, c.embedder, scope, core=core)
 
+    def for_scope(self, scope: Scope, *, principal: str | None = None) -> Self:
+        """This engine's store and models acting for an agent in `scope` (the local daemon: each request's
+        scope, inferred from its client's directory). `principal` names the client in every event it writes."""
+        c = self.core
+        core = Core(c.settings, c.store, c.embedder, scope, authority="agent", term_embedder=c.term_embedder,
+                    vault_lock=c.vault_lock, principal=principal)  # fmt: skip
+        return type(self)(c.settings, c.store, c.embedder, scope, core=core)
+
     def close(self) -> None:
         self.core.store.close()
 
