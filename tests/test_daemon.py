@@ -437,6 +437,35 @@ def test_hooks_import_nothing_heavy(d: D) -> None:
             assert json.loads(r.stdout)["hookSpecificOutput"]["updatedInput"]["scope"] == "auto"
 
 
+def test_the_memoryd_hook_command_imports_only_the_thin_client(d: D) -> None:
+    """`memoryd hook <event>` (what `memoryd install` registers): the imports of the whole process, listed by
+    `-X importtime`, hold nothing heavy, not even `memoryd.hooks`."""
+    from memoryd import hooks
+    from memoryd.daemon import hook_client
+
+    assert hook_client.BUDGETS == {"pre-tool-use": hooks.PRE_TOOL_USE_BUDGET,
+                                   "session-start": hooks.SESSION_START_BUDGET,
+                                   "user-prompt-submit": hooks.USER_PROMPT_BUDGET}  # fmt: skip
+    assert hook_client.EVENTS == set(hooks.EVENTS)
+    d.client().call("/v1/health", method="GET")
+    for event, payload in [
+        ("user-prompt-submit", {"prompt": "how do we deploy the billing service?"}),
+        ("session-start", {"source": "startup"}),
+        ("pre-tool-use", {"tool_name": "Read", "tool_input": {"file_path": "README"}}),
+    ]:
+        body = {"session_id": "s-t", "cwd": str(d.repo), "hook_event_name": event, **payload}
+        r = subprocess.run([PY, "-X", "importtime", MEMORYD, "hook", event], input=json.dumps(body), env=d.env,
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+        modules = {line.rsplit("|", 1)[1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
+        heavy = sorted(m for m in modules if m.split(".")[0] in ("pydantic", "numpy", "typer", "mcp", "typing",
+                                                                 "http", "email", "ssl")
+                       or m.startswith(("memoryd.engine", "memoryd.storage", "memoryd.search", "memoryd.hooks")))  # fmt: skip
+        assert heavy == [], (event, heavy)
+        assert r.returncode == 0
+        if event == "session-start":
+            assert "[memoryd · acme/widgets]" in json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
 # -- crashes and orphans ---------------------------------------------------------------------------------------
 
 

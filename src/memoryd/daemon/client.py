@@ -17,17 +17,17 @@ request over the daemon's Unix socket (`<home>/memoryd.sock`), with a timeout.
 from __future__ import annotations
 
 import errno
-import hashlib
-import http.client
 import json
 import os
 import socket
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # not `typing`'s: its import costs a hook ~5 ms
+if TYPE_CHECKING:
+    import subprocess
+    from typing import Any
 
 __all__ = ["API", "Client", "DaemonError", "DaemonUnavailable", "Paths", "enabled", "home", "settings_digest"]
 
@@ -59,7 +59,10 @@ def settings_digest(environ: dict[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     items = sorted((k, v) for k, v in env.items()
                    if k.startswith("MEMORYD_") and k != "MEMORYD_HOME" and not k.startswith("MEMORYD_DAEMON"))  # fmt: skip
-    return hashlib.sha256(json.dumps(items).encode()).hexdigest()[:16]
+    import zlib  # not hashlib: a hook pays for every import, and this only tells settings apart
+
+    data = json.dumps(items).encode()
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
 
 
 def version() -> str:
@@ -75,6 +78,8 @@ class Paths:
         self.home = root
         self.socket = root / SOCKET_NAME
         if len(os.fsencode(str(self.socket))) > MAX_SOCKET_PATH:  # too long for sun_path: a short private one
+            import hashlib
+
             digest = hashlib.sha256(os.fsencode(str(root.absolute()))).hexdigest()[:16]
             self.socket = Path(tempfile_dir()) / f"memoryd-{os.getuid()}" / f"{digest}.sock"
         self.info = root / "daemon.json"  # {"pid", "version", "api", "socket", "started_at"} while it listens
@@ -114,28 +119,73 @@ class DaemonError(Exception):
         self.status, self.code, self.message = status, code, message
 
 
-class _UnixConnection(http.client.HTTPConnection):
-    def __init__(self, path: str, timeout: float) -> None:
-        super().__init__("localhost", timeout=timeout)
-        self._path = path
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        try:
-            sock.connect(self._path)
-        except BaseException:
-            sock.close()
-            raise
-        self.sock = sock
-
-
 class _NotListening(Exception):
     """Nothing answered on the socket (no file, refused): the request was never sent."""
 
 
 def _reap(proc: subprocess.Popen[bytes]) -> None:
+    import threading
+
     threading.Thread(target=proc.wait, name="memoryd-daemon-reap", daemon=True).start()
+
+
+def _exchange(path: str, request: bytes, timeout: float) -> tuple[int, bytes, dict[str, str]]:
+    """One HTTP/1.1 request (`Connection: close`) on the Unix socket `path`: (status, body, headers).
+
+    Hand-rolled rather than `http.client`, whose imports (email, ssl) cost a hook ~20 ms. Raises
+    _NotListening (never sent), DaemonUnavailable (refused by permissions), TimeoutError, OSError, ValueError.
+    """
+    deadline = time.monotonic() + timeout
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        try:
+            sock.connect(path)
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            raise _NotListening(str(exc)) from None
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ECONNREFUSED):
+                raise _NotListening(str(exc)) from None
+            if exc.errno in (errno.EACCES, errno.EPERM):
+                raise DaemonUnavailable(f"the daemon's socket {path} refused this user ({exc})") from None
+            raise DaemonUnavailable(f"cannot connect to {path}: {exc}") from None
+        sock.sendall(request)
+        chunks: list[bytes] = []
+        while True:
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
+            chunk = sock.recv(262144)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        sock.close()
+    data = b"".join(chunks)
+    head, sep, body = data.partition(b"\r\n\r\n")
+    if not sep:
+        raise ValueError("the answer ended before its headers did")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ", 2)[1])
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    if "content-length" in headers and len(body) < int(headers["content-length"]):
+        raise ValueError(f"the answer was cut short ({len(body)} of {headers['content-length']} bytes)")
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        body = _unchunk(body)
+    return status, body, headers
+
+
+def _unchunk(body: bytes) -> bytes:
+    out, rest = [], body
+    while rest:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            break
+        out.append(rest[:size])
+        rest = rest[size + 2 :]
+    return b"".join(out)
 
 
 class Client:
@@ -162,30 +212,16 @@ class Client:
 
     def _send(self, method: str, path: str, body: bytes | None, headers: dict[str, str],
               timeout: float) -> tuple[int, bytes, dict[str, str]]:  # fmt: skip
-        conn = _UnixConnection(str(self.paths.socket), timeout)
+        head = [f"{method} {path} HTTP/1.1", "Connection: close", f"Content-Length: {len(body or b'')}"]
+        head += [f"{k}: {v}" for k, v in headers.items()]
+        request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + (body or b"")
         try:
-            try:
-                conn.connect()
-            except (FileNotFoundError, ConnectionRefusedError) as exc:
-                raise _NotListening(str(exc)) from None
-            except OSError as exc:
-                if exc.errno in (errno.ENOENT, errno.ECONNREFUSED):
-                    raise _NotListening(str(exc)) from None
-                if exc.errno in (errno.EACCES, errno.EPERM):
-                    raise DaemonUnavailable(f"the daemon's socket {self.paths.socket} refused this user ({exc})") from None
-                raise DaemonUnavailable(f"cannot connect to {self.paths.socket}: {exc}") from None
-            try:
-                conn.request(method, path, body=body, headers=headers)
-                response = conn.getresponse()
-                data = response.read()
-            except TimeoutError:
-                raise DaemonError(504, "timeout", f"the daemon did not answer {path} within {timeout:g} s") from None
-            except (OSError, http.client.HTTPException) as exc:
-                raise DaemonError(502, "daemon_unreachable", f"the connection to the daemon broke before its answer "
-                                  f"to {path} ({type(exc).__name__}); the request may or may not have been applied") from None
-            return response.status, data, {k.lower(): v for k, v in response.getheaders()}
-        finally:
-            conn.close()
+            return _exchange(str(self.paths.socket), request, timeout)
+        except TimeoutError:
+            raise DaemonError(504, "timeout", f"the daemon did not answer {path} within {timeout:g} s") from None
+        except (OSError, ValueError) as exc:
+            raise DaemonError(502, "daemon_unreachable", f"the connection to the daemon broke before its answer to "
+                              f"{path} ({type(exc).__name__}: {exc}); the request may or may not have been applied") from None
 
     def raw(self, method: str, path: str, body: bytes | None = None, *, scope: dict[str, Any] | str | None = None,
             timeout: float = 30.0, extra: dict[str, str] | None = None) -> tuple[int, bytes, dict[str, str]]:  # fmt: skip
@@ -285,6 +321,8 @@ class Client:
         except OSError as exc:
             raise DaemonUnavailable(f"cannot write the daemon log {log}: {exc}") from None
         size = os.fstat(out).st_size
+        import subprocess
+
         try:
             proc = subprocess.Popen([sys.executable, "-m", "memoryd.daemon", "serve"], stdin=subprocess.DEVNULL,
                                     stdout=out, stderr=out, cwd=str(self.paths.home), close_fds=True,
