@@ -369,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--calls", type=int, default=100_000, help="calls of the long run (0: skip it)")
     ap.add_argument("--root", type=Path, default=Path("/tmp/memoryd-resident-bench"))
     ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument("--long-run-only", action="store_true", help="only the daemon's RSS along --calls calls")
     args = ap.parse_args(argv)
     hl = _load("hooks_latency")
     home, repo = args.root / "home", hl.make_repo(args.root / "widgets")
@@ -380,17 +381,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         stop_daemon(home)
         start_daemon(home, repo)
-        res["hooks"] = bench_hooks(home, repo, args.runs)
-        print("hooks done", file=sys.stderr)
-        res["first_recall"] = bench_first_recall(home, repo, args.runs)
-        print("first recall done", file=sys.stderr)
-        res["memory"] = bench_memory(home, repo)
-        print("memory done", file=sys.stderr)
+        if not args.long_run_only:
+            res["hooks"] = bench_hooks(home, repo, args.runs)
+            print("hooks done", file=sys.stderr)
+            res["first_recall"] = bench_first_recall(home, repo, args.runs)
+            print("first recall done", file=sys.stderr)
+            res["memory"] = bench_memory(home, repo)
+            print("memory done", file=sys.stderr)
         if args.calls:
             res["long_run"] = bench_long_run(home, repo, args.calls)
     finally:
         stop_daemon(home)
-    print(table(res))
+    if args.long_run_only:
+        print(json.dumps(res["long_run"], indent=1))
+    else:
+        print(table(res))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(res, indent=1, ensure_ascii=False))

@@ -48,6 +48,9 @@ def home() -> Path:
     env = os.environ.get("MEMORYD_HOME")
     if env:
         return Path(env).expanduser()
+    if sys.platform == "linux":  # platformdirs' user_data_dir, without its import in every session's forwarder
+        xdg = os.environ.get("XDG_DATA_HOME", "").strip()
+        return Path(xdg if xdg else os.path.expanduser("~/.local/share")) / "memoryd"
     import platformdirs
 
     return Path(platformdirs.user_data_dir("memoryd", appauthor=False))

@@ -19,8 +19,10 @@ import json
 import os
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+
+TYPE_CHECKING = False  # not `typing`'s: every open agent session holds this process (its memory is measured)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["main"]
 
@@ -127,7 +129,15 @@ def forward(profile: str, cwd: str) -> int:
     if client.health() is None:
         client.start()
     io = _Stdio(client, profile, json.dumps({"cwd": cwd}, ensure_ascii=True), sys.stdout.buffer)
-    pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="memoryd-mcp")
+    slots = threading.BoundedSemaphore(8)  # requests in flight at once (a thread each; no executor to import)
+    workers: list[threading.Thread] = []
+
+    def work(line: bytes) -> None:
+        try:
+            io.handle(line)
+        finally:
+            slots.release()
+
     try:
         for line in sys.stdin.buffer:
             line = line.rstrip(b"\r\n")
@@ -135,12 +145,17 @@ def forward(profile: str, cwd: str) -> int:
                 continue
             if b'"initialize"' in line:
                 io.handle(line)  # answered before anything else is sent, as a session starts
-            else:
-                pool.submit(io.handle, line)
+                continue
+            slots.acquire()
+            workers = [t for t in workers if t.is_alive()]
+            t = threading.Thread(target=work, args=(line,), name="memoryd-mcp", daemon=True)
+            workers.append(t)
+            t.start()
     except KeyboardInterrupt:
         pass
     finally:
-        pool.shutdown(wait=True)
+        for t in workers:
+            t.join()
     return 0
 
 
