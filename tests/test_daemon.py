@@ -123,6 +123,18 @@ def test_local_api_endpoints_scope_provenance_and_errors(d: D) -> None:
     assert brief["ids"] == [saved["id"]]
     ctx = c.call("/v1/context", {"path": "README"}, scope=d.scope())
     assert ctx["path"] == "README" and ctx["items"] == [] and ctx["text"] == ""
+    # A memory anchored to a file: the file's context, once per session.
+    (d.repo / "billing.py").write_text("def round_invoice(total):\n    return round(total)\n")
+    subprocess.run(["git", "-C", str(d.repo), "add", "billing.py"], check=True)
+    subprocess.run(["git", "-C", str(d.repo), "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q",
+                    "-m", "billing"], check=True)  # fmt: skip
+    anchored = c.call("/v1/memorize", {"content": "round_invoice() in billing.py rounds half to even, as the auditors "
+                                                  "require."}, scope=d.scope())["id"]  # fmt: skip
+    ctx = c.call("/v1/context", {"path": str(d.repo / "billing.py"), "session": "s-ctx"}, scope=d.scope())
+    assert ctx["path"] == "billing.py" and [i["id"] for i in ctx["items"]] == [anchored]
+    assert "rounds half to even" in ctx["text"]
+    again = c.call("/v1/context", {"path": "billing.py", "session": "s-ctx"}, scope=d.scope())
+    assert again["items"] == [] and again["text"] == ""
 
     # Provenance: the event names the client.
     con = sqlite3.connect(d.home / "memoryd.db")
@@ -132,7 +144,8 @@ def test_local_api_endpoints_scope_provenance_and_errors(d: D) -> None:
 
     gone = c.call("/v1/forget", {"id": saved["id"], "reason": "moved to the ledger service"}, scope=d.scope())
     assert gone == {"id": saved["id"], "effect": "forgotten"}
-    assert c.call("/v1/recall", {"query": "billing amounts integer cents"}, scope=d.scope())["items"] == []
+    left = c.call("/v1/recall", {"query": "billing amounts integer cents"}, scope=d.scope())["items"]
+    assert saved["id"] not in [i["id"] for i in left]
 
     def error(path: str, body: Any, scope: Any = None, **kw: Any) -> DaemonError:
         with pytest.raises(DaemonError) as info:
