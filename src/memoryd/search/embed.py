@@ -25,6 +25,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from . import threads
 from .tokenize import tokens
 
 __all__ = [
@@ -246,7 +247,7 @@ class _BackgroundTerms:
                 self.load_seconds = time.perf_counter() - start
                 self._ready.set()
 
-        threading.Thread(target=load, name="memoryd-term-embedder", daemon=True).start()
+        threads.start(load, "memoryd-term-embedder")  # joined at exit: it runs Rust code (threads.py)
 
     def _get(self) -> TermEmbedder:
         self._ready.wait()
@@ -291,8 +292,7 @@ class BackgroundEmbedder:
         self._inner: Embedder | None = None
         self._error: BaseException | None = None
         self.load_seconds: float | None = None
-        self._thread = threading.Thread(target=self._load, name="memoryd-embedder", daemon=True)
-        self._thread.start()
+        self._thread = threads.start(self._load, "memoryd-embedder")  # joined at exit (threads.py)
 
     def _load(self) -> None:
         start = time.perf_counter()
