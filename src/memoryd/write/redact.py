@@ -148,7 +148,7 @@ _ARMOUR = (
 _STRUCTURE = [  # (kind, keywords (lower-case, any), pattern); group v (else the whole match) is the secret
     # a PuTTY key file (.ppk, any version): header to MAC
     ("private_key", ("putty-user-key-file",),
-     re.compile(r"PuTTY-User-Key-File-\d+:.*?(?:Private-MAC: *[0-9a-fA-F]+|Private-Lines: *\d+(?:\s*[A-Za-z0-9+/=]{8,})*)",
+     re.compile(r"PuTTY-User-Key-File-\d+:.*?Private-Lines: *\d+(?:\s*[A-Za-z0-9+/=]{8,})*(?:\s*Private-MAC: *[0-9a-fA-F]+)?",
                 re.S)),
     # PKCS#12 / PKCS#8 DER in base64 (MII…) named as a key store or private key (a certificate alone is public)
     ("private_key", (".p12", ".pfx", "pkcs", "keystore", ".jks", "private key", "privatekey"),
@@ -158,9 +158,10 @@ _STRUCTURE = [  # (kind, keywords (lower-case, any), pattern); group v (else the
 ]
 # An Authorization header under any scheme (Splunk, SSWS, GenieKey, Api-Key, AWS4-HMAC-SHA256 …): the
 # credentials after the scheme, with a parameter list (`Credential=…, Signature=…`) when there is one.
+_PARAM = r"[\w-]{1,40}=(?:\\?\"[^\"\\\n]*\\?\"|[^\s\"'`,\\]+)"  # name=value or name="value" (maybe \-escaped)
 _AUTH_HEADER = re.compile(
     r"(?i:\b(?:proxy-)?authori[sz]ation)[\"']?[ \t]*[:=,][ \t]*[\"']?(?P<scheme>[A-Za-z][\w.-]{1,40})[ \t]+"
-    r"(?P<v>[^\s\"'`<>$]{6,}(?:[ \t]*,[ \t]*[\w-]{1,40}=[^\s\"'`,]+)*)"
+    rf"(?P<v>(?:{_PARAM}|[^\s\"'`<>$,\\]{{6,}})(?:[ \t]*,[ \t]*{_PARAM})*)"
 )
 # An AWS secret access key without the word "secret": 40 base64 characters beside an access key id or "aws".
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])")
@@ -187,7 +188,8 @@ def _structural(text: str, low: str) -> list[tuple[int, int, str]]:
     if "authori" in low:
         for m in _AUTH_HEADER.finditer(text):
             start, end = _clean(text, *m.span("v"))
-            if _generated(text[start:end]):
+            # the credential, or a parameter list holding one (`token=…`, `Signature=…`)
+            if any(_generated(part) for part in re.split(r"[\s,;=\"\\]+", text[start:end])):
                 found.append((start, end, "authorization_header"))
     if "aws" in low or _AWS_KEY_ID.search(text):
         for m in _AWS_SECRET.finditer(text):
@@ -233,7 +235,7 @@ _AFTER_NOUN = "(?:" + "|".join(f"(?<=(?i:{n}))" if n.isascii() else f"(?<={n})" 
 _VALUE = r"(?![\w.-]+[=:][^=\s])[A-Za-z0-9+/=_.~!@#$%^&*\-]{8,300}"
 _CONTEXT_TAIL = re.compile(
     r"(?P<mid>[\w.\- \t]{0,32}?(?:\([\w.\- \t]{1,24}\))?)[\"'\]]*"
-    r"(?P<sep>[ \t]*(?::=|=>|->|[=:：]|\b(?:is|was|are|set to)\b|是|为|為|设为|設為|改为|改為|改成)[ \t]*[\"'`“‘]?"
+    r"(?P<sep>[ \t]*(?::=|=>|->|[=:：]|\b(?:(?:is|was|are)[ \t]+set[ \t]+to|set to|is|was|are)\b|是|为|為|设为|設為|改为|改為|改成)[ \t]*[\"'`“‘]?"
     rf"|{_AFTER_NOUN}[ \t]+(?=\S{{8}}))"
     rf"(?P<v>{_VALUE.replace('{8,300}', '{3,300}')})"  # a short first value may be a user name: "admin / Xk9…"
 )
@@ -268,7 +270,9 @@ def _identifier(value: str) -> bool:
         return False
     # one-letter or vowel-less two-letter pieces, and digit groups between them, mark generated text
     weak = sum(len(p) == 1 or (len(p) == 2 and not re.search(r"[aeiouyAEIOUY]", p)) for p in words)
-    if weak > max(1, len(words) // 3) or len(pieces) - len(words) > 2:
+    if weak > max(1, len(words) // 2) or len(pieces) - len(words) > 2:
+        return False
+    if len(value) >= 12 and sum(map(len, words)) / len(words) < 2.75:  # names are words, not letter pairs
         return False
     for w in words:
         low = w.lower()
@@ -381,7 +385,7 @@ def _secret_key(key: str) -> str | None:
             ("secret", "token", "apikey", "accesskey", "secretkey", "privatekey")
         ):
             hit, kind = i, "secret_assignment"
-        elif part == "key" and i and parts[i - 1] in _KEY_QUALIFIERS:
+        elif part == "key" and i and parts[i - 1] in _SECRET_KEY_QUALIFIERS:
             hit, kind = i, "secret_assignment"
     if hit < 0 or any(p in _NOT_SECRET_SUFFIX for p in parts[hit + 1 :]):
         return None
