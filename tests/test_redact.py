@@ -203,3 +203,26 @@ def test_aws_secret_key_beside_its_key_id_without_the_word_secret():
 def test_a_git_sha_beside_an_aws_key_id_is_kept():
     text = "AKIA rotation landed in 3f9c2a1b7e4d5f6a8b9c0d1e2f3a4b5c6d7e8f90"
     assert redact(text).text == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "-----BEGIN RSA PRIVATE KEY-----" + " " * 50000 + "!",  # quadratic in an early draft of the armour rule
+        "-----BEGIN RSA PRIVATE KEY-----\n" + "a: b\n" * 20000,
+        "Authorization: X " * 5000,
+        "Authorization: S " + "a=b, " * 20000,
+        "aws " + "A/" * 50000,
+        "deploy key " * 10000,
+        "creds: admin / " * 6000,
+        '"kty" ' + '"d": "' * 20000,
+        "PuTTY-User-Key-File-2: " + "Private-Lines: 1\n" * 5000,
+    ],
+    ids=["armour-spaces", "armour-headers", "auth", "auth-params", "aws", "key", "creds", "jwk", "putty"],
+)
+def test_structure_rules_stay_linear_on_hostile_input(text):
+    import time
+
+    start = time.perf_counter()
+    redact(text)
+    assert time.perf_counter() - start < 2.0

@@ -143,7 +143,7 @@ _REFERENCE = re.compile(
 # cut off, its last base64 or header line); the whole block is the secret.
 _ARMOUR = (
     r"-{4,5} ?BEGIN ((?:[A-Z0-9]+ )*?(?:PRIVATE|SECRET) KEY(?: BLOCK)?) ?-{4,5}"
-    r"(?:.*?-{4,5} ?END \1 ?-{4,5}|(?:[ \t]*\n?[ \t]*(?:[\w-]+: [^\n]*|[A-Za-z0-9+/=]{16,}))*)"
+    r"(?:.*?-{4,5} ?END \1 ?-{4,5}|(?:[ \t]*(?:\n[ \t]*)?(?:[\w-]+: [^\n]*|[A-Za-z0-9+/=]{16,}))*)"
 )
 _STRUCTURE = [  # (kind, keywords (lower-case, any), pattern); group v (else the whole match) is the secret
     # a PuTTY key file (.ppk, any version): header to MAC
