@@ -93,33 +93,32 @@ def die(self, plans, token):
     os.kill(os.getpid(), signal.SIGKILL)
 
 Core._publish = die
-with Engine.open(Settings(home=Path(sys.argv[1])), cwd=sys.argv[2], embedder=HashEmbedder()) as e:
+with Engine.open(Settings(), cwd=sys.argv[2], embedder=HashEmbedder()) as e:  # MEMORYD_HOME, MEMORYD_DB
     e.memorize("The release branch is cut every Thursday at noon " + sys.argv[3], source="user")
 """
 
 
-def _crash_writes(home: Path, repo: Path, first: int, n: int) -> None:
+def _env(settings: Settings, **extra: str) -> dict[str, str]:
+    return server_env(settings.home, **({"MEMORYD_DB": settings.db} if settings.db else {}), **extra)
+
+
+def _crash_writes(settings: Settings, repo: Path, first: int, n: int) -> None:
     for i in range(first, first + n):
-        r = subprocess.run([sys.executable, "-c", KILLED_MID_WRITE, str(home), str(repo), f"crash {i}"],
-                           capture_output=True, text=True, timeout=120, env=server_env(home))  # fmt: skip
+        r = subprocess.run([sys.executable, "-c", KILLED_MID_WRITE, str(settings.home), str(repo), f"crash {i}"],
+                           capture_output=True, text=True, timeout=120, env=_env(settings))  # fmt: skip
         assert r.returncode == -signal.SIGKILL, r.stderr
 
 
-def _vault_files(home: Path) -> list[Path]:
-    return [p for p in (home / "vault").rglob("*.md")] if (home / "vault").exists() else []
-
-
 @pytest.mark.parametrize("opener", ["sdk", "cli"])
-def test_every_opening_finishes_what_a_kill_left(tmp_path: Path, opener: str) -> None:
-    home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
-    _crash_writes(home, repo, 0, 3)
-    settings = Settings(home=home)
+def test_every_opening_finishes_what_a_kill_left(settings: Settings, tmp_path: Path, opener: str) -> None:
+    repo = make_repo(tmp_path / "repo")
+    _crash_writes(settings, repo, 0, 3)
     with Engine.open(settings, cwd=repo, embedder=HashEmbedder(), term_embedder=None) as e:
         pass  # the opening itself finishes the queue
     if opener == "cli":  # crash again, then let a plain CLI command be the next opening
-        _crash_writes(home, repo, 3, 2)
+        _crash_writes(settings, repo, 3, 2)
         r = subprocess.run([MEMORYD, "doctor"], cwd=repo, capture_output=True, text=True, timeout=120,
-                           env={**server_env(home), "MEMORYD_EMBEDDER": "hash"})  # fmt: skip
+                           env=_env(settings, MEMORYD_EMBEDDER="hash"))  # fmt: skip
         assert "waiting to be published" not in r.stdout + r.stderr, r.stdout + r.stderr
     with Engine.open(settings, cwd=repo, embedder=HashEmbedder(), term_embedder=None) as e:
         assert e.core.store.outbox() == []

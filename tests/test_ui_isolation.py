@@ -34,7 +34,7 @@ from memoryd.engine import Engine
 from memoryd.engine.console import BrowseQuery
 from memoryd.search.embed import HashEmbedder
 from memoryd.ui import create_app, server
-from memoryd.ui.security import allowed_hosts, same_site_path
+from memoryd.ui import security
 
 from .conftest import make_repo
 from .mcp.clients import server_env
@@ -44,8 +44,9 @@ MEMORYD = str(Path(sys.executable).with_name("memoryd"))
 CHROMIUM = "/usr/bin/chromium"
 
 
-def _engine(home: Path, repo: Path, **kw: Any) -> Engine:
-    return Engine.open(Settings(home=home), cwd=repo, embedder=HashEmbedder(), term_embedder=None, **kw)
+def _engine(home: Path | Settings, repo: Path, **kw: Any) -> Engine:
+    settings = home if isinstance(home, Settings) else Settings(home=home)
+    return Engine.open(settings, cwd=repo, embedder=HashEmbedder(), term_embedder=None, **kw)
 
 
 def _get(engine: Engine, *paths: str) -> list[httpx2.Response]:
@@ -53,7 +54,7 @@ def _get(engine: Engine, *paths: str) -> list[httpx2.Response]:
     import asyncio
 
     async def run() -> list[httpx2.Response]:
-        app = create_app(engine, token=TOKEN, hosts=allowed_hosts("127.0.0.1", 8767))
+        app = create_app(engine, token=TOKEN, hosts=security.allowed_hosts("127.0.0.1", 8767))
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1:8767",
                                       headers={"Authorization": f"Bearer {TOKEN}"}) as c:  # fmt: skip
             return [await c.get(p, follow_redirects=False) for p in paths]
@@ -112,7 +113,7 @@ def test_token_redirect_stays_on_the_console(tmp_path: Path, path: str) -> None:
     assert r.status_code == 303
     location = r.headers["location"]
     assert location.startswith("/") and not location.startswith(("//", "/\\")), location
-    assert same_site_path(path) == location.split("?")[0]
+    assert location.split("?")[0] == "/" + path.lstrip("/\\")
 
 
 # -- what the page shows ---------------------------------------------------------------------
@@ -132,25 +133,25 @@ def test_bidi_controls_are_shown_not_obeyed(tmp_path: Path) -> None:
 # -- audit and freshness ---------------------------------------------------------------------
 
 
-def test_access_requests_are_audit_events(tmp_path: Path) -> None:
+def test_access_requests_are_audit_events(settings: Settings, tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
-    with _engine(tmp_path / "home", repo, authority="operator") as e:
+    with _engine(settings, repo, authority="operator") as e:
         e.memorize("Payroll runs on the 25th", source="user")
         e.mark_sensitive(True)
         scope = e.core.scope.scope_hash
-    with _engine(tmp_path / "home", repo, authority="operator", enforce_sensitive=True) as e:
+    with _engine(settings, repo, authority="operator", enforce_sensitive=True) as e:
         console = e.request_access(scope, "need the payroll date for the release plan")
         agent = e.request_sensitive_read("check the payroll schedule")
         events = [ev for ev in e.core.store.events() if ev.action == "request_access"]
     assert console["status"] == agent["status"] == "pending"
     assert [ev.actor for ev in events] == ["console", "agent"]
     assert events[0].reason == f"{scope} #{console['request_id']}: need the payroll date for the release plan"
-    with _engine(tmp_path / "home", repo, authority="operator") as e:
+    with _engine(settings, repo, authority="operator") as e:
         assert e.verify_chain().ok  # the chain still verifies
 
 
-def test_console_search_is_not_a_recall(tmp_path: Path) -> None:
-    home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
+def test_console_search_is_not_a_recall(settings: Settings, tmp_path: Path) -> None:
+    home, repo = settings, make_repo(tmp_path / "repo")
     with _engine(home, repo, authority="operator") as e:
         atom_id = e.memorize("Deploys run from the release branch every Thursday", source="user").atom_id
     with _engine(home, repo, authority="operator", enforce_sensitive=True) as e:
