@@ -33,8 +33,7 @@ from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.engine.console import BrowseQuery
 from memoryd.search.embed import HashEmbedder
-from memoryd.ui import create_app, server
-from memoryd.ui import security
+from memoryd.ui import create_app, security, server
 
 from .conftest import make_repo
 from .mcp.clients import server_env
