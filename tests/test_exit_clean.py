@@ -146,3 +146,16 @@ def test_opening_without_leftovers_costs_one_read(tmp_path: Path) -> None:
         assert e.core.store.outbox() == []
     assert time.perf_counter() - start < 5
     assert os.path.isdir(home)
+
+
+def test_background_threads_are_asked_to_stop_and_joined() -> None:
+    """What the exit hook does: a thread given a stop event sees it set, and is joined before exit goes on."""
+    import threading
+
+    from memoryd.search import threads
+
+    stop = threading.Event()
+    seen: list[bool] = []
+    t = threads.start(lambda: seen.append(stop.wait(30)), "memoryd-test-worker", stop=stop)
+    threads.join_all(timeout=10)
+    assert not t.is_alive() and seen == [True]
