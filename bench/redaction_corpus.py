@@ -78,6 +78,48 @@ HANDWRITTEN = [
     'Bearer auth: the client sends get_bearer_token_from_env() output',
     'Set AUTH_MODE=oidc and restart auth-gateway',
 ]
+# Written by hand after the structure rules, as a check (none altered on first run).
+HANDWRITTEN_LATER = [
+    'Authorization: Basic base64(user:pass) is what the legacy API expects',
+    'Send Authorization: Bearer ${GITHUB_TOKEN} from the workflow',
+    'The header is Authorization: Bearer <token>; never log it',
+    'Authorization: Negotiate is handled by the Kerberos sidecar since v1.4',
+    'Authorization: AWS4-HMAC-SHA256 signing is done by botocore, not by us',
+    'The deploy key is stored in 1Password under ci-deploy-2024',
+    'signing key: ed25519, rotated yearly',
+    'webhook secret: see WEBHOOK_SECRET in the vault',
+    'encryption key for backups lives in KMS alias/backup-2024',
+    'The license key format is XXXX-XXXX-XXXX-XXXX',
+    'AWS region us-east-1 and bucket acme-prod-artifacts-2024-archive-logs',
+    'aws s3 sync ./dist s3://acme-web-prod/releases/2024-12-04/build-1187/',
+    'The AWS account id is 123456789012 and the role is arn:aws:iam::123456789012:role/deployer',
+    'AKIA keys are rotated by the iam-rotate job every 90 days',
+    'git rev-parse HEAD gave 9fceb02d0ae598e95dc970b74767f19372d61af8 for the aws deploy',
+    'The aws cli image is public.ecr.aws/aws-cli/aws-cli:2.15.0',
+    '-----BEGIN CERTIFICATE----- blocks in certs/ca.pem are public, keep them',
+    'The PEM header must be -----BEGIN PUBLIC KEY----- for the verifier',
+    'PuTTY users should convert keys with puttygen, see docs/ssh.md',
+    'The JWK set at /.well-known/jwks.json has "kty":"RSA" keys with "n" and "e" only',
+    '{"kty":"RSA","kid":"2024-12-key-1","use":"sig","alg":"RS256"}',
+    'creds for grafana live in the ops vault, ask Dana',
+    'The passcode prompt appears after three failed logins',
+    'key = cache_key_for(user_id, "profile_v2")',
+    'api_key_header = "X-Api-Key"',
+    'SECRET_KEY = env("DJANGO_SECRET_KEY")',
+    'token_url: https://auth.example.com/oauth/token',
+    'secret_ref: projects/acme/secrets/db-password/versions/latest',
+    'The session token TTL is 3600s; refresh_token TTL is 30 days',
+    'auth_required=True on every route in api/routes.py except /healthz',
+    'GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}',
+    'password_hash = make_password(raw_password, hasher="argon2")',
+    'The webhook signing key header is X-Hub-Signature-256',
+    'deploy key fingerprint SHA256:Zk9mQ2pL7vR4nW8zT3bC6dF1gH5jK0sAq3vK8mT2pW9',
+    'master key rotation: run bin/rails credentials:edit on the release box',
+    'The aws_secret_access_key line in ~/.aws/credentials must not be committed',
+    'Authorization header parsing: parse_authorization_header() splits on the first space',
+    'x-api-key: required for /v2 endpoints (see api/auth.py)',
+    'Proxy-Authorization is stripped by the corporate proxy at 10.0.0.1:3128',
+]
 TEMPLATES = [
     "{svc}: {test} fails on CI since {sha7}",
     "{svc}: {func}() now retries twice before giving up",
@@ -167,7 +209,7 @@ def build(repos: list[Path], seed: int = 23, mined: int = 200, templated: int = 
             sha7=sha[:7], uuid=uuid.UUID(int=rnd.getrandbits(128), version=4), num=rnd.randint(10, 2000),
             plain_num=rnd.choice([60, 300, 900, 3600]),
         ))  # fmt: skip
-    return list(dict.fromkeys(HANDWRITTEN + picked + made))
+    return list(dict.fromkeys(HANDWRITTEN + HANDWRITTEN_LATER + picked + made))
 
 
 def main() -> None:
