@@ -232,7 +232,8 @@ class Admin:
                     "message": f"a grant runs until {expiry.isoformat()}"}  # fmt: skip
         with store.transaction() as tx:
             rid = tx.add_access_request(target.scope_hash, reason.strip())
-            tx.append_event(atom_id=None, actor=by, action="request_access",
+            actor = f"{by}@{self.core.principal}" if self.core.principal else by  # a team token's person, as writes
+            tx.append_event(atom_id=None, actor=actor, action="request_access",
                             reason=f"{target.scope_hash} #{rid}: {reason.strip()}", content=None)  # fmt: skip
         return {"request_id": rid, "scope_hash": target.scope_hash, "status": "pending",
                 "message": f"ask the user to run `memoryd scope grant --minutes 30` in {target.root or 'the repository'}"}  # fmt: skip
