@@ -30,11 +30,12 @@ from .mcp.clients import server_env
 
 MEMORYD = str(Path(sys.executable).with_name("memoryd"))
 
-# Start the process-wide term embedder (as recall and the CLI do), then exit after argv[1] seconds.
+# Start loading the process-wide term embedder in the background (as a recall or a server's warm-up
+# does), then exit after argv[1] seconds.
 EXIT_DURING_LOAD = """
 import sys, time
 from memoryd.search.embed import term_embedder
-t = term_embedder("wordllama")
+term_embedder("wordllama").start()
 time.sleep(float(sys.argv[1]))
 """
 

@@ -172,8 +172,12 @@ class Engine:
         self.close()
 
     def warm(self) -> None:
-        """Load what searches need (the vector index) now, so the first search is fast (servers, at start)."""
+        """Load what searches need (the vector index, the term model) now, so the first search is fast (servers,
+        at start)."""
         self.core.store.warm()
+        start = getattr(self.core.term_embedder, "start", None)  # loads on a thread joined at exit
+        if start is not None:
+            start()
 
     # -- what the engine was opened with ---------------------------------------------------------
 

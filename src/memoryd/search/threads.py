@@ -6,9 +6,11 @@ unwind (pyo3's `catch_unwind` around the tokenizers and safetensors calls of Wor
 C++ `catch (...)`) makes glibc abort the whole process with `FATAL: exception not rethrown` (exit
 status -6, SIGABRT) — after the command's work is done, so a save that worked reports a failure.
 
-So the threads that load models or build the vector graph start here, and an `atexit` hook (run
-before daemon threads are ended) asks each to stop, when it can, and joins it. A model load takes
-well under a second; a graph build stops at its next chunk.
+So the threads that run such code start here — WordLlama's loader (Rust) and the vector-graph build
+(usearch, C++) — and an `atexit` hook (run before daemon threads are ended) asks each to stop, when
+it can, and joins it. The load takes ~0.4 s; a graph build stops at its next chunk. Threads in pure C
+or numpy (the USE and E5 loaders) stay plain daemon threads: nothing on their stack catches the
+unwind, and a short command should not wait for a model it never used.
 """
 
 from __future__ import annotations
