@@ -838,8 +838,10 @@ def migrate(
 @app.command()
 def ui(
     port: Annotated[int, typer.Option("--port", "-p", help="Port to listen on (0 = any free one).")] = 8767,
-    host: Annotated[str, typer.Option("--host", help="Address to bind; anything but loopback needs MEMORYD_TOKEN "
-                                                     "(at least 32 characters).")] = "127.0.0.1",  # fmt: skip
+    host: Annotated[str | None, typer.Option("--host", help="Address to bind (default: a new loopback address "
+                                                            "127.x.y.z per run, so no other local page shares the "
+                                                            "console's cookie); anything but loopback needs "
+                                                            "MEMORYD_TOKEN (at least 32 characters).")] = None,  # fmt: skip
     no_browser: Annotated[bool, typer.Option("--no-browser", help="Do not open a browser.")] = False,
     allowed_host: Annotated[list[str] | None, typer.Option(
         "--allowed-host", help="A host name the browser may use (repeatable; default: the bind address and "
@@ -848,8 +850,8 @@ def ui(
 ) -> None:
     """Serve the web console: browse, search, review, correct, govern and audit memories.
 
-    Prints one line, `memoryd ui: http://127.0.0.1:PORT/?token=…`; the token is
-    new on every start (or MEMORYD_TOKEN). Sensitive scopes stay locked without a grant.
+    Prints one line, `memoryd ui: http://127.x.y.z:PORT/?token=…`; the address and the token are
+    new on every start (or --host, MEMORYD_TOKEN). Sensitive scopes stay locked without a grant.
     """
     from .ui.server import serve
 
