@@ -165,3 +165,28 @@ def test_a_request_without_identity_is_refused_by_the_team_handle(settings: Sett
     finally:
         handle.base.get()  # let the base finish opening before it is closed
         handle.close()
+
+
+def test_no_answer_or_score_moves_when_another_tenant_writes(op: Engine) -> None:
+    """Keyword statistics are per scope (issue 23): a tenant cannot test a guessed codename against other
+    tenants' memories by watching their own scores, nor count others' writes through snapshot_version."""
+    alice = op.for_request(op.authenticate(op.create_token("alice").token), header())
+    bob = op.for_request(op.authenticate(op.create_token("bob").token), header())
+    for text in ["Project Falcon ships the billing export for the Globex account in March",
+                 "The Falcon importer retries three times before it marks a batch failed",
+                 "Staging deploys need the VPN; production deploys run from CI only",
+                 "We picked PostgreSQL 16 for the ledger because of its logical replication"]:  # fmt: skip
+        assert alice.memorize(text, source="user").effect == "applied"
+
+    def seen() -> str:
+        out = {q: [(h.atom.id, h.score, h.signals) for h in alice.recall(q, max_results=10).hits]
+               for q in ("Falcon", "Globex customer", "falcon importer retries", "deploy")}  # fmt: skip
+        return json.dumps({"recalls": out, "stats": alice.stats().model_dump(mode="json")}, sort_keys=True)
+
+    before = seen()
+    assert '"Falcon"' in before and json.loads(before)["recalls"]["Falcon"]  # alice finds her own
+    for i in range(25):  # bob writes the probed words, in the same repository name, many times
+        assert bob.memorize(f"Falcon and Globex note {i}: the importer deploy retries customer {i}",
+                            source="user").effect == "applied"  # fmt: skip
+    assert bob.stats().atoms >= 25
+    assert seen() == before  # byte-identical answers, scores and stats
