@@ -10,8 +10,7 @@ The SDK is the engine itself::
 
 from __future__ import annotations
 
-# Not `from typing import …`: a hook process imports this package first, and `typing` costs it ~5 ms.
-TYPE_CHECKING = False
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
@@ -33,8 +32,6 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from .config import Settings
     from .engine import Engine
     from .errors import (
