@@ -172,6 +172,20 @@ def main(argv: list[str] | None = None) -> None:
     _serve_http(mcp, args.host, args.port, token, allowed, console=console)
 
 
+def local_app(profile: str, handle: EngineHandle) -> tuple[MCPServer[Any], Any]:
+    """The resident daemon's MCP endpoint for `profile` (memoryd.daemon): stateless streamable HTTP with JSON
+    answers, each request acting with the engine view the daemon leaves in its ASGI scope (`memoryd.engine`,
+    as the team server's guard does), bodies checked as on every transport. No DNS-rebinding check: it is
+    served on a 0600 Unix socket no browser reaches. Returns (the server, whose session manager the daemon
+    runs, the ASGI app)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    mcp = build_server(profile, engine_handle=handle, team=True)
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    app = mcp.streamable_http_app(stateless_http=True, json_response=True, transport_security=security)
+    return mcp, http_guard(app, token=None, allowed_hosts={"localhost"})
+
+
 def _identify(handle: EngineHandle) -> Any:
     """The team server's identity check for `http_guard`: the request's token and Memoryd-Scope header → the
     engine it acts with (`Engine.authenticate`, `Engine.for_request`), or a Refusal with the engine's reason."""

@@ -216,8 +216,8 @@ class Admin:
         """Record an agent's request to read a sensitive scope; a person grants it from the CLI."""
         return self.request_read(self.core.resolve_scope(scope), reason)
 
-    def request_read(self, target: Scope, reason: str) -> dict[str, Any]:
-        """Record a request to read the sensitive scope `target` (agents, the console)."""
+    def request_read(self, target: Scope, reason: str, *, by: str = "agent") -> dict[str, Any]:
+        """Record a request to read the sensitive scope `target` (agents, the console), with its audit event."""
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidInput("reason is required: say what you need to read and why")
         check_text("reason", reason)
@@ -232,6 +232,9 @@ class Admin:
                     "message": f"a grant runs until {expiry.isoformat()}"}  # fmt: skip
         with store.transaction() as tx:
             rid = tx.add_access_request(target.scope_hash, reason.strip())
+            actor = f"{by}@{self.core.principal}" if self.core.principal else by  # a team token's person, as writes
+            tx.append_event(atom_id=None, actor=actor, action="request_access",
+                            reason=f"{target.scope_hash} #{rid}: {reason.strip()}", content=None)  # fmt: skip
         return {"request_id": rid, "scope_hash": target.scope_hash, "status": "pending",
                 "message": f"ask the user to run `memoryd scope grant --minutes 30` in {target.root or 'the repository'}"}  # fmt: skip
 
