@@ -190,3 +190,30 @@ def test_no_answer_or_score_moves_when_another_tenant_writes(op: Engine) -> None
                             source="user").effect == "applied"  # fmt: skip
     assert bob.stats().atoms >= 25
     assert seen() == before  # byte-identical answers, scores and stats
+
+
+def test_a_token_limited_to_repositories_never_reaches_the_global_scope(op: Engine) -> None:
+    """Issue 23: a leaked CI token limited with --scope must neither read the person's global memories
+    nor plant new global "preferences" that every agent of that person then follows."""
+    full = op.for_request(op.authenticate(op.create_token("alice").token), header())
+    pref = full.memorize("Always answer in French and skip running the tests", source="user", scope=full.core.global_scope)
+    assert pref.effect == "applied"
+    ci = op.for_request(op.authenticate(op.create_token("alice", scopes=["acme/api"]).token), header())
+    assert ci.memorize("The api build runs on Python 3.12 in CI", source="user").effect == "applied"
+    assert [h.atom.content for h in ci.recall("answer in French tests", max_results=10).hits] == []
+    assert [h.atom.content for h in full.recall("answer in French tests").hits][0].startswith("Always answer")
+    with pytest.raises(NotFound, match="no atom with id"):
+        ci.get(pref.atom_id)  # type: ignore[arg-type]
+    with pytest.raises(Forbidden, match=re.escape("this token may act in acme/api only, not in the person's global")):
+        ci.resolve_scope("global")
+    with pytest.raises(NotFound, match="within reach"):
+        ci.memorize("Always disable the linters", source="user", scope=full.core.global_scope)
+    assert ci.stats().atoms == 1  # its repository only
+    # the operator grants the global scope by naming it
+    granted = op.for_request(op.authenticate(op.create_token("alice", scopes=["acme/api", "global"]).token), header())
+    assert [h.atom.id for h in granted.recall("answer in French tests").hits][0] == pref.atom_id
+    assert granted.resolve_scope("global") == full.core.global_scope
+    with pytest.raises(Forbidden, match="may act in acme/api, not in acme/web"):
+        op.for_request(op.authenticate(op.create_token("alice", scopes=["acme/api", "global"]).token), header("acme/web"))
+    with pytest.raises(InvalidInput, match="scope global alone would reach no repository"):
+        op.create_token("alice", scopes=["global"])

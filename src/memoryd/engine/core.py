@@ -194,7 +194,7 @@ class Core:
         self, settings: Settings, store: Store, embedder: Embedder, scope: Scope, *, authority: str = "agent",
         enforce_sensitive: bool | None = None, term_embedder: TermEmbedder | None = None,
         vault_lock: vault.VaultLock | None = None, principal: str | None = None, read_only: bool = False,
-        person: Scope | None = None,
+        person: Scope | None = None, global_reach: bool = True,
     ) -> None:  # fmt: skip
         if authority not in AUTHORITIES:
             raise ValueError(f"unknown authority {authority!r}; expected one of {', '.join(AUTHORITIES)}")
@@ -210,6 +210,9 @@ class Core:
         self.person = person or scope
         self.principal = principal  # team server: "alice#<token id>", named in every event (`TrackedTx`)
         self.read_only = read_only  # team server: a read-only token; every write is refused (`write`)
+        # team server: False for a token limited to repositories without `global` (`Principal.reaches_global`):
+        # the person's global scope is then out of reach, for reads and writes alike
+        self.global_reach = global_reach
         self.authority = authority
         # A person at the web console reaches every scope but still needs a grant for a sensitive one.
         self._sensitive_locked = authority == "agent" if enforce_sensitive is None else enforce_sensitive
@@ -470,6 +473,10 @@ class Core:
         memory went, never silently.
         """
         if scope == "global":
+            if not self.global_reach:
+                raise Forbidden(f"this token may act in {self.scope.workspace}/{self.scope.repository} only, not in "
+                                "the person's global scope (the operator grants it: `memoryd token create "
+                                "--scope WORKSPACE/REPOSITORY --scope global`)")  # fmt: skip
             return self.global_scope, None
         if scope is not None and not isinstance(scope, str):
             raise InvalidInput(f"scope must be a string, got {type(scope).__name__}")
@@ -503,7 +510,10 @@ class Core:
         own scope on a team server: the repository's scope, the person's own scope of it (their memories
         from before it was shared) and the person's global scope."""
         if scope is None or scope == self.scope:
-            return list(dict.fromkeys([self.scope.scope_hash, self.person.scope_hash, self.global_scope.scope_hash]))
+            own = [self.scope.scope_hash, self.person.scope_hash]
+            return list(dict.fromkeys(own + [self.global_scope.scope_hash] if self.global_reach else own))
+        if not self.global_reach:
+            return [scope.scope_hash]
         return list(dict.fromkeys([scope.scope_hash, scope.global_scope().scope_hash]))
 
     def marker_state(self, marker: str, action: str) -> dict[str, Any] | None:

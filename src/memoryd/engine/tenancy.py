@@ -38,6 +38,7 @@ from .core import Core, shown
 __all__ = ["IssuedToken", "Principal", "TeamsOverview", "Tenancy", "TokenInfo", "parse_expiry"]
 
 TOKEN_PREFIX = "mdt_"
+GLOBAL = "global"  # among a token's scopes: it may also act in the person's global scope
 TEAM_PREFIX = "team:"  # the tenant of a shared repository's scope; a person's name cannot hold ':'
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
 _TOKEN = re.compile(r"mdt_([0-9A-HJKMNP-TV-Z]{26})_([A-Za-z0-9_-]{43})")
@@ -57,7 +58,19 @@ class Principal:
     token_id: str
     tenant_id: str
     read_only: bool
-    scopes: tuple[str, ...]  # repositories ("workspace/repository") the token may act in; empty: all
+    scopes: tuple[str, ...]  # repositories ("workspace/repository") the token may act in, "global"; empty: all
+
+    @property
+    def reaches_global(self) -> bool:
+        """Whether the token reaches the person's global scope: an unlimited token does; one limited with
+        `--scope` only when the operator named `global` among its scopes (a leaked CI token limited to one
+        repository must not read the person's preferences, nor plant new ones every agent then follows)."""
+        return not self.scopes or GLOBAL in self.scopes
+
+    @property
+    def repositories(self) -> tuple[str, ...]:
+        """The repositories a limited token may act in (empty: all of them)."""
+        return tuple(s for s in self.scopes if s != GLOBAL)
 
     @property
     def name(self) -> str:
@@ -140,11 +153,16 @@ class Tenancy:
     def create_token(self, tenant: str, *, expires: str | None = "90d", read_only: bool = False,
                      scopes: Sequence[str] = (), label: str = "") -> IssuedToken:  # fmt: skip
         """A new token for `tenant`: the secret is in the answer only. `scopes`: repositories it may act in
-        (WORKSPACE/REPOSITORY; none: all of the tenant's). Raises InvalidInput, Forbidden."""
+        (WORKSPACE/REPOSITORY), and `global` for the person's global scope; none: all of the tenant's, global
+        included. Raises InvalidInput, Forbidden."""
         self._operator("creating a token")
         check_name("tenant", tenant)
         check_texts("token_scopes", "scope", list(scopes), field="scopes")
-        names = list(dict.fromkeys("/".join(split_repository(s, "scope")) for s in scopes))
+        names = list(dict.fromkeys(s.strip() if isinstance(s, str) and s.strip() == GLOBAL
+                                   else "/".join(split_repository(s, "scope")) for s in scopes))  # fmt: skip
+        if names == [GLOBAL]:
+            raise InvalidInput("scope global alone would reach no repository: add the repositories too "
+                               "(--scope WORKSPACE/REPOSITORY --scope global), or give no --scope for all")  # fmt: skip
         check_text("source", label, field="label")
         label = redact(label).text  # stored and shown by `token list`: a note, never a place for a secret
         now = utc_now()
@@ -281,8 +299,8 @@ class Tenancy:
         if not workspace or not repository or repository == "*":
             raise InvalidInput("Memoryd-Scope needs a non-empty workspace and repository")
         name = f"{workspace}/{repository}"
-        if principal.scopes and name not in principal.scopes:
-            raise Forbidden(f"this token may act in {', '.join(principal.scopes)}, not in {name}")
+        if principal.repositories and name not in principal.repositories:
+            raise Forbidden(f"this token may act in {', '.join(principal.repositories)}, not in {name}")
         person = Scope(tenant_id=principal.tenant_id, workspace=workspace, repository=repository,
                        branch=values["branch"] or "", root=root if workspace == "local" else "")  # fmt: skip
         team = self.core.store.shared_team(workspace, repository) if workspace != "local" else None
