@@ -217,3 +217,28 @@ def test_a_token_limited_to_repositories_never_reaches_the_global_scope(op: Engi
         op.for_request(op.authenticate(op.create_token("alice", scopes=["acme/api", "global"]).token), header("acme/web"))
     with pytest.raises(InvalidInput, match="scope global alone would reach no repository"):
         op.create_token("alice", scopes=["global"])
+
+
+def test_a_read_only_token_writes_nothing_by_any_path(op: Engine) -> None:
+    """Issue 23: the sensitive-read access request opened a transaction of its own and succeeded with a
+    read-only token. Every write path now meets the one check (tests/test_architecture.py enumerates them)."""
+    writer = op.for_request(op.authenticate(op.create_token("alice").token), header())
+    saved = writer.memorize("The api answers health checks at /healthz", type="fact")
+    op.mark_sensitive(scope=writer.scope)
+    ro = op.for_request(op.authenticate(op.create_token("alice", read_only=True).token), header())
+    before = op.store.snapshot_version()
+    with pytest.raises(Forbidden, match="this token is read-only"):
+        ro.request_sensitive_read("need the api notes")
+    assert op.store.snapshot_version() == before and op.access_requests() == []
+    filed = writer.request_sensitive_read("need the api notes")  # a token that may write files it
+    assert filed["status"] == "pending"
+    assert [e.actor for e in op.store.events() if e.action == "request_access"][-1].startswith("agent@alice#")
+    op.mark_sensitive(False, scope=writer.scope)
+    before = op.store.snapshot_version()
+    writes = [lambda: ro.memorize("Read-only tokens write nothing", type="fact"),
+              lambda: ro.delete(saved.atom_id), lambda: ro.correct(saved.atom_id, "negate", reason="x"),
+              lambda: ro.handoff("a summary of the session")]  # fmt: skip
+    for write in writes:
+        with pytest.raises(Forbidden, match="this token is read-only"):
+            write()
+    assert op.store.snapshot_version() == before

@@ -186,6 +186,15 @@ class TrackedTx:
     def share(self, workspace: str, repository: str, team: str) -> None:
         self._tx.share(workspace, repository, team)
 
+    def mark_sensitive(self, scope_hash: str, name: str, sensitive: bool) -> None:
+        self._tx.mark_sensitive(scope_hash, name, sensitive)
+
+    def add_grant(self, scope_hash: str, granted_by: str, expires_at: datetime) -> None:
+        self._tx.add_grant(scope_hash, granted_by, expires_at)
+
+    def add_access_request(self, scope_hash: str, reason: str) -> int:
+        return self._tx.add_access_request(scope_hash, reason)
+
 
 class Core:
     """The engine's shared state and services; every part (`memoryd.engine.Engine`) is given one."""
@@ -237,9 +246,7 @@ class Core:
         before the commit leaves no file, so nothing is invented; a crash after it leaves the queue
         entry, which `VaultSync.recover_vault` finishes from the database at the next start (never lost).
         """
-        if self.read_only:
-            raise Forbidden("this token is read-only; ask the team server's operator for a token that may write "
-                            "(`memoryd token create` without --read-only)")  # fmt: skip
+        self.check_write()
         token = str(ULID())
         plans: list[FilePlan] = []
         with self.store.transaction() as tx:
@@ -251,6 +258,21 @@ class Core:
                     plans.append(plan)
         tracked.committed = True  # what a caller interrupted from here on (Ctrl-C) must count as written
         self._publish(plans, token)
+
+    def check_write(self) -> None:
+        """THE rights check of every store write (`write`, `untracked`): a read-only token writes nothing.
+        Raises Forbidden. (tests/test_architecture.py: no other module opens a store transaction.)"""
+        if self.read_only:
+            raise Forbidden("this token is read-only; ask the team server's operator for a token that may write "
+                            "(`memoryd token create` without --read-only)")  # fmt: skip
+
+    @contextmanager
+    def untracked(self) -> Iterator[StoreTx]:
+        """A write transaction that plans no vault file (memoryd's own vault bookkeeping), after the same
+        rights check as `write`."""
+        self.check_write()
+        with self.store.transaction() as tx:
+            yield tx
 
     def _plan_file(self, tx: StoreTx, atom_id: str, removed_path: str | None, token: str) -> FilePlan | None:
         """Record (inside the transaction) what the vault must hold for one atom: its file, or none."""
