@@ -194,6 +194,15 @@ def _names(repos: list[Path]) -> tuple[list[str], list[str], list[str]]:
     return sorted(tests), sorted(funcs), shas
 
 
+def _name(repo: Path) -> str:
+    """The repository's name: its origin's last path part (a clone of `x.bundle` is `x`), else the folder's."""
+    try:
+        origin = _git(repo, "config", "--get", "remote.origin.url").strip()
+    except subprocess.CalledProcessError:
+        origin = ""
+    return Path(origin).name.removesuffix(".bundle").removesuffix(".git") if origin else repo.name
+
+
 def build(repos: list[Path], seed: int = 23, mined: int = 200, templated: int = 200) -> list[str]:
     rnd = random.Random(seed)
     commits = [c for r in repos for c in _commits(r)]
@@ -218,7 +227,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "tests" / "data" / "redaction_benign.json")
     args = ap.parse_args()
     texts = build(args.repos)
-    args.out.write_text(json.dumps({"about": __doc__.splitlines()[0], "sources": [r.name for r in args.repos],
+    args.out.write_text(json.dumps({"about": __doc__.splitlines()[0], "sources": [_name(r) for r in args.repos],
                                     "texts": texts}, ensure_ascii=False, indent=0) + "\n", encoding="utf-8")  # fmt: skip
     print(f"{len(texts)} sentences -> {args.out}")
 
