@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -16,6 +17,8 @@ from .mcp_tools import hmg, mem
 from .mcp_tools.common import EngineHandle, RequestHandle
 from .mcp_tools.server import MemorydServer
 from .mcp_tools.transport import http_guard
+
+log = logging.getLogger("memoryd.server")
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -183,7 +186,7 @@ def local_app(profile: str, handle: EngineHandle) -> tuple[MCPServer[Any], Any]:
     mcp = build_server(profile, engine_handle=handle, team=True)
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = mcp.streamable_http_app(stateless_http=True, json_response=True, transport_security=security)
-    return mcp, http_guard(app, token=None, allowed_hosts={"localhost"})
+    return mcp, http_guard(app, token=None, allowed_hosts={"localhost"}, post_only=True)
 
 
 def _identify(handle: EngineHandle) -> Any:
@@ -211,7 +214,9 @@ def _identify(handle: EngineHandle) -> Any:
         except InvalidInput as exc:
             return Refusal(400, exc.code, exc.message)
         except MemorydError as exc:  # the store is down or busy: the client may retry (another replica)
-            return Refusal(503, exc.code, exc.message)
+            # Nobody is authenticated yet: the database's host, port, name and user stay in the log.
+            log.warning("refused a request with 503, the store failed: %s", exc.message)
+            return Refusal(503, exc.code, "the team server's store is unavailable; try again (another replica)")
 
     return identify
 
@@ -219,8 +224,6 @@ def _identify(handle: EngineHandle) -> Any:
 def _serve_team(profile: str, host: str, port: int, allowed: set[str]) -> None:
     """The team server: stateless streamable HTTP with JSON answers (no session lives in one process, so
     any replica answers any request), every request identified by `_identify`."""
-    import logging
-
     import uvicorn
 
     from .http_security import is_loopback
@@ -232,7 +235,7 @@ def _serve_team(profile: str, host: str, port: int, allowed: set[str]) -> None:
     handle = EngineHandle(None, None, sync_vault=False)  # replicas' vaults are by-products: no "hand edits"
     mcp = build_server(profile, engine_handle=handle, team=True)
     app = http_guard(mcp.streamable_http_app(host=host, stateless_http=True, json_response=True), token=None,
-                     allowed_hosts=allowed, identify=_identify(handle))  # fmt: skip
+                     allowed_hosts=allowed, identify=_identify(handle), post_only=True)  # fmt: skip
     # Keep-alive longer than a load balancer's idle timeout (commonly 60 s): a connection the server closes
     # while a client reuses it fails that request with no answer (seen in bench/team_load.py at uvicorn's 5 s).
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=75)

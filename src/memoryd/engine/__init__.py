@@ -159,7 +159,7 @@ class Engine:
         settings = c.settings.model_copy(update={"anchors": False})
         core = Core(settings, c.store, c.embedder, scope, authority="agent", term_embedder=c.term_embedder,
                     vault_lock=c.vault_lock, principal=principal.name, read_only=principal.read_only,
-                    person=person, global_reach=principal.reaches_global)  # fmt: skip
+                    person=person, global_reach=principal.reaches_global, local_files=False)  # fmt: skip
         return type(self)(settings, c.store, c.embedder, scope, core=core)
 
     def for_scope(self, scope: Scope, *, principal: str | None = None) -> Self:

@@ -203,7 +203,7 @@ class Core:
         self, settings: Settings, store: Store, embedder: Embedder, scope: Scope, *, authority: str = "agent",
         enforce_sensitive: bool | None = None, term_embedder: TermEmbedder | None = None,
         vault_lock: vault.VaultLock | None = None, principal: str | None = None, read_only: bool = False,
-        person: Scope | None = None, global_reach: bool = True,
+        person: Scope | None = None, global_reach: bool = True, local_files: bool = True,
     ) -> None:  # fmt: skip
         if authority not in AUTHORITIES:
             raise ValueError(f"unknown authority {authority!r}; expected one of {', '.join(AUTHORITIES)}")
@@ -222,6 +222,8 @@ class Core:
         # team server: False for a token limited to repositories without `global` (`Principal.reaches_global`):
         # the person's global scope is then out of reach, for reads and writes alike
         self.global_reach = global_reach
+        # False on a team server: the vault is the replica's, so no answer names a path on its disk
+        self.local_files = local_files
         self.authority = authority
         # A person at the web console reaches every scope but still needs a grant for a sensitive one.
         self._sensitive_locked = authority == "agent" if enforce_sensitive is None else enforce_sensitive
@@ -480,8 +482,13 @@ class Core:
         return atom
 
     def path_of(self, atom: Atom) -> Path | None:
-        """Absolute path of an atom's markdown file, if it has one."""
-        return self.vault_root / atom.vault_path if atom.vault_path else None
+        """Absolute path of an atom's markdown file, if it has one and the caller shares this disk."""
+        return self.file_path(atom.vault_path)
+
+    def file_path(self, rel: str | Path | None) -> Path | None:
+        """A vault-relative path as the caller may see it: absolute locally, never on a team server (the
+        replica's disk is not the caller's; its layout is nobody else's business)."""
+        return self.vault_root / rel if rel and self.local_files else None
 
     def resolve_scope(self, scope: str | None) -> Scope:
         """`auto` (or anything an agent passes) → the inferred scope; `global` → the tenant-wide scope."""
