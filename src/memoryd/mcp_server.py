@@ -194,19 +194,21 @@ def _identify(handle: EngineHandle) -> Any:
     engine it acts with (`Engine.authenticate`, `Engine.for_request`), or a Refusal with the engine's reason."""
     import anyio.to_thread
 
-    from .errors import Forbidden, InvalidInput, MemorydError, Unauthorized
+    from .errors import Forbidden, InvalidInput, MemorydError, TooManyAttempts, Unauthorized
     from .http_security import bearer_token
     from .mcp_tools.transport import Refusal
 
-    def decide(headers: dict[bytes, bytes]) -> Any:
+    def decide(headers: dict[bytes, bytes], client: str | None) -> Any:
         engine = handle.get()
-        principal = engine.authenticate(bearer_token(headers.get(b"authorization")))
+        principal = engine.authenticate(bearer_token(headers.get(b"authorization")), client=client)
         scope = headers.get(b"memoryd-scope")
         return engine.for_request(principal, None if scope is None else scope.decode("latin-1"))
 
-    async def identify(headers: dict[bytes, bytes]) -> Any:
+    async def identify(headers: dict[bytes, bytes], client: str | None) -> Any:
         try:
-            return await anyio.to_thread.run_sync(decide, headers)
+            return await anyio.to_thread.run_sync(decide, headers, client)
+        except TooManyAttempts as exc:
+            return Refusal(429, exc.code, exc.message, exc.retry_after)
         except Unauthorized as exc:
             return Refusal(401, exc.code, exc.message)
         except Forbidden as exc:
@@ -226,7 +228,7 @@ def _serve_team(profile: str, host: str, port: int, allowed: set[str]) -> None:
     any replica answers any request), every request identified by `_identify`."""
     import uvicorn
 
-    from .http_security import is_loopback
+    from .http_security import is_loopback, timed_protocol
 
     logging.getLogger("mcp").setLevel(logging.WARNING)  # stateless: the SDK logs each request's transport at INFO
     if not is_loopback(host):
@@ -238,7 +240,7 @@ def _serve_team(profile: str, host: str, port: int, allowed: set[str]) -> None:
                      allowed_hosts=allowed, identify=_identify(handle), post_only=True)  # fmt: skip
     # Keep-alive longer than a load balancer's idle timeout (commonly 60 s): a connection the server closes
     # while a client reuses it fails that request with no answer (seen in bench/team_load.py at uvicorn's 5 s).
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=75)
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=75, http=timed_protocol())
 
 
 def _console(handle: EngineHandle, host: str, port: int, token: str | None, allowed: set[str]) -> Any:

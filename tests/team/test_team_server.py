@@ -435,3 +435,37 @@ async def test_http_edge_cases_are_refused_cleanly(team: Team) -> None:
         assert saved.get("path") is None and str(team.home) not in json.dumps(saved)
         got = await ok(s, "mem_get", {"memory_id": saved["memory_id"]})
         assert str(team.home) not in json.dumps(got)
+
+
+async def test_a_wrong_secret_flood_backs_off_and_half_sent_requests_are_cut(pg_server: Any, tmp_path: Path) -> None:
+    """Issue 23, pre-authentication cost over HTTP (a server of its own: the flood puts this address in backoff)."""
+    import socket
+    import time
+
+    dsn = pg_server.fresh_database()
+    home = tmp_path / "home"
+    with Engine.open(Settings(home=home, db=dsn), embedder=HashEmbedder(), authority="operator", cwd=home) as op:
+        token = op.create_token("alice").token
+    wrong = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
+    with http_server(home, home, "--team", MEMORYD_DB=dsn) as port:
+        team = Team(dsn, home, {"alice": token}, {}, {"a": port})
+        headers = {"Authorization": f"Bearer {wrong}", "Memoryd-Scope": scope_header("acme/api")}
+        statuses = [(await raw(team, headers)).status_code for _ in range(12)]
+        assert statuses[:5] == [401] * 5 and 429 in statuses, statuses
+        r = await raw(team, headers)
+        assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
+        assert r.json()["error"] == "too_many_attempts" and "retry in" in r.json()["message"]
+        # slowloris: headers that never finish are cut off after the header deadline, not held open
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            start = time.monotonic()
+            assert s.recv(100) == b""  # closed by the server
+            assert time.monotonic() - start < 14
+        # a body that never finishes: 408
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+            s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token.encode() +
+                      b"\r\nMemoryd-Scope: " + scope_header("acme/api").encode() +
+                      b"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")  # fmt: skip
+            answer = s.recv(4096)
+            assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+    pg_server.drop_database(dsn)

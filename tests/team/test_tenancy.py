@@ -242,3 +242,62 @@ def test_a_read_only_token_writes_nothing_by_any_path(op: Engine) -> None:
         with pytest.raises(Forbidden, match="this token is read-only"):
             write()
     assert op.store.snapshot_version() == before
+
+
+def test_wrong_secrets_cost_bounded_work(op: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 23, pre-authentication cost: a dead token is refused before hashing, an unknown id costs what a
+    known one does, failures back off per token id and per address, and hashing runs one at a time."""
+    import time
+
+    from memoryd.engine import tenancy
+    from memoryd.errors import StorageBusy, TooManyAttempts
+
+    def timed(token: str, client: str) -> tuple[float, str]:
+        start = time.perf_counter()
+        with pytest.raises(Unauthorized) as info:
+            op.authenticate(token, client=client)
+        return time.perf_counter() - start, info.value.message
+
+    live = op.create_token("alice")
+    op.authenticate(live.token, client="10.0.0.9")  # its person connected before the flood
+    wrong = live.token[:-4] + ("AAAA" if not live.token.endswith("AAAA") else "BBBB")
+    dead = op.create_token("alice")
+    op.revoke_token(dead.id)
+    unknown = f"mdt_{'0' * 26}_{'A' * 43}"
+    known_s, msg = timed(wrong, "10.0.0.1")
+    assert msg == "unknown token, or its secret does not match"
+    unknown_s, msg = timed(unknown, "10.0.0.2")
+    assert msg == "unknown token, or its secret does not match"
+    dead_s, msg = timed(dead.token[:-1] + "x", "10.0.0.3")
+    assert msg.startswith(f"token {dead.id} was revoked at ")
+    assert dead_s < known_s / 3  # no scrypt for a dead token
+    assert unknown_s > known_s / 3  # an unknown id pays the scrypt too: timing does not tell which ids exist
+    # per token id: after the free failures, refused before hashing (from any address), with a wait
+    for i in range(tenancy._Gate.FREE - 1):
+        timed(wrong, f"10.0.1.{i}")
+    timed(wrong, "10.0.1.99")
+    with pytest.raises(TooManyAttempts, match=r"too many failed attempts .*; retry in \d+ s") as info:
+        op.authenticate(wrong, client="10.0.2.1")
+    assert info.value.retry_after >= 1
+    assert op.authenticate(live.token, client="10.0.2.2").tenant_id == "alice"  # its person, checked before, is not
+    held = op.create_token("erin")
+    for i in range(tenancy._Gate.FREE + 1):
+        timed(held.token[:-4] + ("AAAA" if not held.token.endswith("AAAA") else "BBBB"), f"10.0.3.{i}")
+    with pytest.raises(TooManyAttempts):
+        op.authenticate(held.token, client="10.0.3.99")  # a token not seen before waits out its id's backoff
+    # per address: many ids from one address back off too
+    for _ in range(tenancy._Gate.FREE + 1):
+        other = op.create_token("bob")
+        timed(other.token[:-4] + ("AAAA" if not other.token.endswith("AAAA") else "BBBB"), "10.9.9.9")
+    with pytest.raises(TooManyAttempts):
+        op.authenticate(op.create_token("carol").token, client="10.9.9.9")
+    # one hashing at a time: with the slot taken, a check that needs scrypt waits, then is refused as busy
+    monkeypatch.setattr(tenancy._Gate, "WAIT_S", 0.2)
+    fresh = op.create_token("dave")
+    assert tenancy._GATE.hashing.acquire(timeout=5)
+    try:
+        with pytest.raises(StorageBusy, match="busy checking tokens"):
+            op.authenticate(fresh.token, client="10.7.7.7")
+    finally:
+        tenancy._GATE.hashing.release()
+    assert op.authenticate(fresh.token, client="10.7.7.7").tenant_id == "dave"

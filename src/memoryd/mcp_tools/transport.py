@@ -173,10 +173,12 @@ class Refusal(NamedTuple):
     status: int
     error: str
     message: str
+    retry_after: int | None = None  # seconds, sent as Retry-After (429)
 
 
-# The team server's identity check: the request's headers (lower-case names) → the engine it acts with, or why not.
-Identify = Callable[[dict[bytes, bytes]], Awaitable[Any]]
+# The team server's identity check: the request's headers (lower-case names) and the client's address → the
+# engine it acts with, or why not.
+Identify = Callable[[dict[bytes, bytes], str | None], Awaitable[Any]]
 
 
 # Headers a request may carry once: with two, which one a check reads and which one acts would be up to
@@ -236,9 +238,12 @@ def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify
                             [(b"allow", b"POST")])  # fmt: skip
             return
         if identify is not None:
-            who = await identify(headers)
+            client = scope.get("client")
+            who = await identify(headers, str(client[0]) if client else None)
             if isinstance(who, Refusal):
                 extra = [(b"www-authenticate", b'Bearer realm="memoryd"')] if who.status == 401 else []
+                if who.retry_after is not None:
+                    extra.append((b"retry-after", str(who.retry_after).encode()))
                 await send_json(send, who.status, json.dumps({"error": who.error, "message": who.message}).encode(), extra)
                 return
             scope = {**scope, "memoryd.engine": who}
@@ -252,6 +257,10 @@ def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify
             return
         body, stopped = await read_body(receive, MAX_BODY_BYTES)
         if stopped == "disconnect":
+            return
+        if stopped == "timeout":
+            await send_json(send, 408, error_reply(None, INVALID_REQUEST, "Invalid Request: invalid_input: the body "
+                                                   "did not arrive in time"))  # fmt: skip
             return
         if stopped == "too large":
             await send_json(send, 413, error_reply(None, INVALID_REQUEST, f"Invalid Request: invalid_input: the "
