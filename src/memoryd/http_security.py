@@ -140,7 +140,7 @@ def timed_protocol() -> type:
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    class Timed(H11Protocol):  # type: ignore[misc]
+    class Timed(H11Protocol):
         _deadline: asyncio.TimerHandle | None = None
 
         def data_received(self, data: bytes) -> None:
