@@ -407,6 +407,17 @@ def test_fallback_in_process_when_the_socket_cannot_be_created(d: D) -> None:
         d.client().call("/v1/health", method="GET")
 
 
+def test_a_configuration_the_daemon_cannot_serve_is_refused_as_before(d: D) -> None:
+    """A bad MEMORYD_* value: the daemon exits at start saying why, and `memoryd-mcp` refuses as in-process."""
+    env = {**d.env, "MEMORYD_BRIEF_MAX_CHARS": "lots"}
+    r = subprocess.run([MCP], input="", env=env, cwd=d.repo, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert "the daemon exited at start (memoryd daemon: MEMORYD_BRIEF_MAX_CHARS: Input should be a valid integer" in lines[0]
+    assert lines[-1].startswith("memoryd-mcp: MEMORYD_BRIEF_MAX_CHARS: Input should be a valid integer")
+    assert not _daemons(d.home)
+
+
 def test_hook_budget_gives_up_with_no_output(d: D) -> None:
     """A daemon that does not answer (stopped with SIGSTOP) costs a hook its budget, never more."""
     d.client().call("/v1/health", method="GET")

@@ -491,6 +491,10 @@ def serve(root: Path, idle: float) -> int:
     from ..engine.core import private_home
 
     paths = Paths(root)
+    problem = _settings_problem()
+    if problem is not None:  # as `memoryd-mcp` refuses to start: the client falls back and says the same
+        print(f"memoryd daemon: {problem}", file=sys.stderr)
+        return 2
     private_home(root, sqlite=not os.environ.get("MEMORYD_DB"))
     try:
         lock_fd = _lock(paths)
@@ -532,6 +536,23 @@ def serve(root: Path, idle: float) -> int:
         sock.close()
         os.close(lock_fd)
     return 0
+
+
+def _settings_problem() -> str | None:
+    """Why this configuration cannot be served (a bad MEMORYD_* value, a missing extra), or None."""
+    from pydantic import ValidationError
+
+    from ..config import Settings
+    from ..errors import MemorydError
+    from ..extras import check_settings
+
+    try:
+        check_settings(Settings())
+    except ValidationError as exc:
+        return "; ".join(f"MEMORYD_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
+    except MemorydError as exc:
+        return exc.message
+    return None
 
 
 def idle_seconds(value: str | None) -> float:
