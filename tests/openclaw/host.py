@@ -120,6 +120,7 @@ class Host:
         data["models"] = {"providers": {"mock": {"baseUrl": self.model_url, "apiKey": "mock-local",
                                                  "api": "openai-completions", "models": [MODEL]}}}  # fmt: skip
         agents = data.setdefault("agents", {})
+        agents["ownership"] = "explicit"
         agents.setdefault("defaults", {})["model"] = {"primary": "mock/scripted"}
         entries = agents.setdefault("entries", {})
         entries.setdefault("main", {"workspace": str(self.home / ".openclaw" / "workspace")})

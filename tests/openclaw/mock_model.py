@@ -59,12 +59,13 @@ class ScriptedOpenAI:
                 return {"content": "MOCK-FINAL: " + results[-1][:500]}
             if any(m.get("role") == "assistant" for m in after):
                 return {"content": "MOCK-REPLY"}
-            said = text_of(messages[last_user].get("content")).strip()
-            line = said.splitlines()[-1] if said else ""
-            for prefix, tool, key in (("remember:", "memory_store", "text"), ("forget:", "memory_forget", "id"),
-                                      ("recall:", "memory_recall", "query")):  # fmt: skip
-                if prefix in line:
-                    return {"tool": tool, "args": {key: line.split(prefix, 1)[1].strip()}, "id": f"call_{self._n}"}
+            said = text_of(messages[last_user].get("content"))
+            for line in said.splitlines():
+                for prefix, tool, key in (("remember:", "memory_store", "text"), ("forget:", "memory_forget", "id"),
+                                          ("recall:", "memory_recall", "query")):  # fmt: skip
+                    if prefix in line:
+                        arg = line.split(prefix, 1)[1].strip()
+                        return {"tool": tool, "args": {key: arg}, "id": f"call_{self._n}"}
             return {"content": "MOCK-REPLY"}
 
 
