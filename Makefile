@@ -81,7 +81,7 @@ test: $(STAMP) $(CLIENTS_STAMP) $(OPENCLAW_PLUGIN) browser
 	$(PY) -m pytest
 
 ## Everything but the suites marked slow.
-test-fast: $(STAMP) $(CLIENTS_STAMP) $(OPENCLAW_PLUGIN)
+test-fast: $(STAMP) $(CLIENTS_STAMP)
 	$(PY) -m pytest -m "not slow"
 
 ## Serve the web console on the default store (prints its address with the token).
