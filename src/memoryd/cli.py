@@ -769,6 +769,31 @@ def uninstall_claude_desktop_cmd(
     _report(lambda: uninstall_claude_desktop(profile, home=Path.home(), config_path=config, dry_run=dry_run), json_)  # type: ignore[arg-type]
 
 
+OpenClawOpt = Annotated[str, typer.Option("--openclaw", help="OpenClaw's CLI (default: `openclaw` on PATH).")]
+
+
+@install_app.command("openclaw")
+def install_openclaw_cmd(
+    openclaw: OpenClawOpt = "openclaw",
+    plugin: Annotated[Path | None, typer.Option("--plugin", help="The built plugin (default: integrations/openclaw).")] = None,
+    command: Annotated[str | None, typer.Option("--command", help="The memoryd the plugin starts the daemon with.")] = None,
+    dry_run: DryRunOpt = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Install memoryd as OpenClaw's memory plugin (plugins install, memory slot, hook access) with OpenClaw's CLI."""
+    from .install import install_openclaw
+
+    _report(lambda: install_openclaw(openclaw, plugin_dir=plugin, command=command, dry_run=dry_run), json_)
+
+
+@uninstall_app.command("openclaw")
+def uninstall_openclaw_cmd(openclaw: OpenClawOpt = "openclaw", dry_run: DryRunOpt = False, json_: JsonOpt = False) -> None:
+    """Remove memoryd's OpenClaw plugin and put the memory slot and memory-core back as they were."""
+    from .install import uninstall_openclaw
+
+    _report(lambda: uninstall_openclaw(openclaw, dry_run=dry_run), json_)
+
+
 CursorScopeOpt = Annotated[str, typer.Option(
     "--scope", help="user: ~/.cursor/mcp.json; project: <dir>/.cursor/mcp.json (shared: memoryd-mcp on PATH).")]
 
