@@ -729,9 +729,13 @@ def install_codex_cmd(
 
 @uninstall_app.command("codex")
 def uninstall_codex_cmd(
-    profile: ProfileOpt = "memoryd", codex_home: CodexHomeOpt = None, dry_run: DryRunOpt = False, json_: JsonOpt = False
-) -> None:
-    """Remove memoryd's table from Codex's config.toml."""
+    profile: ProfileOpt = "memoryd", codex_home: CodexHomeOpt = None,
+    hooks: Annotated[bool, typer.Option(
+        "--hooks", help="Accepted for symmetry with `install codex --hooks`: memoryd's hooks in hooks.json are "
+                        "always taken out with its table.")] = False,
+    dry_run: DryRunOpt = False, json_: JsonOpt = False,
+) -> None:  # fmt: skip
+    """Remove memoryd's table from Codex's config.toml, and its hooks from hooks.json."""
     from .install import uninstall_codex
 
     _report(lambda: uninstall_codex(Path.home(), codex_home, profile, dry_run=dry_run), json_)  # type: ignore[arg-type]
