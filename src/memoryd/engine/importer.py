@@ -82,6 +82,10 @@ class ImportReport:
     problems: list[dict[str, Any]] = field(default_factory=list)
     more_problems: int = 0
     format: str = "jsonl"
+    # What the source holds that memoryd did not carry, by kind: items not imported on purpose (a deleted
+    # OpenMemory memory, an export's superseded atom, its audit events) and parts of imported items
+    # (timestamps, ids, metadata keys). Malformed and rejected items are `bad` / `rejected`, with problems.
+    not_carried: dict[str, int] = field(default_factory=dict)
 
     @property
     def processed(self) -> int:
@@ -94,15 +98,22 @@ class ImportReport:
 
     def summary(self) -> str:
         held = f" ({self.pending} pending review)" if self.pending else ""
-        return (
+        out = (
             f"imported {self.imported}{held}, duplicates {self.duplicates}, rejected {self.rejected}, "
             f"bad {self.bad}, skipped {self.skipped} (already imported), ignored {self.ignored}; "
             f"{self.processed} lines in {self.seconds:.1f} s ({self.rate:.0f} lines/s)"
         )
+        if self.not_carried:
+            kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.not_carried.items()))
+            out += f"\nnot carried (by kind): {kinds}"
+        return out
+
+    def _carry(self, kind: str, n: int = 1) -> None:
+        self.not_carried[kind] = self.not_carried.get(kind, 0) + n
 
     def as_dict(self) -> dict[str, Any]:
         keys = ("path", "format", "sha256", "lines", "imported", "pending", "duplicates", "rejected", "bad", "ignored",
-                "skipped", "batches", "problems", "more_problems")  # fmt: skip
+                "skipped", "batches", "problems", "more_problems", "not_carried")  # fmt: skip
         out = {k: getattr(self, k) for k in keys}
         out.update(seconds=round(self.seconds, 3), rate=round(self.rate, 1))
         return out
@@ -128,6 +139,7 @@ class _Batch:
         default_factory=lambda: dict.fromkeys(("duplicates", "rejected", "bad", "ignored"), 0)
     )
     problems: list[dict[str, Any]] = field(default_factory=list)
+    not_carried: dict[str, int] = field(default_factory=dict)
 
 
 def _scan(path: Path) -> tuple[str, int]:
@@ -184,6 +196,14 @@ class Importer:
         self._check_import_args(batch_size, gate, source)
         if not path.is_file():
             raise InvalidInput(f"no file at {path}")
+        from ..formats import read_bytes
+
+        data = read_bytes(path)  # a .jsonl.gz is read decompressed, never as "not UTF-8" lines
+        if data is not None:
+            total = data.count(b"\n") + (not data.endswith(b"\n") and bool(data))
+            return self._import_lines(lambda: io.BytesIO(data), str(path), hashlib.sha256(data).hexdigest(), total,
+                                      start=start, batch_size=batch_size, gate=gate, source=source,
+                                      progress=progress)  # fmt: skip
         try:
             sha, total = _scan(path)
         except OSError as exc:
@@ -215,9 +235,10 @@ class Importer:
         path = Path(path)
         if not path.exists():
             raise InvalidInput(f"no file or folder at {path}")
-        fmt = formats.detect(path) if format == "auto" else format
-        if fmt not in formats.FORMATS:
+        if format != "auto" and format not in formats.FORMATS:
             raise InvalidInput(f"unknown format {format!r}; expected auto or one of {', '.join(formats.FORMATS)}")
+        data = None if path.is_dir() else formats.read_bytes(path)  # gzip / an OpenMemory zip, decompressed
+        fmt = formats.detect(path, data) if format == "auto" else format
         if fmt == "jsonl":
             return self.import_jsonl(path, batch_size=batch_size, gate=gate, source=source or "import",
                                      progress=progress)  # fmt: skip
@@ -226,9 +247,14 @@ class Importer:
         if fmt != "basic-memory" and not path.is_file():
             raise InvalidInput(f"{fmt} imports a file; {path} is a folder")
         self._check_import_args(batch_size, gate, source or fmt)
-        records = list(formats.read_records(fmt, path))
+        records = list(formats.read_records(fmt, path, data))
         lines, origins, problems = [], [], []
+        not_carried: dict[str, int] = {}
         for r in records:
+            for kind in (r.fields["not_carried"],) if "not_carried" in r.fields else r.dropped:
+                not_carried[kind] = not_carried.get(kind, 0) + 1
+            if "not_carried" in r.fields:
+                continue
             fields = {k: v for k, v in r.fields.items() if v not in (None, [], "")}
             if source:
                 fields["source"] = source
@@ -247,6 +273,8 @@ class Importer:
                 if problems[i]:
                     p["reason"] = problems[i]
         report.format = fmt
+        for kind, n in not_carried.items():
+            report._carry(kind, n)
         return report
 
     @staticmethod
@@ -325,6 +353,8 @@ class Importer:
             return
         if line.fields is None:
             batch.counts["ignored"] += 1
+            if line.ignored and line.ignored != "blank line":
+                batch.not_carried[line.ignored] = batch.not_carried.get(line.ignored, 0) + 1
             return
         fields = dict(line.fields)
         r = self.writer.prepare(fields.pop("content"), gate=gate, actor=source, origin="import", batch=seen,
@@ -379,6 +409,8 @@ class Importer:
         for key, value in counts.items():
             setattr(report, key, getattr(report, key) + value)
         report.batches += 1
+        for kind, n in batch.not_carried.items():
+            report._carry(kind, n)
         room = MAX_PROBLEMS - len(report.problems)
         report.problems.extend(batch.problems[:room])
         report.more_problems += max(0, len(batch.problems) - room)
@@ -401,11 +433,11 @@ class Importer:
             return _Line(number, problem=f"expected a JSON object, got {type(obj).__name__}")
         kind = obj.get("kind")
         if kind == "event":
-            return _Line(number, ignored="audit event")
+            return _Line(number, ignored="export audit event")
         if kind not in (None, "atom"):
             return _Line(number, problem=f"unknown kind {kind!r}; expected \"atom\" (an export line) or none")
         if kind == "atom" and obj.get("status", "active") != "active":
-            return _Line(number, ignored=f"status {obj.get('status')}")
+            return _Line(number, ignored=f"export atom with status {obj.get('status')}")
         if "content" not in obj:
             return _Line(number, problem="missing \"content\"")
         if not isinstance(obj["content"], str):
