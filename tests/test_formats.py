@@ -246,3 +246,41 @@ def test_a_malformed_lines_message_is_whole_and_names_the_limit(engine: Engine, 
     reasons = [p["reason"] for p in r.problems]
     assert reasons == [f"tags[0] is {top + 5} characters; the limit is {top}",
                        f"content is {LIMITS['content'][0] + 1} characters; the limit is {LIMITS['content'][0]}"]
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_markdown_export_import_export_is_byte_stable(engine: Engine, repo: Path, tmp_path: Path) -> None:
+    from memoryd.config import Settings
+
+    engine.memorize("决定从 React 切到 Solid，理由是性能+体积", type="decision", tags=["frontend"], title="前端切换决策",
+                    source="user")  # fmt: skip
+    engine.memorize("Prefer short commit subjects under 60 characters", type="preference",
+                    scope=engine.scope.global_scope(), source="user")  # fmt: skip
+    engine.memorize("The payments service calls billing-service and retries webhooks three times.\n\n"
+                    "## Related\n\nNot a list: this heading is part of the memory.", source="agent")  # fmt: skip
+    engine.memorize("Never run `kubectl apply` by hand on prod-cluster; use Argo CD", type="warning", source="user")
+    first = tmp_path / "first"
+    counts = engine.export_markdown(first)
+    assert detect(first) == "memoryd-markdown"
+    with Engine.open(Settings(home=tmp_path / "fresh", db=None), cwd=repo, embedder=engine.embedder) as fresh:
+        r = fresh.import_file(first)
+        # given 4 memories: 4 imported intact, the entity notes reported as derived, none lost
+        assert (r.format, r.imported, r.bad, r.rejected, r.duplicates) == ("memoryd-markdown", 4, 0, 0, 0)
+        assert r.not_carried == {"entity notes (derived again from the memories' text)": counts["entities"]}
+        second = tmp_path / "second"
+        fresh.export_markdown(second)
+        assert _tree(second) == _tree(first)  # byte for byte
+        before = fresh.store.snapshot_version()
+        again = fresh.import_file(first)  # re-import: a no-op
+        assert again.imported == 0 and fresh.store.snapshot_version() == before
+    # a broken note is named, the others still come in
+    bad = next((first / "memories").rglob("*.md"))
+    bad.write_text("---\nid: [unclosed\n---\n\n# x\n\ny\n", encoding="utf-8")
+    with Engine.open(Settings(home=tmp_path / "fresh2", db=None), cwd=repo, embedder=engine.embedder) as fresh:
+        r = fresh.import_file(first)
+        assert r.imported == 3 and r.bad == 1
+        assert r.problems[0]["origin"] == bad.relative_to(first).as_posix()
+        assert r.problems[0]["reason"].startswith("frontmatter is not valid YAML: ")

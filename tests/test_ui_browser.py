@@ -270,6 +270,47 @@ def test_memory_page_actions_leave_audit_events(page: Any, console: Console, sho
     assert not page.problems, page.problems  # type: ignore[attr-defined]
 
 
+def _overflow(page: Any) -> int:
+    return int(page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth"))
+
+
+def test_keyboard_screen_reader_and_narrow_layouts(playwright_browser: Any, console: Console, shots: Path) -> None:
+    """Issue 25: a skip link first in the Tab order; review buttons that name their row and rows that name their
+    repository; at 390 px and at 200% zoom, no page wider than the window, even with a 200-character unbroken title."""
+    with console.engine() as e:
+        long_id = e.memorize("A memory whose title is one unbroken 200-character token, as pasted from a log",
+                             title="x" * 200, source="user").atom_id  # fmt: skip
+    try:
+        context = playwright_browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.goto(console.url)
+        page.goto(console.base + "/review")
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.className") == "skip-link"
+        assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+        page.keyboard.press("Enter")
+        assert page.evaluate("document.activeElement.id") == "main"
+        first = console.ids["promotions"][0]
+        button = page.locator(f"button[name=single][value='promote:{first}']")
+        assert button.get_attribute("aria-label") == f"Promote #{first}: maybe cache sessions in redis for the login path"
+        assert page.get_by_role("button", name=f"Reject #{first}: maybe cache sessions").count() == 1
+        assert page.locator("table.review tbody tr .repo").first.inner_text() == "acme/widgets"
+        context.close()
+        for width, scale, name in ((390, 1, "narrow-390"), (640, 2, "zoom-200")):  # 1280 px at 200% = 640 CSS px
+            context = playwright_browser.new_context(viewport={"width": width, "height": 844}, device_scale_factor=scale)
+            page = context.new_page()
+            page.goto(console.url)
+            for path in ("/memories", "/review", f"/memories/{long_id}", "/health"):
+                page.goto(console.base + path)
+                assert _overflow(page) <= 0, (width, path, _overflow(page))
+            page.goto(console.base + "/memories")
+            page.screenshot(path=str(shots / f"memories-{name}.png"), full_page=True)
+            context.close()
+    finally:
+        with console.engine() as e:
+            e.govern(long_id or "", "tombstone", "test memory for the narrow layouts")
+
+
 def test_review_promotes_and_rejects(page: Any, console: Console, shots: Path) -> None:
     page.goto(console.base + "/review")
     assert page.locator("table.review tbody tr").count() == 3
@@ -281,7 +322,8 @@ def test_review_promotes_and_rejects(page: Any, console: Console, shots: Path) -
     page.check("input.select-all")  # console.js ticks every row
     assert page.locator("input[name=ids]:checked").count() == 2
     page.click("button[name=action][value=promote]")
-    assert "promoted:" in _flash(page) and page.locator("td.empty").inner_text() == "Nothing waits for review."
+    assert "promoted:" in _flash(page) and page.locator("td.empty").inner_text().startswith("Nothing waits for review.")
+    assert "memoryd import --gate review" in page.locator("td.empty .hint").inner_text()  # an empty state says how
     with console.engine() as e:
         atoms = console.ids["held"]
         assert e.get(atoms[0]).status == "sealed" and e.history(atoms[0])[-1].action == "reject"

@@ -262,7 +262,9 @@ def import_(
     file: Annotated[Path, typer.Argument(help="JSON-lines file (format above), or another tool's export (--format).")],
     format: Annotated[str, typer.Option(
         "--format", help="auto (detect) | jsonl | server-memory (Anthropic's memory.jsonl graph) | mem0 (export "
-                         "JSON) | basic-memory (a folder of notes).")] = "auto",
+                         "JSON) | openmemory (export zip, memories.json or memories.jsonl.gz) | basic-memory (a folder "
+                         "of notes) | memoryd-markdown (a `memoryd export --format markdown` folder). .gz files are "
+                         "read decompressed.")] = "auto",
     gate: Annotated[str, typer.Option(help="trusted (no DURA gate) | admit (junk rejected) | review (grey zone "
                                            "held as pending).")] = "trusted",  # fmt: skip
     batch_size: Annotated[int, typer.Option("--batch-size", help="Lines per batch: one model call and one "

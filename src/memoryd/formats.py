@@ -54,7 +54,7 @@ from .models import ATOM_TYPES, Atom
 
 __all__ = ["FORMATS", "MAX_DECOMPRESSED", "Record", "detect", "read_bytes", "read_records", "write_markdown"]
 
-FORMATS = ("jsonl", "server-memory", "mem0", "basic-memory", "openmemory")
+FORMATS = ("jsonl", "server-memory", "mem0", "basic-memory", "openmemory", "memoryd-markdown")
 GZIP_MAGIC = b"\x1f\x8b"
 ZIP_MAGIC = b"PK\x03\x04"
 MAX_DECOMPRESSED = 1 << 30  # a compressed import is read into memory: at most 1 GiB once decompressed
@@ -132,7 +132,7 @@ def detect(path: Path, data: bytes | None = None) -> str:
     export (zip, memories.json, memories.jsonl lines with `state`) openmemory; another JSON document mem0;
     JSON lines of `"type": "entity"`/`"relation"` objects server-memory; other JSON lines memoryd's own."""
     if path.is_dir():
-        return "basic-memory"
+        return "memoryd-markdown" if _is_memoryd_markdown(path) else "basic-memory"
     if data is None:
         data = read_bytes(path)
     try:
@@ -178,6 +178,8 @@ def read_records(fmt: str, path: Path, data: bytes | None = None) -> Iterator[Re
         return _openmemory(path, data)
     if fmt == "basic-memory":
         return _basic_memory(path)
+    if fmt == "memoryd-markdown":
+        return _memoryd_markdown(path)
     raise InvalidInput(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
@@ -251,13 +253,13 @@ def _mem0(path: Path, raw: bytes | None = None) -> Iterator[Record]:
     for i, rel in enumerate(relations or [], 1):
         origin = f"{path.name}: relation {i}"
         src = _str(rel.get("source")) if isinstance(rel, dict) else ""
-        kind = _str(rel.get("relationship") or rel.get("relation")) if isinstance(rel, dict) else ""
+        verb = _str(rel.get("relationship") or rel.get("relation")) if isinstance(rel, dict) else ""
         dst = _str(rel.get("target") or rel.get("destination")) if isinstance(rel, dict) else ""
-        if not (src and kind and dst):
+        if not (src and verb and dst):
             yield Record({"problem": "a relation needs source, relationship and target"}, origin)
             continue
-        yield Record({"content": f"{src} {kind.replace('_', ' ')} {dst}", "title": _title(f"{src} → {dst}"),
-                      "tags": ["relation", kind], "source": "mem0"}, origin)  # fmt: skip
+        yield Record({"content": f"{src} {verb.replace('_', ' ')} {dst}", "title": _title(f"{src} → {dst}"),
+                      "tags": ["relation", verb], "source": "mem0"}, origin)  # fmt: skip
     for i, item in enumerate(items, 1):
         origin = f"{path.name}: item {i}"
         if not isinstance(item, dict):
@@ -323,14 +325,14 @@ def _openmemory(path: Path, raw: bytes | None = None) -> Iterator[Record]:
         if not content:
             yield Record({"problem": "no memory text (content)"}, origin)
             continue
-        cats = m.get("categories")
-        tags = list(dict.fromkeys(c.strip() for c in cats if isinstance(c, str) and c.strip())) if isinstance(
-            cats, list) else []  # fmt: skip
-        meta = m.get("metadata") if isinstance(m.get("metadata"), dict) else {}
+        raw_cats = m.get("categories")
+        labels = [c.strip() for c in raw_cats if isinstance(c, str) and c.strip()] if isinstance(raw_cats, list) else []
+        om_tags = list(dict.fromkeys(labels))
+        om_meta: dict[str, Any] = m["metadata"] if isinstance(m.get("metadata"), dict) else {}
         dropped = [k for k in ("created_at", "updated_at") if m.get(k)]
-        dropped += [f"metadata.{k}" for k in meta]
+        dropped += [f"metadata.{k}" for k in om_meta]
         dropped += ["app"] if m.get("app") or m.get("app_id") else []
-        yield Record({"content": content, "tags": tags, "source": "openmemory"}, origin,
+        yield Record({"content": content, "tags": om_tags, "source": "openmemory"}, origin,
                      tuple(f"openmemory {k}" for k in dropped))  # fmt: skip
 
 
@@ -392,6 +394,60 @@ def _basic_memory(folder: Path) -> Iterator[Record]:
         note = "\n".join(prose).strip()
         if not found and note:
             yield Record({"content": note, "title": title, "tags": tags, "source": "basic-memory"}, rel)
+
+
+# -- memoryd's own markdown export, read back -----------------------------------------------------------------
+
+_KEEP = ("id", "epistemic", "polarity", "created", "updated")
+
+
+def _is_memoryd_markdown(folder: Path) -> bool:
+    """A folder `write_markdown` wrote: memories/<type>/*.md whose frontmatter has id, epistemic and polarity."""
+    first = next(iter(sorted((folder / "memories").glob("*/*.md"))), None) if (folder / "memories").is_dir() else None
+    if first is None:
+        return False
+    meta, _ = _frontmatter(first.read_text(encoding="utf-8", errors="replace"))
+    return all(k in meta for k in ("id", "epistemic", "polarity", "scope"))
+
+
+def _memoryd_markdown(folder: Path) -> Iterator[Record]:
+    """Each memory note back as the memory it was: content, type, title, tags, source, scope (by name), and its id,
+    timestamps, epistemic and polarity kept (`keep`), so export → import → export gives the same bytes. Entity
+    notes are derived (re-extracted from the content) and reported as such."""
+    for path in sorted((folder / "memories").rglob("*.md")):
+        rel = path.relative_to(folder).as_posix()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            yield Record({"problem": f"unreadable: {exc}"}, rel)
+            continue
+        if not text.startswith("---\n") or "\n---\n" not in text[3:]:
+            yield Record({"problem": "no frontmatter (--- … ---) at the top of the note"}, rel)
+            continue
+        head, body = text[4:].split("\n---\n", 1)
+        try:
+            meta = yaml.safe_load(head) or {}
+        except yaml.YAMLError as exc:
+            yield Record({"problem": f"frontmatter is not valid YAML: {' '.join(str(exc).split())}"}, rel)
+            continue
+        lines = body.split("\n")
+        if not isinstance(meta, dict) or len(lines) < 4 or lines[0] != "" or not lines[1].startswith("# "):
+            yield Record({"problem": "not a memory note of `memoryd export --format markdown` (frontmatter, "
+                                     "blank line, # title)"}, rel)  # fmt: skip
+            continue
+        rest = "\n".join(lines[3:])
+        cut = rest.rfind("\n## Related\n\n")
+        if cut >= 0 and all(line.startswith("- ") for line in rest[cut + 13:].strip().split("\n")):
+            rest = rest[:cut + 1]
+        content = rest[:-1] if rest.endswith("\n") else rest
+        aliases = meta.get("aliases") if isinstance(meta.get("aliases"), list) else []
+        keep = {k: str(meta[k]) for k in _KEEP if meta.get(k) is not None}
+        yield Record({"content": content, "type": meta.get("type"), "title": aliases[0] if aliases else None,
+                      "tags": meta.get("tags") or [], "source": meta.get("source"), "scope_name": meta.get("scope"),
+                      "keep": keep}, rel)  # fmt: skip
+    entities = folder / "entities"
+    for _ in sorted(entities.rglob("*.md")) if entities.is_dir() else []:
+        yield Record({"not_carried": "entity notes (derived again from the memories' text)"}, "entities")
 
 
 # -- markdown export ------------------------------------------------------------------------------------------

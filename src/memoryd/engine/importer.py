@@ -125,6 +125,8 @@ class _Line:
     fields: dict[str, Any] | None = None  # memorize keyword arguments, when the line is importable
     problem: str | None = None  # why the line is bad
     ignored: str | None = None  # why the line is deliberately not imported
+    keep: dict[str, str] | None = None  # what an export of memoryd's own keeps: id, timestamps, epistemic, polarity
+    dropped: list[str] = field(default_factory=list)  # parts of the line not carried, by kind
 
 
 @dataclass
@@ -242,9 +244,9 @@ class Importer:
         if fmt == "jsonl":
             return self.import_jsonl(path, batch_size=batch_size, gate=gate, source=source or "import",
                                      progress=progress)  # fmt: skip
-        if fmt == "basic-memory" and not path.is_dir():
-            raise InvalidInput(f"basic-memory imports a folder of notes; {path} is a file")
-        if fmt != "basic-memory" and not path.is_file():
+        if fmt in ("basic-memory", "memoryd-markdown") and not path.is_dir():
+            raise InvalidInput(f"{fmt} imports a folder of notes; {path} is a file")
+        if fmt not in ("basic-memory", "memoryd-markdown") and not path.is_file():
             raise InvalidInput(f"{fmt} imports a file; {path} is a folder")
         self._check_import_args(batch_size, gate, source or fmt)
         records = list(formats.read_records(fmt, path, data))
@@ -357,8 +359,15 @@ class Importer:
                 batch.not_carried[line.ignored] = batch.not_carried.get(line.ignored, 0) + 1
             return
         fields = dict(line.fields)
+        for kind in line.dropped:
+            batch.not_carried[kind] = batch.not_carried.get(kind, 0) + 1
         r = self.writer.prepare(fields.pop("content"), gate=gate, actor=source, origin="import", batch=seen,
                                 **fields)  # fmt: skip
+        if line.keep and isinstance(r, Draft):
+            kept = self._kept(r.atom, line.keep, batch)
+            if kept is not r.atom:
+                seen[(kept.scope_hash, norm_hash(kept.content))] = kept
+                r.atom = kept
         if isinstance(r, MemorizeResult):
             if r.effect == "no_op":
                 batch.counts["duplicates"] += 1
@@ -451,9 +460,44 @@ class Importer:
                 "tags": _str_list(obj.get("tags"), "tags"), "triggers": _str_list(obj.get("triggers"), "triggers"),
                 "source": obj.get("source") or default_source, "scope": self._import_scope(obj.get("scope")),
             }  # fmt: skip
+            dropped = []
+            scope_name = obj.get("scope_name")  # a markdown export names the scope only
+            if isinstance(scope_name, str) and obj.get("scope") is None:
+                if scope_name in ("global", self.core.global_scope.name):
+                    fields["scope"] = self.core.global_scope
+                elif scope_name != self.core.scope.name:
+                    dropped.append(f"scope {scope_name} (imported into {self.core.scope.name})")
+            keep = obj.get("keep")
+            if keep is not None and (not isinstance(keep, dict) or not all(isinstance(v, str) for v in keep.values())):
+                raise ValueError("keep must be an object of strings")
         except ValueError as exc:
             return _Line(number, problem=str(exc))
-        return _Line(number, fields=fields)
+        return _Line(number, fields=fields, keep=keep, dropped=dropped)
+
+    def _kept(self, atom: Atom, keep: dict[str, str], batch: _Batch) -> Atom:
+        """The atom with the id, timestamps, epistemic and polarity its export recorded (an id already in the
+        store, or in this batch, keeps the new one; a value that does not validate is counted, not applied)."""
+        from datetime import datetime
+
+        update: dict[str, Any] = {}
+        wanted = keep.get("id")
+        if wanted and not self.core.store.get_atoms([wanted]) and all(d.atom.id != wanted for d in batch.drafts):
+            update["id"] = wanted
+        for key, name in (("created", "created_at"), ("updated", "updated_at")):
+            if keep.get(key):
+                try:
+                    update[name] = datetime.fromisoformat(keep[key])
+                except ValueError:
+                    batch.not_carried[f"unreadable {key} timestamp"] = batch.not_carried.get(f"unreadable {key} timestamp", 0) + 1
+        for key in ("epistemic", "polarity"):
+            if keep.get(key):
+                update[key] = keep[key]
+        try:
+            return Atom.model_validate({**atom.model_dump(), **update})
+        except ValidationError:
+            batch.not_carried["kept fields that do not validate"] = batch.not_carried.get(
+                "kept fields that do not validate", 0) + 1  # fmt: skip
+            return atom
 
     def _import_scope(self, value: Any) -> Scope:
         if value is None or value in ("auto", "global"):
