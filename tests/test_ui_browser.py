@@ -311,6 +311,34 @@ def test_keyboard_screen_reader_and_narrow_layouts(playwright_browser: Any, cons
             e.govern(long_id or "", "tombstone", "test memory for the narrow layouts")
 
 
+def test_correction_form_speaks_plainly_and_a_replace_retitles(page: Any, console: Console, shots: Path) -> None:
+    """Issue 25: no action preselected (a destructive default is one Enter away), options in plain words, and the
+    replaced text gets a title from its own words and the tags the form gives."""
+    with console.engine() as e:
+        old = e.memorize("Invoices are emailed as PDF on the first of the month", title="Invoice emails",
+                         tags=["email"], source="user").atom_id  # fmt: skip
+    page.goto(f"{console.base}/memories/{old}")
+    for form in ("#correct", "#govern"):
+        assert page.locator(f"{form} select[name=action]").input_value() == ""
+        assert page.locator(f"{form} select[name=action] option").first.inner_text() == "Choose…"
+    labels = page.locator("#correct select[name=action] option").all_inner_texts()
+    assert "It is wrong: mark it false (negate)" in labels and "It is a rule that must always hold (confirm_necessary)" in labels
+    page.fill("#correct input[name=reason]", "no action chosen")
+    page.click("#correct button[type=submit]")  # the browser refuses the form: nothing happens
+    assert page.url.endswith(f"/memories/{old}")
+    page.screenshot(path=str(shots / "correct-form.png"), full_page=True)
+    page.select_option("#correct select[name=action]", "replace")
+    page.fill("#correct textarea[name=new_content]", "Invoices are uploaded to the customer portal on the first working day")
+    page.fill("#correct input[name=new_tags]", "billing, portal")
+    page.fill("#correct input[name=reason]", "we stopped emailing invoices")
+    page.click("#correct button[type=submit]")
+    assert "replace applied" in _flash(page)
+    with console.engine() as e:
+        new = e.get(e.get(old).superseded_by or "")
+        assert new.title == "Invoices are uploaded to the customer portal on the first working day"
+        assert new.tags == ["billing", "portal"]
+
+
 def test_review_promotes_and_rejects(page: Any, console: Console, shots: Path) -> None:
     page.goto(console.base + "/review")
     assert page.locator("table.review tbody tr").count() == 3
