@@ -34,6 +34,7 @@ log = logging.getLogger("memoryd")
 T = TypeVar("T")
 HERE = Path(__file__).parent
 ACTOR = "console"  # who the audit chain names for every change made here
+GRAPH_ENTITIES, GRAPH_PER_ENTITY = 20, 3  # the entity graph's size: labels stay readable
 # The correction and governance actions in plain words (the value sent is the action's name); none preselected.
 CORRECT_LABELS = [
     ("negate", "It is wrong: mark it false (negate)"),
@@ -234,7 +235,8 @@ def build_app(engine: Engine | Callable[[], Engine]) -> Starlette:
         return render(request, "entities.html", top=top, memories=len(graph.nodes) - len(top))
 
     async def entity_graph(request: Request) -> Response:
-        graph = await call(lambda e: e.entity_graph())
+        # readable at a glance (issue 25): at most 20 entities and 3 memories each (80 nodes, not 175)
+        graph = await call(lambda e: e.entity_graph(entities=GRAPH_ENTITIES, per_entity=GRAPH_PER_ENTITY))
         return JSONResponse(graph.model_dump())
 
     async def entity(request: Request) -> Response:
