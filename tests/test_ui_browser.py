@@ -304,6 +304,9 @@ def test_keyboard_screen_reader_and_narrow_layouts(playwright_browser: Any, cons
                 page.goto(console.base + path)
                 assert _overflow(page) <= 0, (width, path, _overflow(page))
             page.goto(console.base + "/memories")
+            # readable, not squeezed: the memory text takes the window's width, not one word (or letter) per line
+            box = page.locator("table.atoms td.content").first.bounding_box()
+            assert box is not None and box["width"] >= 0.8 * width - 40, (width, box)
             page.screenshot(path=str(shots / f"memories-{name}.png"), full_page=True)
             context.close()
     finally:
