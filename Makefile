@@ -67,9 +67,14 @@ serve-http:
 	@$(MAKE) --no-print-directory $(SERVE_STAMP) 1>&2
 	@exec $(VENV)/bin/memoryd-mcp --transport http --port 8766
 
-## The wheel and sdist in dist/ (what `pipx install` / `uv tool install` take).
-wheel: $(STAMP)
-	$(PY) -m build --outdir dist .
+## The wheel and sdist in dist/ (what `pipx install` / `uv tool install` take). Needs only the build
+## frontend (in a small venv of its own) and the build backend it fetches: not the test virtualenv.
+BUILD_VENV ?= .venv-build
+DIST ?= dist
+wheel:
+	@test -x $(BUILD_VENV)/bin/python || $(PYTHON) -m venv $(BUILD_VENV)
+	$(BUILD_VENV)/bin/python -m pip install --quiet build
+	$(BUILD_VENV)/bin/python -m build --outdir $(DIST) .
 
 ## Static checks (what CI runs first): ruff, and mypy (strict on engine/, storage/, search/; pyproject.toml).
 lint: $(STAMP)
@@ -90,3 +95,5 @@ ui: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache clients/node_modules clients/openclaw/node_modules integrations/openclaw/dist dist build
+
+	rm -rf $(VENV) $(BUILD_VENV) .pytest_cache clients/node_modules dist build

@@ -262,7 +262,9 @@ def import_(
     file: Annotated[Path, typer.Argument(help="JSON-lines file (format above), or another tool's export (--format).")],
     format: Annotated[str, typer.Option(
         "--format", help="auto (detect) | jsonl | server-memory (Anthropic's memory.jsonl graph) | mem0 (export "
-                         "JSON) | basic-memory (a folder of notes).")] = "auto",
+                         "JSON) | openmemory (export zip, memories.json or memories.jsonl.gz) | basic-memory (a folder "
+                         "of notes) | memoryd-markdown (a `memoryd export --format markdown` folder). .gz files are "
+                         "read decompressed.")] = "auto",
     gate: Annotated[str, typer.Option(help="trusted (no DURA gate) | admit (junk rejected) | review (grey zone "
                                            "held as pending).")] = "trusted",  # fmt: skip
     batch_size: Annotated[int, typer.Option("--batch-size", help="Lines per batch: one model call and one "
@@ -730,9 +732,13 @@ def install_codex_cmd(
 
 @uninstall_app.command("codex")
 def uninstall_codex_cmd(
-    profile: ProfileOpt = "memoryd", codex_home: CodexHomeOpt = None, dry_run: DryRunOpt = False, json_: JsonOpt = False
-) -> None:
-    """Remove memoryd's table from Codex's config.toml."""
+    profile: ProfileOpt = "memoryd", codex_home: CodexHomeOpt = None,
+    hooks: Annotated[bool, typer.Option(
+        "--hooks", help="Accepted for symmetry with `install codex --hooks`: memoryd's hooks in hooks.json are "
+                        "always taken out with its table.")] = False,
+    dry_run: DryRunOpt = False, json_: JsonOpt = False,
+) -> None:  # fmt: skip
+    """Remove memoryd's table from Codex's config.toml, and its hooks from hooks.json."""
     from .install import uninstall_codex
 
     _report(lambda: uninstall_codex(Path.home(), codex_home, profile, dry_run=dry_run), json_)  # type: ignore[arg-type]

@@ -167,6 +167,32 @@ def default_executable(name: str) -> str:
     return str(Path(found).absolute()) if found else str((bindir / name).absolute())
 
 
+def on_path_or_absolute(name: str) -> str:
+    """`name` when the command found on PATH is this install's (a pipx / uv tool install links it there,
+    and the link survives a reinstall), else this install's absolute path (the report notes it)."""
+    here = default_executable(name)
+    found = shutil.which(name)
+    if found and os.path.realpath(found) == os.path.realpath(here):
+        return name
+    return here
+
+
+def _absolute_note(command: str, what: str) -> list[str]:
+    """For a user file given an absolute path because the command on PATH is not this install's."""
+    if not os.path.isabs(command) or not Path(command).exists():
+        return []
+    return [f"{what} is registered as {command}: `{Path(command).name}` on PATH is not this install, so the entry "
+            "names this environment's path, which breaks if it moves or is reinstalled; `uv tool install` / "
+            "`pipx install` put the command on PATH (then install again)"]
+
+
+def _guard_absent(hook_command: str) -> str:
+    """A project file's hook prefix that is a silent no-op where the command is not installed (a teammate
+    without memoryd): `command -v memoryd >/dev/null 2>&1 || exit 0; memoryd`, then ` hook <event>`."""
+    first = shlex.split(hook_command)[0]
+    return f"command -v {shlex.quote(first)} >/dev/null 2>&1 || exit 0; {hook_command}"
+
+
 def _hook_executable(command: str | None, hook_command: str | None) -> tuple[str, str | None]:
     """The shell prefix the hooks run (`<prefix> hook <event>`), and the file it needs (for a note).
 
@@ -176,6 +202,9 @@ def _hook_executable(command: str | None, hook_command: str | None) -> tuple[str
     if hook_command:
         return hook_command, None
     exe = None
+    if command and not os.path.isabs(command):  # a command on PATH: the memoryd beside it, by name too
+        exe = on_path_or_absolute("memoryd")
+        return exe, (None if exe == "memoryd" else exe)
     if command:
         sibling = Path(command).with_name("memoryd" + Path(command).suffix)
         if sibling.exists():
@@ -253,6 +282,8 @@ def _remote_notes(token_env: str, agent: str) -> list[str]:
 
 
 def _missing_note(path: str, what: str) -> list[str]:
+    if not os.path.isabs(path) and shutil.which(path):
+        return []  # a command on PATH
     return [] if Path(path).exists() else [f"{what} {path} does not exist (yet); the agent will fail to start it"]
 
 
@@ -669,6 +700,7 @@ def install_claude(
     profile = _check_profile(profile)  # type: ignore[assignment]
     home, project_dir = _dirs(home, project_dir)
     mcp_path, settings_path = _claude_paths(scope, home, project_dir)
+    explicit = command is not None
     if remote:
         return _install_claude_remote(scope, profile, home, project_dir, command, remote, token_env, dry_run=dry_run)
     path_notes: list[str] = []
@@ -678,9 +710,9 @@ def install_claude(
         _refuse_machine_path(command, "--command", mcp_path)
         _refuse_machine_path(hook_command, "--hook-command", settings_path)
         path_notes = _on_path_notes(command, hook_command)
-        exe, exe_file = hook_command, None
+        exe, exe_file = _guard_absent(hook_command), None
     else:
-        command = command or default_executable("memoryd-mcp")
+        command = command or on_path_or_absolute("memoryd-mcp")
         exe, exe_file = _hook_executable(command, hook_command)
     entry = _server_entry(command, profile)
     # Plan both files before writing either: a malformed second file must leave the first untouched.
@@ -694,9 +726,11 @@ def install_claude(
         report.notes += path_notes
     else:
         report.notes += _missing_note(command, "the MCP server executable")
+        report.notes += [] if explicit else _absolute_note(command, "the MCP server")
     if exe_file:
         report.notes += _missing_note(exe_file, "the hook executable")
     report.notes += _approval_notes(profile, scope, home, project_dir)
+    report.notes += both_scopes_notes(scope, profile, home, project_dir)
     if scope == "user" and report.changed and not dry_run:
         report.notes.append(f"Claude Code rewrites {mcp_path} while it runs: if it was open, quit it and check that "
                             f"mcpServers.{profile} is still there (`claude mcp list`)")  # fmt: skip
@@ -707,14 +741,46 @@ def install_claude(
     return report
 
 
-def _scoped_command(scope: str, command: str | None, name: str, path: Path, what: str) -> tuple[str, list[str]]:
+def _scope_has(scope: str, profile: str, home: Path, project_dir: Path) -> list[str]:
+    """What of memoryd (`profile`) a Claude Code scope holds: its server entry and / or its hooks."""
+    mcp_path, settings_path = _claude_paths(scope, home, project_dir)
+    found = []
+    try:
+        servers = _load_json(mcp_path, _read(mcp_path)).get("mcpServers")
+        if isinstance(servers, dict) and profile in servers:
+            found.append(f"{mcp_path} (mcpServers.{profile})")
+        hooks = _hooks_table(settings_path, _load_json(settings_path, _read(settings_path)), create=False) or {}
+        if any(_is_our_group(g, e) for e in HOOK_EVENTS for g in hooks.get(e, [])):
+            found.append(f"{settings_path} (hooks)")
+    except InstallError:
+        pass
+    return found
+
+
+def both_scopes_notes(scope: str, profile: str, home: Path, project_dir: Path) -> list[str]:
+    """A project install and a user install both in effect in `project_dir`: Claude Code then lists the server
+    in two scopes and runs both sets of hooks (every event twice). Say so, and how to keep one."""
+    other = "user" if scope == "project" else "project"
+    if not _scope_has(scope, profile, home, project_dir):
+        return []
+    found = _scope_has(other, profile, home, project_dir)
+    if not found:
+        return []
+    return [f"memoryd ({profile}) is installed in both the project and the user scope for {project_dir}: also in "
+            f"{', '.join(found)}. Claude Code then shows the server in two scopes and runs both sets of hooks (each "
+            f"event twice). Keep one: `memoryd uninstall claude --scope user` (keep the project's, which teammates "
+            f"share) or `memoryd uninstall claude --project-dir {shlex.quote(str(project_dir))}` (keep your own)"]
+
+
+def _scoped_command(scope: str, command: str | None, name: str, path: Path, what: str, *,
+                    on_path: bool = False) -> tuple[str, list[str]]:  # fmt: skip
     """The command an entry runs and notes about it: in a project file `name` on PATH (an absolute path is
     refused: the file is shared), in a user file this install's absolute executable."""
     if scope == "project":
         command = command or name
         _refuse_machine_path(command, "--command", path)
         return command, _on_path_notes(command)
-    command = command or default_executable(name)
+    command = command or (on_path_or_absolute(name) if on_path else default_executable(name))
     return command, _missing_note(command, what)
 
 
@@ -724,7 +790,7 @@ def _install_claude_remote(scope: str, profile: str, home: Path, project_dir: Pa
     args = _remote_args(remote, token_env)
     assert token_env is not None
     mcp_path, settings_path = _claude_paths(scope, home, project_dir)
-    command, notes = _scoped_command(scope, command, "memoryd", mcp_path, "the memoryd executable")
+    command, notes = _scoped_command(scope, command, "memoryd", mcp_path, "the memoryd executable", on_path=True)
     entry = {"type": "stdio", "command": command, "args": args}
     plan = _plan_install_json(mcp_path, lambda d: _add_server(mcp_path, d, profile, entry))
     report = InstallReport("claude", "install", profile, scope, profile, dry_run=dry_run)
@@ -899,14 +965,15 @@ def install_codex(
 
     profile = _check_profile(profile)  # type: ignore[assignment]
     path = _codex_config(home, codex_home)
+    explicit = command is not None
     if remote:
         if hooks:
             raise InvalidInput("--hooks needs a local store; with --remote only the MCP server is registered")
         args = _remote_args(remote, token_env)
-        command = command or default_executable("memoryd")
+        command = command or on_path_or_absolute("memoryd")
     else:
         args = _server_args(profile)
-        command = command or default_executable("memoryd-mcp")
+        command = command or on_path_or_absolute("memoryd-mcp")
     raw = _read(path)
     doc = _load_toml(path, raw)
     servers = _codex_servers(path, doc, create=True)
@@ -942,6 +1009,7 @@ def install_codex(
         plans.append(_plan_install_json(hooks_path, lambda d: _add_hooks(hooks_path, d, exe, profile, file_tools=False)))
     report.changes = [_apply(p, dry_run=dry_run, notes=report.notes) for p in plans]
     report.notes += _missing_note(command, "the memoryd executable" if remote else "the MCP server executable")
+    report.notes += [] if explicit else _absolute_note(command, "the MCP server")
     if remote:
         assert token_env is not None
         report.notes += _remote_notes(token_env, "Codex")
