@@ -115,13 +115,17 @@ class Anchors:
                 return [], "not in a git working tree: code anchors are off"
             return [], None
         found: dict[tuple[str, str], Anchor] = {(a.path, a.symbol): a for a in explicit}
-        if names_code or "`" in atom.content:
-            try:
-                for a in checker.resolver.auto(atom.content, atom.entities):
-                    found.setdefault((a.path, a.symbol), a)
-            except Exception:  # noqa: BLE001 - a write never fails because of anchoring
-                log.exception("anchoring failed; the memory is stored without automatic anchors")
-        return list(found.values()), None
+        note = None
+        try:
+            auto, reports = checker.resolver.resolve_text(atom.content, atom.entities)
+            for a in auto:
+                found.setdefault((a.path, a.symbol), a)
+            missed = [r.words() for r in reports if r.outcome != "anchored"]
+            if missed:  # say what was seen and not anchored, and why (issue 26)
+                note = "not anchored: " + "; ".join(missed[:8])
+        except Exception:  # noqa: BLE001 - a write never fails because of anchoring
+            log.exception("anchoring failed; the memory is stored without automatic anchors")
+        return list(found.values()), note
 
     # -- freshness ---------------------------------------------------------------------------
 
