@@ -66,6 +66,8 @@ class NameReport(NamedTuple):
             return f"{self.name} -> {self.candidates[0]}"
         if self.outcome == "ambiguous":
             return f"{self.name}: ambiguous ({', '.join(self.candidates)}); name the file or anchor it explicitly"
+        if "." in self.name and self.name.rsplit(".", 1)[-1].lower() in _FILE_SUFFIXES:
+            return f"{self.name}: no such file in the repository"
         return f"{self.name}: no definition found in the repository"
 
 
@@ -286,7 +288,11 @@ class Resolver:
         reports: list[NameReport] = []
         paths: list[str] = []
         for name in files:
-            rel, _ = self.find_file(name)
+            rel, candidates = self.find_file(name)
+            if rel is None and candidates:
+                reports.append(NameReport(name, "ambiguous", candidates[:5]))
+            elif rel is None:
+                reports.append(NameReport(name, "not_found", []))
             if rel is None or rel in paths:
                 continue
             a = self.file_anchor(rel, commit=commit, origin="auto")

@@ -41,7 +41,8 @@ _OFF = object()
 
 
 def to_code_change(c: Change) -> CodeChange:
-    return CodeChange(kind=c.kind, path=c.path, symbol=c.symbol, since=c.since, to=c.to, detail=c.detail)
+    return CodeChange(kind=c.kind, path=c.path, symbol=c.symbol, since=c.since, to=c.to, new_symbol=c.new_symbol,
+                      aspect=c.aspect, detail=c.detail)  # fmt: skip
 
 
 class Anchors:
@@ -220,6 +221,14 @@ class Anchors:
             if a.kind == "file":
                 b = resolver.file_anchor(path or a.path, commit=commit, origin=a.origin)
                 found = [b] if b is not None else []
+            elif change is not None and change.kind == "symbol_renamed" and change.new_symbol:
+                # the same body under a new name (checked by the drift check): follow it, and say so
+                found = [x for x in resolver.symbol_in(change.to or a.path, change.new_symbol, commit=commit,
+                                                       origin=a.origin) if x.symbol == change.new_symbol]  # fmt: skip
+                if found:
+                    moved.append(f"{a.ref} → {found[0].ref} (renamed, same body)")
+                    new[(found[0].path, found[0].symbol)] = found[0]
+                    continue
             else:
                 if change is not None and change.kind == "symbol_changed":
                     path = change.path
@@ -235,7 +244,9 @@ class Anchors:
         if moved:
             parts.append("followed " + ", ".join(moved))
         if dropped:
-            parts.append("dropped " + ", ".join(dropped) + " (gone)")
+            parts.append("dropped " + ", ".join(dropped) + " (gone: no definition with the same name or body)")
+            if not any(a.kind == "symbol" for a in new.values()) and any("::" in d for d in dropped):
+                parts.append("this memory now has no symbol anchor")
         return list(new.values()), "; ".join(parts)
 
     def apply_reanchor(self, tx: TrackedTx, atom_id: str, plan: tuple[list[Anchor], str], *, actor: str,
