@@ -844,6 +844,7 @@ def phrasing_repo(bundle: Path, lang: str, n: int, horizons: list[int], seed: in
     # End to end: every symbol memory, whatever it got anchored to, against the truth of its symbol.
     e2e: dict[int, Counter[str]] = {}
     minor_flags: dict[int, Counter[str]] = {}
+    wrong: list[str] = []
     old_src = {s.path: (repo / s.path).read_bytes() for s in samples}
     old_defs = {p: defs.get(p) for p in old_src}
     for h in horizons:
@@ -868,7 +869,11 @@ def phrasing_repo(bundle: Path, lang: str, n: int, horizons: list[int], seed: in
                     mc["flagged_stale"] += flagged
                     mc["reported_separately"] += any(ch.aspect == "annotation_only" for ch in got[1])
                     continue
-                c["tp" if truth and flagged else "fp" if flagged else "fn" if truth else "tn"] += 1
+                verdict = "tp" if truth and flagged else "fp" if flagged else "fn" if truth else "tn"
+                c[verdict] += 1
+                if verdict in ("fp", "fn") and len(wrong) < 12:
+                    wrong.append(f"+{h} {verdict} {m['how']} {s.path}::{s.symbol} anchors={m['anchors']} "
+                                 f"changes={[ch.detail for ch in got[1]][:3]}")  # fmt: skip
         e2e[h] = c
         minor_flags[h] = mc
     e2e_out = {}
@@ -877,20 +882,20 @@ def phrasing_repo(bundle: Path, lang: str, n: int, horizons: list[int], seed: in
         r = c["tp"] / (c["tp"] + c["fn"]) if c["tp"] + c["fn"] else None
         e2e_out[h] = {**dict(c), "precision": None if p is None else round(p, 3), "recall": None if r is None else round(r, 3),
                       "annotation_only": dict(minor_flags[h])}  # fmt: skip
-    edits = edit_pass(repo, settings, emb, memories, lang, rng)
+    edits = edit_pass(repo, settings, emb, memories, lang, rng, start)
     return {"bundle": bundle.name, "lang": lang, "commits": len(commits), "start": si, "samples": len(samples),
-            "memories": len(memories), "per_phrasing": per, "misses": misses, "e2e": e2e_out, "edits": edits}  # fmt: skip
+            "memories": len(memories), "per_phrasing": per, "misses": misses, "e2e": e2e_out, "e2e_wrong": wrong, "edits": edits}  # fmt: skip
 
 
 def edit_pass(repo: Path, settings: Any, emb: Any, memories: list[dict[str, Any]], lang: str,
-              rng: random.Random) -> dict[str, Any]:  # fmt: skip
+              rng: random.Random, start: str) -> dict[str, Any]:  # fmt: skip
     """Edits made here, one at a time in the working tree, on symbols memories are anchored to:
     rename (the same body under a new name, in its file), move (the same definition to a new file),
     false move (the definition deleted, a different one of the same name added in a test file), and,
     for Python, annotation-only (a parameter gets a type hint)."""
     from memoryd.engine import Engine
 
-    git(repo, "checkout", "-q", "--detach", "-f", "HEAD")
+    git(repo, "checkout", "-q", "--detach", "-f", start)  # the commit the anchors were taken at
     git(repo, "clean", "-q", "-fdx")
     seen: set[tuple[str, str]] = set()
     targets = []
@@ -925,10 +930,10 @@ def edit_pass(repo: Path, settings: Any, emb: Any, memories: list[dict[str, Any]
             renamed_def = re.sub(rf"\b{re.escape(last)}\b", new_name, definition, count=1)
             trials = {
                 "rename": {s.path: src[:i] + renamed_def + src[j:]},
-                "move": {s.path: src[:i] + src[j:], _new_file(s.path, lang, "moved"): _wrap(definition, src, lang)},
+                "move": {s.path: src[:i] + src[j:], _new_file(s.path, lang, "moved"): _wrap(definition, src, lang, s)},
                 "false_move": {s.path: src[:i] + src[j:],
                                _new_file(s.path, lang, "test_other" if lang == "python" else "other_test"):
-                               _wrap(_other(definition, last, lang), src, lang)},
+                               _wrap(_other(definition, last, lang), src, lang, s)},
             }  # fmt: skip
             if lang == "python":
                 ann = _annotate(definition)
@@ -955,8 +960,8 @@ def edit_pass(repo: Path, settings: Any, emb: Any, memories: list[dict[str, Any]
                     out["false_moves"] += 1
                 if not ok:
                     rows.append(f"{kind} {s.path}::{s.symbol}: {got}")
-                git(repo, "checkout", "-q", "-f", "HEAD")
                 git(repo, "reset", "-q")
+                git(repo, "checkout", "-q", "-f", start)
                 git(repo, "clean", "-q", "-fdx")
     followed = (out["rename_ok"] + out["move_ok"]) / max(1, out["rename_trials"] + out["move_trials"])
     return {**dict(out), "followed": round(followed, 3), "failures": rows[:12]}
@@ -967,15 +972,15 @@ def _new_file(path: str, lang: str, stem: str) -> str:
     return f"{d}{stem}.go" if lang == "go" else f"{d}{stem}.py"
 
 
-def _wrap(definition: str, src: str, lang: str) -> str:
+def _wrap(definition: str, src: str, lang: str, s: Sample) -> str:
     if lang == "go":
         m = re.search(r"^package\s+\w+", src, re.M)
         return f"{m.group(0) if m else 'package main'}\n\n{definition}\n"
     import textwrap
 
     body = textwrap.dedent(definition)
-    if definition[:1] in (" ", "\t"):  # a method: keep it in a class of the same name
-        return f"class _Holder:\n{textwrap.indent(body, '    ')}\n"
+    if definition[:1] in (" ", "\t"):  # a method: to a class of the same name (a class split across files)
+        return f"class {s.symbol.rsplit('.', 1)[0]}:\n{textwrap.indent(body, '    ')}\n"
     return body + "\n"
 
 
@@ -1057,6 +1062,8 @@ def show_phrasing(result: dict[str, Any]) -> None:
         for h, v in r["e2e"].items():
             print(f"end to end +{h}: {v}")
         print(f"edits: {r['edits']}")
+        for w in r["e2e_wrong"]:
+            print(f"  end to end wrong: {w}")
         for miss in r["misses"]:
             print(f"  missed: {miss}")
 

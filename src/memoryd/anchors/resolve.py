@@ -78,7 +78,7 @@ def _is_peripheral(path: str) -> bool:
 def _looks_like_code(name: str) -> bool:
     """snake_case, camelCase, CapWords with two humps, dotted, a leading underscore."""
     core = name.lstrip("_")
-    return (name != core or "_" in core.strip("_") or "." in name or re.search(r"[a-z][A-Z]", core) is not None
+    return (name != core or "_" in core.strip("_") or "." in name or re.search(r"[a-z0-9][A-Z]", core) is not None
             or re.search(r"[A-Z][a-z]+[A-Z]", core) is not None)  # fmt: skip
 
 
@@ -300,6 +300,8 @@ class Resolver:
                 anchors[(rel, "")] = a
                 paths.append(rel)
         file_words = {p.rsplit("/", 1)[-1].rsplit(".", 1)[0] for p in paths}
+        words = set(re.findall(r"[A-Za-z_]\w*", text))
+        weak_anchored: set[tuple[str, str]] = set()
         for name in dict.fromkeys(names + weak):
             if len(anchors) >= _AUTO_LIMIT:
                 break
@@ -316,13 +318,23 @@ class Resolver:
                 if is_weak and name in file_words:
                     continue  # a plain word of the prose: not a name unless a named file defines it
                 found, seen = self.lookup(name, commit=commit, origin="auto", exclude=paths, defs_only=is_weak)
+            if len(found) > 1:  # `self.update()` on a NullProgressBar: the class the text names decides
+                named = [a for a in found if "." in a.symbol and a.symbol.rsplit(".", 1)[0].rsplit(".", 1)[-1] in words]
+                found = named or found
             if len(found) == 1:
                 anchors.setdefault((found[0].path, found[0].symbol), found[0])
+                if is_weak:
+                    weak_anchored.add((found[0].path, found[0].symbol))
                 reports.append(NameReport(name, "anchored", [found[0].ref]))
             elif len(found) > 1:
                 reports.append(NameReport(name, "ambiguous", [a.ref for a in found[:5]]))
             elif not is_weak:
                 reports.append(NameReport(name, "not_found", [a.ref for a in seen[:5]]))
+        # A class named only as the context of one of its methods (`self.update()` on a NullProgressBar)
+        # is not a second subject of the memory.
+        owners = {(a.path, a.symbol.rsplit(".", 1)[0]) for a in anchors.values() if "." in a.symbol}
+        for key in weak_anchored & owners:
+            anchors.pop(key, None)
         return list(anchors.values())[:_AUTO_LIMIT], reports
 
     def lookup_in(self, rel: str, name: str, *, commit: str | None) -> list[Anchor]:
