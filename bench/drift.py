@@ -624,6 +624,31 @@ def _go_strip(text: str) -> str:
     return " ".join(text.split())
 
 
+def _go_body_open(text: str, start: int) -> int:
+    """Where the body of the declaration at `start` opens: the first `{` outside parentheses that does
+    not belong to an `interface{}` or `struct{}` type in the signature (-1: none before the next line
+    that starts a declaration)."""
+    depth, j = 0, start
+    while j < len(text):
+        ch = text[j]
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "{" and depth == 0:
+            before = text[start:j].rstrip()
+            if before.endswith(("interface", "struct")) and not text[start:].startswith("type"):
+                j = text.find("}", j)
+                if j < 0:
+                    return -1
+            else:
+                return j
+        elif ch == "\n" and depth == 0 and text[j + 1 : j + 6] in ("func ", "type ", "var (", "const"):
+            return -1
+        j += 1
+    return -1
+
+
 def go_truth_defs(source: bytes) -> dict[str, tuple[str, str, str]]:
     """Go definitions by a scanner of its own (not tree-sitter): qualified name -> (kind, normalised text,
     doc comment). Functions/methods run from `func` to their matching brace; types to their closing brace."""
@@ -631,9 +656,9 @@ def go_truth_defs(source: bytes) -> dict[str, tuple[str, str, str]]:
     out: dict[str, tuple[str, str, str]] = {}
 
     def block(start: int) -> str:
-        i = text.find("{", start)
+        i = _go_body_open(text, start)
         nl = text.find("\n", start)
-        if i < 0 or (nl >= 0 and i > nl and not text[start:i].rstrip().endswith(("(", ","))):
+        if i < 0:
             return text[start : nl if nl >= 0 else len(text)]  # a declaration without a body
         depth, j = 0, i
         while j < len(text):
@@ -871,6 +896,8 @@ def phrasing_repo(bundle: Path, lang: str, n: int, horizons: list[int], seed: in
                     continue
                 verdict = "tp" if truth and flagged else "fp" if flagged else "fn" if truth else "tn"
                 c[verdict] += 1
+                if m["unambiguous"]:
+                    c["unambiguous_" + verdict] += 1
                 if verdict in ("fp", "fn") and len(wrong) < 12:
                     wrong.append(f"+{h} {verdict} {m['how']} {s.path}::{s.symbol} anchors={m['anchors']} "
                                  f"changes={[ch.detail for ch in got[1]][:3]}")  # fmt: skip
@@ -880,7 +907,13 @@ def phrasing_repo(bundle: Path, lang: str, n: int, horizons: list[int], seed: in
     for h, c in e2e.items():
         p = c["tp"] / (c["tp"] + c["fp"]) if c["tp"] + c["fp"] else None
         r = c["tp"] / (c["tp"] + c["fn"]) if c["tp"] + c["fn"] else None
-        e2e_out[h] = {**dict(c), "precision": None if p is None else round(p, 3), "recall": None if r is None else round(r, 3),
+        u = {k: c[f"unambiguous_{k}"] for k in ("tp", "fp", "fn")}
+        up = u["tp"] / (u["tp"] + u["fp"]) if u["tp"] + u["fp"] else None
+        ur = u["tp"] / (u["tp"] + u["fn"]) if u["tp"] + u["fn"] else None
+        e2e_out[h] = {**{k: v for k, v in c.items() if not k.startswith("unambiguous_")},
+                      "precision": None if p is None else round(p, 3), "recall": None if r is None else round(r, 3),
+                      "unambiguous_precision": None if up is None else round(up, 3),
+                      "unambiguous_recall": None if ur is None else round(ur, 3),
                       "annotation_only": dict(minor_flags[h])}  # fmt: skip
     edits = edit_pass(repo, settings, emb, memories, lang, rng, start)
     return {"bundle": bundle.name, "lang": lang, "commits": len(commits), "start": si, "samples": len(samples),
@@ -1000,7 +1033,7 @@ def _def_span(src: str, symbol: str, lang: str) -> tuple[int, int] | None:
         for m in _GO_FUNC.finditer(src):
             name = f"{m.group(1)}.{m.group(2)}" if m.group(1) else m.group(2)
             if name == symbol:
-                depth, j, k = 0, src.find("{", m.end()), m.start()
+                depth, j, k = 0, _go_body_open(src, m.start()), m.start()
                 if j < 0:
                     return None
                 while j < len(src):

@@ -43,8 +43,8 @@ _GO_PACKAGE = re.compile(rb"^package[ \t]+([A-Za-z_]\w*)", re.M)
 _RECEIVER = re.compile(r"(?<![\w.])((?:[A-Za-z_]\w*\.)*)\(\s*\*?\s*([A-Za-z_]\w*)\s*\)\s*\.([A-Za-z_]\w*)")
 # module:function, as entry points and pytest ids write it: sqlite_utils.db:Table.insert
 _MODULE_FN = re.compile(r"(?<![\w./:-])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?![\w/])")
-_DOTTED = re.compile(r"(?<![\w/$.:-])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w/(-])")
-_WORD = re.compile(r"(?<![\w/$.:*-])([A-Za-z_]\w*)(?![\w/-])")
+_DOTTED = re.compile(r"(?<![\w$.:-])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w/-])")
+_WORD = re.compile(r"(?<![\w/$.:*-])([A-Za-z_]\w*)(?![\w/-]|\.\w)")
 _KIND_WORDS = frozenset(
     "function functions method methods class classes func type struct interface constructor property helper "
     "decorator classmethod staticmethod receiver def enum trait callback hook".split()
@@ -98,7 +98,8 @@ def _names_in(text: str) -> tuple[list[str], list[str]]:
         strong.append(_norm_symbol(m.group(1)))
     for m in _DOTTED.finditer(masked):
         name = _norm_symbol(m.group(1))
-        if name.rsplit(".", 1)[-1].lower() not in _FILE_SUFFIXES and name.split(".")[0].lower() not in ("e", "i"):
+        if (name.rsplit(".", 1)[-1].lower() not in _FILE_SUFFIXES and name.split(".")[0].lower() not in ("e", "i", "www")
+                and name.rsplit(".", 1)[-1] not in ("com", "org", "net", "io", "dev")):  # fmt: skip
             strong.append(name)
     masked = _DOTTED.sub(lambda m: " " * len(m.group(0)), masked)
     weak: list[str] = []
@@ -108,7 +109,8 @@ def _names_in(text: str) -> tuple[list[str], list[str]]:
         near = {x.group(1).lower() for x in words[max(0, i - 1) : i + 2] if x is not m}
         if w.lower() in _KIND_WORDS or w.lower() in _STOP:
             continue
-        if _looks_like_code(w) or near & _KIND_WORDS:
+        label = masked[m.end() : m.end() + 2] in (": ", ":\n") or masked[m.end() :] == ":"  # `Parse: …`
+        if _looks_like_code(w) or near & _KIND_WORDS or label:
             weak.append(w)
     return strong, [w for w in weak if w not in strong]
 
