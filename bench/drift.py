@@ -960,7 +960,8 @@ def edit_pass(repo: Path, settings: Any, emb: Any, memories: list[dict[str, Any]
             last = s.symbol.rsplit(".", 1)[-1]
             new_name = last + "_renamed" if lang == "python" else last + "Renamed"
             definition = src[i:j]
-            renamed_def = re.sub(rf"\b{re.escape(last)}\b", new_name, definition, count=1)
+            renamed_def = re.sub(rf"((?:def|func)\s+(?:\([^)]*\)\s*)?){re.escape(last)}\b", rf"\g<1>{new_name}",
+                                 definition, count=1)  # the definition's own name, not a decorator's string
             trials = {
                 "rename": {s.path: src[:i] + renamed_def + src[j:]},
                 "move": {s.path: src[:i] + src[j:], _new_file(s.path, lang, "moved"): _wrap(definition, src, lang, s)},

@@ -159,6 +159,7 @@ def test_a_different_definition_of_the_same_name_elsewhere_is_not_a_move(engine:
     (pkg / "sqlite_utils" / "types.py").write_text("def detect_types(values):\n    return None\n")
     assert changes(engine, a) == ("code_changed", [("symbol_removed", "detect_types", None)])
     (pkg / "sqlite_utils" / "types.py").write_text("def detect_types(values):\n    return [type(v).__name__ for v in values]\n")
+    commit(pkg, "the same definition now")  # a new repository state: searched verdicts are not reused
     assert changes(engine, a) == ("code_changed", [("symbol_moved", "detect_types", "sqlite_utils/types.py")])
 
 
