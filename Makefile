@@ -94,6 +94,4 @@ ui: $(STAMP)
 	$(VENV)/bin/memoryd ui
 
 clean:
-	rm -rf $(VENV) .pytest_cache clients/node_modules clients/openclaw/node_modules integrations/openclaw/dist dist build
-
-	rm -rf $(VENV) $(BUILD_VENV) .pytest_cache clients/node_modules dist build
+	rm -rf $(VENV) $(BUILD_VENV) .pytest_cache clients/node_modules clients/openclaw/node_modules integrations/openclaw/dist dist build
