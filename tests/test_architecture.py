@@ -262,3 +262,21 @@ def test_every_store_write_passes_the_one_rights_check() -> None:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "transaction":
                 sites.append((str(path.relative_to(SRC)), owners.get(id(node))))
     assert sorted(sites) == [("engine/core.py", "untracked"), ("engine/core.py", "write")]
+
+
+def test_error_statuses_and_exit_codes_live_on_the_error_classes() -> None:
+    """Issue 22: an error's HTTP status and CLI exit code are set once, on its class (`memoryd.errors`);
+    no surface keeps a table of its own (the console's missed three codes)."""
+    import re
+
+    from memoryd import errors
+
+    table = re.compile(r"""["'](invalid_input|not_found|conflict|forbidden|unauthorized|storage_error)["']\s*:\s*\d""")
+    offenders = [str(p.relative_to(SRC)) for p in _modules() if table.search(p.read_text())]
+    assert offenders == []
+    for cls in (errors.InvalidInput, errors.NotFound, errors.Conflict, errors.AuthorizationRequired,
+                errors.Unauthorized, errors.TooManyAttempts, errors.Forbidden, errors.MissingExtra,
+                errors.StorageError, errors.StorageBusy, errors.IntegrityError):  # fmt: skip
+        assert errors.HTTP_STATUS[cls.code] == cls.status and errors.EXIT_CODES[cls.code] == cls.exit_code
+        assert 400 <= cls.status <= 599 and 2 <= cls.exit_code <= 11
+    assert errors.status_of("no_such_code") == 500

@@ -19,6 +19,7 @@ __all__ = [
     "AuthorizationRequired",
     "Conflict",
     "Engine",
+    "Forbidden",
     "IntegrityError",
     "InvalidInput",
     "MemorydError",
@@ -28,6 +29,8 @@ __all__ = [
     "Settings",
     "StorageBusy",
     "StorageError",
+    "TooManyAttempts",
+    "Unauthorized",
     "__version__",
     "infer_scope",
 ]
@@ -40,6 +43,7 @@ if TYPE_CHECKING:
     from .errors import (
         AuthorizationRequired,
         Conflict,
+        Forbidden,
         IntegrityError,
         InvalidInput,
         MemorydError,
@@ -47,6 +51,8 @@ if TYPE_CHECKING:
         NotFound,
         StorageBusy,
         StorageError,
+        TooManyAttempts,
+        Unauthorized,
     )
     from .models import Scope
     from .scope import infer_scope
@@ -54,8 +60,8 @@ if TYPE_CHECKING:
 _LAZY = {
     "Engine": "engine", "Settings": "config", "Scope": "models", "infer_scope": "scope",
     **{name: "errors" for name in (
-        "AuthorizationRequired", "Conflict", "IntegrityError", "InvalidInput", "MemorydError", "MissingExtra", "NotFound",
-        "StorageBusy", "StorageError",
+        "AuthorizationRequired", "Conflict", "Forbidden", "IntegrityError", "InvalidInput", "MemorydError", "MissingExtra",
+        "NotFound", "StorageBusy", "StorageError", "TooManyAttempts", "Unauthorized",
     )},
 }  # fmt: skip
 

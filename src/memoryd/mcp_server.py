@@ -208,17 +208,13 @@ def _identify(handle: EngineHandle) -> Any:
         try:
             return await anyio.to_thread.run_sync(decide, headers, client)
         except TooManyAttempts as exc:
-            return Refusal(429, exc.code, exc.message, exc.retry_after)
-        except Unauthorized as exc:
-            return Refusal(401, exc.code, exc.message)
-        except Forbidden as exc:
-            return Refusal(403, exc.code, exc.message)
-        except InvalidInput as exc:
-            return Refusal(400, exc.code, exc.message)
+            return Refusal(exc.status, exc.code, exc.message, exc.retry_after)
+        except (Unauthorized, Forbidden, InvalidInput) as exc:
+            return Refusal(exc.status, exc.code, exc.message)
         except MemorydError as exc:  # the store is down or busy: the client may retry (another replica)
             # Nobody is authenticated yet: the database's host, port, name and user stay in the log.
             log.warning("refused a request with 503, the store failed: %s", exc.message)
-            return Refusal(503, exc.code, "the team server's store is unavailable; try again (another replica)")
+            return Refusal(exc.status, exc.code, "the team server's store is unavailable; try again (another replica)")
 
     return identify
 

@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import HTTP_STATUS
 from .client import API, Paths, home, private_dir, settings_digest, version
 
 if TYPE_CHECKING:
@@ -50,9 +51,7 @@ LOG_MAX_BYTES = 5_000_000
 MAX_BODY = 4 * 1024 * 1024
 SCOPE_TTL = 3.0  # seconds a directory's inferred scope is reused (a branch switch shows within that)
 VIEWS_MAX = 64
-_STATUS = {"invalid_input": 400, "unauthorized": 401, "forbidden": 403, "authorization_required": 403,
-           "not_found": 404, "conflict": 409, "version_skew": 409, "missing_extra": 500, "storage_busy": 503,
-           "storage_error": 503, "integrity_error": 500, "internal": 500}  # fmt: skip
+_STATUS = {**HTTP_STATUS, "version_skew": 409}  # the handshake's own answer besides the errors' statuses
 
 
 class AlreadyRunning(Exception):

@@ -28,7 +28,7 @@ from .security import CSRF_FIELD, bidi_visible
 if TYPE_CHECKING:
     from ..engine import Engine
 
-__all__ = ["ACTOR", "STATUS_OF", "build_app"]
+__all__ = ["ACTOR", "build_app"]
 
 log = logging.getLogger("memoryd")
 T = TypeVar("T")
@@ -52,10 +52,6 @@ GOVERN_LABELS = [
 if {v for v, _ in CORRECT_LABELS} != set(CORRECT_ACTIONS) or {v for v, _ in GOVERN_LABELS} != {
         *GOVERN_ACTIONS, "restore"} - {"tombstone"}:  # fmt: skip
     raise RuntimeError("every correction and governance action needs its plain-words label")
-STATUS_OF = {
-    "invalid_input": 400, "not_found": 404, "conflict": 409, "authorization_required": 403,
-    "storage_busy": 503, "storage_error": 503, "integrity_error": 500, "internal": 500,
-}  # fmt: skip
 SECTION = {"memory": "memories", "session": "sessions", "entity": "entities", "chain": "health", "doctor": "health"}
 NAV = [("memories", "Memories"), ("review", "Review"), ("sessions", "Sessions"), ("entities", "Entities"),
        ("health", "Health")]  # fmt: skip
@@ -276,7 +272,7 @@ def build_app(engine: Engine | Callable[[], Engine]) -> Starlette:
 
     async def on_error(request: Request, exc: Exception) -> Response:
         if isinstance(exc, MemorydError):
-            status, code, message = STATUS_OF.get(exc.code, 500), exc.code, exc.message
+            status, code, message = exc.status, exc.code, exc.message
         elif isinstance(exc, HTTPException):
             status, code, message = exc.status_code, "http", exc.detail or "not found"
         else:
