@@ -38,7 +38,8 @@ SURFACES = {
 }
 # Modules below the engine that every layer may share: data types, settings, errors, limits, and
 # surface-neutral helpers that hold no business logic.
-SHARED = {"memoryd", "config", "errors", "models", "limits", "scope", "extras", "http_security", "injected", "stamps"}
+SHARED = {"memoryd", "config", "errors", "models", "limits", "scope", "scope_key", "extras", "http_security", "injected",
+          "stamps"}
 # Internals: what only the engine (and the layers below it) may import.
 INTERNALS = {"storage", "search", "write", "lifecycle", "anchors", "vault", "formats", "llm"}
 
@@ -280,3 +281,14 @@ def test_error_statuses_and_exit_codes_live_on_the_error_classes() -> None:
         assert errors.HTTP_STATUS[cls.code] == cls.status and errors.EXIT_CODES[cls.code] == cls.exit_code
         assert 400 <= cls.status <= 599 and 2 <= cls.exit_code <= 11
     assert errors.status_of("no_such_code") == 500
+
+
+def test_no_import_cycle_between_shared_modules() -> None:
+    """Issue 22: `models` and `scope` imported each other (a lazy import hid it); the shared modules import
+    one another in one direction only, lazy and annotation-only imports included."""
+    shared = {m for m in SHARED if m != "memoryd"}
+    graph = {m: {i.split(".")[1] for i in _imports(SRC / f"{m}.py")
+                 if i.startswith("memoryd.") and i.split(".")[1] in shared} - {m}
+             for m in shared if (SRC / f"{m}.py").exists()}  # fmt: skip
+    cycles = sorted((a, b) for a in graph for b in graph[a] if a in graph.get(b, set()))
+    assert cycles == []
