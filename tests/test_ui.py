@@ -351,7 +351,7 @@ def test_memoryd_ui_prints_one_line_and_serves(tmp_path: Path) -> None:
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        m = re.fullmatch(r"memoryd ui: http://127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_-]{43})\n", line)
+        m = re.fullmatch(r"memoryd ui: http://127\.\d+\.\d+\.\d+:(\d+)/\?token=([A-Za-z0-9_-]{43})\n", line)
         assert m, line
         with httpx2.Client(follow_redirects=True) as c:
             r = c.get(line.split(": ", 1)[1].strip())

@@ -89,7 +89,7 @@ def _serve(home: Path, repo: Path) -> Iterator[str]:
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().strip()
-        assert line.startswith("memoryd ui: http://127.0.0.1:"), (line, proc.stderr.read() if proc.stderr else "")
+        assert line.startswith("memoryd ui: http://127."), (line, proc.stderr.read() if proc.stderr else "")
         yield line.split(": ", 1)[1]
     finally:
         proc.terminate()
@@ -511,13 +511,14 @@ def test_cross_site_post_is_refused(page: Any, console: Console) -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Attacker)  # another origin (port) on the same site
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        # 127.0.0.1:<other port> is same-site, so the SameSite=Strict cookie is sent: the Origin/Fetch
-        # metadata check and the CSRF token are what refuse it, with or without a leaked token.
+        # The console runs on its own 127.x.y.z, so 127.0.0.1:<other port> is another site: the cookie is not
+        # sent (401); were it sent, the Origin/Fetch metadata check and the CSRF token refuse it (403).
         for path in ("/", "/with-token"):
             with page.expect_navigation(url=re.compile(re.escape(_Attacker.target))) as nav:
                 page.goto(f"http://127.0.0.1:{server.server_port}{path}")
             response = nav.value
-            assert response.status == 403 and "cross-site request refused" in page.content(), path
+            assert (response.status, response.status == 401 or "cross-site request refused" in page.content()) in (
+                (401, True), (403, True)), path  # fmt: skip
     finally:
         server.shutdown()
     with console.engine() as e:

@@ -23,6 +23,7 @@ from typing import ClassVar
 __all__ = [
     "AuthorizationRequired",
     "Conflict",
+    "EXIT_CODES",
     "Forbidden",
     "IntegrityError",
     "InvalidInput",
@@ -31,8 +32,8 @@ __all__ = [
     "NotFound",
     "StorageBusy",
     "StorageError",
+    "TooManyAttempts",
     "Unauthorized",
-    "EXIT_CODES",
 ]
 
 
@@ -64,6 +65,16 @@ class AuthorizationRequired(MemorydError):
 
 class Unauthorized(MemorydError):
     code = "unauthorized"
+
+
+class TooManyAttempts(Unauthorized):
+    """Team server: this token id or client address failed too often; retry after `retry_after` seconds."""
+
+    code = "too_many_attempts"
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class Forbidden(MemorydError):
@@ -99,6 +110,7 @@ EXIT_CODES: dict[str, int] = {
     "integrity_error": 8,
     "missing_extra": 9,
     "unauthorized": 10,
+    "too_many_attempts": 10,
     "forbidden": 11,
     "internal": 1,
 }

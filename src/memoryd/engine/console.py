@@ -213,7 +213,7 @@ class Console:
 
     def request_access(self, scope_hash: str, reason: str) -> dict[str, Any]:
         """File a request to read a sensitive scope; a person grants it with `memoryd scope grant`."""
-        return self.admin.request_read(self.scope_of(scope_hash), reason)
+        return self.admin.request_read(self.scope_of(scope_hash), reason, by="console")
 
     # -- memories -------------------------------------------------------------------------
 

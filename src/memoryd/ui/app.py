@@ -23,7 +23,7 @@ from starlette.staticfiles import StaticFiles
 from ..engine import visible_content
 from ..errors import InvalidInput, MemorydError
 from ..models import ATOM_TYPES, CORRECT_ACTIONS, GOVERN_ACTIONS, CorrectResult, GovernResult
-from .security import CSRF_FIELD
+from .security import CSRF_FIELD, bidi_visible
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -64,7 +64,7 @@ NAV = [("memories", "Memories"), ("review", "Review"), ("sessions", "Sessions"),
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True, undefined=jinja2.ChainableUndefined,
-        trim_blocks=True, lstrip_blocks=True,
+        trim_blocks=True, lstrip_blocks=True, finalize=bidi_visible,  # bidi controls shown, not obeyed
     )  # fmt: skip
     env.filters["dt"] = lambda v: v.strftime("%Y-%m-%d %H:%M") if isinstance(v, datetime) else (v or "")
     env.filters["visible"] = visible_content
