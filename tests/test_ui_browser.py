@@ -342,6 +342,24 @@ def test_correction_form_speaks_plainly_and_a_replace_retitles(page: Any, consol
         assert new.tags == ["billing", "portal"]
 
 
+def test_a_new_memory_appears_without_reload(page: Any, console: Console) -> None:
+    """Issue 25: live updates. The first page of the list refreshes itself every 5 s (htmx polling, no script of
+    our own); a memory saved elsewhere (here: another engine on the same store) appears without a reload."""
+    page.goto(console.base + "/memories")
+    assert page.locator("#results[data-live]").count() == 1
+    page.evaluate("window.__marker = 1")  # survives only if the page is not reloaded
+    with console.engine() as e:
+        live = e.memorize("Live update check: the release train leaves every Thursday at noon", source="user").atom_id
+    try:
+        page.wait_for_selector("text=the release train leaves every Thursday", timeout=15_000)
+        assert page.evaluate("window.__marker") == 1
+        page.goto(console.base + "/memories?q=release+train")
+        assert page.locator("#results[data-live]").count() == 0  # a search result does not move under the reader
+    finally:
+        with console.engine() as e:
+            e.govern(live or "", "tombstone", "test memory for live updates")
+
+
 def test_review_promotes_and_rejects(page: Any, console: Console, shots: Path) -> None:
     page.goto(console.base + "/review")
     assert page.locator("table.review tbody tr").count() == 3
