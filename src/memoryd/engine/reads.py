@@ -152,9 +152,12 @@ class Reader:
         )  # fmt: skip
         pool = max(50, max_results * 5)
         candidates: dict[str, float | None] = {}
-        stats = store.term_stats(rank.stat_terms(q))
+        # On a team server every statistic is of the scopes searched: another tenant's writes move nothing
+        # (no oracle for guessed words in private memories). One person's local store: the whole store's.
+        scoped = core.reachable_scopes() is not None
+        stats = store.term_stats(rank.stat_terms(q), scopes if scoped else None)
         for atom_id in store.keyword_candidates(list(q.terms), scope_hashes=scopes, statuses=statuses, limit=pool,
-                                                stats=stats):  # fmt: skip
+                                                stats=stats, scoped=scoped):  # fmt: skip
             candidates[atom_id] = None
         q_vec = None
         try:
@@ -256,7 +259,7 @@ class Reader:
         nothing of another tenant shows, not even a number), every scope for a person at the CLI."""
         c = self.core.store.counts(self.core.reachable_scopes())
         return Stats(
-            atoms=c["atoms"], edges=c["edges"], snapshot_version=self.core.store.snapshot_version(),
+            atoms=c["atoms"], edges=c["edges"], snapshot_version=self.core.store.snapshot_version(self.core.reachable_scopes()),
             by_status=c["by_status"], indexes=IndexCoverage(semantic=c["semantic"], keyword=c["keyword"],
                                                             temporal=c["temporal"], categorical=c["categorical"]),
         )  # fmt: skip

@@ -304,19 +304,30 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
 
     # -- keyword and vector search -------------------------------------------------------------
 
-    def term_stats(self, terms: Sequence[str]) -> TermStats:
+    def term_stats(self, terms: Sequence[str], scope_hashes: Sequence[str] | None = None) -> TermStats:
         unique = list(dict.fromkeys(terms))
+        if scope_hashes is not None:  # only these scopes' atoms (a team server): counted, one statement
+            lex = _lexemes(unique)
+            counts = "".join(", (SELECT count(*) FROM atoms WHERE kw @@ ?::tsquery AND scope_hash = ANY(?::text[]))"
+                             for _ in lex)  # fmt: skip
+            scopes = list(scope_hashes)
+            row = self._one(f"SELECT (SELECT count(*) FROM atoms WHERE kw IS NOT NULL AND scope_hash = ANY(?::text[]))"
+                            f"{counts}", [scopes, *[x for t in lex for x in (_tsquery([t]), scopes)]])  # fmt: skip
+            return int(row[0]), {t: 0 for t in unique} | {t: int(n) for t, n in zip(lex, row[1:], strict=True)}
         row = self._one("SELECT (SELECT docs FROM kw_stats WHERE id = 1),"
                         " (SELECT coalesce(jsonb_object_agg(term, df), '{}') FROM term_df WHERE term = ANY(?::text[]))",
                         (unique,))  # fmt: skip
         return int(row[0]), {t: 0 for t in unique} | {k: int(v) for k, v in row[1].items()}
 
     def keyword_candidates(self, terms: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str],
-                           limit: int, stats: TermStats | None = None) -> list[str]:  # fmt: skip
+                           limit: int, stats: TermStats | None = None, scoped: bool = False) -> list[str]:  # fmt: skip
         # Match through the GIN index on the query's most selective terms (all of them on small
         # stores, `selective_terms`); rank by the IDF mass of those terms each atom holds (the
         # engine's own keyword score, before calibration), newest first among equals.
-        lex, _, weight = self._selective(_lexemes(terms), stats) if scope_hashes and statuses else ([], False, {})
+        # Scope and status filter inside the statement, the weights from `stats` (of these scopes when
+        # `scoped`): nothing outside these scopes moves the answer.
+        lex, _, weight = (self._selective(_lexemes(terms), stats, scope_hashes if scoped else None)
+                          if scope_hashes and statuses else ([], False, {}))  # fmt: skip
         if not lex:
             return []
         score = " + ".join("CASE WHEN a.kw @@ ?::tsquery THEN ?::float8 ELSE 0 END" for _ in lex)
@@ -342,15 +353,16 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                            limit: int) -> list[str]:  # fmt: skip
         if not entity_ids:
             return []
-        # The newest 4×limit mentions of each entity (ULIDs sort by time), so a common entity
-        # costs the same on a big store as on a small one.
+        # The newest 4×limit mentions of each entity within these scopes (ULIDs sort by time), so a common
+        # entity costs about the same on a big store as on a small one, and mentions elsewhere (another
+        # tenant's) never crowd these scopes' out.
         return [r[0] for r in self._rows(
             "SELECT a.id, count(*) AS n, a.seq FROM unnest(?::text[]) AS q(dst)"
-            " CROSS JOIN LATERAL (SELECT e.src FROM edges e WHERE e.dst = q.dst AND e.kind = 'mentions'"
+            " CROSS JOIN LATERAL (SELECT e.src FROM edges e JOIN atoms b ON b.id = e.src WHERE e.dst = q.dst"
+            " AND e.kind = 'mentions' AND b.scope_hash = ANY(?::text[]) AND b.status = ANY(?::text[])"
             " ORDER BY e.src DESC LIMIT ?) m JOIN atoms a ON a.id = m.src"
-            " WHERE a.scope_hash = ANY(?::text[]) AND a.status = ANY(?::text[])"
             " GROUP BY a.id, a.seq ORDER BY n DESC, a.seq DESC LIMIT ?",
-            (list(entity_ids), limit * 4, list(scope_hashes), list(statuses), limit))]  # fmt: skip
+            (list(entity_ids), list(scope_hashes), list(statuses), limit * 4, limit))]  # fmt: skip
 
     def warm(self) -> None:
         """Nothing to load: pgvector searches inside the database."""
@@ -426,7 +438,9 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
             return f"keyword statistics count {row[1]} indexed atoms but {row[2]} are indexed"
         return "ok"
 
-    def snapshot_version(self) -> int:
+    def snapshot_version(self, scope_hashes: Sequence[str] | None = None) -> int:
+        if scope_hashes is not None:
+            return self._scoped_version(scope_hashes)
         return int(self._one("SELECT snapshot_version FROM chain_head WHERE id = 1")[0])
 
     def checkpoint(self) -> None:

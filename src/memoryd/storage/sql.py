@@ -251,18 +251,26 @@ class SqlStore(ABC, Generic[C]):
                 sql, params = f"{sql} AND {cond}", params + more
         return sql, params
 
-    def _selective(self, terms: Sequence[str], stats: TermStats | None) -> tuple[list[str], bool, dict[str, float]]:
+    def _selective(self, terms: Sequence[str], stats: TermStats | None,
+                   scope_hashes: Sequence[str] | None = None) -> tuple[list[str], bool, dict[str, float]]:  # fmt: skip
         """The query terms a keyword search matches on (`selective_terms`), whether the budget cut them, and
-        each one's IDF weight; `stats` = `term_stats(terms)` if already read."""
+        each one's IDF weight; `stats` = `term_stats(terms, scope_hashes)` if already read."""
         unique = list(dict.fromkeys(terms))
         if unique and (stats is None or any(t not in stats[1] for t in unique)):
-            stats = self.term_stats(unique)
+            stats = self.term_stats(unique, scope_hashes)
         total, df = stats or (0, {})
         present, cut = selective_terms(unique, df)
         return present, cut, {t: idf(total, df[t]) for t in present}
 
     @abstractmethod
-    def term_stats(self, terms: Sequence[str]) -> TermStats: ...
+    def term_stats(self, terms: Sequence[str], scope_hashes: Sequence[str] | None = None) -> TermStats: ...
+
+    def _scoped_version(self, scope_hashes: Sequence[str]) -> int:
+        """The number of recorded changes (events) to the atoms of these scopes: grows with every write a
+        reader of these scopes can see, and with nothing else (`snapshot_version` on a team server)."""
+        in_scope, params = self.dialect.any_of("a.scope_hash", scope_hashes)
+        return int(self._one(f"SELECT count(*) FROM events e JOIN atoms a ON a.id = e.atom_id WHERE {in_scope}",
+                             params)[0])  # fmt: skip
 
     def _time(self, value: Any) -> datetime | None:
         return None if value is None else self.dialect.read_time(value)

@@ -46,6 +46,11 @@ SQLITE_EXC_MAP: ExcMap = dbapi_map(sqlite3, "database error: {detail}")
 SQLITE_CODE_MAP = {sqlite3.SQLITE_BUSY: (StorageBusy, _BUSY), sqlite3.SQLITE_LOCKED: (StorageBusy, _BUSY)}
 
 
+def _phrase(term: str) -> str:
+    """An FTS5 query matching exactly this term (quoted: never parsed as syntax)."""
+    return '"' + term.replace('"', '""') + '"'
+
+
 class SqliteDialect(Dialect):
     backend = "sqlite"
     exc_map = SQLITE_EXC_MAP
@@ -231,19 +236,42 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
 
     # -- keyword search ------------------------------------------------------------------------
 
-    def term_stats(self, terms: Sequence[str]) -> TermStats:
+    def term_stats(self, terms: Sequence[str], scope_hashes: Sequence[str] | None = None) -> TermStats:
+        unique = list(dict.fromkeys(terms))
+        if scope_hashes is not None:  # only these scopes' atoms: one FTS5 match per term, joined to the scope
+            in_scope, params = self.dialect.any_of("a.scope_hash", scope_hashes)
+            where, _ = self._filters(("scope_hash", scope_hashes))
+            with self._reading() as conn, self.translating():
+                df = {t: int(self.run(conn, "SELECT count(*) FROM atom_fts f JOIN atoms a ON a.seq = f.rowid"
+                                            f" WHERE atom_fts MATCH ? AND {in_scope}", (_phrase(t), *params)
+                                      ).fetchall()[0][0]) for t in unique}  # fmt: skip
+                total = self.run(conn, SqliteDialect.indexed_in_sql.format(where=where), params).fetchall()[0][0]
+                return int(total), df
         with self._reading() as conn, self.translating():  # one lookup per term: the vocabulary is never scanned
             df = {t: sum(r[0] for r in self.run(conn, "SELECT doc FROM atom_fts_vocab WHERE term = ?", (t,)).fetchall())
-                  for t in dict.fromkeys(terms)}  # fmt: skip
+                  for t in unique}  # fmt: skip
             return int(self.run(conn, SqliteDialect.indexed_sql).fetchall()[0][0]), df
 
     def keyword_candidates(self, terms: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str],
-                           limit: int, stats: TermStats | None = None) -> list[str]:  # fmt: skip
-        present, cut, weight = self._selective(terms, stats)
+                           limit: int, stats: TermStats | None = None, scoped: bool = False) -> list[str]:  # fmt: skip
+        present, cut, weight = self._selective(terms, stats, scope_hashes if scoped else None)
         if not present:
             return []
         in_scope, p1 = self.dialect.any_of("a.scope_hash", scope_hashes)
         in_status, p2 = self.dialect.any_of("a.status", statuses)
+        if scoped:  # a team server: every step inside these scopes, ranked on their own statistics (no bm25,
+            # whose statistics are the whole store's), so another tenant's writes change nothing here
+            mass: dict[int, float] = {}
+            ids: dict[int, str] = {}
+            for term in present:
+                for seq, atom_id in self._rows(
+                    "SELECT a.seq, a.id FROM atom_fts f JOIN atoms a ON a.seq = f.rowid WHERE atom_fts MATCH ?"
+                    f" AND {in_scope} AND {in_status} ORDER BY a.seq DESC LIMIT ?",
+                    (_phrase(term), *p1, *p2, limit * 4 if cut else -1),
+                ):
+                    mass[seq] = mass.get(seq, 0.0) + weight[term]
+                    ids[seq] = atom_id
+            return [ids[s] for s in sorted(mass, key=lambda r: (-mass[r], -r))[:limit]]
         if not cut:  # small enough to rank every match: FTS5 bm25 inside, then scope and status
             return [r[0] for r in self._rows(
                 "SELECT a.id FROM (SELECT rowid, rank FROM atom_fts WHERE atom_fts MATCH ? ORDER BY rank LIMIT ?) f"
@@ -254,7 +282,7 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         # of the terms each atom holds, newest first among equals. The engine then scores every
         # candidate on all query terms; old atoms that only share common terms are left to the
         # semantic and entity signals.
-        mass: dict[int, float] = {}
+        mass = {}
         for term in present:
             for (rowid,) in self._rows(
                 "SELECT rowid FROM atom_fts WHERE atom_fts MATCH ? ORDER BY rowid DESC LIMIT ?", (f'"{term}"', limit * 4)
@@ -292,15 +320,17 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                            limit: int) -> list[str]:  # fmt: skip
         if not entity_ids:
             return []
-        # The newest mentions of each entity (edges_dst orders by rowid within an entity), so a
-        # common entity costs the same on a big store as on a small one.
-        arm = "SELECT src FROM (SELECT src FROM edges WHERE dst = ? AND kind = 'mentions' ORDER BY rowid DESC LIMIT ?)"
-        in_scope, p1 = self.dialect.any_of("a.scope_hash", scope_hashes)
-        in_status, p2 = self.dialect.any_of("a.status", statuses)
+        # The newest mentions of each entity within these scopes (edges_dst orders by rowid within an
+        # entity), so a common entity costs about the same on a big store as on a small one and mentions
+        # elsewhere (another tenant's) never crowd these scopes' out.
+        in_scope, p1 = self.dialect.any_of("b.scope_hash", scope_hashes)
+        in_status, p2 = self.dialect.any_of("b.status", statuses)
+        arm = ("SELECT src FROM (SELECT e.src FROM edges e JOIN atoms b ON b.id = e.src WHERE e.dst = ?"
+               f" AND e.kind = 'mentions' AND {in_scope} AND {in_status} ORDER BY e.rowid DESC LIMIT ?)")  # fmt: skip
         return [r[0] for r in self._rows(
             f"SELECT a.id, count(*) AS n FROM ({' UNION ALL '.join([arm] * len(entity_ids))}) e JOIN atoms a"
-            f" ON a.id = e.src WHERE {in_scope} AND {in_status} GROUP BY a.id ORDER BY n DESC, a.seq DESC LIMIT ?",
-            (*[x for e in entity_ids for x in (e, limit * 4)], *p1, *p2, limit))]  # fmt: skip
+            " ON a.id = e.src GROUP BY a.id ORDER BY n DESC, a.seq DESC LIMIT ?",
+            (*[x for e in entity_ids for x in (e, *p1, *p2, limit * 4)], limit))]  # fmt: skip
 
     # -- vectors -------------------------------------------------------------------------------
 
@@ -421,7 +451,9 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
     def integrity(self) -> str:
         return str(self._one("PRAGMA quick_check")[0])
 
-    def snapshot_version(self) -> int:
+    def snapshot_version(self, scope_hashes: Sequence[str] | None = None) -> int:
+        if scope_hashes is not None:
+            return self._scoped_version(scope_hashes)
         return int(self._one("SELECT value FROM meta WHERE key = 'snapshot_version'")[0])
 
     def checkpoint(self) -> None:
