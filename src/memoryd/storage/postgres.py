@@ -47,7 +47,7 @@ TOUCH_GRANULARITY = timedelta(hours=1)
 TOUCH_EVERY = 2.0
 # The vector plan: scopes holding at most this many vectors of the query's size are searched exactly
 # (every row of the scope, through the scope index); bigger ones through HNSW with iterative scan.
-EXACT_MAX_ROWS = 20_000
+EXACT_MAX_ROWS = 2_000
 # How long a scope's size is trusted for choosing the plan (it picks the plan, never the answer).
 SCOPE_SIZE_TTL = 30.0
 
