@@ -142,7 +142,7 @@ def _kind(query: str) -> str:
     for pattern, name in (
         (r"^WITH s AS MATERIALIZED .*<=>", "vector_candidates (exact)"), (r"<=>.*ORDER BY", "vector_candidates"),
         (r"^SELECT scope_hash, count\(\*\) FROM atoms", "scope size (plan)"),
-        (r"kw IS NOT NULL AND scope_hash", "term_stats (scoped)"), (r"<=>", "cosines"), (r"kw @@", "keyword_candidates"),
+        (r"count\(\*\) FILTER \(WHERE kw @@|kw IS NOT NULL AND scope_hash", "term_stats (scoped)"), (r"<=>", "cosines"), (r"kw @@", "keyword_candidates"),
         (r"FROM kw_stats", "term_stats"), (r"FROM unnest\(%s::text\[\]\) AS q\(dst\)", "atoms_for_entities"),
         (r"^UPDATE atoms SET last_accessed_at", "touch"), (r"tsvector_to_array\(a\.kw\)", "candidate_facts"),
         (r"a\.id = ANY", "get_atoms"),

@@ -320,13 +320,13 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
 
     def term_stats(self, terms: Sequence[str], scope_hashes: Sequence[str] | None = None) -> TermStats:
         unique = list(dict.fromkeys(terms))
-        if scope_hashes is not None:  # only these scopes' atoms (a team server): counted, one statement
+        if scope_hashes is not None:  # only these scopes' atoms (a team server): one pass over their rows
+            # (through the scope index), every term counted on it; a GIN bitmap per term ANDed with the
+            # scope's cost 4x more on a shared scope (docs/DECISIONS.md)
             lex = _lexemes(unique)
-            counts = "".join(", (SELECT count(*) FROM atoms WHERE kw @@ ?::tsquery AND scope_hash = ANY(?::text[]))"
-                             for _ in lex)  # fmt: skip
-            scopes = list(scope_hashes)
-            row = self._one(f"SELECT (SELECT count(*) FROM atoms WHERE kw IS NOT NULL AND scope_hash = ANY(?::text[]))"
-                            f"{counts}", [scopes, *[x for t in lex for x in (_tsquery([t]), scopes)]])  # fmt: skip
+            counts = "".join(", count(*) FILTER (WHERE kw @@ ?::tsquery)" for _ in lex)
+            row = self._one(f"SELECT count(*){counts} FROM atoms WHERE scope_hash = ANY(?::text[]) AND kw IS NOT NULL",
+                            [*[_tsquery([t]) for t in lex], list(scope_hashes)])  # fmt: skip
             return int(row[0]), {t: 0 for t in unique} | {t: int(n) for t, n in zip(lex, row[1:], strict=True)}
         row = self._one("SELECT (SELECT docs FROM kw_stats WHERE id = 1),"
                         " (SELECT coalesce(jsonb_object_agg(term, df), '{}') FROM term_df WHERE term = ANY(?::text[]))",
