@@ -40,6 +40,7 @@ import io
 import json
 import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -49,7 +50,7 @@ import time
 import tokenize
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 BUNDLE = Path(__file__).resolve().parents[1].parent.parent / "shared" / "data" / "repos" / "sqlite-utils.bundle"
 KINDS = ["file_deleted", "file_renamed", "file_changed", "symbol_changed", "symbol_removed", "symbol_moved"]
@@ -602,6 +603,505 @@ def synthetic(args: argparse.Namespace) -> dict[str, Any]:
             "stale": {"memories": len(stale), "seconds": round(stale_s, 2)}}  # fmt: skip
 
 
+# -- the phrasing suite (issue 26): the eight ways people write about code --------------------------------
+
+PHRASINGS = ["backticked", "parenthesised", "prose", "qualified", "module_fn", "receiver", "class_qualified", "bare"]
+PFLAG = BUNDLE.parent / "pflag.bundle"
+_PERIPHERAL = ("test", "tests/", "testing/", "testdata/", "examples/", "vendor/", "docs/", "conftest.py")
+_GO_FUNC = re.compile(r"^func\s+(?:\(\s*\w*\s*\*?\s*(\w+)(?:\[[^\]]*\])?\s*\)\s*)?(\w+)\s*[\[(]", re.M)
+_GO_TYPE = re.compile(r"^type\s+(\w+)\s+(?:struct|interface)\b", re.M)
+
+
+def peripheral(path: str) -> bool:
+    base = path.rsplit("/", 1)[-1]
+    return base.startswith("test_") or base.endswith("_test.go") or any(
+        part in path for part in _PERIPHERAL[1:]) or path.startswith("test")  # fmt: skip
+
+
+def _go_strip(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", " ", text)
+    return " ".join(text.split())
+
+
+def _go_body_open(text: str, start: int) -> int:
+    """Where the body of the declaration at `start` opens: the first `{` outside parentheses that does
+    not belong to an `interface{}` or `struct{}` type in the signature (-1: none before the next line
+    that starts a declaration)."""
+    depth, j = 0, start
+    while j < len(text):
+        ch = text[j]
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "{" and depth == 0:
+            before = text[start:j].rstrip()
+            if before.endswith(("interface", "struct")) and not text[start:].startswith("type"):
+                j = text.find("}", j)
+                if j < 0:
+                    return -1
+            else:
+                return j
+        elif ch == "\n" and depth == 0 and text[j + 1 : j + 6] in ("func ", "type ", "var (", "const"):
+            return -1
+        j += 1
+    return -1
+
+
+def go_truth_defs(source: bytes) -> dict[str, tuple[str, str, str]]:
+    """Go definitions by a scanner of its own (not tree-sitter): qualified name -> (kind, normalised text,
+    doc comment). Functions/methods run from `func` to their matching brace; types to their closing brace."""
+    text = source.decode("utf-8", "replace")
+    out: dict[str, tuple[str, str, str]] = {}
+
+    def block(start: int) -> str:
+        i = _go_body_open(text, start)
+        nl = text.find("\n", start)
+        if i < 0:
+            return text[start : nl if nl >= 0 else len(text)]  # a declaration without a body
+        depth, j = 0, i
+        while j < len(text):
+            ch = text[j]
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    return text[start : j + 1]
+            elif ch in "\"'`":  # skip literals: braces inside strings do not count
+                end = text.find(ch, j + 1) if ch == "`" else j + 1
+                while ch != "`" and end < len(text) and text[end] != ch:
+                    end += 2 if text[end] == "\\" else 1
+                j = max(end, j)
+            j += 1
+        return text[start:]
+
+    def doc(start: int) -> str:
+        lines = text[:start].rstrip("\n").splitlines()
+        out_lines = []
+        while lines and lines[-1].startswith("//"):
+            out_lines.insert(0, lines.pop()[2:].strip())
+        return " ".join(out_lines)[:120]
+
+    for m in _GO_FUNC.finditer(text):
+        name = f"{m.group(1)}.{m.group(2)}" if m.group(1) else m.group(2)
+        out.setdefault(name, ("function", _go_strip(block(m.start())), doc(m.start())))
+    for m in _GO_TYPE.finditer(text):
+        out.setdefault(m.group(1), ("class", _go_strip(block(m.start())), doc(m.start())))
+    return out
+
+
+def py_truth_defs(source: bytes) -> dict[str, tuple[str, str, str]] | None:
+    """Python definitions: qualified name -> (kind, tokenize-normalised text, first docstring line)."""
+    toks = truth_defs(source)
+    if toks is None:
+        return None
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    kinds: dict[str, tuple[str, str]] = {}
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = prefix + node.name
+                kinds.setdefault(name, ("class" if isinstance(node, ast.ClassDef) else "function", _doc(node)))
+                if isinstance(node, ast.ClassDef):
+                    visit(node.body, name + ".")
+
+    visit(tree.body, "")
+    return {q: (kinds[q][0], toks[q], kinds[q][1]) for q in kinds if q in toks}
+
+
+def _py_noann(source: bytes, name: str) -> str | None:
+    """The definition `name` with its annotations removed (ast), for telling annotation-only changes."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    parts = name.split(".")
+    body: list[ast.stmt] = tree.body
+    node: Any = None
+    for p in parts:
+        node = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                     and n.name == p), None)  # fmt: skip
+        if node is None:
+            return None
+        body = node.body
+    for n in ast.walk(node):
+        if isinstance(n, ast.arg):
+            n.annotation = None
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            n.returns = None
+    return ast.dump(node)
+
+
+class Sample(NamedTuple):
+    path: str
+    symbol: str  # qualified name in the file
+    kind: str  # "function" | "class"
+    doc: str
+    module: str  # Python: dotted module; Go: package name
+
+
+def _module_of(path: str, lang: str, source: bytes) -> str:
+    if lang == "go":
+        m = re.search(rb"^package\s+(\w+)", source, re.M)
+        return m.group(1).decode() if m else ""
+    stem = path[:-3].removesuffix("/__init__")
+    return stem.replace("/", ".")
+
+
+def repo_defs(repo: Path, lang: str) -> dict[str, dict[str, tuple[str, str, str]]]:
+    """path -> definitions, for every tracked source file of the language at the checked-out commit."""
+    ext = ".go" if lang == "go" else ".py"
+    out = {}
+    for path in git(repo, "ls-files").splitlines():
+        if not path.endswith(ext):
+            continue
+        data = (repo / path).read_bytes()
+        d = go_truth_defs(data) if lang == "go" else py_truth_defs(data)
+        if d:
+            out[path] = d
+    return out
+
+
+def phrase(s: Sample, how: str, lang: str, ambiguous_bare: bool, unique_cq: bool) -> tuple[str, bool] | None:
+    """(text, unambiguous) of one phrasing of a sample; None when the phrasing does not apply to it."""
+    doc = s.doc.rstrip(".") or "is where this is handled"
+    doc = doc[0].lower() + doc[1:] if doc[:1].isupper() and not doc[1:2].isupper() else doc
+    is_method = "." in s.symbol
+    last = s.symbol.rsplit(".", 1)[-1]
+    word = "method" if is_method else ("function" if s.kind == "function" else ("type" if lang == "go" else "class"))
+    cls = s.symbol.rsplit(".", 1)[0] if is_method else ""
+    if how == "backticked":
+        return f"`{s.symbol}` in {s.path}: {doc}.", True
+    if how == "parenthesised":
+        return f"{s.symbol}() in {s.path}: {doc}.", True
+    if how == "prose":
+        return f"The {s.symbol} {word} in {s.path} {doc}.", True
+    if how == "qualified":
+        return f"{s.module}.{s.symbol}: {doc}.", True
+    if how == "module_fn":
+        if lang == "go":
+            if not is_method:
+                return None
+            return f"github.com/spf13/pflag.(*{cls}).{last}: {doc}.", True
+        return f"{s.module}:{s.symbol}: {doc}.", True
+    if how == "receiver":
+        if not is_method:
+            return None
+        if lang == "go":
+            return f"(*{cls}).{last}: {doc}.", True
+        return f"self.{last}() on a {cls}: {doc}.", unique_cq
+    if how == "class_qualified":
+        if not is_method:
+            return None
+        return f"{s.symbol}: {doc}.", unique_cq
+    return f"{last}: {doc}.", not ambiguous_bare
+
+
+def _changed(old: dict[str, tuple[str, str, str]] | None, new: dict[str, tuple[str, str, str]] | None, name: str) -> bool:
+    """Truth: did definition `name` (a class with its methods) change between two versions of its file?"""
+    if old is None or new is None or name not in new:
+        return True
+    keys = [q for q in old if q == name or (old[name][0] == "class" and q.startswith(name + "."))]
+    keys += [q for q in new if q.startswith(name + ".") and q not in old and old[name][0] == "class"]
+    return any(old.get(q, ("",))[1] != new.get(q, ("",))[1] for q in keys)
+
+
+def phrasing_repo(bundle: Path, lang: str, n: int, horizons: list[int], seed: int, work: Path) -> dict[str, Any]:
+    from memoryd.config import Settings
+    from memoryd.engine import Engine
+    from memoryd.search.embed import make_embedder
+
+    repo = work / bundle.stem
+    git(work, "clone", "-q", str(bundle), str(repo))
+    git(repo, "config", "advice.detachedHead", "false")
+    commits = git(repo, "rev-list", "--first-parent", "--reverse", "HEAD").split()
+    si = len(commits) - 1 - max(horizons)
+    start = commits[si]
+    git(repo, "checkout", "-q", "--detach", "-f", start)
+    defs = repo_defs(repo, lang)
+    # names defined outside tests, for what counts as unambiguous
+    bare: Counter[str] = Counter()
+    cq: Counter[str] = Counter()
+    for path, d in defs.items():
+        if peripheral(path):
+            continue
+        for q in d:
+            bare[q.rsplit(".", 1)[-1]] += 1
+            cq[q] += 1
+    rng = random.Random(seed)
+    pool = [Sample(path, q, k, doc, _module_of(path, lang, (repo / path).read_bytes()))
+            for path, d in sorted(defs.items()) if not peripheral(path)
+            for q, (k, _, doc) in d.items() if q.count(".") <= 1 and not q.rsplit(".", 1)[-1].startswith("__")]  # fmt: skip
+    samples = rng.sample(pool, min(n, len(pool)))
+    settings = Settings(home=work / f"home-{bundle.stem}", embedder="hash")
+    emb = make_embedder("hash")
+    memories: list[dict[str, Any]] = []
+    with Engine.open(settings, cwd=repo, embedder=emb) as engine:
+        for s in samples:
+            for how in PHRASINGS:
+                p = phrase(s, how, lang, bare[s.symbol.rsplit(".", 1)[-1]] > 1, cq[s.symbol] == 1)
+                if p is None:
+                    continue
+                text, unambiguous = p
+                # a running number keeps eight phrasings of one fact from being merged as duplicates
+                r = engine.memorize(f"{text} Note {len(memories) + 1}.", source="agent", gate="trusted")
+                if r.effect != "applied" or r.atom_id is None:
+                    continue
+                refs = set(r.anchors or [])
+                memories.append({"id": str(r.atom_id), "how": how, "sample": s, "unambiguous": unambiguous,
+                                 "intended": f"{s.path}::{s.symbol}" in refs, "anchors": sorted(refs),
+                                 "note": r.anchor_note})  # fmt: skip
+    per: dict[str, dict[str, Any]] = {}
+    for how in PHRASINGS:
+        rows = [m for m in memories if m["how"] == how and m["unambiguous"]]
+        per[how] = {"mentions": len(rows), "anchored": sum(m["intended"] for m in rows),
+                    "pct": round(100 * sum(m["intended"] for m in rows) / len(rows), 1) if rows else None,
+                    "ambiguous_reported": sum(1 for m in memories if m["how"] == how and not m["unambiguous"]
+                                              and "ambiguous" in (m["note"] or ""))}  # fmt: skip
+    misses = [f"{m['how']}: {m['sample'].path}::{m['sample'].symbol} -> {m['anchors']} {m['note'] or ''}"
+              for m in memories if m["unambiguous"] and not m["intended"]][:15]  # fmt: skip
+    # End to end: every symbol memory, whatever it got anchored to, against the truth of its symbol.
+    e2e: dict[int, Counter[str]] = {}
+    minor_flags: dict[int, Counter[str]] = {}
+    wrong: list[str] = []
+    old_src = {s.path: (repo / s.path).read_bytes() for s in samples}
+    old_defs = {p: defs.get(p) for p in old_src}
+    for h in horizons:
+        git(repo, "checkout", "-q", "--detach", "-f", commits[si + h])
+        c: Counter[str] = Counter()
+        mc: Counter[str] = Counter()
+        new_src = {p: (repo / p).read_bytes() if (repo / p).exists() else None for p in old_src}
+        new_defs = {p: (None if b is None else (go_truth_defs(b) if lang == "go" else py_truth_defs(b))) for p, b in new_src.items()}
+        with Engine.open(settings, cwd=repo, embedder=emb) as engine:
+            fresh = engine.anchoring.code_changes([m["id"] for m in memories])
+            for m in memories:
+                s = m["sample"]
+                truth = _changed(old_defs[s.path], new_defs[s.path], s.symbol)
+                minor = False
+                if truth and lang == "python" and new_src[s.path] is not None and new_defs[s.path] and s.symbol in new_defs[s.path]:
+                    a, b = _py_noann(old_src[s.path], s.symbol), _py_noann(new_src[s.path] or b"", s.symbol)
+                    minor = a is not None and a == b
+                got = fresh.get(m["id"], ("none", []))
+                flagged = got[0] == "code_changed"
+                if minor:  # annotation-only: must not be stale, and must be reported as such
+                    mc["annotation_only"] += 1
+                    mc["flagged_stale"] += flagged
+                    mc["reported_separately"] += any(ch.aspect == "annotation_only" for ch in got[1])
+                    continue
+                verdict = "tp" if truth and flagged else "fp" if flagged else "fn" if truth else "tn"
+                c[verdict] += 1
+                if m["unambiguous"]:
+                    c["unambiguous_" + verdict] += 1
+                if verdict in ("fp", "fn") and len(wrong) < 12:
+                    wrong.append(f"+{h} {verdict} {m['how']} {s.path}::{s.symbol} anchors={m['anchors']} "
+                                 f"changes={[ch.detail for ch in got[1]][:3]}")  # fmt: skip
+        e2e[h] = c
+        minor_flags[h] = mc
+    e2e_out = {}
+    for h, c in e2e.items():
+        p = c["tp"] / (c["tp"] + c["fp"]) if c["tp"] + c["fp"] else None
+        r = c["tp"] / (c["tp"] + c["fn"]) if c["tp"] + c["fn"] else None
+        u = {k: c[f"unambiguous_{k}"] for k in ("tp", "fp", "fn")}
+        up = u["tp"] / (u["tp"] + u["fp"]) if u["tp"] + u["fp"] else None
+        ur = u["tp"] / (u["tp"] + u["fn"]) if u["tp"] + u["fn"] else None
+        e2e_out[h] = {**{k: v for k, v in c.items() if not k.startswith("unambiguous_")},
+                      "precision": None if p is None else round(p, 3), "recall": None if r is None else round(r, 3),
+                      "unambiguous_precision": None if up is None else round(up, 3),
+                      "unambiguous_recall": None if ur is None else round(ur, 3),
+                      "annotation_only": dict(minor_flags[h])}  # fmt: skip
+    edits = edit_pass(repo, settings, emb, memories, lang, rng, start)
+    return {"bundle": bundle.name, "lang": lang, "commits": len(commits), "start": si, "samples": len(samples),
+            "memories": len(memories), "per_phrasing": per, "misses": misses, "e2e": e2e_out, "e2e_wrong": wrong, "edits": edits}  # fmt: skip
+
+
+def edit_pass(repo: Path, settings: Any, emb: Any, memories: list[dict[str, Any]], lang: str,
+              rng: random.Random, start: str) -> dict[str, Any]:  # fmt: skip
+    """Edits made here, one at a time in the working tree, on symbols memories are anchored to:
+    rename (the same body under a new name, in its file), move (the same definition to a new file),
+    false move (the definition deleted, a different one of the same name added in a test file), and,
+    for Python, annotation-only (a parameter gets a type hint)."""
+    from memoryd.engine import Engine
+
+    git(repo, "checkout", "-q", "--detach", "-f", start)  # the commit the anchors were taken at
+    git(repo, "clean", "-q", "-fdx")
+    seen: set[tuple[str, str]] = set()
+    targets = []
+    for m in memories:
+        s = m["sample"]
+        if m["intended"] and (s.path, s.symbol) not in seen and (repo / s.path).exists():
+            seen.add((s.path, s.symbol))
+            targets.append(m)
+    rng.shuffle(targets)
+    out: Counter[str] = Counter()
+    rows: list[str] = []
+    with Engine.open(settings, cwd=repo, embedder=emb) as engine:
+        checker = engine.anchoring.checker()
+        assert checker is not None
+        for m in targets[:40]:
+            s = m["sample"]
+            anchors = [a for a in engine.store.anchors_of([m["id"]]).get(m["id"], []) if a.symbol == s.symbol]
+            if not anchors or s.kind != "function":
+                continue
+            a = anchors[0]
+            src = (repo / s.path).read_bytes().decode("utf-8")
+            d = (go_truth_defs if lang == "go" else lambda b: py_truth_defs(b) or {})(src.encode())
+            if s.symbol not in d:
+                continue  # changed since the memory was written: not a clean edit
+            span = _def_span(src, s.symbol, lang)
+            if span is None:
+                continue
+            i, j = span
+            last = s.symbol.rsplit(".", 1)[-1]
+            new_name = last + "_renamed" if lang == "python" else last + "Renamed"
+            definition = src[i:j]
+            renamed_def = re.sub(rf"((?:def|func)\s+(?:\([^)]*\)\s*)?){re.escape(last)}\b", rf"\g<1>{new_name}",
+                                 definition, count=1)  # the definition's own name, not a decorator's string
+            trials = {
+                "rename": {s.path: src[:i] + renamed_def + src[j:]},
+                "move": {s.path: src[:i] + src[j:], _new_file(s.path, lang, "moved"): _wrap(definition, src, lang, s)},
+                "false_move": {s.path: src[:i] + src[j:],
+                               _new_file(s.path, lang, "test_other" if lang == "python" else "other_test"):
+                               _wrap(_other(definition, last, lang), src, lang, s)},
+            }  # fmt: skip
+            if lang == "python":
+                ann = _annotate(definition)
+                if ann is not None:
+                    trials["annotation"] = {s.path: src[:i] + ann + src[j:]}
+            for kind, files in trials.items():
+                for path, text in files.items():
+                    (repo / path).parent.mkdir(parents=True, exist_ok=True)
+                    (repo / path).write_text(text)
+                if kind != "rename" and kind != "annotation":
+                    git(repo, "add", "-N", *files)  # new files are seen by the drift check's grep either way
+                ch = checker.check_anchor(a, set(), {a.path})
+                got = f"{ch.kind}:{ch.aspect or ''}" if ch else "current"
+                ok = {
+                    "rename": ch is not None and ch.kind == "symbol_renamed" and ch.new_symbol is not None
+                              and ch.new_symbol.endswith(new_name),
+                    "move": ch is not None and ch.kind == "symbol_moved" and ch.to == _new_file(s.path, lang, "moved"),
+                    "false_move": ch is not None and ch.kind != "symbol_moved",
+                    "annotation": ch is not None and ch.kind == "symbol_changed" and ch.aspect == "annotation_only",
+                }[kind]  # fmt: skip
+                out[f"{kind}_trials"] += 1
+                out[f"{kind}_ok"] += ok
+                if kind == "false_move" and ch is not None and ch.kind == "symbol_moved":
+                    out["false_moves"] += 1
+                if not ok:
+                    rows.append(f"{kind} {s.path}::{s.symbol}: {got}")
+                git(repo, "reset", "-q")
+                git(repo, "checkout", "-q", "-f", start)
+                git(repo, "clean", "-q", "-fdx")
+    followed = (out["rename_ok"] + out["move_ok"]) / max(1, out["rename_trials"] + out["move_trials"])
+    return {**dict(out), "followed": round(followed, 3), "failures": rows[:12]}
+
+
+def _new_file(path: str, lang: str, stem: str) -> str:
+    d = path.rsplit("/", 1)[0] + "/" if "/" in path else ""
+    return f"{d}{stem}.go" if lang == "go" else f"{d}{stem}.py"
+
+
+def _wrap(definition: str, src: str, lang: str, s: Sample) -> str:
+    if lang == "go":
+        m = re.search(r"^package\s+\w+", src, re.M)
+        return f"{m.group(0) if m else 'package main'}\n\n{definition}\n"
+    import textwrap
+
+    body = textwrap.dedent(definition)
+    if definition[:1] in (" ", "\t"):  # a method: to a class of the same name (a class split across files)
+        return f"class {s.symbol.rsplit('.', 1)[0]}:\n{textwrap.indent(body, '    ')}\n"
+    return body + "\n"
+
+
+def _other(definition: str, last: str, lang: str) -> str:
+    """A different definition of the same name (a test helper, a stub)."""
+    if lang == "go":
+        head = definition.split("{", 1)[0]
+        return head + "{\n\tpanic(\"stub\")\n}\n"
+    first = definition.lstrip().splitlines()[0]
+    indent = definition[: len(definition) - len(definition.lstrip())]
+    return f"{indent}{first.strip()}\n{indent}    raise NotImplementedError('a test stub of {last}')\n"
+
+
+def _def_span(src: str, symbol: str, lang: str) -> tuple[int, int] | None:
+    """(start, end) character offsets of a definition in the source (with its decorators)."""
+    if lang == "go":
+        for m in _GO_FUNC.finditer(src):
+            name = f"{m.group(1)}.{m.group(2)}" if m.group(1) else m.group(2)
+            if name == symbol:
+                depth, j, k = 0, _go_body_open(src, m.start()), m.start()
+                if j < 0:
+                    return None
+                while j < len(src):
+                    depth += {"{": 1, "}": -1}.get(src[j], 0)
+                    if depth == 0:
+                        return k, j + 1
+                    j += 1
+        return None
+    tree = ast.parse(src)
+    body: list[ast.stmt] = tree.body
+    node: Any = None
+    for p in symbol.split("."):
+        node = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                     and n.name == p), None)  # fmt: skip
+        if node is None:
+            return None
+        body = node.body
+    lines = src.splitlines(keepends=True)
+    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    start = sum(len(x) for x in lines[: first - 1])
+    end = sum(len(x) for x in lines[: node.end_lineno])
+    return start, end
+
+
+def _annotate(definition: str) -> str | None:
+    """The definition with a type hint added to its first unannotated parameter (not self/cls)."""
+    m = re.search(r"def\s+\w+\s*\(\s*(?:(?:self|cls)\s*,\s*)?([A-Za-z_]\w*)(?=\s*[,)=])", definition)
+    if m is None or m.group(1) in ("self", "cls"):
+        return None
+    k = m.end(1)
+    rest = definition[k:]
+    if rest.lstrip().startswith("="):
+        return definition[:k] + ": object" + " " + rest.lstrip()[:1] + " " + rest.lstrip()[1:].lstrip()
+    return definition[:k] + ": object" + rest
+
+
+def phrasing(args: argparse.Namespace) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="memoryd-phrasing-"))
+    started = time.perf_counter()
+    repos = []
+    try:
+        for bundle, lang in ((args.bundle, "python"), (args.go_bundle, "go")):
+            repos.append(phrasing_repo(bundle, lang, args.symbols, args.horizons, args.seed, work))
+            print(f"  {bundle.name}: {time.perf_counter() - started:.0f}s", file=sys.stderr)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return {"machine": machine(), "phrasing": repos, "seconds": round(time.perf_counter() - started)}
+
+
+def show_phrasing(result: dict[str, Any]) -> None:
+    m = result["machine"]
+    print(f"machine: {m['nproc']} cpus, {m['ram_mb']} MB, {m['date']}; {result['seconds']}s")
+    for r in result["phrasing"]:
+        print(f"\n{r['bundle']} ({r['lang']}): {r['samples']} symbols at commit {r['start']}/{r['commits']}, "
+              f"{r['memories']} memories")  # fmt: skip
+        print(f"{'phrasing':<16} {'mentions':>8} {'anchored':>8} {'%':>6} {'ambiguous reported':>19}")
+        for how, v in r["per_phrasing"].items():
+            print(f"{how:<16} {v['mentions']:>8} {v['anchored']:>8} {v['pct']!s:>6} {v['ambiguous_reported']:>19}")
+        for h, v in r["e2e"].items():
+            print(f"end to end +{h}: {v}")
+        print(f"edits: {r['edits']}")
+        for w in r["e2e_wrong"]:
+            print(f"  end to end wrong: {w}")
+        for miss in r["misses"]:
+            print(f"  missed: {miss}")
+
+
 def show(result: dict[str, Any]) -> None:
     m = result["machine"]
     print(f"machine: {m['nproc']} cpus, {m['ram_mb']} MB, load {tuple(round(x, 1) for x in m['load'])}, {m['date']}")
@@ -638,7 +1138,18 @@ def main() -> None:
     ap.add_argument("--memories", type=int, default=1000, help="synthetic mode: memories written")
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--phrasing", action="store_true", help="the phrasing suite (issue 26) on both bundles")
+    ap.add_argument("--go-bundle", type=Path, default=PFLAG)
+    ap.add_argument("--symbols", type=int, default=60, help="phrasing suite: symbols sampled per repository")
     args = ap.parse_args()
+    if args.phrasing:
+        if args.horizons == [10, 50, 100, 300]:
+            args.horizons = [10, 100]
+        result = phrasing(args)
+        show_phrasing(result)
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=2, default=str))
+        return
     result = synthetic(args) if args.synthetic else history(args)
     show(result)
     if args.json:

@@ -87,7 +87,11 @@ def test_names_that_do_not_resolve_or_are_ambiguous_are_not_anchored(engine: Eng
     (code / "tools" / "session.py").write_text("def helper():\n    pass\n")
     commit(code)
     r = engine.memorize("session.py and missing.py hold `nothing_here()`", source="user", gate="trusted")
-    assert r.anchors is None and r.anchor_note is None  # two session.py files, no missing.py
+    assert r.anchors is None  # two session.py files, no missing.py
+    # issue 26: memorize says what it saw and could not anchor, and why
+    assert r.anchor_note == ("not anchored: session.py: ambiguous (auth/session.py, tools/session.py); name the file or "
+                             "anchor it explicitly; missing.py: no such file in the repository; "
+                             "nothing_here: no definition found in the repository")  # fmt: skip
     assert engine.memorize("PostgreSQL 16 is the main database", source="user", gate="trusted").anchors is None
 
 
@@ -432,7 +436,7 @@ def test_stale_confirm_drops_what_is_gone_and_stays_in_scope(engine: Engine, cod
     (code / "auth" / "session.py").write_text(SESSION_PY.replace("    def put(self, key, value):\n        self.data[key] = value\n\n", ""))
     anchors = engine.confirm_anchors(a, reason="get still holds", actor="cli")
     assert {x.ref for x in anchors} == {"auth/session.py", "auth/session.py::Store.get"}
-    assert "dropped auth/session.py::Store.put (gone)" in (engine.history(a)[-1].reason or "")
+    assert "dropped auth/session.py::Store.put (gone: no definition with the same name or body)" in (engine.history(a)[-1].reason or "")
     with pytest.raises(Conflict, match="has no code anchors"):
         engine.confirm_anchors(save(engine, "Deploys happen on Fridays after review"))
     with pytest.raises(NotFound, match="no atom with id 'nope'"):

@@ -74,7 +74,7 @@ def find_text(url: str, needles: list[str]) -> list[tuple[str, str, str]]:
             " JOIN information_schema.tables t USING (table_schema, table_name)"
             " WHERE c.table_schema = 'public' AND t.table_type = 'BASE TABLE' ORDER BY 1, 2"
         ).fetchall()
-        assert {"atoms", "events", "event_payloads", "term_df", "entities", "edges"} <= {t for t, _ in cols}
+        assert {"atoms", "events", "event_payloads", "scope_terms", "entities", "edges"} <= {t for t, _ in cols}
         for table, column in cols:
             for needle in needles:
                 q = sql.SQL("SELECT count(*) FROM {} WHERE {}::text ILIKE %s").format(
@@ -90,7 +90,7 @@ def find_in_row_versions(url: str, needles: list[str]) -> list[tuple[str, str]]:
     hits = []
     with _admin(url) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
-        for table in ("atoms", "event_payloads", "term_df", "entities", "edges", "events"):
+        for table in ("atoms", "event_payloads", "scope_terms", "entities", "edges", "events"):
             blocks = conn.execute("SELECT pg_relation_size(%s) / current_setting('block_size')::int", (table,))
             for blk in range(int(blocks.fetchone()[0])):  # type: ignore[index]
                 rows = conn.execute(
@@ -208,7 +208,7 @@ def test_both_backends_have_the_same_tables_and_columns(tmp_path: Path, dsn: str
                                           " WHERE table_schema = 'public'"):  # fmt: skip
             on_pg.setdefault(table, set()).add(column)
     assert on_sqlite.keys() - on_pg.keys() == {"meta"}  # snapshot_version: chain_head on PostgreSQL
-    assert on_pg.keys() - on_sqlite.keys() == {"chain_head", "term_df", "kw_stats"}
+    assert on_pg.keys() - on_sqlite.keys() == {"chain_head"}
     assert {t: on_sqlite[t] ^ on_pg[t] for t in on_sqlite.keys() & on_pg.keys() if on_sqlite[t] != on_pg[t]} \
         == {"atoms": {"vec_seq", "kw"}}  # fmt: skip
 
@@ -449,7 +449,8 @@ def test_keyword_terms_are_stored_verbatim_with_exact_document_frequencies(dsn: 
             tx.insert_atom(a, norm_hash="a", terms=["get_session", "login.py", "連線", "c++", "it's"], vector=None)
             tx.insert_atom(b, norm_hash="b", terms=["get_session", "get", "session", long_term], vector=None)
             tx.insert_atom(c, norm_hash="c", terms=[], vector=None)
-        total, df = store.term_stats(["get_session", "get", "login", "連線", "c++", "it's", long_term])
+        total, df = store.term_stats(["get_session", "get", "login", "連線", "c++", "it's", long_term],
+                                    scope_hashes=[scope.scope_hash])
         assert total == 2
         assert df == {"get_session": 2, "get": 1, "login": 0, "連線": 1, "c++": 1, "it's": 1, long_term: 0}
         def find(*t: str) -> list[str]:
@@ -463,13 +464,13 @@ def test_keyword_terms_are_stored_verbatim_with_exact_document_frequencies(dsn: 
         with store.transaction() as tx:
             tx.replace_terms(a.id, ["login.py"], None)
             tx.scrub_atom(b.id)
-        total, df = store.term_stats(["get_session", "login.py", "session"])
+        total, df = store.term_stats(["get_session", "login.py", "session"], scope_hashes=[scope.scope_hash])
         assert total == 1 and df == {"get_session": 0, "login.py": 1, "session": 0}
         with store.transaction() as tx:
             tx.delete_atom(a.id)
-        assert store.term_stats(["login.py"]) == (0, {"login.py": 0})
+        assert store.term_stats(["login.py"], scope_hashes=[scope.scope_hash]) == (0, {"login.py": 0})
         with _admin(dsn) as conn:
-            assert conn.execute("SELECT count(*) FROM term_df").fetchone()[0] == 0  # type: ignore[index]
+            assert conn.execute("SELECT count(*) FROM scope_terms").fetchone()[0] == 0  # type: ignore[index]
         assert store.integrity() == "ok"
     finally:
         store.close()
@@ -501,7 +502,8 @@ def _scenario(e: Engine) -> dict[str, Any]:
         out[q] = [(content[h.atom.id], h.score, h.signals) for h in hits]
     from memoryd.search.tokenize import tokens
 
-    out["term_stats"] = e.store.term_stats(tokens("postgresql pool pgbouncer session redis main", query=True))
+    out["term_stats"] = e.store.term_stats(tokens("postgresql pool pgbouncer session redis main", query=True),
+                                           scope_hashes=e.core.recall_scopes(None))
     out["history"] = [[ev.action for ev in e.history(i)] for i in ids]
     return out
 

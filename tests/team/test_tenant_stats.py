@@ -3,7 +3,7 @@
 A tenant probing a guessed word (a codename, a customer's name) must learn nothing of other tenants'
 private memories: its recall answers and scores are byte-identical before and after another tenant
 writes memories holding the probed word, and `snapshot_version` in its stats does not count them.
-The whole store's statistics (what the operator sees) do move: the probe is sensitive.
+The statistics over every scope do move: the probe is sensitive.
 """
 
 from __future__ import annotations
@@ -63,19 +63,19 @@ def test_another_tenants_writes_move_no_score_and_no_version(op: Engine) -> None
     answers(alice)  # access times recorded once, so the reads below see the same decay state
     before, version = answers(alice), alice.stats().snapshot_version
     assert any(json.loads(before)), "alice's probes must find her memories"
-    terms = [tokens(w, query=True)[0] for w in ("orion", "zephyr")]
-    df_before = op.store.term_stats(terms)
-
     # bob, another tenant, fills his own scopes (the same repository name, and his global scope) with the
     # probed words, and alice's words and entities
     bob = op.for_request(op.authenticate(op.create_token("bob").token), header("acme/api"))
     bob_elsewhere = op.for_request(op.authenticate(op.create_token("bob").token), header("acme/secret"))
+    everyone = [*alice.core.recall_scopes(), *bob.core.recall_scopes(), *bob_elsewhere.core.recall_scopes()]
+    terms = [tokens(w, query=True)[0] for w in ("orion", "zephyr")]
+    df_before = op.store.term_stats(terms, scope_hashes=everyone)
     for i, text in enumerate(BOB):
         (bob if i % 2 else bob_elsewhere).memorize(f"{text} (note {i})", type="fact")
     bob.memorize("Orion: I prefer to hear about it first", type="preference")
 
-    # the whole store's statistics moved (the old, global ranking would have leaked them) ...
-    df_after = op.store.term_stats(terms)
+    # the statistics of all scopes moved (a ranking on them would leak the writes) ...
+    df_after = op.store.term_stats(terms, scope_hashes=everyone)
     assert df_after[0] > df_before[0] and df_after[1][terms[0]] > df_before[1][terms[0]]
     assert df_after[1][terms[1]] > df_before[1][terms[1]] == 0
     assert op.store.snapshot_version() > version
@@ -97,10 +97,10 @@ def test_scoped_statistics_count_only_those_scopes(op: Engine) -> None:
         bob.memorize(f"orion takeover memo {i}", type="fact")
     scopes = alice.core.recall_scopes()
     orion, takeover, billing = (tokens(w, query=True)[0] for w in ("orion", "takeover", "billing"))  # indexed forms
-    total, df = op.store.term_stats([orion, takeover, billing], scopes)
+    total, df = op.store.term_stats([orion, takeover, billing], scope_hashes=scopes)
     assert (total, df) == (1, {orion: 1, takeover: 0, billing: 1})
-    total, df = op.store.term_stats([orion, takeover], bob.core.recall_scopes())
+    total, df = op.store.term_stats([orion, takeover], scope_hashes=bob.core.recall_scopes())
     assert (total, df) == (3, {orion: 3, takeover: 3})
-    assert op.store.term_stats([orion], [])[1] == {orion: 0}  # no scope: nothing counts
+    assert op.store.term_stats([orion], scope_hashes=[])[1] == {orion: 0}  # no scope: nothing counts
     assert op.store.snapshot_version([]) == 0
     assert op.store.snapshot_version(scopes) == 1  # alice's one memorize: one event on her atom

@@ -41,7 +41,7 @@ def freshness(anchors: Sequence[Anchor], changes: Sequence[Change]) -> str | Non
     """"code_changed", "current", or None for a memory without anchors."""
     if not anchors:
         return None
-    return "code_changed" if changes else "current"
+    return "code_changed" if any(not c.minor for c in changes) else "current"
 
 
 class DriftChecker:
@@ -158,18 +158,70 @@ class DriftChecker:
                 self._unsaved[blob] = table
             if fp is not None:
                 if fp != a.fingerprint:
-                    return Change("symbol_changed", path, symbol=a.symbol, since=since)
+                    old = self._old_table(a)
+                    aspect = old.aspect(a.symbol, table) if old is not None else None
+                    return Change("symbol_changed", path, symbol=a.symbol, since=since, aspect=aspect)
+                if table.defs[a.symbol][0] == "class":  # a class is also what its methods do
+                    old = self._old_table(a)
+                    if old is not None and old.members(a.symbol) != table.members(a.symbol):
+                        aspect = old.aspect(a.symbol, table)
+                        aspect = aspect if aspect in ("annotation_only", "docstring_only") else "members"
+                        return Change("symbol_changed", path, symbol=a.symbol, since=since, aspect=aspect)
                 if renamed and a.path not in file_paths:  # the file anchor already reports the rename
                     return Change("symbol_moved", a.path, symbol=a.symbol, since=since, to=path)
                 return None
-        moved = self._find_elsewhere(a.symbol, exclude=path)
+        return self._vanished(a, since, path)
+
+    def _old_table(self, a: Anchor) -> Any:
+        """The symbol table of the anchor's file as it was when the anchor was taken (None: unreadable)."""
+        if not a.blob:
+            return None
+        from .symbols import symbol_table
+
+        data = self.repo.read_blob(a.blob)
+        return symbol_table(a.path, data, a.blob, self.cache_dir) if data is not None else None
+
+    def _vanished(self, a: Anchor, since: str | None, path: str) -> Change:
+        """The symbol is not in its file: moved (same definition elsewhere), renamed (the same body under
+        another name, in its file or a changed one), or removed. Never a move to a different definition."""
+        old = self._old_table(a)
+        body = old.body_fingerprint(a.symbol) if old is not None and a.symbol in old.defs else None
+        moved = self._find_elsewhere(a.symbol, exclude=path, fingerprint=a.fingerprint)
         if moved is not None:
             return Change("symbol_moved", a.path, symbol=a.symbol, since=since, to=moved)
+        if body is not None and old is not None:
+            found = self._same_body(a, body, old, path)
+            if found is not None:
+                to, name = found
+                return Change("symbol_renamed", a.path, symbol=a.symbol, since=since, to=to, new_symbol=name)
         return Change("symbol_removed", a.path, symbol=a.symbol, since=since)
 
-    def _find_elsewhere(self, symbol: str, exclude: str) -> str | None:
-        """The file that now defines `symbol` (the exact qualified name), if another one does."""
-        key = ("elsewhere", symbol, exclude, self.repo.stamp(), int(time.monotonic() // GREP_TTL))
+    def _same_body(self, a: Anchor, body: str, old: Any, path: str) -> tuple[str, str] | None:
+        """(file, name) of the one definition with the anchor's body under a new name: in its own file
+        first, then in the files changed since the anchor's commit (same language, at most 60)."""
+        lang = language_of(a.path)
+        candidates = [path] if self.repo.blob(path) is not None else []
+        if a.commit:
+            candidates += [p for p in self.repo.changed_files(a.commit) if p != path and language_of(p) == lang][:60]
+        parent = a.symbol.rsplit(".", 1)[0] if "." in a.symbol else ""
+        for rel in candidates:
+            table, _ = file_table(self.repo, rel, self.cache_dir)
+            if table is None:
+                continue
+            hits = [q for q in table.defs if q not in old.defs or rel != a.path
+                    if table.defs[q][0] == old.defs[a.symbol][0] and table.body_fingerprint(q) == body]  # fmt: skip
+            if len(hits) > 1 and parent:
+                hits = [q for q in hits if q.rsplit(".", 1)[0] == parent] or hits
+            if len(hits) == 1:
+                return rel, hits[0]
+            if hits:
+                return None  # the same body twice: not ours to pick
+        return None
+
+    def _find_elsewhere(self, symbol: str, exclude: str, fingerprint: str | None = None) -> str | None:
+        """The file that now defines `symbol` (the exact qualified name) with the same definition
+        (`fingerprint`), if another one does: a different thing of the same name is not a move."""
+        key = ("elsewhere", symbol, exclude, fingerprint, self.repo.stamp(), int(time.monotonic() // GREP_TTL))
         if key in self._memo:
             return self._memo[key][0]
         suffixes = tuple(sorted({ext for ext, lang in LANGUAGES.items() if parser_available(lang)}))
@@ -179,6 +231,9 @@ class DriftChecker:
             blob = self.repo.blob(rel)
             names = definition_names(rel, blob, lambda r=rel: self.repo.read(r), self.cache_dir) if blob else None
             if names is not None and symbol in names:
+                table, _ = file_table(self.repo, rel, self.cache_dir) if fingerprint is not None else (None, None)
+                if fingerprint is not None and (table is None or table.fingerprint(symbol) != fingerprint):
+                    continue
                 found = rel
                 break
         self._memo[key] = (found,)

@@ -295,6 +295,40 @@ class GitRepo:
             pos += size + 1
         return found
 
+    def grep_defs(self, word: str, suffixes: tuple[str, ...]) -> list[str]:
+        """Files whose lines look like they define `word` (`def word`, `class word`, `func (r *T) word`,
+        `type word`, `fn word`, `function word`, `interface word`…): a narrower net than `grep_files`
+        for common words."""
+        if not word or not suffixes or not word.replace("_", "a").replace("$", "a").isalnum():
+            return []
+
+        def compute() -> list[str]:
+            globs = [f"*{s}" for s in suffixes]
+            pattern = (r"(^|[^A-Za-z0-9_])(def|class|func|fn|type|struct|interface|enum|trait|function|record)"
+                       r"[[:space:]]+(\([^)]*\)[[:space:]]*)?" + word + r"([^A-Za-z0-9_]|$)")
+            out = _run(self.root, "grep", "-l", "-z", "-E", "-I", "--untracked", "-e", pattern, "--", *globs)
+            if out is None or out.returncode not in (0, 1):
+                return []
+            return [p.decode("utf-8", "surrogateescape") for p in out.stdout.split(b"\0") if p][:400]
+
+        return self._cached(("grepdefs", word, suffixes), compute, ttl=GREP_TTL)
+
+    def changed_files(self, commit: str) -> tuple[str, ...]:
+        """Files that differ between `commit` and the working tree (tracked), for rename-by-body lookups."""
+
+        def compute() -> tuple[str, ...]:
+            out = _run(self.root, "diff", "--name-only", "-z", "--no-renames", commit, "--")
+            if out is None or out.returncode != 0:
+                return ()
+            return tuple(p.decode("utf-8", "surrogateescape") for p in out.stdout.split(b"\0") if p)
+
+        return self._cached(("changed", commit, self.stamp()), compute, ttl=GREP_TTL)
+
+    def read_blob(self, blob: str) -> bytes | None:
+        """The content of a blob by id (an anchor's file as it was), or None."""
+        out = _run(self.root, "cat-file", "blob", blob)
+        return out.stdout if out is not None and out.returncode == 0 else None
+
     def grep_files(self, word: str, suffixes: tuple[str, ...]) -> list[str]:
         """Files (tracked or untracked, not ignored) holding `word` as a whole word, of these suffixes."""
         if not word or not suffixes:

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["CHANGE_KINDS", "Anchor", "Change"]
+__all__ = ["CHANGE_KINDS", "MINOR_ASPECTS", "Anchor", "Change"]
 
 # What can happen to an anchor; `file_changed` only for a file whose memory anchors no symbol in it.
 CHANGE_KINDS = (
     "file_deleted", "file_renamed", "file_changed", "symbol_changed", "symbol_removed", "symbol_moved",
-)  # fmt: skip
+    "symbol_renamed",
+)
+# What a `symbol_changed` was (`Change.aspect`); the first two do not make a memory stale.
+MINOR_ASPECTS = ("annotation_only", "docstring_only")  # fmt: skip
 
 
 class Anchor(NamedTuple):
@@ -49,6 +52,13 @@ class Change(NamedTuple):
     symbol: str | None = None
     since: str | None = None  # the anchor's commit, abbreviated
     to: str | None = None  # the new path (renamed, moved)
+    new_symbol: str | None = None  # symbol_renamed: the name the same body now has
+    aspect: str | None = None  # symbol_changed: "signature" | "body" | "members" | "annotation_only" | "docstring_only"
+
+    @property
+    def minor(self) -> bool:
+        """A change that leaves what the code does as it was (type hints, a docstring)."""
+        return self.aspect in MINOR_ASPECTS
 
     @property
     def detail(self) -> str:
@@ -61,10 +71,15 @@ class Change(NamedTuple):
         if self.kind == "file_changed":
             return f"{self.path} changed{since}"
         if self.kind == "symbol_changed":
-            return f"the definition of {what} changed{since}"
+            how = {"annotation_only": " (type annotations only)", "docstring_only": " (docstring only)",
+                   "signature": " (its signature)", "members": " (inside its methods)"}.get(self.aspect or "", "")
+            return f"the definition of {what} changed{how}{since}"
+        if self.kind == "symbol_renamed":
+            where = f" in {self.to}" if self.to and self.to != self.path else ""
+            return f"{what} was renamed to {self.new_symbol}{where} (same body){since}"
         if self.kind == "symbol_removed":
             return f"{what} is gone{since}"
         return f"{self.symbol} moved from {self.path} to {self.to}{since}"
 
     def key(self) -> tuple[str, str, str, str]:
-        return (self.kind, self.path, self.symbol or "", self.to or "")
+        return (self.kind, self.path, self.symbol or "", (self.to or "") + (f"::{self.new_symbol}" if self.new_symbol else ""))

@@ -19,12 +19,13 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .git import GREP_MAX_FILES, GitRepo
 from .model import Anchor
 from .symbols import LANGUAGES, file_table, language_of, parser_available
 
-__all__ = ["AnchorError", "Resolver", "parse_ref"]
+__all__ = ["AnchorError", "NameReport", "Resolver", "parse_ref"]
 
 _AUTO_LIMIT = 12  # automatic anchors per memory (a long text naming many files keeps the first ones)
 _AUTO_SEARCH_FILES = 15  # an automatic repository-wide lookup gives up on names in more files than this
@@ -36,6 +37,83 @@ _FILE_SUFFIXES = frozenset(
     "ini cfg sql sh html css lock".split()
 )
 _IDENT = re.compile(r"^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*$")
+_LOOKUP_FILES = 400  # files parsed for one repository-wide lookup (the definition grep narrows them first)
+_GO_PACKAGE = re.compile(rb"^package[ \t]+([A-Za-z_]\w*)", re.M)
+# Go receivers, optionally package-qualified: (*FlagSet).GetInt, pflag.(*FlagSet).GetInt, (FlagSet).Name
+_RECEIVER = re.compile(r"(?<![\w.])((?:[A-Za-z_]\w*\.)*)\(\s*\*?\s*([A-Za-z_]\w*)\s*\)\s*\.([A-Za-z_]\w*)")
+# module:function, as entry points and pytest ids write it: sqlite_utils.db:Table.insert
+_MODULE_FN = re.compile(r"(?<![\w./:-])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?![\w/])")
+_DOTTED = re.compile(r"(?<![\w$.:-])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w/-])")
+_WORD = re.compile(r"(?<![\w/$.:*-])([A-Za-z_]\w*)(?![\w/-]|\.\w)")
+_KIND_WORDS = frozenset(
+    "function functions method methods class classes func type struct interface constructor property helper "
+    "decorator classmethod staticmethod receiver def enum trait callback hook".split()
+)
+_STOP = frozenset("the a an this that its it in of on to for and or is are was be by with from as at new old".split())
+_PERIPHERAL = re.compile(r"(^|/)(tests?|testing|testdata|examples?|vendor|third_party|node_modules|docs?|benchmarks?)/"
+                         r"|(^|/)(test_[^/]*|[^/]*_test\.\w+|conftest\.py)$")  # fmt: skip
+
+
+class NameReport(NamedTuple):
+    """What anchoring did with one name a memory's text mentions."""
+
+    name: str
+    outcome: str  # "anchored" | "ambiguous" | "not_found"
+    candidates: list[str]
+
+    def words(self) -> str:
+        if self.outcome == "anchored":
+            return f"{self.name} -> {self.candidates[0]}"
+        if self.outcome == "ambiguous":
+            return f"{self.name}: ambiguous ({', '.join(self.candidates)}); name the file or anchor it explicitly"
+        if "." in self.name and self.name.rsplit(".", 1)[-1].lower() in _FILE_SUFFIXES:
+            return f"{self.name}: no such file in the repository"
+        return f"{self.name}: no definition found in the repository"
+
+
+def _is_peripheral(path: str) -> bool:
+    return _PERIPHERAL.search(path) is not None
+
+
+def _looks_like_code(name: str) -> bool:
+    """snake_case, camelCase, CapWords with two humps, dotted, a leading underscore."""
+    core = name.lstrip("_")
+    return (name != core or "_" in core.strip("_") or "." in name or re.search(r"[a-z0-9][A-Z]", core) is not None
+            or re.search(r"[A-Z][a-z]+[A-Z]", core) is not None)  # fmt: skip
+
+
+def _names_in(text: str) -> tuple[list[str], list[str]]:
+    """(names written as code: backticked, receivers, module:function, dotted; plain words that may be names)."""
+    strong: list[str] = []
+    masked = text
+    for m in _RECEIVER.finditer(text):
+        strong.append(f"{m.group(1)}{m.group(2)}.{m.group(3)}")
+        masked = masked.replace(m.group(0), " " * len(m.group(0)))
+    for m in _MODULE_FN.finditer(masked):
+        if m.group(1).lower() in ("http", "https", "file", "ssh", "git", "mailto"):
+            continue
+        strong.append(f"{m.group(1)}.{m.group(2)}")
+        masked = masked.replace(m.group(0), " " * len(m.group(0)))
+    for m in _BACKTICK.finditer(masked):
+        strong.append(_norm_symbol(m.group(1)))
+    for m in _DOTTED.finditer(masked):
+        name = _norm_symbol(m.group(1))
+        if (name.rsplit(".", 1)[-1].lower() not in _FILE_SUFFIXES and name.split(".")[0].lower() not in ("e", "i", "www")
+                and name.rsplit(".", 1)[-1] not in ("com", "org", "net", "io", "dev")):  # fmt: skip
+            strong.append(name)
+    masked = _DOTTED.sub(lambda m: " " * len(m.group(0)), masked)
+    weak: list[str] = []
+    words = list(_WORD.finditer(masked))
+    for i, m in enumerate(words):
+        w = m.group(1)
+        near = {x.group(1).lower() for x in words[max(0, i - 1) : i + 2] if x is not m}
+        if w.lower() in _KIND_WORDS or w.lower() in _STOP:
+            continue
+        label = masked[m.end() : m.end() + 2] in (": ", ":\n") or masked[m.end() :] == ":"  # `Parse: …`
+        if _looks_like_code(w) or near & _KIND_WORDS or label:
+            weak.append(w)
+    return strong, [w for w in weak if w not in strong]
+
 
 
 class AnchorError(ValueError):
@@ -123,35 +201,157 @@ class Resolver:
 
     # -- memories ----------------------------------------------------------------------------
 
+    def lookup(self, name: str, *, commit: str | None, origin: str, exclude: Iterable[str] = (),
+               defs_only: bool = False) -> tuple[list[Anchor], list[Anchor]]:  # fmt: skip
+        """(the definitions `name` means, all candidates seen) anywhere in the repository.
+
+        `name` is a symbol (`insert_all`, `Table.insert_all`) or one qualified by its module
+        (`sqlite_utils.db.Table.insert_all`, `pflag.FlagSet.GetInt`): a definition matches when its
+        qualified name is the whole of `name` or a dotted suffix of it, and the rest names its module
+        (the file's path, for Go its package or directory). The longest match wins; definitions in
+        tests, examples or vendored code give way to one elsewhere.
+        """
+        parts = name.split(".")
+        last = parts[-1]
+        suffixes = tuple(sorted({ext for ext, lang in LANGUAGES.items() if parser_available(lang)}))
+        skip = set(exclude)
+        files = [f for f in self.repo.grep_defs(last, suffixes) if f not in skip]
+        if not files and not defs_only:
+            files = [f for f in self.repo.grep_files(last, suffixes) if f not in skip][:GREP_MAX_FILES]
+        best: list[tuple[int, Anchor]] = []
+        seen: list[Anchor] = []
+        for rel in files[:_LOOKUP_FILES]:
+            table, blob = self.table(rel)
+            if table is None:
+                continue
+            for i in range(len(parts)):
+                q, prefix = ".".join(parts[i:]), parts[:i]
+                hits = table.find(q) if not prefix else ([q] if q in table.defs else [])
+                if not hits or (prefix and not self._module_matches(rel, prefix, table.lang)):
+                    continue
+                for h in hits:
+                    kind, line, _ = table.defs[h]
+                    a = Anchor(path=rel, symbol=h, kind="symbol", lang=table.lang, commit=commit, blob=blob,
+                               fingerprint=table.fingerprint(h), line=line, origin=origin)  # fmt: skip
+                    seen.append(a)
+                    best.append((len(parts) - i + (10 if prefix else 0), a))
+                break
+        if not best:
+            return [], seen
+        top = max(score for score, _ in best)
+        found = [a for score, a in best if score == top]
+        if len(found) > 1:
+            main = [a for a in found if not _is_peripheral(a.path)]
+            if main:
+                found = main
+        return found, seen
+
+    def _module_matches(self, rel: str, prefix: list[str], lang: str) -> bool:
+        """Whether `prefix` (`sqlite_utils.db`, `pflag`) names the module of file `rel`."""
+        stem = os.path.splitext(rel)[0]
+        stem = stem.removesuffix("/__init__")
+        dotted = stem.replace("/", ".")
+        want = ".".join(prefix)
+        if dotted == want or dotted.endswith("." + want):
+            return True
+        if lang == "go":
+            directory = rel.rsplit("/", 1)[0] if "/" in rel else ""
+            if directory and (directory == want or directory.endswith("/" + prefix[-1]) or directory.rsplit("/", 1)[-1] == prefix[-1]):
+                return True
+            return prefix[-1] == self._go_package(rel)
+        return False
+
+    def _go_package(self, rel: str) -> str | None:
+        data = self.repo.read(rel)
+        m = _GO_PACKAGE.search(data[:20000]) if data else None
+        return m.group(1).decode() if m else None
+
     def auto(self, text: str, entity_ids: Sequence[str]) -> list[Anchor]:
         """The anchors a memory's text implies (unresolvable or ambiguous names are skipped)."""
+        return self.resolve_text(text, entity_ids)[0]
+
+    def resolve_text(self, text: str, entity_ids: Sequence[str]) -> tuple[list[Anchor], list[NameReport]]:
+        """(the anchors a memory's text implies, what was done with each name it saw).
+
+        Names are taken wherever people write them: backticked, called (`f()`), dotted
+        (`Table.insert_all`, `pkg.mod.Class.method`), `module:function`, Go receivers
+        (`(*FlagSet).GetInt`), and plain words that look like code (snake_case, camelCase,
+        a leading underscore) or stand next to "function", "method", "class", "type"…
+        A name is looked up in the files the text names first, then in the whole repository.
+        """
         files = [e.split(":", 2)[2] for e in entity_ids if e.startswith("entity:file:")]
         functions = [_norm_symbol(e.split(":", 2)[2]) for e in entity_ids if e.startswith("entity:function:")]
-        ticked = [_norm_symbol(m.group(1)) for m in _BACKTICK.finditer(text)]
-        if not files and not functions and not ticked:
-            return []
+        strong, weak = _names_in(text)
+        names = list(dict.fromkeys(functions + strong))
+        if not files and not names and not weak:
+            return [], []
         commit = self.repo.head()
         anchors: dict[tuple[str, str], Anchor] = {}
+        reports: list[NameReport] = []
         paths: list[str] = []
         for name in files:
-            rel, _ = self.find_file(name)
+            rel, candidates = self.find_file(name)
+            if rel is None and candidates:
+                reports.append(NameReport(name, "ambiguous", candidates[:5]))
+            elif rel is None:
+                reports.append(NameReport(name, "not_found", []))
             if rel is None or rel in paths:
                 continue
             a = self.file_anchor(rel, commit=commit, origin="auto")
             if a is not None:
                 anchors[(rel, "")] = a
                 paths.append(rel)
-        for name in dict.fromkeys(functions + ticked):
-            if not name or not _IDENT.match(name) or any(name == p or p.endswith(name) for p in paths):
-                continue
-            found = [a for rel in paths for a in self.symbol_in(rel, name, commit=commit, origin="auto")]
-            if not found and name in functions:
-                found = self.search(name, commit=commit, origin="auto", exclude=paths, max_files=_AUTO_SEARCH_FILES)
-            if len(found) == 1:  # a name with several definitions is not anchored
-                anchors.setdefault((found[0].path, found[0].symbol), found[0])
+        file_words = {p.rsplit("/", 1)[-1].rsplit(".", 1)[0] for p in paths}
+        words = set(re.findall(r"[A-Za-z_]\w*", text))
+        weak_anchored: set[tuple[str, str]] = set()
+        for name in dict.fromkeys(names + weak):
             if len(anchors) >= _AUTO_LIMIT:
                 break
-        return list(anchors.values())[:_AUTO_LIMIT]
+            if not name or not _IDENT.match(name) or any(name == p or p.endswith(name) for p in paths):
+                continue
+            if name.rsplit(".", 1)[-1].lower() in _FILE_SUFFIXES and "." in name:
+                continue  # a file name written without its directory
+            is_weak = name not in names
+            found = [a for rel in paths for a in self.symbol_in(rel, name, commit=commit, origin="auto")]
+            if not found and "." in name:  # `sqlite_utils.db.Table.insert` with db.py named
+                found = [a for rel in paths for a in self.lookup_in(rel, name, commit=commit)]
+            seen = found
+            if not found:
+                if is_weak and name in file_words:
+                    continue  # a plain word of the prose: not a name unless a named file defines it
+                found, seen = self.lookup(name, commit=commit, origin="auto", exclude=paths, defs_only=is_weak)
+            if len(found) > 1:  # `self.update()` on a NullProgressBar: the class the text names decides
+                named = [a for a in found if "." in a.symbol and a.symbol.rsplit(".", 1)[0].rsplit(".", 1)[-1] in words]
+                found = named or found
+            if len(found) == 1:
+                anchors.setdefault((found[0].path, found[0].symbol), found[0])
+                if is_weak:
+                    weak_anchored.add((found[0].path, found[0].symbol))
+                reports.append(NameReport(name, "anchored", [found[0].ref]))
+            elif len(found) > 1:
+                reports.append(NameReport(name, "ambiguous", [a.ref for a in found[:5]]))
+            elif not is_weak:
+                reports.append(NameReport(name, "not_found", [a.ref for a in seen[:5]]))
+        # A class named only as the context of one of its methods (`self.update()` on a NullProgressBar)
+        # is not a second subject of the memory.
+        owners = {(a.path, a.symbol.rsplit(".", 1)[0]) for a in anchors.values() if "." in a.symbol}
+        for key in weak_anchored & owners:
+            anchors.pop(key, None)
+        return list(anchors.values())[:_AUTO_LIMIT], reports
+
+    def lookup_in(self, rel: str, name: str, *, commit: str | None) -> list[Anchor]:
+        """`name` qualified by its module, looked up in file `rel` only."""
+        table, blob = self.table(rel)
+        if table is None:
+            return []
+        parts = name.split(".")
+        for i in range(1, len(parts)):
+            q = ".".join(parts[i:])
+            if q in table.defs and self._module_matches(rel, parts[:i], table.lang):
+                kind, line, _ = table.defs[q]
+                return [Anchor(path=rel, symbol=q, kind="symbol", lang=table.lang, commit=commit, blob=blob,
+                               fingerprint=table.fingerprint(q), line=line, origin="auto")]  # fmt: skip
+        return []
 
     def explicit(self, refs: Sequence[str]) -> list[Anchor]:
         """Anchors for `path`, `path::Symbol` or `Symbol` items. Raises AnchorError."""
@@ -190,7 +390,7 @@ class Resolver:
                 if not found:
                     raise AnchorError(f"{where}: {rel} defines no {symbol}")
             else:
-                found = self.search(symbol, commit=commit, origin="explicit")
+                found, _ = self.lookup(symbol, commit=commit, origin="explicit")
                 if not found:
                     raise AnchorError(f"{where}: no definition of {symbol} in the repository")
             if len(found) > 1:

@@ -111,6 +111,54 @@ class SymbolTable:
             self._nodes = fresh._nodes
             self._tree = fresh._tree
 
+    def node(self, name: str) -> Any:
+        """The parsed definition of `name` (parsing the source again if the table came from the cache)."""
+        if name not in self.defs:
+            return None
+        if not self._nodes:
+            self._reparse()
+        return self._nodes.get(name)
+
+    def body_fingerprint(self, name: str) -> str | None:
+        """A fingerprint of the definition that leaves out its own name: the same body under another
+        name (a rename) has the same one. Not cached: only drift checks of vanished symbols ask."""
+        node = self.node(name)
+        if node is None:
+            return None
+        if self.lang == "python":
+            return _sha(_py_dump(node, rename=True))
+        own = node.child_by_field_name("name")
+        skip = (own.start_byte, own.end_byte) if own is not None else None
+        tokens = [_text(n, self._source) for n in _walk(node) if n.child_count == 0 and "comment" not in n.type
+                  and (n.start_byte, n.end_byte) != skip]  # fmt: skip
+        return _sha("\x1f".join([node.type, *tokens]))
+
+    def aspect(self, name: str, other: SymbolTable, other_name: str | None = None) -> str:
+        """How definition `name` here differs from `other_name` (default: the same name) in `other`:
+        "annotation_only" (type hints only), "docstring_only", "signature", "body" or "same"."""
+        a, b = self.node(name), other.node(other_name or name)
+        if a is None or b is None or self.lang != other.lang:
+            return "body"
+        if self.lang == "python":
+            if _py_dump(a) == _py_dump(b):
+                return "same"
+            if _py_dump(a, annotations=False) == _py_dump(b, annotations=False):
+                return "annotation_only"
+            if _py_dump(a, docstring=False) == _py_dump(b, docstring=False):
+                return "docstring_only"
+            if _py_dump(a, annotations=False, docstring=False) == _py_dump(b, annotations=False, docstring=False):
+                return "annotation_only"
+            if isinstance(a, ast.ClassDef) or _py_signature(a) != _py_signature(b):
+                return "signature"
+            return "body"
+        ha, hb = _ts_header(a, self._source), _ts_header(b, other._source)
+        return "signature" if ha != hb else "body"
+
+    def members(self, name: str) -> dict[str, str]:
+        """Fingerprints of the definitions nested in `name` (a class's methods), by their qualified names."""
+        prefix = name + "."
+        return {q: fp for q in self.defs if q.startswith(prefix) and (fp := self.fingerprint(q)) is not None}
+
     def find(self, name: str) -> list[str]:
         """Names this table defines that `name` refers to: itself, or those it is a dotted suffix of."""
         if name in self.defs:
@@ -164,6 +212,65 @@ def _python_fp(node: ast.AST) -> str:
         header = [ast.dump(x) for x in (*node.bases, *node.keywords, *node.decorator_list)]
         return _sha(json.dumps(["class", node.name, header, sorted(members)]))
     return _sha(ast.dump(node))
+
+
+class _Strip(ast.NodeTransformer):
+    def __init__(self, annotations: bool, docstring: bool) -> None:
+        self.annotations, self.docstring = annotations, docstring
+
+    def visit_arg(self, node: ast.arg) -> ast.AST:
+        if not self.annotations:
+            node.annotation = None
+        return node
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST | None:
+        if self.annotations:
+            return node
+        if node.value is None:
+            return None
+        return ast.Assign(targets=[node.target], value=node.value, lineno=0)
+
+    def _body(self, node: Any) -> Any:
+        if not self.annotations and hasattr(node, "returns"):
+            node.returns = None
+        body = node.body
+        if (not self.docstring and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):  # fmt: skip
+            node.body = body[1:] or [ast.Pass()]
+        self.generic_visit(node)
+        return node
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _body
+
+
+def _py_dump(node: ast.AST, *, annotations: bool = True, docstring: bool = True, rename: bool = False) -> str:
+    import copy
+
+    if annotations and docstring and not rename:
+        return ast.dump(node)
+    tree = copy.deepcopy(node)
+    if rename and hasattr(tree, "name"):
+        tree.name = "_"
+    if not (annotations and docstring):
+        tree = _Strip(annotations, docstring).visit(tree)
+    return ast.dump(tree)
+
+
+def _py_signature(node: Any) -> str:
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return ""
+    return ast.dump(ast.Tuple(elts=[node.args, *(node.decorator_list or [])], ctx=ast.Load()))
+
+
+def _ts_header(node: Any, source: bytes) -> list[str]:
+    body = node.child_by_field_name("body")
+    out = []
+    for n in _walk(node):
+        if body is not None and n.start_byte >= body.start_byte:
+            break
+        if n.child_count == 0 and "comment" not in n.type:
+            out.append(_text(n, source))
+    return out
 
 
 # -- tree-sitter ---------------------------------------------------------------------------------

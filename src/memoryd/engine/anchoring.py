@@ -41,7 +41,8 @@ _OFF = object()
 
 
 def to_code_change(c: Change) -> CodeChange:
-    return CodeChange(kind=c.kind, path=c.path, symbol=c.symbol, since=c.since, to=c.to, detail=c.detail)
+    return CodeChange(kind=c.kind, path=c.path, symbol=c.symbol, since=c.since, to=c.to, new_symbol=c.new_symbol,
+                      aspect=c.aspect, detail=c.detail)  # fmt: skip
 
 
 class Anchors:
@@ -115,13 +116,17 @@ class Anchors:
                 return [], "not in a git working tree: code anchors are off"
             return [], None
         found: dict[tuple[str, str], Anchor] = {(a.path, a.symbol): a for a in explicit}
-        if names_code or "`" in atom.content:
-            try:
-                for a in checker.resolver.auto(atom.content, atom.entities):
-                    found.setdefault((a.path, a.symbol), a)
-            except Exception:  # noqa: BLE001 - a write never fails because of anchoring
-                log.exception("anchoring failed; the memory is stored without automatic anchors")
-        return list(found.values()), None
+        note = None
+        try:
+            auto, reports = checker.resolver.resolve_text(atom.content, atom.entities)
+            for a in auto:
+                found.setdefault((a.path, a.symbol), a)
+            missed = [r.words() for r in reports if r.outcome != "anchored"]
+            if missed:  # say what was seen and not anchored, and why (issue 26)
+                note = "not anchored: " + "; ".join(missed[:8])
+        except Exception:  # noqa: BLE001 - a write never fails because of anchoring
+            log.exception("anchoring failed; the memory is stored without automatic anchors")
+        return list(found.values()), note
 
     # -- freshness ---------------------------------------------------------------------------
 
@@ -216,6 +221,14 @@ class Anchors:
             if a.kind == "file":
                 b = resolver.file_anchor(path or a.path, commit=commit, origin=a.origin)
                 found = [b] if b is not None else []
+            elif change is not None and change.kind == "symbol_renamed" and change.new_symbol:
+                # the same body under a new name (checked by the drift check): follow it, and say so
+                found = [x for x in resolver.symbol_in(change.to or a.path, change.new_symbol, commit=commit,
+                                                       origin=a.origin) if x.symbol == change.new_symbol]  # fmt: skip
+                if found:
+                    moved.append(f"{a.ref} → {found[0].ref} (renamed, same body)")
+                    new[(found[0].path, found[0].symbol)] = found[0]
+                    continue
             else:
                 if change is not None and change.kind == "symbol_changed":
                     path = change.path
@@ -231,7 +244,9 @@ class Anchors:
         if moved:
             parts.append("followed " + ", ".join(moved))
         if dropped:
-            parts.append("dropped " + ", ".join(dropped) + " (gone)")
+            parts.append("dropped " + ", ".join(dropped) + " (gone: no definition with the same name or body)")
+            if not any(a.kind == "symbol" for a in new.values()) and any("::" in d for d in dropped):
+                parts.append("this memory now has no symbol anchor")
         return list(new.values()), "; ".join(parts)
 
     def apply_reanchor(self, tx: TrackedTx, atom_id: str, plan: tuple[list[Anchor], str], *, actor: str,

@@ -189,13 +189,12 @@ class Store(Protocol):
     def touch(self, atom_ids: Sequence[str]) -> None: ...
 
     # -- search --------------------------------------------------------------------------------
-    # (indexed atoms, document frequency of each term) over the whole store, or only over the atoms of
-    # `scope_hashes` (a team server: scores must not move when another tenant writes)
-    def term_stats(self, terms: Sequence[str], scope_hashes: Sequence[str] | None = None) -> TermStats: ...
-    # up to `limit` atoms of these scopes holding query terms, best first; `stats` = term_stats(terms) if
-    # already read; `scoped`: stats are of these scopes only, and so must be the ranking (nothing global)
+    # (indexed atoms, atoms holding each term) over these scopes only: a recall's weights never depend
+    # on what it cannot read (another tenant's writes move no score)
+    def term_stats(self, terms: Sequence[str], *, scope_hashes: Sequence[str]) -> TermStats: ...
+    # up to `limit` atoms holding query terms, best first; `stats` = term_stats(terms, scope_hashes=…) if read
     def keyword_candidates(self, terms: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str],
-                           limit: int, stats: TermStats | None = None, scoped: bool = False) -> list[str]: ...  # fmt: skip
+                           limit: int, stats: TermStats | None = None) -> list[str]: ...  # fmt: skip
     # atoms mentioning the most of these entities (their newest mentions), best first
     def atoms_for_entities(self, entity_ids: Sequence[str], *, scope_hashes: Sequence[str],
                            statuses: Sequence[str], limit: int) -> list[str]: ...  # fmt: skip
@@ -235,8 +234,8 @@ class Store(Protocol):
     def counts(self, scope_hashes: Sequence[str] | None = None) -> StoreCounts: ...  # of these scopes (None: all)
     # live atoms by type and by scope, and the ten most mentioned entities
     def group_counts(self, scope_hashes: Sequence[str] | None) -> GroupCounts: ...
-    # the write counter; of `scope_hashes`: the number of recorded changes to their atoms (nothing of
-    # other scopes counts, so a tenant learns nothing of another's writes)
+    # one more per write transaction; of some scopes: the audit events on their memories (no other scope's
+    # writes move it)
     def snapshot_version(self, scope_hashes: Sequence[str] | None = None) -> int: ...
     def integrity(self) -> str: ...  # "ok", or what the database's own check found
     def dangling_edges(self) -> int: ...

@@ -12,7 +12,7 @@ Behaviour matches `SqliteStore`; what differs is how:
   in-process, so every process sees every other's vector changes at once (what `vec_seq` does for
   SQLite).
 - Keywords: the engine's terms verbatim in a GIN-indexed tsvector (`array_to_tsvector`); document
-  frequencies are exact counters in `term_df`, kept by a trigger.
+  frequencies are exact counters per scope in `scope_terms`, kept by a trigger.
 - Migrations (`migrations.py`) run under a transaction-level advisory lock.
 """
 
@@ -36,6 +36,7 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout, TooManyRequest
 
 from ..errors import StorageBusy, StorageError
 from .base import TermStats, Tracer, Vector
+from .migrations import POSTGRES_SCOPE_STATS
 from .sql import Dialect, ExcMap, SqlStore, SqlTx, dbapi_map, translate
 
 __all__ = ["PSYCOPG_EXC_MAP", "PostgresStore"]
@@ -190,10 +191,10 @@ class _PostgresTx(SqlTx[psycopg.Connection[Any]]):
             self.run("UPDATE atoms SET embedding = ? WHERE id = ?", (self._d.vector(vector), atom_id))
 
     def _unindex_sql(self, atom_id: str) -> tuple[str, list[object]]:
-        return ", kw = NULL", []  # the trigger drops its terms from term_df
+        return ", kw = NULL", []  # the trigger drops its terms from scope_terms
 
     def _begin_import(self) -> None:
-        # Per-row trigger upkeep of term_df would pile up row versions of the common terms
+        # Per-row trigger upkeep of scope_terms would pile up row versions of the common terms
         # (quadratic): the terms are counted once at the end instead.
         self.run("ALTER TABLE atoms DISABLE TRIGGER atoms_kw_insert_delete")
 
@@ -202,9 +203,9 @@ class _PostgresTx(SqlTx[psycopg.Connection[Any]]):
                               ("recalls", "id")):
             self.run(f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'),"
                      f" coalesce((SELECT max({column}) FROM {table}), 0) + 1, false)")  # fmt: skip
-        self.run("INSERT INTO term_df (term, df) SELECT t, count(*) FROM atoms, unnest(tsvector_to_array(kw)) AS t"
-                 " GROUP BY t")  # fmt: skip
-        self.run("UPDATE kw_stats SET docs = (SELECT count(*) FROM atoms WHERE kw IS NOT NULL) WHERE id = 1")
+        self.run("DELETE FROM scope_terms")
+        self.run("DELETE FROM scope_docs")
+        self._store._run_script(self._conn, POSTGRES_SCOPE_STATS)
         self.run("ALTER TABLE atoms ENABLE TRIGGER atoms_kw_insert_delete")
         self.run("UPDATE chain_head SET snapshot_version = ? WHERE id = 1", (snapshot_version,))
 
@@ -318,30 +319,20 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
 
     # -- keyword and vector search -------------------------------------------------------------
 
-    def term_stats(self, terms: Sequence[str], scope_hashes: Sequence[str] | None = None) -> TermStats:
-        unique = list(dict.fromkeys(terms))
-        if scope_hashes is not None:  # only these scopes' atoms (a team server): one pass over their rows
-            # (through the scope index), every term counted on it; a GIN bitmap per term ANDed with the
-            # scope's cost 4x more on a shared scope (docs/DECISIONS.md)
-            lex = _lexemes(unique)
-            counts = "".join(", count(*) FILTER (WHERE kw @@ ?::tsquery)" for _ in lex)
-            row = self._one(f"SELECT count(*){counts} FROM atoms WHERE scope_hash = ANY(?::text[]) AND kw IS NOT NULL",
-                            [*[_tsquery([t]) for t in lex], list(scope_hashes)])  # fmt: skip
-            return int(row[0]), {t: 0 for t in unique} | {t: int(n) for t, n in zip(lex, row[1:], strict=True)}
-        row = self._one("SELECT (SELECT docs FROM kw_stats WHERE id = 1),"
-                        " (SELECT coalesce(jsonb_object_agg(term, df), '{}') FROM term_df WHERE term = ANY(?::text[]))",
-                        (unique,))  # fmt: skip
+    def term_stats(self, terms: Sequence[str], *, scope_hashes: Sequence[str]) -> TermStats:
+        unique, scopes = list(dict.fromkeys(terms)), list(dict.fromkeys(scope_hashes))
+        row = self._one("SELECT (SELECT coalesce(sum(docs), 0) FROM scope_docs WHERE scope_hash = ANY(?::text[])),"
+                        " (SELECT coalesce(jsonb_object_agg(term, df), '{}') FROM (SELECT term, sum(df) AS df"
+                        " FROM scope_terms WHERE scope_hash = ANY(?::text[]) AND term = ANY(?::text[]) GROUP BY term) s)",
+                        (scopes, scopes, unique))  # fmt: skip
         return int(row[0]), {t: 0 for t in unique} | {k: int(v) for k, v in row[1].items()}
 
     def keyword_candidates(self, terms: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str],
-                           limit: int, stats: TermStats | None = None, scoped: bool = False) -> list[str]:  # fmt: skip
+                           limit: int, stats: TermStats | None = None) -> list[str]:  # fmt: skip
         # Match through the GIN index on the query's most selective terms (all of them on small
         # stores, `selective_terms`); rank by the IDF mass of those terms each atom holds (the
         # engine's own keyword score, before calibration), newest first among equals.
-        # Scope and status filter inside the statement, the weights from `stats` (of these scopes when
-        # `scoped`): nothing outside these scopes moves the answer.
-        lex, _, weight = (self._selective(_lexemes(terms), stats, scope_hashes if scoped else None)
-                          if scope_hashes and statuses else ([], False, {}))  # fmt: skip
+        lex, _, weight = self._selective(_lexemes(terms), stats, scope_hashes) if scope_hashes and statuses else ([], False, {})
         if not lex:
             return []
         score = " + ".join("CASE WHEN a.kw @@ ?::tsquery THEN ?::float8 ELSE 0 END" for _ in lex)
@@ -480,7 +471,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
 
     def integrity(self) -> str:
         """"ok", or what is inconsistent (the keyword statistics, the chain head row)."""
-        row = self._one("SELECT (SELECT count(*) FROM chain_head), (SELECT docs FROM kw_stats WHERE id = 1),"
+        row = self._one("SELECT (SELECT count(*) FROM chain_head), (SELECT coalesce(sum(docs), 0) FROM scope_docs),"
                         " (SELECT count(*) FROM atoms WHERE kw IS NOT NULL)")  # fmt: skip
         if row[0] != 1:
             return "chain_head must have exactly one row"
@@ -502,7 +493,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         """
         try:
             with self._reader() as conn:
-                self.run(conn, "VACUUM atoms, event_payloads, term_df, entities, edges, sessions")
+                self.run(conn, "VACUUM atoms, event_payloads, scope_terms, scope_docs, entities, edges, sessions")
         except StorageError as exc:
             log.warning("VACUUM after scrubbing failed (dead row versions stay until autovacuum): %s", exc)
 
