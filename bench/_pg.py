@@ -140,7 +140,8 @@ def _kind(query: str) -> str:
     """A short name for a traced statement of PostgresStore."""
     q = " ".join(query.split())
     for pattern, name in (
-        (r"<=>.*ORDER BY", "vector_candidates"), (r"<=>", "cosines"), (r"kw @@", "keyword_candidates"),
+        (r"^WITH s AS MATERIALIZED .*<=>", "vector_candidates (exact)"), (r"<=>.*ORDER BY", "vector_candidates"),
+        (r"^SELECT scope_hash, count\(\*\) FROM atoms", "scope size (plan)"), (r"<=>", "cosines"), (r"kw @@", "keyword_candidates"),
         (r"FROM scope_docs", "term_stats"), (r"FROM unnest\(%s::text\[\]\) AS q\(dst\)", "atoms_for_entities"),
         (r"^UPDATE atoms SET last_accessed_at", "touch"), (r"tsvector_to_array\(a\.kw\)", "candidate_facts"),
         (r"a\.id = ANY", "get_atoms"),
@@ -167,7 +168,7 @@ def explain_recall(store: Any, recall: Callable[[], Any], *, analyze: bool = Tru
     out = []
     with store._pool.connection() as conn:
         for query, params in captured:
-            if not isinstance(query, str) or not query.lstrip().upper().startswith(("SELECT", "UPDATE")):
+            if not isinstance(query, str) or not query.lstrip().upper().startswith(("SELECT", "UPDATE", "WITH")):
                 continue
             opts = "ANALYZE, BUFFERS" if analyze else "COSTS"
             with conn.transaction(force_rollback=True):

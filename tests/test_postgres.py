@@ -364,8 +364,13 @@ def _atom(scope: Scope, i: int) -> Atom:
     )  # fmt: skip
 
 
-def test_vector_search_fills_k_under_a_selective_scope_filter(dsn: str) -> None:
-    """HNSW alone stops at ef_search candidates; the iterative scan keeps going until k rows pass the filter."""
+def test_vector_search_fills_k_under_a_selective_scope_filter(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plan by scope size (issue 27): a small scope is searched exactly over its own rows; a big one
+    through HNSW, whose iterative scan keeps going until k rows pass the filter (HNSW alone stops at
+    ef_search candidates)."""
+    import memoryd.storage.postgres as pg_module
+
+    monkeypatch.setattr(pg_module, "EXACT_MAX_ROWS", 100)  # the big scope (400) takes HNSW, the small (30) not
     rng = np.random.default_rng(7)
     big = Scope(tenant_id="t", workspace="acme", repository="big", branch="main", root="/big")
     small = Scope(tenant_id="t", workspace="acme", repository="small", branch="main", root="/small")
@@ -386,7 +391,7 @@ def test_vector_search_fills_k_under_a_selective_scope_filter(dsn: str) -> None:
         got = store.vector_candidates(query, scope_hashes=[small.scope_hash], k=20)
         assert len(got) == 20 and {i for i, _ in got} <= set(vectors)
         exact = sorted(vectors, key=lambda i: -float(vectors[i] @ query))[:20]
-        assert len({i for i, _ in got} & set(exact)) >= 18  # approximate, but barely
+        assert [i for i, _ in got] == exact  # the small scope: exact
         assert [c for _, c in got] == sorted((c for _, c in got), reverse=True)
         for atom_id, cos in got:
             assert cos == pytest.approx(float(vectors[atom_id] @ query), abs=1e-5)
@@ -394,12 +399,18 @@ def test_vector_search_fills_k_under_a_selective_scope_filter(dsn: str) -> None:
         assert store.cosines(query, [first, "nope"]) == {first: pytest.approx(got[0][1], abs=1e-6)}
         traced: list[tuple[str, Any]] = []
         store.tracer = lambda q, p: traced.append((q, p))
+        store.vector_candidates(query, scope_hashes=[small.scope_hash], k=5)
+        (small_sql, small_params), = traced  # the scope's size is remembered: one statement
+        traced.clear()
         store.vector_candidates(query, scope_hashes=[big.scope_hash], k=5)
-        (query_sql, params), = traced
+        (count_sql, _), (query_sql, params) = traced  # its size counted once, then the search
+        assert "count(*)" in count_sql
         with _admin(dsn) as conn:  # a scope that holds most rows: the HNSW index answers
             conn.execute("ANALYZE atoms")
             plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {query_sql}", params))
+            small_plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {small_sql}", small_params))
         assert "atoms_embedding_384" in plan, plan
+        assert "using atoms_embedding" not in small_plan and "using atoms_scope" in small_plan, small_plan
     finally:
         store.close()
 
@@ -635,19 +646,29 @@ def test_cli_migrate_moves_a_store_and_checks_it(
     assert bad_to.exit_code == 2 and "--to must be a postgresql:// URL" in bad_to.output
 
 
-def test_access_times_are_rewritten_at_most_hourly(tmp_path: Path, repo: Path, dsn: str) -> None:
+def test_access_times_are_rewritten_at_most_hourly(tmp_path: Path, repo: Path, dsn: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """Each rewrite of a row is a new version in every index (HNSW and GIN included): a time less than
-    an hour old is left as it is, an older one moves on."""
+    an hour old is left as it is, an older one moves on. Access times and recall logs wait in the process
+    and are written in one batch at most every TOUCH_EVERY seconds (issue 27: no write on a recall's path)."""
+    import memoryd.storage.postgres as pg_module
+
+    monkeypatch.setattr(pg_module, "TOUCH_EVERY", 3600.0)  # only `now=True` writes in this test
     with hash_engine(tmp_path, repo, dsn) as e:
         atom_id = e.memorize("Access times on PostgreSQL are rewritten at most hourly").atom_id
         assert atom_id
-        e.store.touch([atom_id])
+        e.store.touch([atom_id], now=True)
         first = e.store.get_atoms([atom_id])[atom_id].last_accessed_at
         assert first is not None
-        e.store.touch([atom_id])
+        e.store.touch([atom_id], now=True)
         assert e.store.get_atoms([atom_id])[atom_id].last_accessed_at == first
         with _admin(dsn) as conn:
             conn.execute("UPDATE atoms SET last_accessed_at = now() - interval '2 hours' WHERE id = %s", (atom_id,))
-        e.store.touch([atom_id])
+        e.recall("rewritten hourly")  # queued with its recall log, not written on the recall's path
+        with _admin(dsn) as conn:
+            assert conn.execute("SELECT count(*) FROM recalls").fetchone() == (0,)
+        e.store.touch([atom_id], now=True)
+        with _admin(dsn) as conn:
+            assert conn.execute("SELECT count(*) FROM recalls").fetchone() == (1,)
         later = e.store.get_atoms([atom_id])[atom_id].last_accessed_at
         assert later is not None and later >= first

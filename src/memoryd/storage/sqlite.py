@@ -335,15 +335,17 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                            limit: int) -> list[str]:  # fmt: skip
         if not entity_ids:
             return []
-        # The newest mentions of each entity (edges_dst orders by rowid within an entity), so a
-        # common entity costs the same on a big store as on a small one.
-        arm = "SELECT src FROM (SELECT src FROM edges WHERE dst = ? AND kind = 'mentions' ORDER BY rowid DESC LIMIT ?)"
-        in_scope, p1 = self.dialect.any_of("a.scope_hash", scope_hashes)
-        in_status, p2 = self.dialect.any_of("a.status", statuses)
+        # The newest mentions of each entity within these scopes (edges_dst orders by rowid within an
+        # entity), so a common entity costs about the same on a big store as on a small one and mentions
+        # elsewhere (another tenant's) never crowd these scopes' out.
+        in_scope, p1 = self.dialect.any_of("b.scope_hash", scope_hashes)
+        in_status, p2 = self.dialect.any_of("b.status", statuses)
+        arm = ("SELECT src FROM (SELECT e.src FROM edges e JOIN atoms b ON b.id = e.src WHERE e.dst = ?"
+               f" AND e.kind = 'mentions' AND {in_scope} AND {in_status} ORDER BY e.rowid DESC LIMIT ?)")  # fmt: skip
         return [r[0] for r in self._rows(
             f"SELECT a.id, count(*) AS n FROM ({' UNION ALL '.join([arm] * len(entity_ids))}) e JOIN atoms a"
-            f" ON a.id = e.src WHERE {in_scope} AND {in_status} GROUP BY a.id ORDER BY n DESC, a.seq DESC LIMIT ?",
-            (*[x for e in entity_ids for x in (e, limit * 4)], *p1, *p2, limit))]  # fmt: skip
+            " ON a.id = e.src GROUP BY a.id ORDER BY n DESC, a.seq DESC LIMIT ?",
+            (*[x for e in entity_ids for x in (e, *p1, *p2, limit * 4)], limit))]  # fmt: skip
 
     # -- vectors -------------------------------------------------------------------------------
 
