@@ -18,8 +18,8 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 from pathlib import Path
+from typing import NamedTuple
 
 from .git import GREP_MAX_FILES, GitRepo
 from .model import Anchor
