@@ -735,6 +735,9 @@ def _py_noann(source: bytes, name: str) -> str | None:
             n.annotation = None
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
             n.returns = None
+        if hasattr(n, "body") and isinstance(n.body, list):  # `x: T = v` is `x = v`; a bare `x: T` is nothing
+            n.body = [ast.Assign(targets=[b.target], value=b.value, lineno=0) if isinstance(b, ast.AnnAssign) else b
+                      for b in n.body if not (isinstance(b, ast.AnnAssign) and b.value is None)] or [ast.Pass()]  # fmt: skip
     return ast.dump(node)
 
 
