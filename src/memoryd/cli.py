@@ -608,10 +608,9 @@ def stale(
         # `anchors` means what it means in `memorize --json`: a memory's anchors (path or path::symbol);
         # whether anchoring is on is `code_anchors` (issue 26). Every anchored memory is checked.
         found = e.stale()
-        refs = e.store.anchors_of([s.atom.id for s in found])
-        return {"code_anchors": e.code_status(), "checked": e.anchoring.last_checked, "stale": [
+        return {"code_anchors": e.code_status(), "checked": e.stale_checked(), "stale": [
             {"memory_id": s.atom.id, "type": s.atom.type, "content": s.atom.content,
-             "anchors": [a.ref for a in refs.get(s.atom.id, [])],
+             "anchors": [a.ref for a in e.anchors(s.atom.id)],
              "changes": [c.model_dump(exclude_none=True) for c in s.changes]} for s in found]}  # fmt: skip
 
     r = _run(cwd, run)

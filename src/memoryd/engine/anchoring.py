@@ -198,6 +198,10 @@ class Anchors:
         atoms = self.core.store.get_atoms(stale_ids)
         return [StaleMemory(atom=atoms[i], changes=fresh[i][1]) for i in stale_ids if i in atoms]
 
+    def stale_checked(self) -> int:
+        """How many anchored memories the last `stale` checked (all of them, unless it was given a limit)."""
+        return self.last_checked
+
     def code_status(self) -> str:
         """Whether anchoring is on here, in words (for `memoryd stale` and doctor)."""
         if not self.core.settings.anchors:
