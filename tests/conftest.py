@@ -65,8 +65,39 @@ SQLITE_ONLY = {
 }
 
 
+# The resident daemon (memoryd.daemon): off for the suite's own processes unless MEMORYD_TEST_DAEMON=on runs a
+# suite through it (tests/test_daemon.py runs the tool-profile suites so); tests of the daemon turn it on.
+if os.environ.get("MEMORYD_TEST_DAEMON") == "on":
+    os.environ["MEMORYD_DAEMON"] = "on"
+    os.environ.setdefault("MEMORYD_DAEMON_IDLE", "30")
+else:
+    os.environ.setdefault("MEMORYD_DAEMON", "off")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sqlite_only(reason): inspects SQLite itself; skipped on PostgreSQL")
+
+
+@pytest.fixture(autouse=os.environ.get("MEMORYD_TEST_DAEMON") == "on")
+def _stop_test_daemons(tmp_path: Path) -> Iterator[None]:
+    """A suite run through the daemon: each test's daemons stop with the test (one model in memory at a time)."""
+    yield
+    from memoryd.daemon.client import Client
+
+    for info in tmp_path.glob("**/daemon.json"):
+        Client(info.parent, autostart=False).stop(timeout=5.0)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Stop every daemon a test started under this run's temporary directories (none outlives the run)."""
+    from memoryd.daemon.client import Client
+
+    try:
+        base = session.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+    except (AttributeError, ValueError):
+        return
+    for info in Path(base).glob("**/daemon.json"):
+        Client(info.parent, autostart=False).stop(timeout=5.0)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -34,10 +34,12 @@ SURFACES = {
     "filehook",  # the file-anchored PreToolUse handler (runs without the engine)
     "install",  # `memoryd install` / `uninstall`: agent configuration edits
     "remote",  # `memoryd connect`: stdio MCP forwarded to a team server over HTTP (no engine)
+    "daemon",  # the resident memoryd (its local API, hooks and MCP over a Unix socket) and its thin clients
 }
 # Modules below the engine that every layer may share: data types, settings, errors, limits, and
 # surface-neutral helpers that hold no business logic.
-SHARED = {"memoryd", "config", "errors", "models", "limits", "scope", "extras", "http_security", "injected", "stamps"}
+SHARED = {"memoryd", "config", "errors", "models", "limits", "scope", "scope_key", "extras", "http_security", "injected",
+          "stamps"}
 # Internals: what only the engine (and the layers below it) may import.
 INTERNALS = {"storage", "search", "write", "lifecycle", "anchors", "vault", "formats", "llm"}
 
@@ -245,3 +247,48 @@ def test_public_api_matches_all() -> None:
     for name in memoryd.__all__:
         assert getattr(memoryd, name) is not None, name
     assert memoryd.Engine.__name__ == "Engine"
+
+
+def test_every_store_write_passes_the_one_rights_check() -> None:
+    """Issue 23: read-only is enforced once, where a write transaction opens (`Core.write`, `Core.untracked`,
+    both through `Core.check_write`), not per tool. Enumerates every write path: a call of `.transaction(`
+    anywhere outside storage/ and those two methods is a write that could skip the check."""
+    sites = []
+    for path in _modules():
+        if _top(path) == "storage":
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        owners = {id(n): fn.name for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef) for n in ast.walk(fn)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "transaction":
+                sites.append((str(path.relative_to(SRC)), owners.get(id(node))))
+    assert sorted(sites) == [("engine/core.py", "untracked"), ("engine/core.py", "write")]
+
+
+def test_error_statuses_and_exit_codes_live_on_the_error_classes() -> None:
+    """Issue 22: an error's HTTP status and CLI exit code are set once, on its class (`memoryd.errors`);
+    no surface keeps a table of its own (the console's missed three codes)."""
+    import re
+
+    from memoryd import errors
+
+    table = re.compile(r"""["'](invalid_input|not_found|conflict|forbidden|unauthorized|storage_error)["']\s*:\s*\d""")
+    offenders = [str(p.relative_to(SRC)) for p in _modules() if table.search(p.read_text())]
+    assert offenders == []
+    for cls in (errors.InvalidInput, errors.NotFound, errors.Conflict, errors.AuthorizationRequired,
+                errors.Unauthorized, errors.TooManyAttempts, errors.Forbidden, errors.MissingExtra,
+                errors.StorageError, errors.StorageBusy, errors.IntegrityError):  # fmt: skip
+        assert errors.HTTP_STATUS[cls.code] == cls.status and errors.EXIT_CODES[cls.code] == cls.exit_code
+        assert 400 <= cls.status <= 599 and 2 <= cls.exit_code <= 11
+    assert errors.status_of("no_such_code") == 500
+
+
+def test_no_import_cycle_between_shared_modules() -> None:
+    """Issue 22: `models` and `scope` imported each other (a lazy import hid it); the shared modules import
+    one another in one direction only, lazy and annotation-only imports included."""
+    shared = {m for m in SHARED if m != "memoryd"}
+    graph = {m: {i.split(".")[1] for i in _imports(SRC / f"{m}.py")
+                 if i.startswith("memoryd.") and i.split(".")[1] in shared} - {m}
+             for m in shared if (SRC / f"{m}.py").exists()}  # fmt: skip
+    cycles = sorted((a, b) for a in graph for b in graph[a] if a in graph.get(b, set()))
+    assert cycles == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -105,7 +106,7 @@ def test_search_shows_score_and_signals_and_keeps_filters(engine: Engine) -> Non
     a = engine.memorize(PG, source="user", tags=["db"]).atom_id
     engine.memorize("PostgreSQL connection pool size is 20 in production", source="agent")
     page = engine.browse(BrowseQuery(q="PostgreSQL main database"))
-    assert page.hits and page.hits[0].atom.id == a and page.search_scope == "acme/widgets"
+    assert page.hits and page.hits[0].atom.id == a and page.search_scope.startswith("every readable scope (")
     top = page.hits[0]
     # the ranking's signals (search/rank.py), the English one when the term embedder is loaded
     assert 0 < top.score <= 1 and {"keyword", "semantic", "entity"} <= set(top.signals) <= {
@@ -238,3 +239,26 @@ def test_sensitive_scopes_stay_locked_for_the_console(engine: Engine, other: Eng
     other.grant(5)  # a person grants it from the CLI; then the console may read
     assert secret in [x.id for x in console.browse(BrowseQuery()).atoms]
     assert console.memory_detail(secret).atom.id == secret
+
+
+def test_search_without_a_scope_covers_every_readable_scope_and_says_so(engine: Engine, settings: Any, tmp_path: Path,
+                                                                       embedder: Any) -> None:  # fmt: skip
+    """Issue 25: what the list shows, search finds; the page names what it searched."""
+    from .conftest import make_repo
+
+    other_repo = make_repo(tmp_path / "billing", remote="git@github.com:acme/billing.git")
+    with Engine.open(settings, cwd=other_repo, embedder=embedder) as other:
+        far = other.memorize("Invoices are archived to cold storage after seven years", source="user").atom_id
+        other_name = other.scope.name
+    near = engine.memorize("Invoices render as PDF through WeasyPrint", source="user").atom_id
+    # the console's engine: every scope within an operator's reach (what `memoryd ui` opens)
+    with Engine.open(settings, cwd=engine.core.scope.root or tmp_path, embedder=embedder, authority="operator") as op:
+        _search_every_scope(op, far, near, other_name)
+
+
+def _search_every_scope(engine: Engine, far: str | None, near: str | None, other_name: str) -> None:
+    page = engine.browse(BrowseQuery(q="invoices archived cold storage"))
+    assert far in {h.atom.id for h in page.hits or []} and near in {h.atom.id for h in page.hits or []}
+    assert page.search_scope == f"every readable scope ({', '.join(sorted({engine.scope.name, other_name, engine.scope.global_scope().name}))})"  # noqa: E501
+    only = engine.browse(BrowseQuery(q="invoices archived cold storage", scope=engine.scope.scope_hash))
+    assert far not in {h.atom.id for h in only.hits or []} and only.search_scope == f"{engine.scope.name} + global"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -124,3 +125,162 @@ def test_markdown_export_links_memories_and_entities(engine: Engine, tmp_path: P
     assert f"[[{new.stem}]]" not in entity.read_text(encoding="utf-8")
     assert any(n.startswith("login.py") for n in links)
     shutil.rmtree(out)
+
+
+# -- issue 25: OpenMemory, mem0's graph, compressed files, and what could not be carried -----------------------
+
+OPENMEMORY = DATA / "openmemory" / "memories.json"  # the relational dump, as OpenMemory's backup router writes it
+
+
+def _openmemory_files(tmp_path: Path) -> dict[str, Path]:
+    """The export as OpenMemory's `POST /api/v1/backup/export` builds it (api/app/routers/backup.py): a zip of
+    memories.json (indent 2) and memories.jsonl.gz (one record per memory: id, content, metadata, created_at,
+    updated_at, state, app, categories by name)."""
+    import gzip
+    import io
+    import zipfile
+
+    doc = json.loads(OPENMEMORY.read_text(encoding="utf-8"))
+    names = {c["id"]: c["name"] for c in doc["categories"]}
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, mode="wb") as gz:
+        for m in doc["memories"]:
+            record = {"id": m["id"], "content": m["content"], "metadata": m["metadata"] or {},
+                      "created_at": m["created_at"], "updated_at": m["updated_at"], "state": m["state"],
+                      "app": "claude", "categories": [names[c] for c in m["category_ids"]]}  # fmt: skip
+            gz.write((json.dumps(record) + "\n").encode("utf-8"))
+    blob = buf.getvalue()
+    (tmp_path / "memories.jsonl.gz").write_bytes(blob)
+    with zipfile.ZipFile(tmp_path / "memories_export_alice.zip", "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("memories.json", json.dumps(doc, indent=2))
+        zf.writestr("memories.jsonl.gz", blob)
+    return {"zip": tmp_path / "memories_export_alice.zip", "json": OPENMEMORY, "gz": tmp_path / "memories.jsonl.gz"}
+
+
+@pytest.mark.parametrize("kind", ["zip", "json", "gz"])
+def test_openmemory_export_honours_state_and_keeps_categories(engine: Engine, tmp_path: Path, kind: str) -> None:
+    path = _openmemory_files(tmp_path)[kind]
+    assert detect(path) == "openmemory"
+    r = engine.import_file(path)
+    got = contents(engine, "openmemory")
+    # given 6: 3 active imported intact, 3 not active (archived, deleted, paused) reported, none lost
+    assert (r.format, r.imported, r.bad, r.rejected, r.duplicates) == ("openmemory", 3, 0, 0, 0)
+    assert set(got) == {"Prefers pytest over unittest for every new Python project",
+                        "The billing team deploys on Tuesdays after the 10:00 stand-up",
+                        "我们的主数据库是 PostgreSQL 16，只读副本在 eu-west-1"}  # fmt: skip
+    assert all(a.status == "active" for a in got.values())
+    assert got["Prefers pytest over unittest for every new Python project"].tags == ["preferences", "technology"]
+    assert got["The billing team deploys on Tuesdays after the 10:00 stand-up"].tags == ["work"]
+    states = {k: n for k, n in r.not_carried.items() if "state" in k}
+    assert states == {"openmemory state archived": 1, "openmemory state deleted": 1, "openmemory state paused": 1}
+    assert r.not_carried["openmemory created_at"] == 3 and r.not_carried["openmemory metadata.mcp_client"] == 1
+    assert "not carried (by kind): " in r.summary() and "openmemory state deleted 1" in r.summary()
+    if kind != "gz":
+        assert r.not_carried["openmemory status history entries"] == 2
+    before = engine.store.snapshot_version()
+    again = engine.import_file(path)  # re-import: a no-op
+    assert (again.imported, again.skipped) == (0, r.lines) and engine.store.snapshot_version() == before
+
+
+def test_compressed_and_zip_files_are_read_or_refused_by_name(engine: Engine, tmp_path: Path) -> None:
+    import gzip
+    import zipfile
+
+    rows = [{"content": "Release branches are cut every second Monday"}, {"content": "CI caches pip wheels for a week"}]
+    gz = tmp_path / "mine.jsonl.gz"
+    gz.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
+    r = engine.import_file(gz)
+    assert (r.format, r.imported, r.bad) == ("jsonl", 2, 0) and r.problems == []  # no "not UTF-8" lines
+    broken = tmp_path / "broken.jsonl.gz"
+    broken.write_bytes(gzip.compress(b'{"content": "x"}\n')[:12])
+    with pytest.raises(InvalidInput, match=r"broken\.jsonl\.gz looks gzip-compressed but does not decompress"):
+        engine.import_file(broken)
+    other = tmp_path / "photos.zip"
+    with zipfile.ZipFile(other, "w") as zf:
+        zf.writestr("a.txt", "hello")
+    with pytest.raises(InvalidInput, match=r"photos\.zip is a zip file without memories\.json or memories\.jsonl\.gz"):
+        engine.import_file(other)
+
+
+def test_mem0_graph_relations_are_carried_and_the_rest_reported(engine: Engine, tmp_path: Path) -> None:
+    """mem0 with a graph store: `get_all()` returns {"results": [...], "relations": [{source, relationship,
+    target}]} (mem0's Memory.get_all with enable_graph)."""
+    export = json.loads((DATA / "mem0-export.json").read_text(encoding="utf-8"))
+    export["relations"] = [{"source": "alice", "relationship": "plans_trip_to", "target": "tokyo"},
+                           {"source": "alice", "relationship": "uses", "target": "pnpm"},
+                           {"source": "alice", "relationship": "", "target": "npm"}]  # fmt: skip
+    path = tmp_path / "mem0-graph.json"
+    path.write_text(json.dumps(export), encoding="utf-8")
+    r = engine.import_file(path)
+    got = contents(engine, "mem0")
+    assert "alice plans trip to tokyo" in got and got["alice plans trip to tokyo"].tags == ["relation", "plans_trip_to"]
+    assert "alice uses pnpm" in got
+    assert r.imported == 5 and r.duplicates == 1 and r.bad == 2
+    assert {p["origin"]: p["reason"] for p in r.problems} == {
+        "mem0-graph.json: relation 3": "a relation needs source, relationship and target",
+        "mem0-graph.json: item 5": "no memory text (memory, text or content)"}  # fmt: skip
+    for text in export["results"][:3]:  # the items' text unchanged (only secrets redacted)
+        assert text["memory"] in got or text["memory"].startswith("Her OpenAI key")
+    assert r.not_carried["mem0 created_at"] == 4 and r.not_carried["mem0 user_id"] == 4
+    assert r.not_carried["mem0 metadata.source"] == 1
+
+
+def test_export_lines_not_carried_are_reported_by_kind(engine: Engine, tmp_path: Path) -> None:
+    rows = [{"kind": "atom", "status": "active", "content": "Staging resets nightly at 02:00 UTC"},
+            {"kind": "atom", "status": "superseded", "content": "Staging resets weekly"},
+            {"kind": "event", "action": "create"}, {"kind": "event", "action": "replace"}]  # fmt: skip
+    path = tmp_path / "export.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    r = engine.import_file(path)
+    assert r.imported == 1 and r.not_carried == {"export atom with status superseded": 1, "export audit event": 2}
+
+
+def test_a_malformed_lines_message_is_whole_and_names_the_limit(engine: Engine, tmp_path: Path) -> None:
+    from memoryd.limits import LIMITS
+
+    top = LIMITS["tag"][0]
+    path = tmp_path / "long.jsonl"
+    path.write_text(json.dumps({"content": "Logs are kept for 30 days", "tags": ["x" * (top + 5)]}) + "\n" +
+                    json.dumps({"content": "y" * (LIMITS["content"][0] + 1)}) + "\n", encoding="utf-8")  # fmt: skip
+    r = engine.import_file(path)
+    reasons = [p["reason"] for p in r.problems]
+    assert reasons == [f"tags[0] is {top + 5} characters; the limit is {top}",
+                       f"content is {LIMITS['content'][0] + 1} characters; the limit is {LIMITS['content'][0]}"]
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_markdown_export_import_export_is_byte_stable(engine: Engine, repo: Path, tmp_path: Path) -> None:
+    from memoryd.config import Settings
+
+    engine.memorize("决定从 React 切到 Solid，理由是性能+体积", type="decision", tags=["frontend"], title="前端切换决策",
+                    source="user")  # fmt: skip
+    engine.memorize("Prefer short commit subjects under 60 characters", type="preference",
+                    scope=engine.scope.global_scope(), source="user")  # fmt: skip
+    engine.memorize("The payments service calls billing-service and retries webhooks three times.\n\n"
+                    "## Related\n\nNot a list: this heading is part of the memory.", source="agent")  # fmt: skip
+    engine.memorize("Never run `kubectl apply` by hand on prod-cluster; use Argo CD", type="warning", source="user")
+    first = tmp_path / "first"
+    counts = engine.export_markdown(first)
+    assert detect(first) == "memoryd-markdown"
+    with Engine.open(Settings(home=tmp_path / "fresh", db=None), cwd=repo, embedder=engine.embedder) as fresh:
+        r = fresh.import_file(first)
+        # given 4 memories: 4 imported intact, the entity notes reported as derived, none lost
+        assert (r.format, r.imported, r.bad, r.rejected, r.duplicates) == ("memoryd-markdown", 4, 0, 0, 0)
+        assert r.not_carried == {"entity notes (derived again from the memories' text)": counts["entities"]}
+        second = tmp_path / "second"
+        fresh.export_markdown(second)
+        assert _tree(second) == _tree(first)  # byte for byte
+        before = fresh.store.snapshot_version()
+        again = fresh.import_file(first)  # re-import: a no-op
+        assert again.imported == 0 and fresh.store.snapshot_version() == before
+    # a broken note is named, the others still come in
+    bad = next((first / "memories").rglob("*.md"))
+    bad.write_text("---\nid: [unclosed\n---\n\n# x\n\ny\n", encoding="utf-8")
+    with Engine.open(Settings(home=tmp_path / "fresh2", db=None), cwd=repo, embedder=engine.embedder) as fresh:
+        r = fresh.import_file(first)
+        assert r.imported == 3 and r.bad == 1
+        assert r.problems[0]["origin"] == bad.relative_to(first).as_posix()
+        assert r.problems[0]["reason"].startswith("frontmatter is not valid YAML: ")

@@ -26,7 +26,8 @@ from memoryd.install import (
 
 MCP = "/opt/memoryd/.venv/bin/memoryd-mcp"  # user scope: this machine's files take absolute paths
 HOOK = "/opt/memoryd/.venv/bin/memoryd"
-PMCP, PHOOK = "memoryd-mcp", "memoryd"  # project scope: commands on PATH, nothing machine-specific
+PMCP = "memoryd-mcp"  # project scope: commands on PATH, nothing machine-specific
+PHOOK = "command -v memoryd >/dev/null 2>&1 || exit 0; memoryd"  # … and a silent no-op where memoryd is absent
 
 
 @pytest.fixture(autouse=True)
@@ -328,16 +329,18 @@ def test_dry_run_writes_nothing(home: Path, project: Path) -> None:
     assert "dry run" in report.render()
 
 
-def test_default_paths_and_quoting(tmp_path: Path, home: Path) -> None:
+def test_default_paths_and_quoting(tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spaced = tmp_path / "my project"
     spaced.mkdir()
     report = install_claude("project", home=home, project_dir=spaced, hook_command=None)
     assert load(spaced / ".mcp.json")["mcpServers"]["memoryd"]["command"] == "memoryd-mcp"
     cmd = load(spaced / ".claude" / "settings.json")["hooks"]["SessionStart"][0]["hooks"][0]["command"]
-    assert shlex.split(cmd) == ["memoryd", "hook", "session-start"]
+    assert cmd == "command -v memoryd >/dev/null 2>&1 || exit 0; memoryd hook session-start"
     assert report.as_dict()["changes"][0]["path"] == str(spaced / ".mcp.json")
-    # user scope: this install's absolute paths (the user's own files), quoted for the shell
-    install_claude("user", home=home, project_dir=spaced, hook_command=None)
+    # user scope, this install not on PATH: its absolute paths (the user's own files), quoted, and a note
+    monkeypatch.setenv("PATH", str(tmp_path))
+    report = install_claude("user", home=home, project_dir=spaced, hook_command=None)
+    assert any("on PATH is not this install" in n for n in report.notes), report.notes
     server = load(home / ".claude.json")["mcpServers"]["memoryd"]
     assert Path(server["command"]).is_absolute() and Path(server["command"]).name.startswith("memoryd-mcp")
     assert Path(server["command"]).parent == Path(sys.executable).parent.absolute()
@@ -582,3 +585,80 @@ def test_codex_hooks_go_to_hooks_json_and_come_out_again(home: Path, tmp_path: P
     out = uninstall_codex(home, codex)
     assert [c.action for c in out.changes] == ["deleted", "restored"]
     assert tree(codex) == before
+
+
+# -- issue 25: a newcomer's install ------------------------------------------------------------------------------
+
+
+def test_user_scope_and_codex_use_the_command_on_path(tmp_path: Path, home: Path, project: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A pipx / uv tool install links memoryd into a PATH folder: user files name the command, not the venv path
+    (which the next reinstall moves)."""
+    linked = tmp_path / "bin"
+    linked.mkdir()
+    for name in ("memoryd", "memoryd-mcp"):
+        (linked / name).symlink_to(Path(sys.executable).parent / name)
+    monkeypatch.setenv("PATH", f"{linked}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    report = install_claude("user", home=home, project_dir=project)
+    assert load(home / ".claude.json")["mcpServers"]["memoryd"]["command"] == "memoryd-mcp"
+    cmd = load(home / ".claude" / "settings.json")["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    assert cmd == "memoryd hook session-start"
+    assert not any("not this install" in n or "does not exist" in n for n in report.notes), report.notes
+    codex = tmp_path / "codex"
+    install_codex(home, codex, hooks=True)
+    assert 'command = "memoryd-mcp"' in (codex / "config.toml").read_text()
+    assert load(codex / "hooks.json")["hooks"]["SessionEnd"][0]["hooks"][0]["command"] == "memoryd hook session-end"
+
+
+def test_project_hooks_are_silent_no_ops_where_memoryd_is_absent(tmp_path: Path, home: Path, project: Path) -> None:
+    """A teammate without memoryd: every hook command of the committed settings exits 0 and prints nothing."""
+    install_claude("project", home=home, project_dir=project)
+    hooks = load(project / ".claude" / "settings.json")["hooks"]
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home)}  # no memoryd anywhere on it
+    for event, groups in hooks.items():
+        for g in groups:
+            r = subprocess.run(["/bin/sh", "-c", g["hooks"][0]["command"]], input='{"session_id": "s"}',
+                               capture_output=True, text=True, env=env, timeout=30, check=False)  # fmt: skip
+            assert (r.returncode, r.stdout, r.stderr) == (0, "", ""), (event, r)
+    # where memoryd is on PATH the same command runs it
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "memoryd").symlink_to(Path(sys.executable).parent / "memoryd")
+    start = hooks["SessionStart"][0]["hooks"][0]["command"]
+    r = subprocess.run(["/bin/sh", "-c", start], input=json.dumps({"session_id": "s", "cwd": str(project),
+                       "hook_event_name": "SessionStart", "transcript_path": "/x"}), capture_output=True, text=True,
+                       env={**env, "PATH": f"{bindir}:/usr/bin:/bin", "MEMORYD_HOME": str(tmp_path / "data")},
+                       timeout=60, check=False)  # fmt: skip
+    assert r.returncode == 0 and json.loads(r.stdout)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    # an older plain entry is refreshed in place, and uninstall still recognises the guarded form
+    unclaude("project", home, project)
+    assert not (project / ".claude").exists() and not (project / ".mcp.json").exists()
+
+
+def test_project_and_user_installs_in_one_repository_are_detected(home: Path, project: Path) -> None:
+    first = claude("project", home, project)
+    assert not any("both the project and the user scope" in n for n in first.notes)
+    second = claude("user", home, project)
+    (note,) = [n for n in second.notes if "both the project and the user scope" in n]
+    assert str(project / ".mcp.json") in note and "runs both sets of hooks" in note
+    assert "memoryd uninstall claude --scope user" in note
+    again = claude("project", home, project)  # the project side says so too
+    assert any(str(home / ".claude.json") in n for n in again.notes if "both the project" in n)
+    unclaude("user", home, project)
+    assert not any("both the project" in n for n in claude("project", home, project).notes)
+
+
+def test_cli_uninstall_codex_takes_hooks_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from memoryd.cli import app
+
+    codex = tmp_path / "codex"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    runner = CliRunner()
+    r = runner.invoke(app, ["install", "codex", "--hooks", "--codex-home", str(codex), "--command", MCP])
+    assert r.exit_code == 0, r.output
+    assert (codex / "hooks.json").exists()
+    r = runner.invoke(app, ["uninstall", "codex", "--hooks", "--codex-home", str(codex)])
+    assert r.exit_code == 0, r.output
+    assert "deleted" in r.output and not (codex / "hooks.json").exists() and not (codex / "config.toml").exists()

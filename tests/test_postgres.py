@@ -74,7 +74,7 @@ def find_text(url: str, needles: list[str]) -> list[tuple[str, str, str]]:
             " JOIN information_schema.tables t USING (table_schema, table_name)"
             " WHERE c.table_schema = 'public' AND t.table_type = 'BASE TABLE' ORDER BY 1, 2"
         ).fetchall()
-        assert {"atoms", "events", "event_payloads", "term_df", "entities", "edges"} <= {t for t, _ in cols}
+        assert {"atoms", "events", "event_payloads", "scope_terms", "entities", "edges"} <= {t for t, _ in cols}
         for table, column in cols:
             for needle in needles:
                 q = sql.SQL("SELECT count(*) FROM {} WHERE {}::text ILIKE %s").format(
@@ -90,7 +90,7 @@ def find_in_row_versions(url: str, needles: list[str]) -> list[tuple[str, str]]:
     hits = []
     with _admin(url) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
-        for table in ("atoms", "event_payloads", "term_df", "entities", "edges", "events"):
+        for table in ("atoms", "event_payloads", "scope_terms", "entities", "edges", "events"):
             blocks = conn.execute("SELECT pg_relation_size(%s) / current_setting('block_size')::int", (table,))
             for blk in range(int(blocks.fetchone()[0])):  # type: ignore[index]
                 rows = conn.execute(
@@ -208,7 +208,7 @@ def test_both_backends_have_the_same_tables_and_columns(tmp_path: Path, dsn: str
                                           " WHERE table_schema = 'public'"):  # fmt: skip
             on_pg.setdefault(table, set()).add(column)
     assert on_sqlite.keys() - on_pg.keys() == {"meta"}  # snapshot_version: chain_head on PostgreSQL
-    assert on_pg.keys() - on_sqlite.keys() == {"chain_head", "term_df", "kw_stats"}
+    assert on_pg.keys() - on_sqlite.keys() == {"chain_head"}
     assert {t: on_sqlite[t] ^ on_pg[t] for t in on_sqlite.keys() & on_pg.keys() if on_sqlite[t] != on_pg[t]} \
         == {"atoms": {"vec_seq", "kw"}}  # fmt: skip
 
@@ -364,8 +364,13 @@ def _atom(scope: Scope, i: int) -> Atom:
     )  # fmt: skip
 
 
-def test_vector_search_fills_k_under_a_selective_scope_filter(dsn: str) -> None:
-    """HNSW alone stops at ef_search candidates; the iterative scan keeps going until k rows pass the filter."""
+def test_vector_search_fills_k_under_a_selective_scope_filter(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plan by scope size (issue 27): a small scope is searched exactly over its own rows; a big one
+    through HNSW, whose iterative scan keeps going until k rows pass the filter (HNSW alone stops at
+    ef_search candidates)."""
+    import memoryd.storage.postgres as pg_module
+
+    monkeypatch.setattr(pg_module, "EXACT_MAX_ROWS", 100)  # the big scope (400) takes HNSW, the small (30) not
     rng = np.random.default_rng(7)
     big = Scope(tenant_id="t", workspace="acme", repository="big", branch="main", root="/big")
     small = Scope(tenant_id="t", workspace="acme", repository="small", branch="main", root="/small")
@@ -386,7 +391,7 @@ def test_vector_search_fills_k_under_a_selective_scope_filter(dsn: str) -> None:
         got = store.vector_candidates(query, scope_hashes=[small.scope_hash], k=20)
         assert len(got) == 20 and {i for i, _ in got} <= set(vectors)
         exact = sorted(vectors, key=lambda i: -float(vectors[i] @ query))[:20]
-        assert len({i for i, _ in got} & set(exact)) >= 18  # approximate, but barely
+        assert [i for i, _ in got] == exact  # the small scope: exact
         assert [c for _, c in got] == sorted((c for _, c in got), reverse=True)
         for atom_id, cos in got:
             assert cos == pytest.approx(float(vectors[atom_id] @ query), abs=1e-5)
@@ -394,12 +399,18 @@ def test_vector_search_fills_k_under_a_selective_scope_filter(dsn: str) -> None:
         assert store.cosines(query, [first, "nope"]) == {first: pytest.approx(got[0][1], abs=1e-6)}
         traced: list[tuple[str, Any]] = []
         store.tracer = lambda q, p: traced.append((q, p))
+        store.vector_candidates(query, scope_hashes=[small.scope_hash], k=5)
+        (small_sql, small_params), = traced  # the scope's size is remembered: one statement
+        traced.clear()
         store.vector_candidates(query, scope_hashes=[big.scope_hash], k=5)
-        (query_sql, params), = traced
+        (count_sql, _), (query_sql, params) = traced  # its size counted once, then the search
+        assert "count(*)" in count_sql
         with _admin(dsn) as conn:  # a scope that holds most rows: the HNSW index answers
             conn.execute("ANALYZE atoms")
             plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {query_sql}", params))
+            small_plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {small_sql}", small_params))
         assert "atoms_embedding_384" in plan, plan
+        assert "using atoms_embedding" not in small_plan and "using atoms_scope" in small_plan, small_plan
     finally:
         store.close()
 
@@ -438,7 +449,8 @@ def test_keyword_terms_are_stored_verbatim_with_exact_document_frequencies(dsn: 
             tx.insert_atom(a, norm_hash="a", terms=["get_session", "login.py", "連線", "c++", "it's"], vector=None)
             tx.insert_atom(b, norm_hash="b", terms=["get_session", "get", "session", long_term], vector=None)
             tx.insert_atom(c, norm_hash="c", terms=[], vector=None)
-        total, df = store.term_stats(["get_session", "get", "login", "連線", "c++", "it's", long_term])
+        total, df = store.term_stats(["get_session", "get", "login", "連線", "c++", "it's", long_term],
+                                    scope_hashes=[scope.scope_hash])
         assert total == 2
         assert df == {"get_session": 2, "get": 1, "login": 0, "連線": 1, "c++": 1, "it's": 1, long_term: 0}
         def find(*t: str) -> list[str]:
@@ -452,13 +464,13 @@ def test_keyword_terms_are_stored_verbatim_with_exact_document_frequencies(dsn: 
         with store.transaction() as tx:
             tx.replace_terms(a.id, ["login.py"], None)
             tx.scrub_atom(b.id)
-        total, df = store.term_stats(["get_session", "login.py", "session"])
+        total, df = store.term_stats(["get_session", "login.py", "session"], scope_hashes=[scope.scope_hash])
         assert total == 1 and df == {"get_session": 0, "login.py": 1, "session": 0}
         with store.transaction() as tx:
             tx.delete_atom(a.id)
-        assert store.term_stats(["login.py"]) == (0, {"login.py": 0})
+        assert store.term_stats(["login.py"], scope_hashes=[scope.scope_hash]) == (0, {"login.py": 0})
         with _admin(dsn) as conn:
-            assert conn.execute("SELECT count(*) FROM term_df").fetchone()[0] == 0  # type: ignore[index]
+            assert conn.execute("SELECT count(*) FROM scope_terms").fetchone()[0] == 0  # type: ignore[index]
         assert store.integrity() == "ok"
     finally:
         store.close()
@@ -490,7 +502,8 @@ def _scenario(e: Engine) -> dict[str, Any]:
         out[q] = [(content[h.atom.id], h.score, h.signals) for h in hits]
     from memoryd.search.tokenize import tokens
 
-    out["term_stats"] = e.store.term_stats(tokens("postgresql pool pgbouncer session redis main", query=True))
+    out["term_stats"] = e.store.term_stats(tokens("postgresql pool pgbouncer session redis main", query=True),
+                                           scope_hashes=e.core.recall_scopes(None))
     out["history"] = [[ev.action for ev in e.history(i)] for i in ids]
     return out
 
@@ -633,19 +646,29 @@ def test_cli_migrate_moves_a_store_and_checks_it(
     assert bad_to.exit_code == 2 and "--to must be a postgresql:// URL" in bad_to.output
 
 
-def test_access_times_are_rewritten_at_most_hourly(tmp_path: Path, repo: Path, dsn: str) -> None:
+def test_access_times_are_rewritten_at_most_hourly(tmp_path: Path, repo: Path, dsn: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """Each rewrite of a row is a new version in every index (HNSW and GIN included): a time less than
-    an hour old is left as it is, an older one moves on."""
+    an hour old is left as it is, an older one moves on. Access times and recall logs wait in the process
+    and are written in one batch at most every TOUCH_EVERY seconds (issue 27: no write on a recall's path)."""
+    import memoryd.storage.postgres as pg_module
+
+    monkeypatch.setattr(pg_module, "TOUCH_EVERY", 3600.0)  # only `now=True` writes in this test
     with hash_engine(tmp_path, repo, dsn) as e:
         atom_id = e.memorize("Access times on PostgreSQL are rewritten at most hourly").atom_id
         assert atom_id
-        e.store.touch([atom_id])
+        e.store.touch([atom_id], now=True)
         first = e.store.get_atoms([atom_id])[atom_id].last_accessed_at
         assert first is not None
-        e.store.touch([atom_id])
+        e.store.touch([atom_id], now=True)
         assert e.store.get_atoms([atom_id])[atom_id].last_accessed_at == first
         with _admin(dsn) as conn:
             conn.execute("UPDATE atoms SET last_accessed_at = now() - interval '2 hours' WHERE id = %s", (atom_id,))
-        e.store.touch([atom_id])
+        e.recall("rewritten hourly")  # queued with its recall log, not written on the recall's path
+        with _admin(dsn) as conn:
+            assert conn.execute("SELECT count(*) FROM recalls").fetchone() == (0,)
+        e.store.touch([atom_id], now=True)
+        with _admin(dsn) as conn:
+            assert conn.execute("SELECT count(*) FROM recalls").fetchone() == (1,)
         later = e.store.get_atoms([atom_id])[atom_id].last_accessed_at
         assert later is not None and later >= first

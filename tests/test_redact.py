@@ -34,7 +34,7 @@ def test_secret_kind_is_reported(case):
 def test_benign_texts_are_left_alone():
     changed = [(text, redact(text).text) for text in BENIGN if redact(text).text != text]
     report = "\n".join(f"  {before!r}\n  -> {after!r}" for before, after in changed)
-    assert len(changed) <= 2, f"{len(changed)} benign texts changed:\n{report}"
+    assert not changed, f"{len(changed)} benign texts changed:\n{report}"
 
 
 def test_kinds_are_empty_exactly_when_text_is_unchanged():
@@ -119,3 +119,110 @@ def test_empty_string():
 def test_text_without_secrets_is_returned_unchanged():
     text = "Use pytest -q; the fixture lives in tests/conftest.py."
     assert redact(text) == Redaction(text, ())
+
+
+# -- issue 23: ordinary text stays whole, secrets are found by structure --------------------------
+
+DATA = Path(__file__).parent / "data"
+AGENT_TEXTS = json.loads((DATA / "redaction_benign.json").read_text(encoding="utf-8"))["texts"]
+STRUCTURE = json.loads((DATA / "redaction_structure.json").read_text(encoding="utf-8"))["cases"]
+STRUCTURE_CLASSES = ("authorization_header", "credential_assignment", "key_container", "aws_secret_key",
+                     "entropy_near_word")  # fmt: skip
+
+
+def test_agent_corpus_is_left_alone():
+    """≥300 sentences of the kind agents save (bench/redaction_corpus.py, from real commit messages, docs and
+    identifiers): not one is altered."""
+    assert len(AGENT_TEXTS) >= 300
+    changed = [(t, redact(t).text) for t in AGENT_TEXTS if redact(t).text != t]
+    report = "\n".join(f"  {before!r}\n  -> {after!r}" for before, after in changed[:20])
+    assert not changed, f"{len(changed)}/{len(AGENT_TEXTS)} ordinary sentences altered:\n{report}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "auth-gateway: test_retry_backoff fails on CI",  # the review's example
+        "secret-rotator: rotate_all_keys runs at 03:00 UTC",
+        "keycloak-auth: login_redirect_uri must include the trailing slash",
+        "The auth token: test_token_expiry_handling is flaky on macOS",
+        "tokenizer: BertTokenizerFast2 loads vocab_v3.txt from the cache",
+        "auth-proxy: upstream_timeout_ms=15000 fixed the 504s",
+        "auth0 tenant: dev-k3x9m2p7.us.auth0.com is the staging one",
+        "api-key-manager: ParseIPv4Mask() now retries twice before giving up",
+        "Set GITHUB_TOKEN and SECRET_KEY_BASE in the CI settings, never in the repo",
+        "Reverted 3f9c2a1b7e4d5f6a8b9c0d1e2f3a4b5c6d7e8f90 because it broke token refresh",
+        "token-service logs request id 975958ac-97c0-404d-a36a-81cd26024ae5 for the failing call",
+        "Stripe publishable key pk_live_51FakeFAKEpublishableKEYonly0123456789abcdefGHIJ is safe to ship",
+        "The partition key is tenant_id_v2 and the sort key is created_at",
+        "Authorization: Bearer tokens are checked by auth_middleware_v2",
+    ],
+)
+def test_names_after_credential_words_are_kept(text):
+    assert redact(text) == Redaction(text, ())
+
+
+@pytest.mark.parametrize("case", STRUCTURE, ids=[f"{c['class']}:{c['text'][:40]}" for c in STRUCTURE])
+def test_secret_found_by_structure(case):
+    result = redact(case["text"])
+    assert case["secret"] not in result.text, result.text
+    assert REDACTED in result.text and result.kinds
+    assert redact(result.text).text == result.text  # idempotent
+
+
+def test_structure_corpus_covers_every_class():
+    counts = {k: sum(c["class"] == k for c in STRUCTURE) for k in STRUCTURE_CLASSES}
+    assert set(c["class"] for c in STRUCTURE) == set(STRUCTURE_CLASSES)
+    assert min(counts.values()) >= 10, counts
+
+
+def test_any_authorization_scheme_keeps_the_scheme():
+    result = redact("curl -H 'Authorization: SSWS 00Qx7vB3kLm9Zp2Rt5Yw8Nc4Hd6Jf1Gs0Ua3Ei' https://acme.okta.com")
+    assert result.text == "curl -H 'Authorization: SSWS [REDACTED]' https://acme.okta.com"
+    assert result.kinds == ("authorization_header",)
+
+
+def test_unfamiliar_prefix_in_a_credential_assignment():
+    result = redact("ACME_DEPLOY_TOKEN=acme.pat.v1.Xk9mQ2pL7vR4nW8zT3bC")
+    assert result.text == "ACME_DEPLOY_TOKEN=[REDACTED]"
+
+
+def test_putty_key_file_is_replaced_whole():
+    ppk = ("PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: ci\nPublic-Lines: 1\n"
+           "AAAAC3NzaC1lZDI1NTE5AAAAIHk9mQ2pL7vR4nW8zT3bC\nPrivate-Lines: 1\nAAAAIFq3vK8mT2pW9xL4nR7bC1dF6gH0\n"
+           "Private-MAC: 9a8b7c6d5e4f3a2b1c0d")  # fmt: skip
+    assert redact(f"key file:\n{ppk}\nend").text == "key file:\n[REDACTED]\nend"
+
+
+def test_aws_secret_key_beside_its_key_id_without_the_word_secret():
+    result = redact("aws configure used AKIAZ7Q3XK9MP2LV4N8W and wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ8mT2pW9x")
+    assert result.text == "aws configure used [REDACTED] and [REDACTED]"
+    assert result.kinds == ("aws_access_key", "aws_secret_key")
+
+
+def test_a_git_sha_beside_an_aws_key_id_is_kept():
+    text = "AKIA rotation landed in 3f9c2a1b7e4d5f6a8b9c0d1e2f3a4b5c6d7e8f90"
+    assert redact(text).text == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "-----BEGIN RSA PRIVATE KEY-----" + " " * 50000 + "!",  # quadratic in an early draft of the armour rule
+        "-----BEGIN RSA PRIVATE KEY-----\n" + "a: b\n" * 20000,
+        "Authorization: X " * 5000,
+        "Authorization: S " + "a=b, " * 20000,
+        "aws " + "A/" * 50000,
+        "deploy key " * 10000,
+        "creds: admin / " * 6000,
+        '"kty" ' + '"d": "' * 20000,
+        "PuTTY-User-Key-File-2: " + "Private-Lines: 1\n" * 5000,
+    ],
+    ids=["armour-spaces", "armour-headers", "auth", "auth-params", "aws", "key", "creds", "jwk", "putty"],
+)
+def test_structure_rules_stay_linear_on_hostile_input(text):
+    import time
+
+    start = time.perf_counter()
+    redact(text)
+    assert time.perf_counter() - start < 2.0

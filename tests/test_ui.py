@@ -351,7 +351,7 @@ def test_memoryd_ui_prints_one_line_and_serves(tmp_path: Path) -> None:
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        m = re.fullmatch(r"memoryd ui: http://127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_-]{43})\n", line)
+        m = re.fullmatch(r"memoryd ui: http://127\.\d+\.\d+\.\d+:(\d+)/\?token=([A-Za-z0-9_-]{43})\n", line)
         assert m, line
         with httpx2.Client(follow_redirects=True) as c:
             r = c.get(line.split(": ", 1)[1].strip())
@@ -408,3 +408,32 @@ def test_vendored_assets_carry_their_licences() -> None:
     assert names == ["cytoscape-3.35.0.min.js", "cytoscape-LICENSE.txt", "htmx-2.0.11.min.js", "htmx-LICENSE.txt"]
     assert "Cytoscape Consortium" in (vendor / "cytoscape-LICENSE.txt").read_text()
     assert "Zero-Clause BSD" in (vendor / "htmx-LICENSE.txt").read_text()
+
+
+async def test_empty_states_say_how_memories_arrive(web: httpx2.AsyncClient, console: Engine) -> None:
+    """Issue 25: an empty store's pages are not blank boxes; each says where its rows come from."""
+    memories = (await web.get("/memories")).text
+    assert "No memory matches these filters." in memories and "memoryd import FILE" in memories
+    assert "mem_save" in memories
+    sessions = (await web.get("/sessions")).text
+    assert "No sessions yet." in sessions and "memoryd install claude" in sessions
+    review = (await web.get("/review")).text
+    assert "Nothing waits for review." in review and "memoryd import --gate review" in review
+    page = (await web.get("/memories", params={"q": "nothing like this"})).text
+    assert "every readable scope" in page
+    # every page starts with a skip link to the main content
+    assert re.search(r'<body[^>]*>\s*<a class="skip-link" href="#main">Skip to content</a>', memories)
+    assert '<main id="main" tabindex="-1">' in memories
+
+
+async def test_entity_graph_stays_small_enough_to_read(web: httpx2.AsyncClient, console: Engine) -> None:
+    """Issue 25: 136 nodes with 9 px labels were unreadable; the graph shows at most 20 entities, 3 memories each."""
+    for i in range(30):
+        for j in range(5):
+            console.memorize(f"The module src/pkg/mod{i}.py handles step {j} of the import pipeline", source="user")
+    graph = (await web.get("/entities/graph.json")).json()
+    entities = [n for n in graph["nodes"] if n["kind"] == "entity"]
+    memories = [n for n in graph["nodes"] if n["kind"] == "memory"]
+    assert len(entities) == 20 and len(memories) <= 60 and len(graph["nodes"]) <= 80
+    per = {e["id"]: sum(1 for x in graph["edges"] if e["id"] in (x["source"], x["target"])) for e in entities}
+    assert max(per.values()) <= 3

@@ -89,7 +89,7 @@ def _serve(home: Path, repo: Path) -> Iterator[str]:
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().strip()
-        assert line.startswith("memoryd ui: http://127.0.0.1:"), (line, proc.stderr.read() if proc.stderr else "")
+        assert line.startswith("memoryd ui: http://127."), (line, proc.stderr.read() if proc.stderr else "")
         yield line.split(": ", 1)[1]
     finally:
         proc.terminate()
@@ -270,6 +270,96 @@ def test_memory_page_actions_leave_audit_events(page: Any, console: Console, sho
     assert not page.problems, page.problems  # type: ignore[attr-defined]
 
 
+def _overflow(page: Any) -> int:
+    return int(page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth"))
+
+
+def test_keyboard_screen_reader_and_narrow_layouts(playwright_browser: Any, console: Console, shots: Path) -> None:
+    """Issue 25: a skip link first in the Tab order; review buttons that name their row and rows that name their
+    repository; at 390 px and at 200% zoom, no page wider than the window, even with a 200-character unbroken title."""
+    with console.engine() as e:
+        long_id = e.memorize("A memory whose title is one unbroken 200-character token, as pasted from a log",
+                             title="x" * 200, source="user").atom_id  # fmt: skip
+    try:
+        context = playwright_browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.goto(console.url)
+        page.goto(console.base + "/review")
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.className") == "skip-link"
+        assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+        page.keyboard.press("Enter")
+        assert page.evaluate("document.activeElement.id") == "main"
+        first = console.ids["promotions"][0]
+        button = page.locator(f"button[name=single][value='promote:{first}']")
+        assert button.get_attribute("aria-label") == f"Promote #{first}: maybe cache sessions in redis for the login path"
+        assert page.get_by_role("button", name=f"Reject #{first}: maybe cache sessions").count() == 1
+        assert page.locator("table.review tbody tr .repo").first.inner_text() == "acme/widgets"
+        context.close()
+        for width, scale, name in ((390, 1, "narrow-390"), (640, 2, "zoom-200")):  # 1280 px at 200% = 640 CSS px
+            context = playwright_browser.new_context(viewport={"width": width, "height": 844}, device_scale_factor=scale)
+            page = context.new_page()
+            page.goto(console.url)
+            for path in ("/memories", "/review", f"/memories/{long_id}", "/health"):
+                page.goto(console.base + path)
+                assert _overflow(page) <= 0, (width, path, _overflow(page))
+            page.goto(console.base + "/memories")
+            # readable, not squeezed: the memory text takes the window's width, not one word (or letter) per line
+            box = page.locator("table.atoms td.content").first.bounding_box()
+            assert box is not None and box["width"] >= 0.8 * width - 40, (width, box)
+            page.screenshot(path=str(shots / f"memories-{name}.png"), full_page=True)
+            context.close()
+    finally:
+        with console.engine() as e:
+            e.govern(long_id or "", "tombstone", "test memory for the narrow layouts")
+
+
+def test_correction_form_speaks_plainly_and_a_replace_retitles(page: Any, console: Console, shots: Path) -> None:
+    """Issue 25: no action preselected (a destructive default is one Enter away), options in plain words, and the
+    replaced text gets a title from its own words and the tags the form gives."""
+    with console.engine() as e:
+        old = e.memorize("Invoices are emailed as PDF on the first of the month", title="Invoice emails",
+                         tags=["email"], source="user").atom_id  # fmt: skip
+    page.goto(f"{console.base}/memories/{old}")
+    for form in ("#correct", "#govern"):
+        assert page.locator(f"{form} select[name=action]").input_value() == ""
+        assert page.locator(f"{form} select[name=action] option").first.inner_text() == "Choose…"
+    labels = page.locator("#correct select[name=action] option").all_inner_texts()
+    assert "It is wrong: mark it false (negate)" in labels and "It is a rule that must always hold (confirm_necessary)" in labels
+    page.fill("#correct input[name=reason]", "no action chosen")
+    page.click("#correct button[type=submit]")  # the browser refuses the form: nothing happens
+    assert page.url.endswith(f"/memories/{old}")
+    page.screenshot(path=str(shots / "correct-form.png"), full_page=True)
+    page.select_option("#correct select[name=action]", "replace")
+    page.fill("#correct textarea[name=new_content]", "Invoices are uploaded to the customer portal on the first working day")
+    page.fill("#correct input[name=new_tags]", "billing, portal")
+    page.fill("#correct input[name=reason]", "we stopped emailing invoices")
+    page.click("#correct button[type=submit]")
+    assert "replace applied" in _flash(page)
+    with console.engine() as e:
+        new = e.get(e.get(old).superseded_by or "")
+        assert new.title == "Invoices are uploaded to the customer portal on the first working day"
+        assert new.tags == ["billing", "portal"]
+
+
+def test_a_new_memory_appears_without_reload(page: Any, console: Console) -> None:
+    """Issue 25: live updates. The first page of the list refreshes itself every 5 s (htmx polling, no script of
+    our own); a memory saved elsewhere (here: another engine on the same store) appears without a reload."""
+    page.goto(console.base + "/memories")
+    assert page.locator("#results[data-live]").count() == 1
+    page.evaluate("window.__marker = 1")  # survives only if the page is not reloaded
+    with console.engine() as e:
+        live = e.memorize("Live update check: the release train leaves every Thursday at noon", source="user").atom_id
+    try:
+        page.wait_for_selector("text=the release train leaves every Thursday", timeout=15_000)
+        assert page.evaluate("window.__marker") == 1
+        page.goto(console.base + "/memories?q=release+train")
+        assert page.locator("#results[data-live]").count() == 0  # a search result does not move under the reader
+    finally:
+        with console.engine() as e:
+            e.govern(live or "", "tombstone", "test memory for live updates")
+
+
 def test_review_promotes_and_rejects(page: Any, console: Console, shots: Path) -> None:
     page.goto(console.base + "/review")
     assert page.locator("table.review tbody tr").count() == 3
@@ -281,7 +371,8 @@ def test_review_promotes_and_rejects(page: Any, console: Console, shots: Path) -
     page.check("input.select-all")  # console.js ticks every row
     assert page.locator("input[name=ids]:checked").count() == 2
     page.click("button[name=action][value=promote]")
-    assert "promoted:" in _flash(page) and page.locator("td.empty").inner_text() == "Nothing waits for review."
+    assert "promoted:" in _flash(page) and page.locator("td.empty").inner_text().startswith("Nothing waits for review.")
+    assert "memoryd import --gate review" in page.locator("td.empty .hint").inner_text()  # an empty state says how
     with console.engine() as e:
         atoms = console.ids["held"]
         assert e.get(atoms[0]).status == "sealed" and e.history(atoms[0])[-1].action == "reject"
@@ -420,13 +511,14 @@ def test_cross_site_post_is_refused(page: Any, console: Console) -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Attacker)  # another origin (port) on the same site
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        # 127.0.0.1:<other port> is same-site, so the SameSite=Strict cookie is sent: the Origin/Fetch
-        # metadata check and the CSRF token are what refuse it, with or without a leaked token.
+        # The console runs on its own 127.x.y.z, so 127.0.0.1:<other port> is another site: the cookie is not
+        # sent (401); were it sent, the Origin/Fetch metadata check and the CSRF token refuse it (403).
         for path in ("/", "/with-token"):
             with page.expect_navigation(url=re.compile(re.escape(_Attacker.target))) as nav:
                 page.goto(f"http://127.0.0.1:{server.server_port}{path}")
             response = nav.value
-            assert response.status == 403 and "cross-site request refused" in page.content(), path
+            assert (response.status, response.status == 401 or "cross-site request refused" in page.content()) in (
+                (401, True), (403, True)), path  # fmt: skip
     finally:
         server.shutdown()
     with console.engine() as e:

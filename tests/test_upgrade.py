@@ -1,6 +1,6 @@
 """A store written by main before issues 10-15 (schema 1-3, with data) upgrades to today's schema and keeps
 every memory, on both backends. The stores are fixtures made by main's own code
-(tests/data/legacy/make_main_v3.py); migrations 4 (vault outbox), 5 (console) and 6 (code anchors) run
+(tests/data/legacy/make_main_v3.py); migrations 4 (vault outbox), 5 (console), 6 (code anchors), 7 (team) and 8 (keyword statistics per scope) run
 when today's engine opens them."""
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ def _digest(backend: Backend) -> str:
 def test_released_migrations_are_unchanged_and_numbered_alike() -> None:
     assert _digest("sqlite") == RELEASED["sqlite"]
     assert _digest("postgres") == RELEASED["postgres"]
-    assert [m.version for m in MIGRATIONS] == [1, 2, 3, 4, 5, 6, 7]
+    assert [m.version for m in MIGRATIONS] == [1, 2, 3, 4, 5, 6, 7, 8]
     names = {m.version: m.name for m in MIGRATIONS}
     assert names[4].startswith("vault outbox") and names[5].startswith("console") and names[6] == "code anchors"
-    assert names[7].startswith("team server")
+    assert names[7].startswith("team server") and names[8] == "keyword statistics per scope"
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -86,8 +86,19 @@ def test_main_store_upgrades_and_keeps_every_memory(legacy: Settings, tmp_path: 
     assert _versions(legacy) == [1, 2, 3]  # as main left it
     widgets = make_repo(tmp_path / "widgets")
     with Engine.open(legacy, cwd=widgets, embedder=HashEmbedder(), authority="operator") as e:
-        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7]
+        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8]
         atoms = e.store.get_atoms(list(manifest["atoms"]))
+        # migration 8 counted each scope's keyword statistics from the terms main indexed
+        facts = e.store.candidate_facts(list(manifest["atoms"]))
+        by_scope: dict[str, list[set[str]]] = {}
+        for f in facts.values():
+            if f.terms:
+                by_scope.setdefault(f.scope_hash, []).append(set(f.terms))
+        assert by_scope
+        for scope_hash, docs in by_scope.items():
+            terms = sorted(set().union(*docs))
+            assert e.store.term_stats(terms, scope_hashes=[scope_hash]) == (
+                len(docs), {t: sum(t in d for d in docs) for t in terms})
         assert set(atoms) == set(manifest["atoms"])  # every memory main stored, by id
         for atom_id, want in manifest["atoms"].items():
             got = atoms[atom_id]
@@ -113,4 +124,4 @@ def test_main_store_upgrades_and_keeps_every_memory(legacy: Settings, tmp_path: 
         assert len(pending) == 1 and [a.id for _, a in e.review_pending(scope="global")] == [pending[0].id]
     # and reopening is a no-op (every migration recorded once)
     with Engine.open(legacy, cwd=widgets, embedder=HashEmbedder(), authority="operator") as e:
-        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7] and e.verify_chain().ok
+        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8] and e.verify_chain().ok

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -44,7 +46,13 @@ def _run(cmd: list[str], *, cwd: Path | None = None, env: dict[str, str] | None 
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # its own notice, not ours
-    r = _run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)], env=env)  # sdist, then the wheel from it
+    # `make wheel` as written: the build frontend in a small venv of its own, never the test virtualenv
+    plan = _run(["make", "-n", "-C", str(ROOT), "wheel"], env=env).stdout
+    assert "[test]" not in plan and "pip install --quiet build" in plan, plan
+    bv = tmp_path_factory.mktemp("build-venv")
+    r = _run(["make", "--no-print-directory", "-C", str(ROOT), "wheel", f"DIST={out}", f"BUILD_VENV={bv}",
+              f"PYTHON={sys.executable}"], env=env)  # sdist, then the wheel from it  # fmt: skip
+    assert not (bv / BIN / "pytest").exists() and not (bv / BIN / "memoryd").exists()  # the frontend only
     warnings = [line for line in (r.stdout + r.stderr).splitlines()
                 if "warning" in line.lower() and "Location 'file:" not in line]  # fmt: skip
     assert warnings == [], warnings  # e.g. the licence table setuptools deprecates
@@ -146,3 +154,43 @@ def test_uv_tool_install_of_the_wheel_serves(uv_tool: Path, tmp_path: Path) -> N
     server = uv_tool / "memoryd-mcp"
     assert _run([str(server), "--version"], cwd=tmp_path).stdout.strip() == f"memoryd-mcp {__version__}"
     anyio.run(_smoke, str(server), make_repo(tmp_path / "widgets"), tmp_path / "data")
+
+
+README = ROOT / "README.md"
+
+
+def _readme_install_block() -> list[str]:
+    """The first ```sh block of the README's Install section, one command per line (comments dropped)."""
+    section = README.read_text(encoding="utf-8").split("\n## Install\n", 1)[1].split("\n## ", 1)[0]
+    m = re.search(r"```sh\n(.*?)```", section, flags=re.S)
+    assert m, "no sh block in the README's Install section"
+    return [line for line in m.group(1).splitlines() if line.strip()]
+
+
+def test_the_readme_install_lines_work_from_a_clone_as_written(tmp_path: Path) -> None:
+    """The README's install lines, run verbatim by a shell in the folder that holds a clone named `memoryd`,
+    with a fresh virtualenv active and throwaway uv tool / bin folders; the registry line is not among them."""
+    block = _readme_install_block()
+    commands = [line.split("  #")[0].strip() for line in block]
+    assert commands[0] == "uv tool install ./memoryd" and "pipx install ./memoryd" in block[0]
+    assert not any(re.search(r"install memoryd\b(?!\[)", c) for c in commands), commands  # not on PyPI yet
+    work = tmp_path / "work"
+    shutil.copytree(ROOT, work / "memoryd", symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", ".venv*", "node_modules", "dist", "build", "*.egg-info", ".pytest_cache", "__pycache__", "out"))  # fmt: skip
+    fresh = tmp_path / "fresh"
+    _run([sys.executable, "-m", "venv", str(fresh)])
+    tools = tmp_path / "uvbin"
+    tools.mkdir()
+    (tools / "uv").symlink_to(Path(sys.executable).with_name("uv"))  # uv alone, not the test venv's commands
+    bin_dir = tmp_path / "bin"
+    env = {"HOME": str(tmp_path / "home"), "PATH": os.pathsep.join([str(bin_dir), str(fresh / BIN), str(tools),
+           "/usr/bin", "/bin"]), "VIRTUAL_ENV": str(fresh), "UV_TOOL_DIR": str(tmp_path / "tools"),
+           "UV_TOOL_BIN_DIR": str(bin_dir), "UV_NO_PROGRESS": "1", "MEMORYD_HOME": str(tmp_path / "data")}  # fmt: skip
+    env.update({k: v for k, v in os.environ.items()  # this machine's index, proxy and certificate settings
+                if k.startswith(("PIP_", "UV_", "SSL_", "REQUESTS_CA", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
+                                 "http_proxy", "https_proxy", "no_proxy")) and k not in env})  # fmt: skip
+    if "UV_CACHE_DIR" not in env:
+        env["UV_CACHE_DIR"] = str(Path.home() / ".cache" / "uv")
+    out = "".join(_run(["/bin/bash", "-c", c], cwd=work, env=env).stdout for c in commands)
+    assert f"memoryd {__version__}" in out and f"memoryd-mcp {__version__}" in out, out
+    assert os.path.realpath(shutil.which("memoryd-mcp", path=env["PATH"]) or "").startswith(str(tmp_path / "tools"))

@@ -10,7 +10,8 @@ The SDK is the engine itself::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+# Not `from typing import …`: a hook process imports this package first, and `typing` costs it ~5 ms.
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 
@@ -18,6 +19,7 @@ __all__ = [
     "AuthorizationRequired",
     "Conflict",
     "Engine",
+    "Forbidden",
     "IntegrityError",
     "InvalidInput",
     "MemorydError",
@@ -27,16 +29,21 @@ __all__ = [
     "Settings",
     "StorageBusy",
     "StorageError",
+    "TooManyAttempts",
+    "Unauthorized",
     "__version__",
     "infer_scope",
 ]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from .config import Settings
     from .engine import Engine
     from .errors import (
         AuthorizationRequired,
         Conflict,
+        Forbidden,
         IntegrityError,
         InvalidInput,
         MemorydError,
@@ -44,6 +51,8 @@ if TYPE_CHECKING:
         NotFound,
         StorageBusy,
         StorageError,
+        TooManyAttempts,
+        Unauthorized,
     )
     from .models import Scope
     from .scope import infer_scope
@@ -51,8 +60,8 @@ if TYPE_CHECKING:
 _LAZY = {
     "Engine": "engine", "Settings": "config", "Scope": "models", "infer_scope": "scope",
     **{name: "errors" for name in (
-        "AuthorizationRequired", "Conflict", "IntegrityError", "InvalidInput", "MemorydError", "MissingExtra", "NotFound",
-        "StorageBusy", "StorageError",
+        "AuthorizationRequired", "Conflict", "Forbidden", "IntegrityError", "InvalidInput", "MemorydError", "MissingExtra",
+        "NotFound", "StorageBusy", "StorageError", "TooManyAttempts", "Unauthorized",
     )},
 }  # fmt: skip
 

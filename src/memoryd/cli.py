@@ -262,7 +262,9 @@ def import_(
     file: Annotated[Path, typer.Argument(help="JSON-lines file (format above), or another tool's export (--format).")],
     format: Annotated[str, typer.Option(
         "--format", help="auto (detect) | jsonl | server-memory (Anthropic's memory.jsonl graph) | mem0 (export "
-                         "JSON) | basic-memory (a folder of notes).")] = "auto",
+                         "JSON) | openmemory (export zip, memories.json or memories.jsonl.gz) | basic-memory (a folder "
+                         "of notes) | memoryd-markdown (a `memoryd export --format markdown` folder). .gz files are "
+                         "read decompressed.")] = "auto",
     gate: Annotated[str, typer.Option(help="trusted (no DURA gate) | admit (junk rejected) | review (grey zone "
                                            "held as pending).")] = "trusted",  # fmt: skip
     batch_size: Annotated[int, typer.Option("--batch-size", help="Lines per batch: one model call and one "
@@ -452,7 +454,8 @@ def token_create(
     expires: Annotated[str, typer.Option("--expires", help="Lifetime: 90d, 12h, 2w, 1y, or never.")] = "90d",
     read_only: Annotated[bool, typer.Option("--read-only", help="Searches and reads only; every write refused.")] = False,
     scope: Annotated[list[str] | None, typer.Option(
-        "--scope", help="A repository (WORKSPACE/REPOSITORY) the token may act in; repeatable. Default: all.")] = None,
+        "--scope", help="A repository (WORKSPACE/REPOSITORY) the token may act in, or `global` for the person's "
+                    "global scope; repeatable. A limited token reaches global only if named. Default: all.")] = None,
     label: Annotated[str, typer.Option("--label", help="A note shown by `token list` (e.g. the laptop).")] = "",
     json_: JsonOpt = False,
 ) -> None:
@@ -734,9 +737,13 @@ def install_codex_cmd(
 
 @uninstall_app.command("codex")
 def uninstall_codex_cmd(
-    profile: ProfileOpt = "memoryd", codex_home: CodexHomeOpt = None, dry_run: DryRunOpt = False, json_: JsonOpt = False
-) -> None:
-    """Remove memoryd's table from Codex's config.toml."""
+    profile: ProfileOpt = "memoryd", codex_home: CodexHomeOpt = None,
+    hooks: Annotated[bool, typer.Option(
+        "--hooks", help="Accepted for symmetry with `install codex --hooks`: memoryd's hooks in hooks.json are "
+                        "always taken out with its table.")] = False,
+    dry_run: DryRunOpt = False, json_: JsonOpt = False,
+) -> None:  # fmt: skip
+    """Remove memoryd's table from Codex's config.toml, and its hooks from hooks.json."""
     from .install import uninstall_codex
 
     _report(lambda: uninstall_codex(Path.home(), codex_home, profile, dry_run=dry_run), json_)  # type: ignore[arg-type]
@@ -771,6 +778,31 @@ def uninstall_claude_desktop_cmd(
     from .install import uninstall_claude_desktop
 
     _report(lambda: uninstall_claude_desktop(profile, home=Path.home(), config_path=config, dry_run=dry_run), json_)  # type: ignore[arg-type]
+
+
+OpenClawOpt = Annotated[str, typer.Option("--openclaw", help="OpenClaw's CLI (default: `openclaw` on PATH).")]
+
+
+@install_app.command("openclaw")
+def install_openclaw_cmd(
+    openclaw: OpenClawOpt = "openclaw",
+    plugin: Annotated[Path | None, typer.Option("--plugin", help="The built plugin (default: integrations/openclaw).")] = None,
+    command: Annotated[str | None, typer.Option("--command", help="The memoryd the plugin starts the daemon with.")] = None,
+    dry_run: DryRunOpt = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Install memoryd as OpenClaw's memory plugin (plugins install, memory slot, hook access) with OpenClaw's CLI."""
+    from .install import install_openclaw
+
+    _report(lambda: install_openclaw(openclaw, plugin_dir=plugin, command=command, dry_run=dry_run), json_)
+
+
+@uninstall_app.command("openclaw")
+def uninstall_openclaw_cmd(openclaw: OpenClawOpt = "openclaw", dry_run: DryRunOpt = False, json_: JsonOpt = False) -> None:
+    """Remove memoryd's OpenClaw plugin and put the memory slot and memory-core back as they were."""
+    from .install import uninstall_openclaw
+
+    _report(lambda: uninstall_openclaw(openclaw, dry_run=dry_run), json_)
 
 
 CursorScopeOpt = Annotated[str, typer.Option(
@@ -843,8 +875,10 @@ def migrate(
 @app.command()
 def ui(
     port: Annotated[int, typer.Option("--port", "-p", help="Port to listen on (0 = any free one).")] = 8767,
-    host: Annotated[str, typer.Option("--host", help="Address to bind; anything but loopback needs MEMORYD_TOKEN "
-                                                     "(at least 32 characters).")] = "127.0.0.1",  # fmt: skip
+    host: Annotated[str | None, typer.Option("--host", help="Address to bind (default: a new loopback address "
+                                                            "127.x.y.z per run, so no other local page shares the "
+                                                            "console's cookie); anything but loopback needs "
+                                                            "MEMORYD_TOKEN (at least 32 characters).")] = None,  # fmt: skip
     no_browser: Annotated[bool, typer.Option("--no-browser", help="Do not open a browser.")] = False,
     allowed_host: Annotated[list[str] | None, typer.Option(
         "--allowed-host", help="A host name the browser may use (repeatable; default: the bind address and "
@@ -853,8 +887,8 @@ def ui(
 ) -> None:
     """Serve the web console: browse, search, review, correct, govern and audit memories.
 
-    Prints one line, `memoryd ui: http://127.0.0.1:PORT/?token=…`; the token is
-    new on every start (or MEMORYD_TOKEN). Sensitive scopes stay locked without a grant.
+    Prints one line, `memoryd ui: http://127.x.y.z:PORT/?token=…`; the address and the token are
+    new on every start (or --host, MEMORYD_TOKEN). Sensitive scopes stay locked without a grant.
     """
     from .ui.server import serve
 
@@ -882,6 +916,78 @@ def hook(event: Annotated[str, typer.Argument(
     from . import hooks
 
     raise typer.Exit(hooks.main([event]))
+
+
+daemon_app = typer.Typer(help="The resident memoryd: one warm process per data home that every surface talks to.",
+                         **_PLAIN)  # type: ignore[arg-type]
+app.add_typer(daemon_app, name="daemon")
+
+
+@daemon_app.command("start")
+def daemon_start() -> None:
+    """Start the daemon of this data home (MEMORYD_HOME) unless it runs; clients also start it on demand."""
+    from .daemon.client import Client, DaemonUnavailable
+
+    client = Client()
+    try:
+        client.start()
+    except DaemonUnavailable as exc:
+        typer.echo(f"error [daemon_unavailable]: {exc}", err=True)
+        raise typer.Exit(1) from None
+    info = client.health() or {}
+    typer.echo(f"memoryd daemon {'started' if client.started else 'running'}: pid {info.get('pid')}, "
+               f"{client.paths.socket}")  # fmt: skip
+
+
+@daemon_app.command("status")
+def daemon_status(as_json: JsonOpt = False) -> None:
+    """Whether the daemon runs, its pid, version, uptime and requests served; exit code 3 when it does not run."""
+    from .daemon.client import Client
+
+    client = Client(autostart=False)
+    info = client.health()
+    data = info or {"ok": False, "home": str(client.paths.home)}
+    _emit(data, as_json, lambda: f"memoryd daemon running: pid {data['pid']}, version {data['version']}, up "
+                                 f"{data['uptime']:.0f} s, {data['calls']} requests, socket {client.paths.socket}"
+          if info else f"memoryd daemon: not running for {client.paths.home}")  # fmt: skip
+    if info is None:
+        raise typer.Exit(3)
+
+
+@daemon_app.command("stop")
+def daemon_stop() -> None:
+    """Stop the daemon (it finishes the requests in flight); agents' next calls start it again."""
+    from .daemon.client import Client
+
+    pid = Client(autostart=False).stop()
+    typer.echo("memoryd daemon: not running" if pid is None else f"memoryd daemon stopped (pid {pid})")
+
+
+@daemon_app.command("logs")
+def daemon_logs(lines: Annotated[int, typer.Option("--lines", "-n", help="How many of the last lines.")] = 50) -> None:
+    """The end of the daemon's log (<home>/daemon.log)."""
+    from .daemon.client import Paths, home
+
+    path = Paths(home()).log
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        typer.echo(f"memoryd daemon: no log yet ({path})")
+        return
+    for line in text.splitlines()[-max(1, lines):]:
+        typer.echo(line)
+
+
+@daemon_app.command("serve")
+def daemon_serve(idle: Annotated[float | None, typer.Option("--idle", help="Exit after this many idle seconds "
+                                                                          "(0: never; default MEMORYD_DAEMON_IDLE or 1800).")] = None) -> None:  # fmt: skip
+    """Run the daemon in the foreground (what `start` and the clients run in the background)."""
+    import os
+
+    from .daemon.client import home
+    from .daemon.server import idle_seconds, serve
+
+    raise typer.Exit(serve(home(), idle if idle is not None else idle_seconds(os.environ.get("MEMORYD_DAEMON_IDLE"))))
 
 
 def main() -> None:

@@ -23,7 +23,9 @@ from typing import ClassVar
 __all__ = [
     "AuthorizationRequired",
     "Conflict",
+    "EXIT_CODES",
     "Forbidden",
+    "HTTP_STATUS",
     "IntegrityError",
     "InvalidInput",
     "MemorydError",
@@ -31,8 +33,9 @@ __all__ = [
     "NotFound",
     "StorageBusy",
     "StorageError",
+    "TooManyAttempts",
     "Unauthorized",
-    "EXIT_CODES",
+    "status_of",
 ]
 
 
@@ -40,6 +43,8 @@ class MemorydError(Exception):
     """Base for every error memoryd raises on purpose."""
 
     code: ClassVar[str] = "internal"
+    status: ClassVar[int] = 500  # the HTTP status every HTTP surface answers it with (console, daemon, team)
+    exit_code: ClassVar[int] = 1  # the CLI's exit status (0 is success, 1 an unexpected crash)
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -48,57 +53,93 @@ class MemorydError(Exception):
 
 class InvalidInput(MemorydError):
     code = "invalid_input"
+    status = 400
+    exit_code = 2
 
 
 class NotFound(MemorydError):
     code = "not_found"
+    status = 404
+    exit_code = 3
 
 
 class Conflict(MemorydError):
     code = "conflict"
+    status = 409
+    exit_code = 4
 
 
 class AuthorizationRequired(MemorydError):
     code = "authorization_required"
+    status = 403
+    exit_code = 5
 
 
 class Unauthorized(MemorydError):
     code = "unauthorized"
+    status = 401
+    exit_code = 10
+
+
+class TooManyAttempts(Unauthorized):
+    """Team server: this token id or client address failed too often; retry after `retry_after` seconds."""
+
+    code = "too_many_attempts"
+    status = 429
+    exit_code = 10
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class Forbidden(MemorydError):
     code = "forbidden"
+    status = 403
+    exit_code = 11
 
 
 class MissingExtra(MemorydError):
     """A setting needs an optional part (`memoryd[e5]`, `[postgres]`, `[ann]`, `[llm]`) that is not installed."""
 
     code = "missing_extra"
+    status = 500
+    exit_code = 9
 
 
 class StorageError(MemorydError):
     code = "storage_error"
+    status = 503
+    exit_code = 6
 
 
 class StorageBusy(StorageError):
     code = "storage_busy"
+    status = 503
+    exit_code = 7
 
 
 class IntegrityError(MemorydError):
     code = "integrity_error"
+    status = 500
+    exit_code = 8
 
 
-# CLI exit codes, one per code (0 is success, 1 is reserved for unexpected crashes).
-EXIT_CODES: dict[str, int] = {
-    "invalid_input": 2,
-    "not_found": 3,
-    "conflict": 4,
-    "authorization_required": 5,
-    "storage_error": 6,
-    "storage_busy": 7,
-    "integrity_error": 8,
-    "missing_extra": 9,
-    "unauthorized": 10,
-    "forbidden": 11,
-    "internal": 1,
-}
+def _by_code(attr: str) -> dict[str, int]:
+    """`attr` of every error class here, by code: the classes are the one place statuses are set."""
+    out: dict[str, int] = {}
+    todo: list[type[MemorydError]] = [MemorydError]
+    while todo:
+        cls = todo.pop()
+        out[cls.code] = getattr(cls, attr)
+        todo.extend(cls.__subclasses__())
+    return out
+
+
+EXIT_CODES: dict[str, int] = _by_code("exit_code")  # the CLI's exit status by code
+HTTP_STATUS: dict[str, int] = _by_code("status")  # every HTTP surface's status by code
+
+
+def status_of(code: str) -> int:
+    """The HTTP status of an error code (500 for a code no class here has)."""
+    return HTTP_STATUS.get(code, 500)

@@ -18,6 +18,16 @@ Import (each turns into records `{"content", "type", "title", "tags", "source"}`
   when it names one), each relation "<note title> <relation type> <target>", and a note with
   neither becomes one memory of its body.
 
+- `openmemory`: an OpenMemory export (its dashboard's "Export": `memories_export_<user>.zip`, or either file
+  in it: `memories.json`, the relational dump with `categories` / `category_ids`, and `memories.jsonl.gz`,
+  one memory per line with `state`, `app` and category names; layouts from OpenMemory's
+  `api/app/routers/backup.py`). Only `active` memories are imported; `paused`, `archived` and `deleted`
+  ones are reported as not carried (by state). Category names become tags.
+
+A gzip-compressed file (`.gz`) is read decompressed (any format but the basic-memory folder).
+Whatever a format holds that memoryd does not carry (non-active states, timestamps, ids, metadata) is
+reported by kind and count (`ImportReport.not_carried`).
+
 Records come in a fixed order (files sorted by path), so the same source always gives the same
 records and an interrupted import resumes where it stopped.
 
@@ -42,29 +52,98 @@ from .errors import InvalidInput
 from .limits import LIMITS
 from .models import ATOM_TYPES, Atom
 
-__all__ = ["FORMATS", "Record", "detect", "read_records", "write_markdown"]
+__all__ = ["FORMATS", "MAX_DECOMPRESSED", "Record", "detect", "read_bytes", "read_records", "write_markdown"]
 
-FORMATS = ("jsonl", "server-memory", "mem0", "basic-memory")
+FORMATS = ("jsonl", "server-memory", "mem0", "basic-memory", "openmemory", "memoryd-markdown")
+GZIP_MAGIC = b"\x1f\x8b"
+ZIP_MAGIC = b"PK\x03\x04"
+MAX_DECOMPRESSED = 1 << 30  # a compressed import is read into memory: at most 1 GiB once decompressed
 
 
 @dataclass(frozen=True)
 class Record:
-    """One memory to import and where it came from ("<file>:<line>" or "<file>: <item>")."""
+    """One memory to import and where it came from ("<file>:<line>" or "<file>: <item>").
+
+    `fields` is either memorize arguments, `{"problem": why}` (a malformed item) or `{"not_carried": kind}`
+    (an item deliberately not imported, e.g. a deleted memory); `dropped` names the parts of an imported
+    item memoryd does not keep (e.g. "mem0 timestamps"), counted by kind in the report."""
 
     fields: dict[str, Any]
     origin: str
+    dropped: tuple[str, ...] = ()
 
 
-def detect(path: Path) -> str:
-    """The format of `path`: a folder is basic-memory; a JSON document mem0; JSON lines of `"type":
-    "entity"`/`"relation"` objects server-memory; other JSON lines memoryd's own (jsonl)."""
-    if path.is_dir():
-        return "basic-memory"
+def _gunzip(raw: bytes, path: Path) -> bytes:
+    import gzip
+    import zlib
+
+    try:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        out = d.decompress(raw, MAX_DECOMPRESSED + 1)
+        if len(out) > MAX_DECOMPRESSED or d.unconsumed_tail:
+            raise InvalidInput(f"{path} decompresses to more than {MAX_DECOMPRESSED >> 20} MiB (the limit for a "
+                               "compressed import); decompress it and import the plain file")  # fmt: skip
+        if not d.eof:
+            raise EOFError("the compressed stream ends early (a truncated file)")
+        return out
+    except (zlib.error, gzip.BadGzipFile, EOFError) as exc:
+        raise InvalidInput(f"{path} looks gzip-compressed but does not decompress: {exc}") from exc
+
+
+def read_bytes(path: Path) -> bytes | None:
+    """A compressed file's decompressed bytes (gzip; an OpenMemory zip export: its memories.json, else its
+    memories.jsonl.gz), or None for a plain file (read as it is)."""
+    import zipfile
+
     try:
         with path.open("rb") as fh:
-            head = fh.read(65536).decode("utf-8", errors="replace")
+            head = fh.read(4)
     except OSError as exc:
         raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if head.startswith(GZIP_MAGIC):
+        return _gunzip(path.read_bytes(), path)
+    if head == ZIP_MAGIC:
+        try:
+            with zipfile.ZipFile(path) as zf:
+                names = {n.rsplit("/", 1)[-1]: n for n in zf.namelist() if not n.endswith("/")}
+                if "memories.json" in names:
+                    info = zf.getinfo(names["memories.json"])
+                    if info.file_size > MAX_DECOMPRESSED:
+                        raise InvalidInput(f"{path}: memories.json is over {MAX_DECOMPRESSED >> 20} MiB")
+                    return zf.read(info)
+                if "memories.jsonl.gz" in names:
+                    return _gunzip(zf.read(names["memories.jsonl.gz"]), path)
+        except zipfile.BadZipFile as exc:
+            raise InvalidInput(f"{path} is not a readable zip file: {exc}") from exc
+        raise InvalidInput(f"{path} is a zip file without memories.json or memories.jsonl.gz (an OpenMemory export "
+                           "holds them); unzip it and import the file inside")  # fmt: skip
+    return None
+
+
+def _is_openmemory(obj: Any) -> bool:
+    if isinstance(obj, dict) and isinstance(obj.get("memories"), list) and (
+            "export_meta" in obj or "memory_categories" in obj or "status_history" in obj):  # fmt: skip
+        return True  # memories.json
+    return isinstance(obj, dict) and "state" in obj and "content" in obj and "categories" in obj and "kind" not in obj
+
+
+def detect(path: Path, data: bytes | None = None) -> str:
+    """The format of `path` (or of its decompressed `data`): a folder is basic-memory; an OpenMemory
+    export (zip, memories.json, memories.jsonl lines with `state`) openmemory; another JSON document mem0;
+    JSON lines of `"type": "entity"`/`"relation"` objects server-memory; other JSON lines memoryd's own."""
+    if path.is_dir():
+        return "memoryd-markdown" if _is_memoryd_markdown(path) else "basic-memory"
+    if data is None:
+        data = read_bytes(path)
+    try:
+        if data is not None:
+            raw = data[:65536]
+        else:
+            with path.open("rb") as fh:
+                raw = fh.read(65536)
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from exc
+    head = raw.decode("utf-8", errors="replace")
     stripped = head.lstrip()
     if stripped.startswith("["):
         return "mem0"
@@ -72,7 +151,15 @@ def detect(path: Path) -> str:
     try:
         obj = json.loads(first)
     except json.JSONDecodeError:
-        return "mem0" if stripped.startswith("{") else "jsonl"  # a pretty-printed JSON document
+        if stripped.startswith("{"):  # a pretty-printed JSON document
+            try:
+                whole = json.loads(data if data is not None else path.read_bytes())
+            except (OSError, ValueError):
+                return "mem0"
+            return "openmemory" if _is_openmemory(whole) else "mem0"
+        return "jsonl"
+    if _is_openmemory(obj):
+        return "openmemory"
     if isinstance(obj, dict) and obj.get("type") in ("entity", "relation") and "kind" not in obj:
         return "server-memory"
     if isinstance(obj, dict) and ("results" in obj or "memories" in obj) and "content" not in obj:
@@ -80,14 +167,19 @@ def detect(path: Path) -> str:
     return "jsonl"
 
 
-def read_records(fmt: str, path: Path) -> Iterator[Record]:
-    """The import records of `path` in format `fmt` (not jsonl: that one the importer reads itself)."""
+def read_records(fmt: str, path: Path, data: bytes | None = None) -> Iterator[Record]:
+    """The import records of `path` (or of its decompressed `data`) in format `fmt` (not jsonl: that one the
+    importer reads itself)."""
     if fmt == "server-memory":
-        return _server_memory(path)
+        return _server_memory(path, data)
     if fmt == "mem0":
-        return _mem0(path)
+        return _mem0(path, data)
+    if fmt == "openmemory":
+        return _openmemory(path, data)
     if fmt == "basic-memory":
         return _basic_memory(path)
+    if fmt == "memoryd-markdown":
+        return _memoryd_markdown(path)
     raise InvalidInput(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
@@ -102,49 +194,72 @@ def _str(value: Any) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-def _server_memory(path: Path) -> Iterator[Record]:
+def _lines(path: Path, data: bytes | None) -> Iterator[str]:
+    if data is not None:
+        yield from data.decode("utf-8", errors="replace").splitlines()
+        return
     with path.open("r", encoding="utf-8", errors="replace") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            origin = f"{path.name}:{number}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield Record({"problem": f"invalid JSON: {exc.msg}"}, origin)
-                continue
-            if not isinstance(obj, dict):
-                yield Record({"problem": "expected a JSON object"}, origin)
-            elif obj.get("type") == "entity":
-                name, kind = _str(obj.get("name")), _str(obj.get("entityType"))
-                observations = obj.get("observations")
-                if not name or not isinstance(observations, list):
-                    yield Record({"problem": "an entity needs a name and a list of observations"}, origin)
-                    continue
-                for i, text in enumerate(observations, 1):
-                    if _str(text):
-                        yield Record({"content": f"{name}: {_str(text)}", "title": _title(name),
-                                      "tags": [kind] if kind else [], "source": "server-memory"},
-                                     f"{origin} observation {i}")  # fmt: skip
-            elif obj.get("type") == "relation":
-                src, rel, dst = _str(obj.get("from")), _str(obj.get("relationType")), _str(obj.get("to"))
-                if not (src and rel and dst):
-                    yield Record({"problem": "a relation needs from, relationType and to"}, origin)
-                    continue
-                yield Record({"content": f"{src} {rel.replace('_', ' ')} {dst}", "title": _title(f"{src} → {dst}"),
-                              "tags": ["relation", rel], "source": "server-memory"}, origin)  # fmt: skip
-            else:
-                yield Record({"problem": f"unknown line type {obj.get('type')!r}; expected entity or relation"}, origin)
+        yield from fh
 
 
-def _mem0(path: Path) -> Iterator[Record]:
+def _server_memory(path: Path, data: bytes | None = None) -> Iterator[Record]:
+    for number, line in enumerate(_lines(path, data), 1):
+        if not line.strip():
+            continue
+        origin = f"{path.name}:{number}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield Record({"problem": f"invalid JSON: {exc.msg}"}, origin)
+            continue
+        if not isinstance(obj, dict):
+            yield Record({"problem": "expected a JSON object"}, origin)
+        elif obj.get("type") == "entity":
+            name, kind = _str(obj.get("name")), _str(obj.get("entityType"))
+            observations = obj.get("observations")
+            if not name or not isinstance(observations, list):
+                yield Record({"problem": "an entity needs a name and a list of observations"}, origin)
+                continue
+            for i, text in enumerate(observations, 1):
+                if _str(text):
+                    yield Record({"content": f"{name}: {_str(text)}", "title": _title(name),
+                                  "tags": [kind] if kind else [], "source": "server-memory"},
+                                 f"{origin} observation {i}")  # fmt: skip
+        elif obj.get("type") == "relation":
+            src, rel, dst = _str(obj.get("from")), _str(obj.get("relationType")), _str(obj.get("to"))
+            if not (src and rel and dst):
+                yield Record({"problem": "a relation needs from, relationType and to"}, origin)
+                continue
+            yield Record({"content": f"{src} {rel.replace('_', ' ')} {dst}", "title": _title(f"{src} → {dst}"),
+                          "tags": ["relation", rel], "source": "server-memory"}, origin)  # fmt: skip
+        else:
+            yield Record({"problem": f"unknown line type {obj.get('type')!r}; expected entity or relation"}, origin)
+
+
+def _mem0(path: Path, raw: bytes | None = None) -> Iterator[Record]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(raw if raw is not None else path.read_bytes())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidInput(f"{path} is not a mem0 export (JSON): {exc}") from exc
     items = data.get("results", data.get("memories")) if isinstance(data, dict) else data
     if not isinstance(items, list):
         raise InvalidInput(f"{path}: expected a list of memories (\"results\" or \"memories\", or a JSON list)")
+    # mem0 with a graph store: get_all() returns {"results": [...], "relations": [{"source", "relationship",
+    # "target"}]}; each relation becomes the memory "<source> <relationship> <target>", as server-memory's do.
+    relations = data.get("relations") if isinstance(data, dict) else None
+    if relations is not None and not isinstance(relations, list):
+        yield Record({"problem": "\"relations\" is not a list; no relation imported"}, f"{path.name}: relations")
+        relations = []
+    for i, rel in enumerate(relations or [], 1):
+        origin = f"{path.name}: relation {i}"
+        src = _str(rel.get("source")) if isinstance(rel, dict) else ""
+        verb = _str(rel.get("relationship") or rel.get("relation")) if isinstance(rel, dict) else ""
+        dst = _str(rel.get("target") or rel.get("destination")) if isinstance(rel, dict) else ""
+        if not (src and verb and dst):
+            yield Record({"problem": "a relation needs source, relationship and target"}, origin)
+            continue
+        yield Record({"content": f"{src} {verb.replace('_', ' ')} {dst}", "title": _title(f"{src} → {dst}"),
+                      "tags": ["relation", verb], "source": "mem0"}, origin)  # fmt: skip
     for i, item in enumerate(items, 1):
         origin = f"{path.name}: item {i}"
         if not isinstance(item, dict):
@@ -157,7 +272,68 @@ def _mem0(path: Path) -> Iterator[Record]:
         meta: dict[str, Any] = item["metadata"] if isinstance(item.get("metadata"), dict) else {}
         tags = [c for c in (item.get("categories") or []) if isinstance(c, str) and c.strip()]
         kind = meta.get("type") if meta.get("type") in ATOM_TYPES else None
-        yield Record({"content": text, "type": kind, "tags": tags, "source": "mem0"}, origin)
+        dropped = [k for k in ("created_at", "updated_at") if item.get(k)]
+        dropped += [f"metadata.{k}" for k in meta if k != "type" or kind is None]
+        dropped += [k for k in ("user_id", "agent_id", "run_id") if item.get(k)]
+        yield Record({"content": text, "type": kind, "tags": tags, "source": "mem0"}, origin,
+                     tuple(f"mem0 {k}" for k in dropped))  # fmt: skip
+
+
+def _openmemory(path: Path, raw: bytes | None = None) -> Iterator[Record]:
+    """memories.json (relational: categories by id) or memories.jsonl lines (category names inline)."""
+    data = raw if raw is not None else path.read_bytes()
+    text = data.decode("utf-8", errors="replace")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        doc = None
+    if isinstance(doc, dict) and isinstance(doc.get("memories"), list):
+        names = {c.get("id"): _str(c.get("name")) for c in doc.get("categories") or [] if isinstance(c, dict)}
+        links: dict[Any, list[str]] = {}
+        for link in doc.get("memory_categories") or []:
+            if isinstance(link, dict) and names.get(link.get("category_id")):
+                links.setdefault(link.get("memory_id"), []).append(names[link["category_id"]])
+        items: list[tuple[str, Any]] = []
+        for i, m in enumerate(doc["memories"], 1):
+            if isinstance(m, dict) and "categories" not in m:
+                cats = [names[c] for c in m.get("category_ids") or [] if names.get(c)] or links.get(m.get("id"), [])
+                m = {**m, "categories": cats}
+            items.append((f"{path.name}: memory {i}", m))
+        extra = {"status_history": "status history entries", "access_controls": "access control rules",
+                 "apps": "app records"}  # fmt: skip
+        for key, kind in extra.items():
+            for _ in doc.get(key) or []:
+                yield Record({"not_carried": f"openmemory {kind}"}, f"{path.name}: {key}")
+    else:
+        items = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                items.append((f"{path.name}:{number}", json.loads(line)))
+            except json.JSONDecodeError as exc:
+                yield Record({"problem": f"invalid JSON: {exc.msg} (column {exc.colno})"}, f"{path.name}:{number}")
+    for origin, m in items:
+        if not isinstance(m, dict):
+            yield Record({"problem": "expected a JSON object"}, origin)
+            continue
+        state = _str(m.get("state")) or "active"
+        if state != "active":
+            yield Record({"not_carried": f"openmemory state {state}"}, origin)
+            continue
+        content = _str(m.get("content"))
+        if not content:
+            yield Record({"problem": "no memory text (content)"}, origin)
+            continue
+        raw_cats = m.get("categories")
+        labels = [c.strip() for c in raw_cats if isinstance(c, str) and c.strip()] if isinstance(raw_cats, list) else []
+        om_tags = list(dict.fromkeys(labels))
+        om_meta: dict[str, Any] = m["metadata"] if isinstance(m.get("metadata"), dict) else {}
+        dropped = [k for k in ("created_at", "updated_at") if m.get(k)]
+        dropped += [f"metadata.{k}" for k in om_meta]
+        dropped += ["app"] if m.get("app") or m.get("app_id") else []
+        yield Record({"content": content, "tags": om_tags, "source": "openmemory"}, origin,
+                     tuple(f"openmemory {k}" for k in dropped))  # fmt: skip
 
 
 _OBSERVATION = re.compile(r"^\s*[-*]\s+\[([^\]]+)\]\s+(.+?)\s*$")
@@ -218,6 +394,60 @@ def _basic_memory(folder: Path) -> Iterator[Record]:
         note = "\n".join(prose).strip()
         if not found and note:
             yield Record({"content": note, "title": title, "tags": tags, "source": "basic-memory"}, rel)
+
+
+# -- memoryd's own markdown export, read back -----------------------------------------------------------------
+
+_KEEP = ("id", "epistemic", "polarity", "created", "updated")
+
+
+def _is_memoryd_markdown(folder: Path) -> bool:
+    """A folder `write_markdown` wrote: memories/<type>/*.md whose frontmatter has id, epistemic and polarity."""
+    first = next(iter(sorted((folder / "memories").glob("*/*.md"))), None) if (folder / "memories").is_dir() else None
+    if first is None:
+        return False
+    meta, _ = _frontmatter(first.read_text(encoding="utf-8", errors="replace"))
+    return all(k in meta for k in ("id", "epistemic", "polarity", "scope"))
+
+
+def _memoryd_markdown(folder: Path) -> Iterator[Record]:
+    """Each memory note back as the memory it was: content, type, title, tags, source, scope (by name), and its id,
+    timestamps, epistemic and polarity kept (`keep`), so export → import → export gives the same bytes. Entity
+    notes are derived (re-extracted from the content) and reported as such."""
+    for path in sorted((folder / "memories").rglob("*.md")):
+        rel = path.relative_to(folder).as_posix()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            yield Record({"problem": f"unreadable: {exc}"}, rel)
+            continue
+        if not text.startswith("---\n") or "\n---\n" not in text[3:]:
+            yield Record({"problem": "no frontmatter (--- … ---) at the top of the note"}, rel)
+            continue
+        head, body = text[4:].split("\n---\n", 1)
+        try:
+            meta = yaml.safe_load(head) or {}
+        except yaml.YAMLError as exc:
+            yield Record({"problem": f"frontmatter is not valid YAML: {' '.join(str(exc).split())}"}, rel)
+            continue
+        lines = body.split("\n")
+        if not isinstance(meta, dict) or len(lines) < 4 or lines[0] != "" or not lines[1].startswith("# "):
+            yield Record({"problem": "not a memory note of `memoryd export --format markdown` (frontmatter, "
+                                     "blank line, # title)"}, rel)  # fmt: skip
+            continue
+        rest = "\n".join(lines[3:])
+        cut = rest.rfind("\n## Related\n\n")
+        if cut >= 0 and all(line.startswith("- ") for line in rest[cut + 13:].strip().split("\n")):
+            rest = rest[:cut + 1]
+        content = rest[:-1] if rest.endswith("\n") else rest
+        aliases = meta.get("aliases") if isinstance(meta.get("aliases"), list) else []
+        keep = {k: str(meta[k]) for k in _KEEP if meta.get(k) is not None}
+        yield Record({"content": content, "type": meta.get("type"), "title": aliases[0] if aliases else None,
+                      "tags": meta.get("tags") or [], "source": meta.get("source"), "scope_name": meta.get("scope"),
+                      "keep": keep}, rel)  # fmt: skip
+    entities = folder / "entities"
+    for _ in sorted(entities.rglob("*.md")) if entities.is_dir() else []:
+        yield Record({"not_carried": "entity notes (derived again from the memories' text)"}, "entities")
 
 
 # -- markdown export ------------------------------------------------------------------------------------------

@@ -50,10 +50,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
-    from .config import Settings
-    from .engine import Embedder
+    from contextlib import AbstractContextManager
 
-__all__ = ["EVENTS", "HookOutput", "main", "run_hook"]
+    from .config import Settings
+    from .engine import Embedder, Engine
+
+__all__ = ["EVENTS", "HookOutput", "main", "run_hook", "serve_hook"]
 
 # memoryd hook name -> Claude Code event name
 EVENTS: dict[str, str] = {
@@ -281,6 +283,79 @@ def run_hook(
     return _bounded(lambda: _observe(name, payload, settings, embedder), WORKER_BUDGET + 30, settings, name)
 
 
+def _opened(engine: Engine | None) -> AbstractContextManager[Engine] | None:
+    """An engine the caller keeps open (the daemon's view) as a context that does not close it."""
+    if engine is None:
+        return None
+    from contextlib import nullcontext
+
+    return nullcontext(engine)
+
+
+# -- the daemon (memoryd.daemon): the hook answered by the resident process -------------------------------
+
+
+def serve_hook(event: str, payload: dict[str, Any], view_for: Callable[[str], Engine], settings: Settings,
+               observers: threading.BoundedSemaphore) -> str:  # fmt: skip
+    """The daemon's side of a hook: the same answers, with its warm engine (`view_for(cwd)`: the view for
+    that directory's scope) and the full semantic recall. session-end and pre-compact observe the
+    transcript on a background thread of the daemon (at most as many at once as `observers` allows)."""
+    name = _ALIASES.get((event or "").strip().lower())
+    if name is None:
+        from .errors import InvalidInput
+
+        raise InvalidInput(f"unknown hook event {event!r}; expected one of {', '.join(EVENTS)}")
+    if name == "pre-tool-use":
+        return _pre_tool_use(payload, settings)
+    if name == "session-start":
+        return _session_start(payload, settings, None, engine=view_for(_cwd(payload)))
+    if name == "user-prompt-submit":
+        return _user_prompt(payload, settings, None, engine=view_for(_cwd(payload)))
+    if not payload.get("session_id") or not payload.get("transcript_path"):
+        log(settings, name, "no session_id or transcript_path in the hook input; nothing to observe")
+        return ""
+    view = view_for(_cwd(payload))
+
+    def work() -> None:
+        with observers:
+            try:
+                _observe(name, payload, settings, None, engine=view)
+            except Exception as exc:  # noqa: BLE001 - logged like the detached worker's errors
+                log(settings, name, f"error: {exc!r}\n{traceback.format_exc()}")
+
+    threading.Thread(target=work, name=f"memoryd-observe-{name}", daemon=True).start()
+    return ""
+
+
+def _via_daemon(name: str, stdin_text: str) -> HookOutput | None:
+    """The hook answered by the daemon (started on demand), or None to run in-process (it cannot run here;
+    one line in hooks.log says why). Past the hook's budget: no output, the agent goes on."""
+    from .daemon.client import Client, DaemonError, DaemonUnavailable, enabled
+
+    if not enabled():
+        return None
+    budget = {"pre-tool-use": PRE_TOOL_USE_BUDGET, "session-start": SESSION_START_BUDGET,
+              "user-prompt-submit": USER_PROMPT_BUDGET}.get(name, 5.0)  # fmt: skip
+    try:
+        payload = json.loads(stdin_text) if stdin_text.strip() else {}
+    except ValueError:
+        return None  # run_hook logs it
+    client: dict[str, str] = {"host": "claude-code"}
+    session = payload.get("session_id") if isinstance(payload, dict) else None
+    if isinstance(session, str) and session and len(session) <= 128 and not any(c in session for c in "@#/"):
+        client["session"] = session
+    try:
+        answer = Client(client=client, start_timeout=budget).call(f"/v1/hook/{name}", payload, timeout=budget)
+    except DaemonUnavailable as exc:
+        log(None, name, f"the daemon is not available ({exc}); running in-process")
+        return None
+    except DaemonError as exc:
+        log(None, name, f"the daemon answered {exc.code}: {exc.message}; the agent continues without memoryd's output")
+        return HookOutput()
+    out = answer.get("stdout") if isinstance(answer, dict) else None
+    return HookOutput(stdout=out if isinstance(out, str) else "")
+
+
 # -- session-start -----------------------------------------------------------------------------------------
 
 
@@ -289,12 +364,14 @@ def _cwd(payload: dict[str, Any]) -> str:
     return cwd if isinstance(cwd, str) and cwd.strip() else os.getcwd()
 
 
-def _session_start(payload: dict[str, Any], settings: Settings | None, embedder: Embedder | None) -> str:
+def _session_start(payload: dict[str, Any], settings: Settings | None, embedder: Embedder | None,
+                   engine: Engine | None = None) -> str:  # fmt: skip
+    """`engine`: the daemon's view for this scope (kept open); else the store is opened here."""
     from .config import Settings
     from .engine import Engine
 
     settings = settings or Settings()
-    with Engine.open(settings, cwd=_cwd(payload), embedder=embedder or _NoEmbedder()) as engine:  # type: ignore[arg-type]
+    with _opened(engine) or Engine.open(settings, cwd=_cwd(payload), embedder=embedder or _NoEmbedder()) as engine:  # type: ignore[arg-type]
         context, shown = engine.session_context(mark_session=True)  # the brief also marks where code stood
     if shown is not None and payload.get("session_id"):  # what the brief showed is not injected again this session
         _claim(settings, payload, shown, "session-start")
@@ -335,7 +412,8 @@ _PROMPT_HEADER = {
 }
 
 
-def _user_prompt(payload: dict[str, Any], settings: Settings | None, embedder: Embedder | None) -> str:
+def _user_prompt(payload: dict[str, Any], settings: Settings | None, embedder: Embedder | None,
+                 engine: Engine | None = None) -> str:  # fmt: skip
     from .config import Settings
     from .engine import Engine
     from .errors import AuthorizationRequired
@@ -353,13 +431,13 @@ def _user_prompt(payload: dict[str, Any], settings: Settings | None, embedder: E
     # A pasted log is not a query; its start says what it is about (and a query has a limit, limits.py).
     prompt = prompt.strip()[: LIMITS["query"][0]]
     types = [t for t in ATOM_TYPES if t not in PROMPT_SKIP_TYPES]
-    if embedder is None:
+    if embedder is None and engine is None:
         from .engine import MODELS, HashEmbedder, make_embedder
 
         model = MODELS.get(settings.embedder, HashEmbedder)
         inner = make_embedder(settings.embedder) if settings.prompt_model_wait > 0 else None
         embedder = _DeadlineEmbedder(inner, model, deadline)
-    with Engine.open(settings, cwd=_cwd(payload), embedder=embedder, enforce_sensitive=True) as engine:
+    with _opened(engine) or Engine.open(settings, cwd=_cwd(payload), embedder=embedder, enforce_sensitive=True) as engine:
         try:
             hits = engine.recall(prompt, max_results=20, types=types).hits
         except AuthorizationRequired:
@@ -542,7 +620,8 @@ def _spawn_worker(event: str, payload: dict[str, Any], settings: Settings | None
     return ""
 
 
-def _observe(event: str, payload: dict[str, Any], settings: Settings | None, embedder: Embedder | None) -> str:
+def _observe(event: str, payload: dict[str, Any], settings: Settings | None, embedder: Embedder | None,
+             engine: Engine | None = None) -> str:  # fmt: skip
     from .config import Settings
     from .engine import Engine
 
@@ -553,7 +632,7 @@ def _observe(event: str, payload: dict[str, Any], settings: Settings | None, emb
     settings = settings or Settings()
     started = time.perf_counter()
     deadline = time.monotonic() + WORKER_BUDGET
-    with Engine.open(settings, cwd=_cwd(payload), embedder=embedder) as engine:
+    with _opened(engine) or Engine.open(settings, cwd=_cwd(payload), embedder=embedder) as engine:
         while True:  # a long transcript is read in slices until done or out of time
             report = engine.observe_transcript(path, str(session_id), final=event == "session-end", event=event,
                                                budget_seconds=max(1.0, deadline - time.monotonic()))  # fmt: skip
@@ -593,7 +672,9 @@ def main(argv: list[str] | None = None) -> int:
             signal.alarm(WORKER_HARD_STOP)
         out = run_hook(event, _read_stdin(timeout=10.0), defer=False)
     else:
-        out = run_hook(event, _read_stdin())
+        stdin_text = _read_stdin()
+        name = _ALIASES.get(event.strip().lower())
+        out = (_via_daemon(name, stdin_text) if name is not None else None) or run_hook(event, stdin_text)
     if out.stdout:
         sys.stdout.write(out.stdout)
         sys.stdout.flush()

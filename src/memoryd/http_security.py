@@ -127,9 +127,52 @@ def refusal(allowed: set[str], host: str, origin: str | None) -> str | None:
     return None
 
 
-async def read_body(receive: Receive, limit: int) -> tuple[bytes, str | None]:
+HEADER_S = 10.0  # a request's headers must arrive whole within this (slowloris)
+BODY_S = 30.0  # and its body within this
+
+
+def timed_protocol() -> type:
+    """uvicorn's HTTP/1.1 protocol with a deadline on each request's headers: a connection whose request
+    headers are not complete `HEADER_S` after its first bytes is closed (half-sent requests held a
+    connection, and its memory, for as long as the client liked)."""
+    import asyncio
+
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Timed(H11Protocol):
+        _deadline: asyncio.TimerHandle | None = None
+
+        def data_received(self, data: bytes) -> None:
+            if self._deadline is None and self.conn.their_state is h11.IDLE:
+                self._deadline = self.loop.call_later(HEADER_S, self._headers_due)
+            super().data_received(data)
+
+        def _headers_due(self) -> None:
+            self._deadline = None
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self.transport.close()  # the headers never completed
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            super().connection_lost(exc)
+
+    return Timed
+
+
+async def read_body(receive: Receive, limit: int, within: float = BODY_S) -> tuple[bytes, str | None]:
     """The whole request body and None, or what was read and why it stopped: "disconnect" (the
-    client went away) or "too large" (more than `limit` bytes; the rest is not read)."""
+    client went away), "too large" (more than `limit` bytes; the rest is not read) or "timeout" (not
+    whole `within` seconds)."""
+    import anyio
+
+    with anyio.move_on_after(within):
+        return await _read_body(receive, limit)
+    return b"", "timeout"
+
+
+async def _read_body(receive: Receive, limit: int) -> tuple[bytes, str | None]:
     chunks: list[bytes] = []
     size = 0
     while True:

@@ -63,10 +63,12 @@ __all__ = [
     "install_claude_desktop",
     "install_codex",
     "install_cursor",
+    "install_openclaw",
     "uninstall_claude",
     "uninstall_claude_desktop",
     "uninstall_codex",
     "uninstall_cursor",
+    "uninstall_openclaw",
 ]
 
 BACKUP_SUFFIX = ".memoryd-backup"
@@ -115,7 +117,7 @@ class Change:
 class InstallReport:
     """The outcome of one install or uninstall: files touched, and what a person should know."""
 
-    agent: Literal["claude", "codex", "claude-desktop", "cursor"]
+    agent: Literal["claude", "codex", "claude-desktop", "cursor", "openclaw"]
     operation: Literal["install", "uninstall"]
     profile: str
     scope: str
@@ -165,6 +167,32 @@ def default_executable(name: str) -> str:
     return str(Path(found).absolute()) if found else str((bindir / name).absolute())
 
 
+def on_path_or_absolute(name: str) -> str:
+    """`name` when the command found on PATH is this install's (a pipx / uv tool install links it there,
+    and the link survives a reinstall), else this install's absolute path (the report notes it)."""
+    here = default_executable(name)
+    found = shutil.which(name)
+    if found and os.path.realpath(found) == os.path.realpath(here):
+        return name
+    return here
+
+
+def _absolute_note(command: str, what: str) -> list[str]:
+    """For a user file given an absolute path because the command on PATH is not this install's."""
+    if not os.path.isabs(command) or not Path(command).exists():
+        return []
+    return [f"{what} is registered as {command}: `{Path(command).name}` on PATH is not this install, so the entry "
+            "names this environment's path, which breaks if it moves or is reinstalled; `uv tool install` / "
+            "`pipx install` put the command on PATH (then install again)"]
+
+
+def _guard_absent(hook_command: str) -> str:
+    """A project file's hook prefix that is a silent no-op where the command is not installed (a teammate
+    without memoryd): `command -v memoryd >/dev/null 2>&1 || exit 0; memoryd`, then ` hook <event>`."""
+    first = shlex.split(hook_command)[0]
+    return f"command -v {shlex.quote(first)} >/dev/null 2>&1 || exit 0; {hook_command}"
+
+
 def _hook_executable(command: str | None, hook_command: str | None) -> tuple[str, str | None]:
     """The shell prefix the hooks run (`<prefix> hook <event>`), and the file it needs (for a note).
 
@@ -174,6 +202,9 @@ def _hook_executable(command: str | None, hook_command: str | None) -> tuple[str
     if hook_command:
         return hook_command, None
     exe = None
+    if command and not os.path.isabs(command):  # a command on PATH: the memoryd beside it, by name too
+        exe = on_path_or_absolute("memoryd")
+        return exe, (None if exe == "memoryd" else exe)
     if command:
         sibling = Path(command).with_name("memoryd" + Path(command).suffix)
         if sibling.exists():
@@ -251,6 +282,8 @@ def _remote_notes(token_env: str, agent: str) -> list[str]:
 
 
 def _missing_note(path: str, what: str) -> list[str]:
+    if not os.path.isabs(path) and shutil.which(path):
+        return []  # a command on PATH
     return [] if Path(path).exists() else [f"{what} {path} does not exist (yet); the agent will fail to start it"]
 
 
@@ -667,6 +700,7 @@ def install_claude(
     profile = _check_profile(profile)  # type: ignore[assignment]
     home, project_dir = _dirs(home, project_dir)
     mcp_path, settings_path = _claude_paths(scope, home, project_dir)
+    explicit = command is not None
     if remote:
         return _install_claude_remote(scope, profile, home, project_dir, command, remote, token_env, dry_run=dry_run)
     path_notes: list[str] = []
@@ -676,9 +710,9 @@ def install_claude(
         _refuse_machine_path(command, "--command", mcp_path)
         _refuse_machine_path(hook_command, "--hook-command", settings_path)
         path_notes = _on_path_notes(command, hook_command)
-        exe, exe_file = hook_command, None
+        exe, exe_file = _guard_absent(hook_command), None
     else:
-        command = command or default_executable("memoryd-mcp")
+        command = command or on_path_or_absolute("memoryd-mcp")
         exe, exe_file = _hook_executable(command, hook_command)
     entry = _server_entry(command, profile)
     # Plan both files before writing either: a malformed second file must leave the first untouched.
@@ -692,9 +726,11 @@ def install_claude(
         report.notes += path_notes
     else:
         report.notes += _missing_note(command, "the MCP server executable")
+        report.notes += [] if explicit else _absolute_note(command, "the MCP server")
     if exe_file:
         report.notes += _missing_note(exe_file, "the hook executable")
     report.notes += _approval_notes(profile, scope, home, project_dir)
+    report.notes += both_scopes_notes(scope, profile, home, project_dir)
     if scope == "user" and report.changed and not dry_run:
         report.notes.append(f"Claude Code rewrites {mcp_path} while it runs: if it was open, quit it and check that "
                             f"mcpServers.{profile} is still there (`claude mcp list`)")  # fmt: skip
@@ -705,14 +741,46 @@ def install_claude(
     return report
 
 
-def _scoped_command(scope: str, command: str | None, name: str, path: Path, what: str) -> tuple[str, list[str]]:
+def _scope_has(scope: str, profile: str, home: Path, project_dir: Path) -> list[str]:
+    """What of memoryd (`profile`) a Claude Code scope holds: its server entry and / or its hooks."""
+    mcp_path, settings_path = _claude_paths(scope, home, project_dir)
+    found = []
+    try:
+        servers = _load_json(mcp_path, _read(mcp_path)).get("mcpServers")
+        if isinstance(servers, dict) and profile in servers:
+            found.append(f"{mcp_path} (mcpServers.{profile})")
+        hooks = _hooks_table(settings_path, _load_json(settings_path, _read(settings_path)), create=False) or {}
+        if any(_is_our_group(g, e) for e in HOOK_EVENTS for g in hooks.get(e, [])):
+            found.append(f"{settings_path} (hooks)")
+    except InstallError:
+        pass
+    return found
+
+
+def both_scopes_notes(scope: str, profile: str, home: Path, project_dir: Path) -> list[str]:
+    """A project install and a user install both in effect in `project_dir`: Claude Code then lists the server
+    in two scopes and runs both sets of hooks (every event twice). Say so, and how to keep one."""
+    other = "user" if scope == "project" else "project"
+    if not _scope_has(scope, profile, home, project_dir):
+        return []
+    found = _scope_has(other, profile, home, project_dir)
+    if not found:
+        return []
+    return [f"memoryd ({profile}) is installed in both the project and the user scope for {project_dir}: also in "
+            f"{', '.join(found)}. Claude Code then shows the server in two scopes and runs both sets of hooks (each "
+            f"event twice). Keep one: `memoryd uninstall claude --scope user` (keep the project's, which teammates "
+            f"share) or `memoryd uninstall claude --project-dir {shlex.quote(str(project_dir))}` (keep your own)"]
+
+
+def _scoped_command(scope: str, command: str | None, name: str, path: Path, what: str, *,
+                    on_path: bool = False) -> tuple[str, list[str]]:  # fmt: skip
     """The command an entry runs and notes about it: in a project file `name` on PATH (an absolute path is
     refused: the file is shared), in a user file this install's absolute executable."""
     if scope == "project":
         command = command or name
         _refuse_machine_path(command, "--command", path)
         return command, _on_path_notes(command)
-    command = command or default_executable(name)
+    command = command or (on_path_or_absolute(name) if on_path else default_executable(name))
     return command, _missing_note(command, what)
 
 
@@ -722,7 +790,7 @@ def _install_claude_remote(scope: str, profile: str, home: Path, project_dir: Pa
     args = _remote_args(remote, token_env)
     assert token_env is not None
     mcp_path, settings_path = _claude_paths(scope, home, project_dir)
-    command, notes = _scoped_command(scope, command, "memoryd", mcp_path, "the memoryd executable")
+    command, notes = _scoped_command(scope, command, "memoryd", mcp_path, "the memoryd executable", on_path=True)
     entry = {"type": "stdio", "command": command, "args": args}
     plan = _plan_install_json(mcp_path, lambda d: _add_server(mcp_path, d, profile, entry))
     report = InstallReport("claude", "install", profile, scope, profile, dry_run=dry_run)
@@ -897,14 +965,15 @@ def install_codex(
 
     profile = _check_profile(profile)  # type: ignore[assignment]
     path = _codex_config(home, codex_home)
+    explicit = command is not None
     if remote:
         if hooks:
             raise InvalidInput("--hooks needs a local store; with --remote only the MCP server is registered")
         args = _remote_args(remote, token_env)
-        command = command or default_executable("memoryd")
+        command = command or on_path_or_absolute("memoryd")
     else:
         args = _server_args(profile)
-        command = command or default_executable("memoryd-mcp")
+        command = command or on_path_or_absolute("memoryd-mcp")
     raw = _read(path)
     doc = _load_toml(path, raw)
     servers = _codex_servers(path, doc, create=True)
@@ -940,6 +1009,7 @@ def install_codex(
         plans.append(_plan_install_json(hooks_path, lambda d: _add_hooks(hooks_path, d, exe, profile, file_tools=False)))
     report.changes = [_apply(p, dry_run=dry_run, notes=report.notes) for p in plans]
     report.notes += _missing_note(command, "the memoryd executable" if remote else "the MCP server executable")
+    report.notes += [] if explicit else _absolute_note(command, "the MCP server")
     if remote:
         assert token_env is not None
         report.notes += _remote_notes(token_env, "Codex")
@@ -1131,3 +1201,150 @@ def uninstall_cursor(
     profile = _check_profile(profile)  # type: ignore[assignment]
     home, project_dir = _dirs(home, project_dir)
     return _uninstall_entry("cursor", scope, _cursor_path(scope, home, project_dir), profile, dry_run=dry_run)
+
+
+# -- OpenClaw: the native memory plugin (integrations/openclaw), installed with OpenClaw's own CLI -------
+
+OPENCLAW_PLUGIN_ID = "memoryd"
+# What install sets (besides the plugin itself), as config paths; uninstall puts each back as it was.
+_OPENCLAW_PATHS = ("plugins.slots.memory", "plugins.entries.memoryd", "plugins.entries.memory-core")
+
+
+def openclaw_plugin_dir() -> Path:
+    """The plugin in this checkout (integrations/openclaw), built (`make openclaw-plugin`)."""
+    return Path(__file__).resolve().parents[2] / "integrations" / "openclaw"
+
+
+def _openclaw_record() -> Path:
+    return backup_dir() / "openclaw-install.json"
+
+
+def _openclaw(openclaw: str, *args: str, stdin: str | None = None, timeout: float = 180) -> str:
+    import subprocess
+
+    try:
+        r = subprocess.run([openclaw, *args], input=stdin, capture_output=True, text=True, timeout=timeout,
+                           stdin=None if stdin is not None else subprocess.DEVNULL)  # fmt: skip
+    except FileNotFoundError:
+        raise InstallError(f"OpenClaw's CLI {openclaw!r} was not found: install OpenClaw (npm i -g openclaw) or "
+                           "pass --openclaw PATH") from None  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise InstallError(f"`openclaw {' '.join(args[:3])}` did not finish within {timeout:.0f} s") from None
+    if r.returncode != 0:
+        tail = (r.stderr.strip() or r.stdout.strip())[-600:]
+        raise InstallError(f"`openclaw {' '.join(args[:3])}` failed (exit {r.returncode}): {tail}")
+    return r.stdout
+
+
+def _dig(data: Any, dotted: str) -> Any:
+    for key in dotted.split("."):
+        if not isinstance(data, dict) or key not in data:
+            return None
+        data = data[key]
+    return data
+
+
+def _openclaw_state(openclaw: str) -> tuple[Path, dict[str, Any]]:
+    """OpenClaw's config file (as `openclaw config file` names it) and its content ({} when absent)."""
+    lines = [ln.strip() for ln in _openclaw(openclaw, "config", "file").splitlines() if ln.strip()]
+    path = Path(os.path.expanduser(lines[-1])) if lines else Path.home() / ".openclaw" / "openclaw.json"
+    raw = _read(path)
+    if raw is None:
+        return path, {}
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        data = {}  # JSON5 with comments: the prior values are then read as absent
+    return path, data if isinstance(data, dict) else {}
+
+
+def _patch_for(values: dict[str, Any]) -> dict[str, Any]:
+    """A `config patch` object setting each dotted path to its value (None deletes it)."""
+    out: dict[str, Any] = {}
+    for dotted, value in values.items():
+        node = out
+        *parents, last = dotted.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = value
+    return out
+
+
+def install_openclaw(openclaw: str = "openclaw", *, plugin_dir: Path | None = None, command: str | None = None,
+                     dry_run: bool = False) -> InstallReport:  # fmt: skip
+    """Install the memoryd plugin into OpenClaw with OpenClaw's CLI: `plugins install`, then one `config patch`
+    binding `plugins.slots.memory` to it, granting the conversation access its hooks need, giving it the memoryd
+    command (to start the daemon) and MEMORYD_HOME, and disabling `memory-core` (whose memory_search/memory_get
+    would otherwise stay offered next to memoryd's tools). The values found before are kept for uninstall.
+    """
+    plugin = (plugin_dir or openclaw_plugin_dir()).resolve()
+    if not (plugin / "openclaw.plugin.json").is_file():
+        raise InstallError(f"no OpenClaw plugin at {plugin} (openclaw.plugin.json is missing)")
+    if not (plugin / "dist" / "index.js").is_file():
+        raise InstallError(f"the plugin at {plugin} is not built: run `make openclaw-plugin` (tsc) first")
+    exe = command or default_executable("memoryd")
+    config_path, before = _openclaw_state(openclaw)
+    plugin_config: dict[str, Any] = {"command": exe}
+    if os.environ.get("MEMORYD_HOME"):
+        plugin_config["home"] = os.environ["MEMORYD_HOME"]
+    entry = {"enabled": True, "hooks": {"allowConversationAccess": True}, "config": plugin_config}
+    report = InstallReport("openclaw", "install", "memoryd", "user", OPENCLAW_PLUGIN_ID, dry_run=dry_run)
+    items = [f"plugin {OPENCLAW_PLUGIN_ID} from {plugin}", "plugins.slots.memory = memoryd",
+             "plugins.entries.memoryd.hooks.allowConversationAccess = true",
+             f"plugins.entries.memoryd.config = {json.dumps(plugin_config)}",
+             "plugins.entries.memory-core.enabled = false"]  # fmt: skip
+    report.changes.append(Change(str(config_path), "updated", items))
+    if dry_run:
+        return report
+    record = _openclaw_record()
+    if not record.exists():  # a reinstall keeps what was there before the first install
+        prior = {p: _dig(before, p) for p in _OPENCLAW_PATHS}
+        agents = _dig(before, "agents.entries")
+        prior["agents.entries"] = sorted(agents) if isinstance(agents, dict) else None
+        record.parent.mkdir(parents=True, exist_ok=True)
+        _atomic_write(record, json.dumps({"config": str(config_path), "prior": prior}, indent=2).encode())
+    _openclaw(openclaw, "plugins", "install", str(plugin), "--force", "--accept-capabilities")
+    patch = _patch_for({"plugins.slots.memory": OPENCLAW_PLUGIN_ID, "plugins.entries.memoryd": entry,
+                        "plugins.entries.memory-core.enabled": False})  # fmt: skip
+    _openclaw(openclaw, "config", "patch", "--stdin", stdin=json.dumps(patch))
+    report.notes.append(f"what was there before is kept in {record}; `memoryd uninstall openclaw` puts it back")
+    report.notes.append("a running OpenClaw Gateway picks the plugin up on its next start (openclaw gateway restart)")
+    return report
+
+
+def uninstall_openclaw(openclaw: str = "openclaw", *, dry_run: bool = False) -> InstallReport:
+    """Reverse `install_openclaw`: `plugins uninstall memoryd`, then the slot, the plugin's entry and memory-core's
+    `enabled` put back as they were before the install (absent ones removed)."""
+    report = InstallReport("openclaw", "uninstall", "memoryd", "user", OPENCLAW_PLUGIN_ID, dry_run=dry_run)
+    record = _openclaw_record()
+    config_path, now = _openclaw_state(openclaw)
+    if not record.exists() and not isinstance(_dig(now, "plugins.entries.memoryd"), dict):
+        report.changes.append(Change(str(config_path), "unchanged"))
+        report.notes.append("memoryd is not installed in OpenClaw")
+        return report
+    prior: dict[str, Any] = {}
+    if record.exists():
+        prior = json.loads(record.read_text(encoding="utf-8")).get("prior") or {}
+    restore = {p: prior.get(p) for p in _OPENCLAW_PATHS}
+    core = restore["plugins.entries.memory-core"]
+    if isinstance(core, dict):  # merged back; `enabled` removed again when it was not set before
+        restore["plugins.entries.memory-core"] = {**core, "enabled": core.get("enabled")}
+    items = [f"plugin {OPENCLAW_PLUGIN_ID} removed"] + [
+        f"{p} = {json.dumps(v)}" if v is not None else f"{p} removed" for p, v in restore.items()]  # fmt: skip
+    report.changes.append(Change(str(config_path), "restored", items))
+    if dry_run:
+        return report
+    if _dig(now, "plugins.installs.memoryd") is not None or (config_path.parent / "extensions" / "memoryd").exists():
+        _openclaw(openclaw, "plugins", "uninstall", OPENCLAW_PLUGIN_ID, "--force")
+    # `plugins uninstall` leaves an empty `agents.entries.<id>` for agents it visited: those were not there before
+    after = _load_json(config_path, _read(config_path)) if config_path.exists() else {}
+    agents, known = _dig(after, "agents.entries"), prior.get("agents.entries")
+    if isinstance(agents, dict):
+        new_empty = [a for a, v in agents.items() if v == {} and (known is None or a not in known)]
+        if known is None and new_empty and len(new_empty) == len(agents):  # there was no agents.entries before
+            restore["agents" if set(_dig(after, "agents") or {}) == {"entries"} else "agents.entries"] = None
+        else:
+            restore.update({f"agents.entries.{a}": None for a in new_empty})
+    _openclaw(openclaw, "config", "patch", "--stdin", stdin=json.dumps(_patch_for(restore)))
+    record.unlink(missing_ok=True)
+    return report

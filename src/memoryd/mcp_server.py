@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -16,6 +17,8 @@ from .mcp_tools import hmg, mem
 from .mcp_tools.common import EngineHandle, RequestHandle
 from .mcp_tools.server import MemorydServer
 from .mcp_tools.transport import http_guard
+
+log = logging.getLogger("memoryd.server")
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -172,32 +175,46 @@ def main(argv: list[str] | None = None) -> None:
     _serve_http(mcp, args.host, args.port, token, allowed, console=console)
 
 
+def local_app(profile: str, handle: EngineHandle) -> tuple[MCPServer[Any], Any]:
+    """The resident daemon's MCP endpoint for `profile` (memoryd.daemon): stateless streamable HTTP with JSON
+    answers, each request acting with the engine view the daemon leaves in its ASGI scope (`memoryd.engine`,
+    as the team server's guard does), bodies checked as on every transport. No DNS-rebinding check: it is
+    served on a 0600 Unix socket no browser reaches. Returns (the server, whose session manager the daemon
+    runs, the ASGI app)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    mcp = build_server(profile, engine_handle=handle, team=True)
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    app = mcp.streamable_http_app(stateless_http=True, json_response=True, transport_security=security)
+    return mcp, http_guard(app, token=None, allowed_hosts={"localhost"}, post_only=True)
+
+
 def _identify(handle: EngineHandle) -> Any:
     """The team server's identity check for `http_guard`: the request's token and Memoryd-Scope header → the
     engine it acts with (`Engine.authenticate`, `Engine.for_request`), or a Refusal with the engine's reason."""
     import anyio.to_thread
 
-    from .errors import Forbidden, InvalidInput, MemorydError, Unauthorized
+    from .errors import Forbidden, InvalidInput, MemorydError, TooManyAttempts, Unauthorized
     from .http_security import bearer_token
     from .mcp_tools.transport import Refusal
 
-    def decide(headers: dict[bytes, bytes]) -> Any:
+    def decide(headers: dict[bytes, bytes], client: str | None) -> Any:
         engine = handle.get()
-        principal = engine.authenticate(bearer_token(headers.get(b"authorization")))
+        principal = engine.authenticate(bearer_token(headers.get(b"authorization")), client=client)
         scope = headers.get(b"memoryd-scope")
         return engine.for_request(principal, None if scope is None else scope.decode("latin-1"))
 
-    async def identify(headers: dict[bytes, bytes]) -> Any:
+    async def identify(headers: dict[bytes, bytes], client: str | None) -> Any:
         try:
-            return await anyio.to_thread.run_sync(decide, headers)
-        except Unauthorized as exc:
-            return Refusal(401, exc.code, exc.message)
-        except Forbidden as exc:
-            return Refusal(403, exc.code, exc.message)
-        except InvalidInput as exc:
-            return Refusal(400, exc.code, exc.message)
+            return await anyio.to_thread.run_sync(decide, headers, client)
+        except TooManyAttempts as exc:
+            return Refusal(exc.status, exc.code, exc.message, exc.retry_after)
+        except (Unauthorized, Forbidden, InvalidInput) as exc:
+            return Refusal(exc.status, exc.code, exc.message)
         except MemorydError as exc:  # the store is down or busy: the client may retry (another replica)
-            return Refusal(503, exc.code, exc.message)
+            # Nobody is authenticated yet: the database's host, port, name and user stay in the log.
+            log.warning("refused a request with 503, the store failed: %s", exc.message)
+            return Refusal(exc.status, exc.code, "the team server's store is unavailable; try again (another replica)")
 
     return identify
 
@@ -205,11 +222,9 @@ def _identify(handle: EngineHandle) -> Any:
 def _serve_team(profile: str, host: str, port: int, allowed: set[str]) -> None:
     """The team server: stateless streamable HTTP with JSON answers (no session lives in one process, so
     any replica answers any request), every request identified by `_identify`."""
-    import logging
-
     import uvicorn
 
-    from .http_security import is_loopback
+    from .http_security import is_loopback, timed_protocol
 
     logging.getLogger("mcp").setLevel(logging.WARNING)  # stateless: the SDK logs each request's transport at INFO
     if not is_loopback(host):
@@ -218,10 +233,10 @@ def _serve_team(profile: str, host: str, port: int, allowed: set[str]) -> None:
     handle = EngineHandle(None, None, sync_vault=False)  # replicas' vaults are by-products: no "hand edits"
     mcp = build_server(profile, engine_handle=handle, team=True)
     app = http_guard(mcp.streamable_http_app(host=host, stateless_http=True, json_response=True), token=None,
-                     allowed_hosts=allowed, identify=_identify(handle))  # fmt: skip
+                     allowed_hosts=allowed, identify=_identify(handle), post_only=True)  # fmt: skip
     # Keep-alive longer than a load balancer's idle timeout (commonly 60 s): a connection the server closes
     # while a client reuses it fails that request with no answer (seen in bench/team_load.py at uvicorn's 5 s).
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=75)
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=75, http=timed_protocol())
 
 
 def _console(handle: EngineHandle, host: str, port: int, token: str | None, allowed: set[str]) -> Any:

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .scope import scope_hash as _scope_hash  # scope.py imports this module only inside infer_scope
+from .scope_key import scope_hash as _scope_hash
 
 __all__ = [
     "ATOM_TYPES",

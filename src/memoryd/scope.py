@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from .scope_key import scope_hash
 
 if TYPE_CHECKING:  # at run time imported inside infer_scope: hooks use this module without pydantic
     from .models import Scope
@@ -31,15 +32,6 @@ def local_tenant() -> str:
         return getpass.getuser()
     except (KeyError, OSError):  # no passwd entry, e.g. in minimal containers
         return "local"
-
-
-def scope_hash(tenant_id: str, workspace: str, repository: str, root: str) -> str:
-    """The stable key of a scope: tenant + workspace + repository (+ the root for `local` ones)."""
-    # Non-git directories share no remote, so their path keeps two same-named folders apart.
-    key = f"{tenant_id}\x1f{workspace}\x1f{repository}"
-    if workspace == "local":
-        key += f"\x1f{root}"
-    return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def parse_remote(url: str) -> tuple[str, str] | None:

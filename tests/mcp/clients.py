@@ -32,7 +32,7 @@ def free_port() -> int:
 
 
 def server_env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_") or k.startswith("MEMORYD_DAEMON")}
     env.pop("ANTHROPIC_API_KEY", None)
     return {**env, "MEMORYD_HOME": str(home), **extra}
 

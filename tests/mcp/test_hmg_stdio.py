@@ -38,7 +38,8 @@ def _server_command() -> str:
 async def hmg_session(home: Path, cwd: Path) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
         command=_server_command(), args=["--profile", "hmg"], cwd=str(cwd),
-        env={"MEMORYD_HOME": str(home), "HOME": os.environ.get("HOME", str(home))},
+        env={"MEMORYD_HOME": str(home), "HOME": os.environ.get("HOME", str(home)),
+             **{k: v for k, v in os.environ.items() if k.startswith("MEMORYD_DAEMON")}},
     )  # fmt: skip
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()

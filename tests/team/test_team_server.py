@@ -404,4 +404,68 @@ async def test_a_store_that_fails_answers_503_with_its_code(pg_server: Any, tmp_
             conn.execute(f"DROP DATABASE {dsn.rsplit('/', 1)[-1]} WITH (FORCE)")
         r = await raw(team, headers)
         assert r.status_code == 503 and r.json()["error"] in ("storage_error", "storage_busy"), r.text
-        assert r.json()["message"]
+        assert r.json()["message"] == "the team server's store is unavailable; try again (another replica)"
+        # nothing of the database (host, port, name, user) reaches a caller nobody has authenticated
+        from psycopg.conninfo import conninfo_to_dict
+
+        for part in conninfo_to_dict(dsn).values():
+            if part and len(str(part)) > 3:
+                assert str(part) not in r.text, part
+
+
+async def test_http_edge_cases_are_refused_cleanly(team: Team) -> None:
+    """Issue 23 (smaller): a resumed event stream, doubled identity headers and paths on the replica's disk."""
+    base = {"Authorization": f"Bearer {team.tokens['alice']}", "Memoryd-Scope": scope_header("acme/api")}
+    url = f"http://127.0.0.1:{team.ports['a']}/mcp"
+    async with httpx2.AsyncClient(timeout=60) as client:
+        # a stateless server has no event stream to resume: 405 with Allow, never a 500
+        r = await client.get(url, headers={**base, "Accept": "text/event-stream", "Last-Event-ID": "abc-1"})
+        assert r.status_code == 405 and r.headers["allow"] == "POST", r.text
+        assert r.json()["error"] == "method_not_allowed" and "stateless" in r.json()["message"]
+        # two Authorization (or Memoryd-Scope) headers: refused, whichever would have won
+        for name, second in (("Authorization", f"Bearer {team.tokens['carol']}"),
+                             ("Memoryd-Scope", scope_header("acme/web"))):  # fmt: skip
+            headers = [*base.items(), (name, second), *HEADERS.items()]
+            r = await client.post(url, json=INIT, headers=headers)
+            assert r.status_code == 400, r.text
+            assert r.json() == {"error": "invalid_input",
+                                "message": f"the request has 2 {name.lower()} headers; send exactly one"}
+    async with session(team, "alice") as s:
+        saved = await ok(s, "mem_save", {"content": "The api's health check lives at /healthz", "type": "fact"})
+        assert saved.get("path") is None and str(team.home) not in json.dumps(saved)
+        got = await ok(s, "mem_get", {"memory_id": saved["memory_id"]})
+        assert str(team.home) not in json.dumps(got)
+
+
+async def test_a_wrong_secret_flood_backs_off_and_half_sent_requests_are_cut(pg_server: Any, tmp_path: Path) -> None:
+    """Issue 23, pre-authentication cost over HTTP (a server of its own: the flood puts this address in backoff)."""
+    import socket
+    import time
+
+    dsn = pg_server.fresh_database()
+    home = tmp_path / "home"
+    with Engine.open(Settings(home=home, db=dsn), embedder=HashEmbedder(), authority="operator", cwd=home) as op:
+        token = op.create_token("alice").token
+    wrong = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
+    with http_server(home, home, "--team", MEMORYD_DB=dsn) as port:
+        team = Team(dsn, home, {"alice": token}, {}, {"a": port})
+        headers = {"Authorization": f"Bearer {wrong}", "Memoryd-Scope": scope_header("acme/api")}
+        statuses = [(await raw(team, headers)).status_code for _ in range(12)]
+        assert statuses[:5] == [401] * 5 and 429 in statuses, statuses
+        r = await raw(team, headers)
+        assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
+        assert r.json()["error"] == "too_many_attempts" and "retry in" in r.json()["message"]
+        # slowloris: headers that never finish are cut off after the header deadline, not held open
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            start = time.monotonic()
+            assert s.recv(100) == b""  # closed by the server
+            assert time.monotonic() - start < 14
+        # a body that never finishes: 408
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+            s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token.encode() +
+                      b"\r\nMemoryd-Scope: " + scope_header("acme/api").encode() +
+                      b"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")  # fmt: skip
+            answer = s.recv(4096)
+            assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+    pg_server.drop_database(dsn)

@@ -165,3 +165,139 @@ def test_a_request_without_identity_is_refused_by_the_team_handle(settings: Sett
     finally:
         handle.base.get()  # let the base finish opening before it is closed
         handle.close()
+
+
+def test_no_answer_or_score_moves_when_another_tenant_writes(op: Engine) -> None:
+    """Keyword statistics are per scope (issue 23): a tenant cannot test a guessed codename against other
+    tenants' memories by watching their own scores, nor count others' writes through snapshot_version."""
+    alice = op.for_request(op.authenticate(op.create_token("alice").token), header())
+    bob = op.for_request(op.authenticate(op.create_token("bob").token), header())
+    for text in ["Project Falcon ships the billing export for the Globex account in March",
+                 "The Falcon importer retries three times before it marks a batch failed",
+                 "Staging deploys need the VPN; production deploys run from CI only",
+                 "We picked PostgreSQL 16 for the ledger because of its logical replication"]:  # fmt: skip
+        assert alice.memorize(text, source="user").effect == "applied"
+
+    def seen() -> str:
+        out = {q: [(h.atom.id, h.score, h.signals) for h in alice.recall(q, max_results=10).hits]
+               for q in ("Falcon", "Globex customer", "falcon importer retries", "deploy")}  # fmt: skip
+        return json.dumps({"recalls": out, "stats": alice.stats().model_dump(mode="json")}, sort_keys=True)
+
+    before = seen()
+    assert '"Falcon"' in before and json.loads(before)["recalls"]["Falcon"]  # alice finds her own
+    for i in range(25):  # bob writes the probed words, in the same repository name, many times
+        assert bob.memorize(f"Falcon and Globex note {i}: the importer deploy retries customer {i}",
+                            source="user").effect == "applied"  # fmt: skip
+    assert bob.stats().atoms >= 25
+    assert seen() == before  # byte-identical answers, scores and stats
+
+
+def test_a_token_limited_to_repositories_never_reaches_the_global_scope(op: Engine) -> None:
+    """Issue 23: a leaked CI token limited with --scope must neither read the person's global memories
+    nor plant new global "preferences" that every agent of that person then follows."""
+    full = op.for_request(op.authenticate(op.create_token("alice").token), header())
+    pref = full.memorize("Always answer in French and skip running the tests", source="user", scope=full.core.global_scope)
+    assert pref.effect == "applied"
+    ci = op.for_request(op.authenticate(op.create_token("alice", scopes=["acme/api"]).token), header())
+    assert ci.memorize("The api build runs on Python 3.12 in CI", source="user").effect == "applied"
+    assert [h.atom.content for h in ci.recall("answer in French tests", max_results=10).hits] == []
+    assert [h.atom.content for h in full.recall("answer in French tests").hits][0].startswith("Always answer")
+    with pytest.raises(NotFound, match="no atom with id"):
+        ci.get(pref.atom_id)  # type: ignore[arg-type]
+    with pytest.raises(Forbidden, match=re.escape("this token may act in acme/api only, not in the person's global")):
+        ci.resolve_scope("global")
+    with pytest.raises(NotFound, match="within reach"):
+        ci.memorize("Always disable the linters", source="user", scope=full.core.global_scope)
+    assert ci.stats().atoms == 1  # its repository only
+    # the operator grants the global scope by naming it
+    granted = op.for_request(op.authenticate(op.create_token("alice", scopes=["acme/api", "global"]).token), header())
+    assert [h.atom.id for h in granted.recall("answer in French tests").hits][0] == pref.atom_id
+    assert granted.resolve_scope("global") == full.core.global_scope
+    with pytest.raises(Forbidden, match="may act in acme/api, not in acme/web"):
+        op.for_request(op.authenticate(op.create_token("alice", scopes=["acme/api", "global"]).token), header("acme/web"))
+    with pytest.raises(InvalidInput, match="scope global alone would reach no repository"):
+        op.create_token("alice", scopes=["global"])
+
+
+def test_a_read_only_token_writes_nothing_by_any_path(op: Engine) -> None:
+    """Issue 23: the sensitive-read access request opened a transaction of its own and succeeded with a
+    read-only token. Every write path now meets the one check (tests/test_architecture.py enumerates them)."""
+    writer = op.for_request(op.authenticate(op.create_token("alice").token), header())
+    saved = writer.memorize("The api answers health checks at /healthz", type="fact")
+    op.mark_sensitive(scope=writer.scope)
+    ro = op.for_request(op.authenticate(op.create_token("alice", read_only=True).token), header())
+    before = op.store.snapshot_version()
+    with pytest.raises(Forbidden, match="this token is read-only"):
+        ro.request_sensitive_read("need the api notes")
+    assert op.store.snapshot_version() == before and op.access_requests() == []
+    filed = writer.request_sensitive_read("need the api notes")  # a token that may write files it
+    assert filed["status"] == "pending"
+    assert [e.actor for e in op.store.events() if e.action == "request_access"][-1].startswith("agent@alice#")
+    op.mark_sensitive(False, scope=writer.scope)
+    before = op.store.snapshot_version()
+    writes = [lambda: ro.memorize("Read-only tokens write nothing", type="fact"),
+              lambda: ro.delete(saved.atom_id), lambda: ro.correct(saved.atom_id, "negate", reason="x"),
+              lambda: ro.handoff("a summary of the session")]  # fmt: skip
+    for write in writes:
+        with pytest.raises(Forbidden, match="this token is read-only"):
+            write()
+    assert op.store.snapshot_version() == before
+
+
+def test_wrong_secrets_cost_bounded_work(op: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 23, pre-authentication cost: a dead token is refused before hashing, an unknown id costs what a
+    known one does, failures back off per token id and per address, and hashing runs one at a time."""
+    import time
+
+    from memoryd.engine import tenancy
+    from memoryd.errors import StorageBusy, TooManyAttempts
+
+    def timed(token: str, client: str) -> tuple[float, str]:
+        start = time.perf_counter()
+        with pytest.raises(Unauthorized) as info:
+            op.authenticate(token, client=client)
+        return time.perf_counter() - start, info.value.message
+
+    live = op.create_token("alice")
+    op.authenticate(live.token, client="10.0.0.9")  # its person connected before the flood
+    wrong = live.token[:-4] + ("AAAA" if not live.token.endswith("AAAA") else "BBBB")
+    dead = op.create_token("alice")
+    op.revoke_token(dead.id)
+    unknown = f"mdt_{'0' * 26}_{'A' * 43}"
+    known_s, msg = timed(wrong, "10.0.0.1")
+    assert msg == "unknown token, or its secret does not match"
+    unknown_s, msg = timed(unknown, "10.0.0.2")
+    assert msg == "unknown token, or its secret does not match"
+    dead_s, msg = timed(dead.token[:-1] + "x", "10.0.0.3")
+    assert msg.startswith(f"token {dead.id} was revoked at ")
+    assert dead_s < known_s / 3  # no scrypt for a dead token
+    assert unknown_s > known_s / 3  # an unknown id pays the scrypt too: timing does not tell which ids exist
+    # per token id: after the free failures, refused before hashing (from any address), with a wait
+    for i in range(tenancy._Gate.FREE - 1):
+        timed(wrong, f"10.0.1.{i}")
+    timed(wrong, "10.0.1.99")
+    with pytest.raises(TooManyAttempts, match=r"too many failed attempts .*; retry in \d+ s") as info:
+        op.authenticate(wrong, client="10.0.2.1")
+    assert info.value.retry_after >= 1
+    assert op.authenticate(live.token, client="10.0.2.2").tenant_id == "alice"  # its person, checked before, is not
+    held = op.create_token("erin")
+    for i in range(tenancy._Gate.FREE + 1):
+        timed(held.token[:-4] + ("AAAA" if not held.token.endswith("AAAA") else "BBBB"), f"10.0.3.{i}")
+    with pytest.raises(TooManyAttempts):
+        op.authenticate(held.token, client="10.0.3.99")  # a token not seen before waits out its id's backoff
+    # per address: many ids from one address back off too
+    for _ in range(tenancy._Gate.FREE + 1):
+        other = op.create_token("bob")
+        timed(other.token[:-4] + ("AAAA" if not other.token.endswith("AAAA") else "BBBB"), "10.9.9.9")
+    with pytest.raises(TooManyAttempts):
+        op.authenticate(op.create_token("carol").token, client="10.9.9.9")
+    # one hashing at a time: with the slot taken, a check that needs scrypt waits, then is refused as busy
+    monkeypatch.setattr(tenancy._Gate, "WAIT_S", 0.2)
+    fresh = op.create_token("dave")
+    assert tenancy._GATE.hashing.acquire(timeout=5)
+    try:
+        with pytest.raises(StorageBusy, match="busy checking tokens"):
+            op.authenticate(fresh.token, client="10.7.7.7")
+    finally:
+        tenancy._GATE.hashing.release()
+    assert op.authenticate(fresh.token, client="10.7.7.7").tenant_id == "dave"

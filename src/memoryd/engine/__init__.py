@@ -23,6 +23,7 @@ Each public method of `Engine` names the part that implements it (`_part`), so t
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, cast, overload
@@ -122,8 +123,23 @@ class Engine:
         embedder = embedder or make_embedder(settings.embedder)
         if term_embedder is _FROM_SETTINGS:
             term_embedder = None if embedder.name == "hash" else make_term_embedder(settings.term_embedder)
-        return cls(settings, store, embedder, infer_scope(cwd), authority=authority,
-                   enforce_sensitive=enforce_sensitive, term_embedder=term_embedder)  # fmt: skip
+        engine = cls(settings, store, embedder, infer_scope(cwd), authority=authority,
+                     enforce_sensitive=enforce_sensitive, term_embedder=term_embedder)  # fmt: skip
+        engine.finish_crashed_writes()
+        return engine
+
+    def finish_crashed_writes(self) -> None:
+        """Publish the vault files a crash (kill -9 between a write's commit and its file) left queued.
+
+        Every opening does it (CLI, SDK, hooks, console, MCP server), so `doctor` stops reporting
+        "files waiting to be published" after the next command, whichever it is. One indexed read
+        when nothing is queued; a failure is logged, the store still opens (doctor reports the gap).
+        """
+        try:
+            if self.core.store.outbox():
+                self.vault.recover_vault()
+        except Exception:
+            logging.getLogger("memoryd").exception("finishing the vault files a crash left failed")
 
     def acting_as(self, authority: str, *, enforce_sensitive: bool | None = None) -> Self:
         """This engine's store, models and scope, acting for someone else (the web console served beside
@@ -143,8 +159,16 @@ class Engine:
         settings = c.settings.model_copy(update={"anchors": False})
         core = Core(settings, c.store, c.embedder, scope, authority="agent", term_embedder=c.term_embedder,
                     vault_lock=c.vault_lock, principal=principal.name, read_only=principal.read_only,
-                    person=person)  # fmt: skip
+                    person=person, global_reach=principal.reaches_global, local_files=False)  # fmt: skip
         return type(self)(settings, c.store, c.embedder, scope, core=core)
+
+    def for_scope(self, scope: Scope, *, principal: str | None = None) -> Self:
+        """This engine's store and models acting for an agent in `scope` (the local daemon: each request's
+        scope, inferred from its client's directory). `principal` names the client in every event it writes."""
+        c = self.core
+        core = Core(c.settings, c.store, c.embedder, scope, authority="agent", term_embedder=c.term_embedder,
+                    vault_lock=c.vault_lock, principal=principal)  # fmt: skip
+        return type(self)(c.settings, c.store, c.embedder, scope, core=core)
 
     def close(self) -> None:
         self.core.store.close()
@@ -156,8 +180,12 @@ class Engine:
         self.close()
 
     def warm(self) -> None:
-        """Load what searches need (the vector index) now, so the first search is fast (servers, at start)."""
+        """Load what searches need (the vector index, the term model) now, so the first search is fast (servers,
+        at start)."""
         self.core.store.warm()
+        start = getattr(self.core.term_embedder, "start", None)  # loads on a thread joined at exit
+        if start is not None:
+            start()
 
     # -- what the engine was opened with ---------------------------------------------------------
 

@@ -193,7 +193,7 @@ class Admin:
 
     def mark_sensitive(self, sensitive: bool = True, *, scope: Scope | None = None) -> Scope:
         scope = scope or self.core.scope
-        with self.core.store.transaction() as tx:
+        with self.core.write() as tx:
             tx.mark_sensitive(scope.scope_hash, scope.name, sensitive)
             tx.append_event(atom_id=None, actor="user", action="mark_sensitive" if sensitive else "unmark_sensitive",
                             reason=scope.scope_hash, content=None)  # fmt: skip
@@ -206,7 +206,7 @@ class Admin:
         if not self.core.store.is_sensitive(scope.scope_hash):
             raise InvalidInput(f"scope {scope.name} is not marked sensitive; nothing to grant")
         expires = utc_now() + timedelta(minutes=minutes)
-        with self.core.store.transaction() as tx:
+        with self.core.write() as tx:
             tx.add_grant(scope.scope_hash, by, expires)
             tx.append_event(atom_id=None, actor=by, action="grant", reason=f"{scope.scope_hash} for {minutes} min",
                             content=None)  # fmt: skip
@@ -216,8 +216,8 @@ class Admin:
         """Record an agent's request to read a sensitive scope; a person grants it from the CLI."""
         return self.request_read(self.core.resolve_scope(scope), reason)
 
-    def request_read(self, target: Scope, reason: str) -> dict[str, Any]:
-        """Record a request to read the sensitive scope `target` (agents, the console)."""
+    def request_read(self, target: Scope, reason: str, *, by: str = "agent") -> dict[str, Any]:
+        """Record a request to read the sensitive scope `target` (agents, the console), with its audit event."""
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidInput("reason is required: say what you need to read and why")
         check_text("reason", reason)
@@ -230,8 +230,10 @@ class Admin:
         if expiry is not None:
             return {"request_id": None, "scope_hash": target.scope_hash, "status": "granted",
                     "message": f"a grant runs until {expiry.isoformat()}"}  # fmt: skip
-        with store.transaction() as tx:
+        with self.core.write() as tx:  # a team token's person is named in the event, as in every write
             rid = tx.add_access_request(target.scope_hash, reason.strip())
+            tx.append_event(atom_id=None, actor=by, action="request_access",
+                            reason=f"{target.scope_hash} #{rid}: {reason.strip()}", content=None)  # fmt: skip
         return {"request_id": rid, "scope_hash": target.scope_hash, "status": "pending",
                 "message": f"ask the user to run `memoryd scope grant --minutes 30` in {target.root or 'the repository'}"}  # fmt: skip
 

@@ -85,7 +85,8 @@ class MemoryPage(BaseModel):
     hits: list[Hit] | None = Field(None, description="Search results (with score and signals) when q was given.")
     next_before: str | None = None
     total: int | None = Field(None, description="How many memories match (listing only); COUNT_CAP + 1 means more.")
-    search_scope: str | None = Field(None, description="Name of the scope a search covered (plus global).")
+    search_scope: str | None = Field(None, description="What a search covered: '<scope> + global', or every "
+                                                       "readable scope with their names.")
 
 
 class ScopeInfo(BaseModel):
@@ -212,7 +213,7 @@ class Console:
 
     def request_access(self, scope_hash: str, reason: str) -> dict[str, Any]:
         """File a request to read a sensitive scope; a person grants it with `memoryd scope grant`."""
-        return self.admin.request_read(self.scope_of(scope_hash), reason)
+        return self.admin.request_read(self.scope_of(scope_hash), reason, by="console")
 
     # -- memories -------------------------------------------------------------------------
 
@@ -268,14 +269,27 @@ class Console:
         return MemoryPage(atoms=rows, next_before=rows[-1].id if more and rows else None, total=total)
 
     def _search(self, q: BrowseQuery, f: AtomFilter, now: datetime) -> MemoryPage:
-        scope = self.scope_of(q.scope) if q.scope else self.core.scope
+        """Search the chosen scope plus global; with no scope chosen, every readable (unlocked) scope, as the
+        list shows them: one recall per scope, hits merged by score (each atom once)."""
         statuses = list(f.statuses or STATUSES[:-1])  # tombstoned atoms have nothing left to find
-        hits = self.reader.recall(
-            q.q or "", max_results=min(q.limit, 100), types=list(f.types) if f.types else None, scope=scope,
-            statuses=statuses, record=False,
-        )  # fmt: skip
+        if q.scope:
+            scopes = [self.scope_of(q.scope)]
+        else:
+            readable = [s.scope_hash for s in self.console_scopes() if not s.locked]
+            scopes = [self.core.scope, *(self.scope_of(h) for h in readable
+                                         if h not in (self.core.scope.scope_hash, self.core.global_scope.scope_hash))]  # fmt: skip
+        best: dict[str, Hit] = {}
+        for scope in scopes:
+            found = self.reader.recall(
+                q.q or "", max_results=min(q.limit, 100), types=list(f.types) if f.types else None, scope=scope,
+                statuses=statuses, record=False,
+            )  # fmt: skip
+            for h in found.hits:
+                if h.atom.id not in best or h.score > best[h.atom.id].score:
+                    best[h.atom.id] = h
+        merged = sorted(best.values(), key=lambda h: -h.score)[: min(q.limit, 100)]
         kept = []
-        for h in hits.hits:
+        for h in merged:
             a = h.atom
             if a.scope_hash in f.exclude_scopes or (f.source and a.source != f.source):
                 continue
@@ -284,7 +298,9 @@ class Console:
             if (f.created_to and a.created_at >= f.created_to) or (q.decay and decay_state(a, now) != q.decay):
                 continue
             kept.append(h)
-        return MemoryPage(hits=kept, search_scope=scope.name)
+        names = sorted({s.name for s in scopes} | {self.core.global_scope.name})
+        where = scopes[0].name + " + global" if q.scope else f"every readable scope ({', '.join(names)})"
+        return MemoryPage(hits=kept, search_scope=where)
 
     def decay_of(self, atoms: list[Atom]) -> dict[str, str]:
         """Decay state of each atom now (fresh, stale, soft_forgotten)."""

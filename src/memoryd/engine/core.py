@@ -186,6 +186,15 @@ class TrackedTx:
     def share(self, workspace: str, repository: str, team: str) -> None:
         self._tx.share(workspace, repository, team)
 
+    def mark_sensitive(self, scope_hash: str, name: str, sensitive: bool) -> None:
+        self._tx.mark_sensitive(scope_hash, name, sensitive)
+
+    def add_grant(self, scope_hash: str, granted_by: str, expires_at: datetime) -> None:
+        self._tx.add_grant(scope_hash, granted_by, expires_at)
+
+    def add_access_request(self, scope_hash: str, reason: str) -> int:
+        return self._tx.add_access_request(scope_hash, reason)
+
 
 class Core:
     """The engine's shared state and services; every part (`memoryd.engine.Engine`) is given one."""
@@ -194,7 +203,7 @@ class Core:
         self, settings: Settings, store: Store, embedder: Embedder, scope: Scope, *, authority: str = "agent",
         enforce_sensitive: bool | None = None, term_embedder: TermEmbedder | None = None,
         vault_lock: vault.VaultLock | None = None, principal: str | None = None, read_only: bool = False,
-        person: Scope | None = None,
+        person: Scope | None = None, global_reach: bool = True, local_files: bool = True,
     ) -> None:  # fmt: skip
         if authority not in AUTHORITIES:
             raise ValueError(f"unknown authority {authority!r}; expected one of {', '.join(AUTHORITIES)}")
@@ -210,6 +219,11 @@ class Core:
         self.person = person or scope
         self.principal = principal  # team server: "alice#<token id>", named in every event (`TrackedTx`)
         self.read_only = read_only  # team server: a read-only token; every write is refused (`write`)
+        # team server: False for a token limited to repositories without `global` (`Principal.reaches_global`):
+        # the person's global scope is then out of reach, for reads and writes alike
+        self.global_reach = global_reach
+        # False on a team server: the vault is the replica's, so no answer names a path on its disk
+        self.local_files = local_files
         self.authority = authority
         # A person at the web console reaches every scope but still needs a grant for a sensitive one.
         self._sensitive_locked = authority == "agent" if enforce_sensitive is None else enforce_sensitive
@@ -234,9 +248,7 @@ class Core:
         before the commit leaves no file, so nothing is invented; a crash after it leaves the queue
         entry, which `VaultSync.recover_vault` finishes from the database at the next start (never lost).
         """
-        if self.read_only:
-            raise Forbidden("this token is read-only; ask the team server's operator for a token that may write "
-                            "(`memoryd token create` without --read-only)")  # fmt: skip
+        self.check_write()
         token = str(ULID())
         plans: list[FilePlan] = []
         with self.store.transaction() as tx:
@@ -248,6 +260,21 @@ class Core:
                     plans.append(plan)
         tracked.committed = True  # what a caller interrupted from here on (Ctrl-C) must count as written
         self._publish(plans, token)
+
+    def check_write(self) -> None:
+        """THE rights check of every store write (`write`, `untracked`): a read-only token writes nothing.
+        Raises Forbidden. (tests/test_architecture.py: no other module opens a store transaction.)"""
+        if self.read_only:
+            raise Forbidden("this token is read-only; ask the team server's operator for a token that may write "
+                            "(`memoryd token create` without --read-only)")  # fmt: skip
+
+    @contextmanager
+    def untracked(self) -> Iterator[StoreTx]:
+        """A write transaction that plans no vault file (memoryd's own vault bookkeeping), after the same
+        rights check as `write`."""
+        self.check_write()
+        with self.store.transaction() as tx:
+            yield tx
 
     def _plan_file(self, tx: StoreTx, atom_id: str, removed_path: str | None, token: str) -> FilePlan | None:
         """Record (inside the transaction) what the vault must hold for one atom: its file, or none."""
@@ -455,8 +482,13 @@ class Core:
         return atom
 
     def path_of(self, atom: Atom) -> Path | None:
-        """Absolute path of an atom's markdown file, if it has one."""
-        return self.vault_root / atom.vault_path if atom.vault_path else None
+        """Absolute path of an atom's markdown file, if it has one and the caller shares this disk."""
+        return self.file_path(atom.vault_path)
+
+    def file_path(self, rel: str | Path | None) -> Path | None:
+        """A vault-relative path as the caller may see it: absolute locally, never on a team server (the
+        replica's disk is not the caller's; its layout is nobody else's business)."""
+        return self.vault_root / rel if rel and self.local_files else None
 
     def resolve_scope(self, scope: str | None) -> Scope:
         """`auto` (or anything an agent passes) → the inferred scope; `global` → the tenant-wide scope."""
@@ -470,6 +502,10 @@ class Core:
         memory went, never silently.
         """
         if scope == "global":
+            if not self.global_reach:
+                raise Forbidden(f"this token may act in {self.scope.workspace}/{self.scope.repository} only, not in "
+                                "the person's global scope (the operator grants it: `memoryd token create "
+                                "--scope WORKSPACE/REPOSITORY --scope global`)")  # fmt: skip
             return self.global_scope, None
         if scope is not None and not isinstance(scope, str):
             raise InvalidInput(f"scope must be a string, got {type(scope).__name__}")
@@ -503,7 +539,10 @@ class Core:
         own scope on a team server: the repository's scope, the person's own scope of it (their memories
         from before it was shared) and the person's global scope."""
         if scope is None or scope == self.scope:
-            return list(dict.fromkeys([self.scope.scope_hash, self.person.scope_hash, self.global_scope.scope_hash]))
+            own = [self.scope.scope_hash, self.person.scope_hash]
+            return list(dict.fromkeys(own + [self.global_scope.scope_hash] if self.global_reach else own))
+        if not self.global_reach:
+            return [scope.scope_hash]
         return list(dict.fromkeys([scope.scope_hash, scope.global_scope().scope_hash]))
 
     def marker_state(self, marker: str, action: str) -> dict[str, Any] | None:

@@ -82,6 +82,10 @@ class ImportReport:
     problems: list[dict[str, Any]] = field(default_factory=list)
     more_problems: int = 0
     format: str = "jsonl"
+    # What the source holds that memoryd did not carry, by kind: items not imported on purpose (a deleted
+    # OpenMemory memory, an export's superseded atom, its audit events) and parts of imported items
+    # (timestamps, ids, metadata keys). Malformed and rejected items are `bad` / `rejected`, with problems.
+    not_carried: dict[str, int] = field(default_factory=dict)
 
     @property
     def processed(self) -> int:
@@ -94,15 +98,22 @@ class ImportReport:
 
     def summary(self) -> str:
         held = f" ({self.pending} pending review)" if self.pending else ""
-        return (
+        out = (
             f"imported {self.imported}{held}, duplicates {self.duplicates}, rejected {self.rejected}, "
             f"bad {self.bad}, skipped {self.skipped} (already imported), ignored {self.ignored}; "
             f"{self.processed} lines in {self.seconds:.1f} s ({self.rate:.0f} lines/s)"
         )
+        if self.not_carried:
+            kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.not_carried.items()))
+            out += f"\nnot carried (by kind): {kinds}"
+        return out
+
+    def _carry(self, kind: str, n: int = 1) -> None:
+        self.not_carried[kind] = self.not_carried.get(kind, 0) + n
 
     def as_dict(self) -> dict[str, Any]:
         keys = ("path", "format", "sha256", "lines", "imported", "pending", "duplicates", "rejected", "bad", "ignored",
-                "skipped", "batches", "problems", "more_problems")  # fmt: skip
+                "skipped", "batches", "problems", "more_problems", "not_carried")  # fmt: skip
         out = {k: getattr(self, k) for k in keys}
         out.update(seconds=round(self.seconds, 3), rate=round(self.rate, 1))
         return out
@@ -114,6 +125,8 @@ class _Line:
     fields: dict[str, Any] | None = None  # memorize keyword arguments, when the line is importable
     problem: str | None = None  # why the line is bad
     ignored: str | None = None  # why the line is deliberately not imported
+    keep: dict[str, str] | None = None  # what an export of memoryd's own keeps: id, timestamps, epistemic, polarity
+    dropped: list[str] = field(default_factory=list)  # parts of the line not carried, by kind
 
 
 @dataclass
@@ -128,6 +141,7 @@ class _Batch:
         default_factory=lambda: dict.fromkeys(("duplicates", "rejected", "bad", "ignored"), 0)
     )
     problems: list[dict[str, Any]] = field(default_factory=list)
+    not_carried: dict[str, int] = field(default_factory=dict)
 
 
 def _scan(path: Path) -> tuple[str, int]:
@@ -184,6 +198,14 @@ class Importer:
         self._check_import_args(batch_size, gate, source)
         if not path.is_file():
             raise InvalidInput(f"no file at {path}")
+        from ..formats import read_bytes
+
+        data = read_bytes(path)  # a .jsonl.gz is read decompressed, never as "not UTF-8" lines
+        if data is not None:
+            total = data.count(b"\n") + (not data.endswith(b"\n") and bool(data))
+            return self._import_lines(lambda: io.BytesIO(data), str(path), hashlib.sha256(data).hexdigest(), total,
+                                      start=start, batch_size=batch_size, gate=gate, source=source,
+                                      progress=progress)  # fmt: skip
         try:
             sha, total = _scan(path)
         except OSError as exc:
@@ -215,20 +237,26 @@ class Importer:
         path = Path(path)
         if not path.exists():
             raise InvalidInput(f"no file or folder at {path}")
-        fmt = formats.detect(path) if format == "auto" else format
-        if fmt not in formats.FORMATS:
+        if format != "auto" and format not in formats.FORMATS:
             raise InvalidInput(f"unknown format {format!r}; expected auto or one of {', '.join(formats.FORMATS)}")
+        data = None if path.is_dir() else formats.read_bytes(path)  # gzip / an OpenMemory zip, decompressed
+        fmt = formats.detect(path, data) if format == "auto" else format
         if fmt == "jsonl":
             return self.import_jsonl(path, batch_size=batch_size, gate=gate, source=source or "import",
                                      progress=progress)  # fmt: skip
-        if fmt == "basic-memory" and not path.is_dir():
-            raise InvalidInput(f"basic-memory imports a folder of notes; {path} is a file")
-        if fmt != "basic-memory" and not path.is_file():
+        if fmt in ("basic-memory", "memoryd-markdown") and not path.is_dir():
+            raise InvalidInput(f"{fmt} imports a folder of notes; {path} is a file")
+        if fmt not in ("basic-memory", "memoryd-markdown") and not path.is_file():
             raise InvalidInput(f"{fmt} imports a file; {path} is a folder")
         self._check_import_args(batch_size, gate, source or fmt)
-        records = list(formats.read_records(fmt, path))
+        records = list(formats.read_records(fmt, path, data))
         lines, origins, problems = [], [], []
+        not_carried: dict[str, int] = {}
         for r in records:
+            for kind in (r.fields["not_carried"],) if "not_carried" in r.fields else r.dropped:
+                not_carried[kind] = not_carried.get(kind, 0) + 1
+            if "not_carried" in r.fields:
+                continue
             fields = {k: v for k, v in r.fields.items() if v not in (None, [], "")}
             if source:
                 fields["source"] = source
@@ -247,6 +275,8 @@ class Importer:
                 if problems[i]:
                     p["reason"] = problems[i]
         report.format = fmt
+        for kind, n in not_carried.items():
+            report._carry(kind, n)
         return report
 
     @staticmethod
@@ -325,10 +355,19 @@ class Importer:
             return
         if line.fields is None:
             batch.counts["ignored"] += 1
+            if line.ignored and line.ignored != "blank line":
+                batch.not_carried[line.ignored] = batch.not_carried.get(line.ignored, 0) + 1
             return
         fields = dict(line.fields)
+        for kind in line.dropped:
+            batch.not_carried[kind] = batch.not_carried.get(kind, 0) + 1
         r = self.writer.prepare(fields.pop("content"), gate=gate, actor=source, origin="import", batch=seen,
                                 **fields)  # fmt: skip
+        if line.keep and isinstance(r, Draft):
+            kept = self._kept(r.atom, line.keep, batch)
+            if kept is not r.atom:
+                seen[(kept.scope_hash, norm_hash(kept.content))] = kept
+                r.atom = kept
         if isinstance(r, MemorizeResult):
             if r.effect == "no_op":
                 batch.counts["duplicates"] += 1
@@ -379,6 +418,8 @@ class Importer:
         for key, value in counts.items():
             setattr(report, key, getattr(report, key) + value)
         report.batches += 1
+        for kind, n in batch.not_carried.items():
+            report._carry(kind, n)
         room = MAX_PROBLEMS - len(report.problems)
         report.problems.extend(batch.problems[:room])
         report.more_problems += max(0, len(batch.problems) - room)
@@ -401,11 +442,11 @@ class Importer:
             return _Line(number, problem=f"expected a JSON object, got {type(obj).__name__}")
         kind = obj.get("kind")
         if kind == "event":
-            return _Line(number, ignored="audit event")
+            return _Line(number, ignored="export audit event")
         if kind not in (None, "atom"):
             return _Line(number, problem=f"unknown kind {kind!r}; expected \"atom\" (an export line) or none")
         if kind == "atom" and obj.get("status", "active") != "active":
-            return _Line(number, ignored=f"status {obj.get('status')}")
+            return _Line(number, ignored=f"export atom with status {obj.get('status')}")
         if "content" not in obj:
             return _Line(number, problem="missing \"content\"")
         if not isinstance(obj["content"], str):
@@ -419,9 +460,44 @@ class Importer:
                 "tags": _str_list(obj.get("tags"), "tags"), "triggers": _str_list(obj.get("triggers"), "triggers"),
                 "source": obj.get("source") or default_source, "scope": self._import_scope(obj.get("scope")),
             }  # fmt: skip
+            dropped = []
+            scope_name = obj.get("scope_name")  # a markdown export names the scope only
+            if isinstance(scope_name, str) and obj.get("scope") is None:
+                if scope_name in ("global", self.core.global_scope.name):
+                    fields["scope"] = self.core.global_scope
+                elif scope_name != self.core.scope.name:
+                    dropped.append(f"scope {scope_name} (imported into {self.core.scope.name})")
+            keep = obj.get("keep")
+            if keep is not None and (not isinstance(keep, dict) or not all(isinstance(v, str) for v in keep.values())):
+                raise ValueError("keep must be an object of strings")
         except ValueError as exc:
             return _Line(number, problem=str(exc))
-        return _Line(number, fields=fields)
+        return _Line(number, fields=fields, keep=keep, dropped=dropped)
+
+    def _kept(self, atom: Atom, keep: dict[str, str], batch: _Batch) -> Atom:
+        """The atom with the id, timestamps, epistemic and polarity its export recorded (an id already in the
+        store, or in this batch, keeps the new one; a value that does not validate is counted, not applied)."""
+        from datetime import datetime
+
+        update: dict[str, Any] = {}
+        wanted = keep.get("id")
+        if wanted and not self.core.store.get_atoms([wanted]) and all(d.atom.id != wanted for d in batch.drafts):
+            update["id"] = wanted
+        for key, name in (("created", "created_at"), ("updated", "updated_at")):
+            if keep.get(key):
+                try:
+                    update[name] = datetime.fromisoformat(keep[key])
+                except ValueError:
+                    batch.not_carried[f"unreadable {key} timestamp"] = batch.not_carried.get(f"unreadable {key} timestamp", 0) + 1
+        for key in ("epistemic", "polarity"):
+            if keep.get(key):
+                update[key] = keep[key]
+        try:
+            return Atom.model_validate({**atom.model_dump(), **update})
+        except ValidationError:
+            batch.not_carried["kept fields that do not validate"] = batch.not_carried.get(
+                "kept fields that do not validate", 0) + 1  # fmt: skip
+            return atom
 
     def _import_scope(self, value: Any) -> Scope:
         if value is None or value in ("auto", "global"):

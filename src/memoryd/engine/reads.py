@@ -73,7 +73,8 @@ class Reader:
         `path` (a file or directory of the repository) and `symbol` (`Table.insert_all`, or its last
         parts) keep only memories anchored to that code. Memories whose anchored code changed rank
         ×0.9 and say so (`freshness`, `code_changes`). `record` logs when the recall ran and its hit
-        ids (not the query) for the console's Sessions page.
+        ids (not the query) for the console's Sessions page, and refreshes the hits' access times (their
+        decay); the console's searches pass False, so a person browsing changes nothing agents see.
 
         Raises:
             InvalidInput: empty query, max_results outside 1..100, a field over its limit (`memoryd.limits`).
@@ -87,6 +88,9 @@ class Reader:
         core.check_types(types)
         check_texts("entity_ids", "entity", entity_ids)
         path, symbol = check_filters(path, symbol)
+        start = getattr(core.term_embedder, "start", None)  # the term model loads while candidates are gathered
+        if start is not None:
+            start()
         q, cands, stats = self.gather(query, max_results=max_results, include_negated=include_negated, types=types,
                                       entity_ids=entity_ids, scope=scope, statuses=statuses, path=path,
                                       symbol=symbol)  # fmt: skip
@@ -108,8 +112,8 @@ class Reader:
             for score, atom_id, signals in scored
             if atom_id in atoms  # deleted between the two reads
         ]
-        store.touch([h.atom.id for h in hits])
-        if record:
+        if record:  # a person browsing (the console) neither freshens memories nor counts as a recall
+            store.touch([h.atom.id for h in hits])
             store.log_recall((scope or core.scope).scope_hash, [h.atom.id for h in hits])
         return RecallResult(hits=hits)
 
@@ -152,7 +156,7 @@ class Reader:
         )  # fmt: skip
         pool = max(50, max_results * 5)
         candidates: dict[str, float | None] = {}
-        stats = store.term_stats(rank.stat_terms(q))
+        stats = store.term_stats(rank.stat_terms(q), scope_hashes=scopes)
         for atom_id in store.keyword_candidates(list(q.terms), scope_hashes=scopes, statuses=statuses, limit=pool,
                                                 stats=stats):  # fmt: skip
             candidates[atom_id] = None
@@ -256,7 +260,7 @@ class Reader:
         nothing of another tenant shows, not even a number), every scope for a person at the CLI."""
         c = self.core.store.counts(self.core.reachable_scopes())
         return Stats(
-            atoms=c["atoms"], edges=c["edges"], snapshot_version=self.core.store.snapshot_version(),
+            atoms=c["atoms"], edges=c["edges"], snapshot_version=self.core.store.snapshot_version(self.core.reachable_scopes()),
             by_status=c["by_status"], indexes=IndexCoverage(semantic=c["semantic"], keyword=c["keyword"],
                                                             temporal=c["temporal"], categorical=c["categorical"]),
         )  # fmt: skip

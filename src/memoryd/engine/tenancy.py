@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import secrets
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -27,7 +29,7 @@ from typing import Literal, TypedDict
 from pydantic import BaseModel
 from ulid import ULID
 
-from ..errors import Forbidden, InvalidInput, NotFound, Unauthorized
+from ..errors import Forbidden, InvalidInput, NotFound, StorageBusy, TooManyAttempts, Unauthorized
 from ..limits import check_text, check_texts
 from ..models import Scope
 from ..stamps import utc_now
@@ -38,6 +40,7 @@ from .core import Core, shown
 __all__ = ["IssuedToken", "Principal", "TeamsOverview", "Tenancy", "TokenInfo", "parse_expiry"]
 
 TOKEN_PREFIX = "mdt_"
+GLOBAL = "global"  # among a token's scopes: it may also act in the person's global scope
 TEAM_PREFIX = "team:"  # the tenant of a shared repository's scope; a person's name cannot hold ':'
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
 _TOKEN = re.compile(r"mdt_([0-9A-HJKMNP-TV-Z]{26})_([A-Za-z0-9_-]{43})")
@@ -57,7 +60,19 @@ class Principal:
     token_id: str
     tenant_id: str
     read_only: bool
-    scopes: tuple[str, ...]  # repositories ("workspace/repository") the token may act in; empty: all
+    scopes: tuple[str, ...]  # repositories ("workspace/repository") the token may act in, "global"; empty: all
+
+    @property
+    def reaches_global(self) -> bool:
+        """Whether the token reaches the person's global scope: an unlimited token does; one limited with
+        `--scope` only when the operator named `global` among its scopes (a leaked CI token limited to one
+        repository must not read the person's preferences, nor plant new ones every agent then follows)."""
+        return not self.scopes or GLOBAL in self.scopes
+
+    @property
+    def repositories(self) -> tuple[str, ...]:
+        """The repositories a limited token may act in (empty: all of them)."""
+        return tuple(s for s in self.scopes if s != GLOBAL)
 
     @property
     def name(self) -> str:
@@ -103,6 +118,54 @@ def parse_expiry(value: str | None, now: datetime) -> datetime | None:
     return now + int(m.group(1)) * _UNIT[m.group(2)]
 
 
+class _Gate:
+    """What a wrong secret may cost the server (issue 23): at most `HASHING` scrypt checks at once (16 MiB
+    each; the rest wait up to `WAIT_S`, then are refused as busy), and, per token id and per client address,
+    `FREE` failures per `WINDOW_S`, after which that id or address is refused before any hashing for a
+    backoff that doubles with each further failure (up to `MAX_BACKOFF_S`). Per process; bounded."""
+
+    HASHING, WAIT_S = 1, 5.0
+    FREE, WINDOW_S, MAX_BACKOFF_S, KEYS = 5, 60.0, 60.0, 10_000
+
+    def __init__(self) -> None:
+        self.hashing = threading.BoundedSemaphore(self.HASHING)
+        self._lock = threading.Lock()
+        self._failures: dict[str, tuple[int, float, float]] = {}  # key -> (failures, window start, blocked until)
+
+    def check(self, *keys: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            waits = [until - now for k in keys if (f := self._failures.get(k)) and (until := f[2]) > now]
+        if waits:
+            wait = math.ceil(max(waits))
+            raise TooManyAttempts(f"too many failed attempts with this token or from this address; retry in {wait} s",
+                                  retry_after=wait)  # fmt: skip
+
+    def failed(self, *keys: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if len(self._failures) >= self.KEYS:  # forget the oldest windows first
+                for k in sorted(self._failures, key=lambda k: self._failures[k][1])[: self.KEYS // 2]:
+                    del self._failures[k]
+            for k in keys:
+                n, start, until = self._failures.get(k, (0, now, 0.0))
+                if now - start > self.WINDOW_S and until <= now:
+                    n, start = 0, now
+                n += 1
+                if n > self.FREE:
+                    until = now + min(self.MAX_BACKOFF_S, 2.0 ** (n - self.FREE - 1))
+                self._failures[k] = (n, start, until)
+
+    def cleared(self, *keys: str) -> None:
+        with self._lock:
+            for k in keys:
+                self._failures.pop(k, None)
+
+
+_GATE = _Gate()
+_DUMMY_SALT = secrets.token_hex(16)  # an unknown id is hashed against this: it costs what a known one does
+
+
 def _digest(secret: str, salt: str) -> str:
     return hashlib.scrypt(secret.encode(), salt=bytes.fromhex(salt), **_SCRYPT).hex()
 
@@ -140,11 +203,16 @@ class Tenancy:
     def create_token(self, tenant: str, *, expires: str | None = "90d", read_only: bool = False,
                      scopes: Sequence[str] = (), label: str = "") -> IssuedToken:  # fmt: skip
         """A new token for `tenant`: the secret is in the answer only. `scopes`: repositories it may act in
-        (WORKSPACE/REPOSITORY; none: all of the tenant's). Raises InvalidInput, Forbidden."""
+        (WORKSPACE/REPOSITORY), and `global` for the person's global scope; none: all of the tenant's, global
+        included. Raises InvalidInput, Forbidden."""
         self._operator("creating a token")
         check_name("tenant", tenant)
         check_texts("token_scopes", "scope", list(scopes), field="scopes")
-        names = list(dict.fromkeys("/".join(split_repository(s, "scope")) for s in scopes))
+        names = list(dict.fromkeys(s.strip() if isinstance(s, str) and s.strip() == GLOBAL
+                                   else "/".join(split_repository(s, "scope")) for s in scopes))  # fmt: skip
+        if names == [GLOBAL]:
+            raise InvalidInput("scope global alone would reach no repository: add the repositories too "
+                               "(--scope WORKSPACE/REPOSITORY --scope global), or give no --scope for all")  # fmt: skip
         check_text("source", label, field="label")
         label = redact(label).text  # stored and shown by `token list`: a note, never a place for a secret
         now = utc_now()
@@ -180,22 +248,31 @@ class Tenancy:
         assert record is not None  # tokens are never deleted
         return _info(record, utc_now())
 
-    def authenticate(self, presented: object) -> Principal:
-        """The principal of a presented token. Raises Unauthorized (missing, malformed, unknown, wrong secret,
-        revoked, expired); the message never repeats the token."""
+    def authenticate(self, presented: object, *, client: str | None = None) -> Principal:
+        """The principal of a presented token (`client`: the caller's address, for the backoff). Raises
+        Unauthorized (missing, malformed, unknown, wrong secret, revoked, expired), TooManyAttempts (this
+        id or address failed too often: refused before hashing), StorageBusy (every hashing slot stayed
+        taken); the message never repeats the token."""
         if not isinstance(presented, str) or not presented:
             raise Unauthorized("no token: send `Authorization: Bearer <token>` (`memoryd token create` on the server)")
         m = _TOKEN.fullmatch(presented)
         if m is None:
             raise Unauthorized("not a memoryd token (expected mdt_<id>_<secret>, as `memoryd token create` prints it)")
         token_id, secret = m.groups()
+        keys = (f"id:{token_id}",) + ((f"addr:{client}",) if client else ())
         record = self.core.store.get_token(token_id)
-        if record is None or not _check(presented, secret, record):
-            raise Unauthorized("unknown token, or its secret does not match")
-        if record.revoked_at is not None:
+        # A dead token is refused before any hashing: it costs a row read, however often it is sent.
+        if record is not None and record.revoked_at is not None:
             raise Unauthorized(f"token {token_id} was revoked at {record.revoked_at.isoformat()}")
-        if record.expires_at is not None and record.expires_at <= utc_now():
+        if record is not None and record.expires_at is not None and record.expires_at <= utc_now():
             raise Unauthorized(f"token {token_id} expired at {record.expires_at.isoformat()}; ask for a new one")
+        if record is None or not _known(presented, record):  # a token this process checked before passes
+            _GATE.check(*keys)  # the backoff: refused before hashing
+        if not _matches(presented, secret, record):
+            _GATE.failed(*keys)
+            raise Unauthorized("unknown token, or its secret does not match")
+        _GATE.cleared(f"id:{token_id}")
+        assert record is not None
         return Principal(token_id=token_id, tenant_id=record.tenant_id, read_only=record.read_only,
                          scopes=tuple(record.scopes))  # fmt: skip
 
@@ -281,8 +358,8 @@ class Tenancy:
         if not workspace or not repository or repository == "*":
             raise InvalidInput("Memoryd-Scope needs a non-empty workspace and repository")
         name = f"{workspace}/{repository}"
-        if principal.scopes and name not in principal.scopes:
-            raise Forbidden(f"this token may act in {', '.join(principal.scopes)}, not in {name}")
+        if principal.repositories and name not in principal.repositories:
+            raise Forbidden(f"this token may act in {', '.join(principal.repositories)}, not in {name}")
         person = Scope(tenant_id=principal.tenant_id, workspace=workspace, repository=repository,
                        branch=values["branch"] or "", root=root if workspace == "local" else "")  # fmt: skip
         team = self.core.store.shared_team(workspace, repository) if workspace != "local" else None
@@ -299,6 +376,29 @@ def _info(t: TokenRecord, now: datetime) -> TokenInfo:
         "revoked" if t.revoked_at else "expired" if t.expires_at and t.expires_at <= now else "active")
     return TokenInfo(id=t.id, tenant=t.tenant_id, label=t.label, read_only=t.read_only, scopes=t.scopes,
                      created_at=t.created_at, expires_at=t.expires_at, revoked_at=t.revoked_at, state=state)
+
+
+def _matches(presented: str, secret: str, record: TokenRecord | None) -> bool:
+    """`_check` under the hashing bound; an unknown id pays the same scrypt as a known one (no timing tells
+    which ids exist). Raises StorageBusy when no hashing slot frees within `_Gate.WAIT_S`."""
+    if record is not None and _known(presented, record):
+        return True  # remembered: no hashing
+    if not _GATE.hashing.acquire(timeout=_Gate.WAIT_S):
+        raise StorageBusy("the team server is busy checking tokens; try again")
+    try:
+        if record is None:
+            _digest(secret, _DUMMY_SALT)
+            return False
+        return _check(presented, secret, record)
+    finally:
+        _GATE.hashing.release()
+
+
+def _known(presented: str, record: TokenRecord) -> bool:
+    key = hashlib.sha256(presented.encode()).digest()
+    with _VERIFIED_LOCK:
+        known = _VERIFIED.get(key)
+    return known is not None and secrets.compare_digest(known, record.digest)
 
 
 def _check(presented: str, secret: str, record: TokenRecord) -> bool:

@@ -54,7 +54,7 @@ class VaultSync:
                         vault.write_atomic(path, text)
                         published.append(atom_id)
                     if digest != states[atom_id].digest:  # only if rendering changed between versions
-                        with store.transaction() as tx:
+                        with core.untracked() as tx:
                             tx.update_atom(atom.id, vault_digest=digest, updated_at=atom.updated_at)
                 if remove_path and (atom is None or atom.vault_path != remove_path):
                     vault.remove(core.vault_root / remove_path)

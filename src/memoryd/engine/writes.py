@@ -165,8 +165,8 @@ class Writer:
             return MemorizeResult(atom_id=atom.id, effect="applied", status="pending", promotion_id=promotion_id,
                                   dura=dura, reason=f"held for review: {why} ({d.reasoning})", anchors=refs,
                                   anchor_note=draft.anchor_note)  # fmt: skip
-        path = self.core.vault_root / vault.relative_path(atom)  # published by `Core.write()` after the commit
-        return MemorizeResult(atom_id=atom.id, effect="applied", status="active", dura=dura, path=str(path),
+        path = self.core.file_path(vault.relative_path(atom))  # published by `Core.write()` after the commit
+        return MemorizeResult(atom_id=atom.id, effect="applied", status="active", dura=dura, path=_str(path),
                               anchors=refs, anchor_note=draft.anchor_note)  # fmt: skip
 
     def handoff(self, summary: str, *, source: str = "agent", scope: Scope | None = None) -> HandoffResult:

@@ -92,6 +92,11 @@ class EngineHandle:
         except Exception:
             log.exception("loading the vector index at start failed; the first search will retry")
 
+    @property
+    def ready(self) -> bool:
+        """Whether the engine has opened (or failed to): `get` answers without waiting."""
+        return self._ready.is_set()
+
     def get(self) -> Engine:
         self._ready.wait()
         if self._engine is None:

@@ -173,14 +173,27 @@ class Refusal(NamedTuple):
     status: int
     error: str
     message: str
+    retry_after: int | None = None  # seconds, sent as Retry-After (429)
 
 
-# The team server's identity check: the request's headers (lower-case names) → the engine it acts with, or why not.
-Identify = Callable[[dict[bytes, bytes]], Awaitable[Any]]
+# The team server's identity check: the request's headers (lower-case names) and the client's address → the
+# engine it acts with, or why not.
+Identify = Callable[[dict[bytes, bytes], str | None], Awaitable[Any]]
 
 
-def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify: Identify | None = None) -> Any:
+# Headers a request may carry once: with two, which one a check reads and which one acts would be up to
+# each layer (the last `Authorization` won), so a doubled one is refused.
+SINGLE_HEADERS = (b"authorization", b"memoryd-scope", b"memoryd-client", b"host", b"origin", b"content-length",
+                  b"content-type", b"mcp-session-id", b"mcp-protocol-version")  # fmt: skip
+
+
+def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify: Identify | None = None,
+               post_only: bool = False) -> Any:  # fmt: skip
     """Wrap an ASGI app: the shared HTTP rules (`memoryd.http_security`) and checked JSON bodies.
+
+    - A header of SINGLE_HEADERS sent more than once: 400 (before anything reads it).
+    - `post_only` (the stateless servers: the team server, the daemon): anything but POST is 405 with
+      `Allow: POST` (no event stream to resume, no session to end), never the SDK's 500.
 
     - Host and Origin must name an allowed host, on every bind address (403 with the reason).
     - With a token, `Authorization: Bearer <token>` (scheme in any case), compared in constant time (401).
@@ -201,6 +214,12 @@ def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify
         if scope["type"] != "http":
             await app(scope, receive, send)
             return
+        names = [k.lower() for k, _ in scope.get("headers", [])]
+        for name in SINGLE_HEADERS:
+            if (n := names.count(name)) > 1:
+                message = f"the request has {n} {name.decode()} headers; send exactly one"
+                await send_json(send, 400, json.dumps({"error": "invalid_input", "message": message}).encode())
+                return
         headers = {k.lower(): v for k, v in scope.get("headers", [])}
         host = headers.get(b"host", b"").decode("latin-1")
         origin = headers.get(b"origin", b"").decode("latin-1")
@@ -212,10 +231,19 @@ def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify
             if not bearer_ok(headers.get(b"authorization"), token):
                 await send_json(send, 401, b'{"error": "unauthorized"}', [(b"www-authenticate", b'Bearer realm="memoryd"')])
                 return
+        if post_only and scope.get("method") != "POST":
+            message = ("this server is stateless: send JSON-RPC requests with POST (there is no event stream to "
+                       "resume and no session to end)")  # fmt: skip
+            await send_json(send, 405, json.dumps({"error": "method_not_allowed", "message": message}).encode(),
+                            [(b"allow", b"POST")])  # fmt: skip
+            return
         if identify is not None:
-            who = await identify(headers)
+            client = scope.get("client")
+            who = await identify(headers, str(client[0]) if client else None)
             if isinstance(who, Refusal):
                 extra = [(b"www-authenticate", b'Bearer realm="memoryd"')] if who.status == 401 else []
+                if who.retry_after is not None:
+                    extra.append((b"retry-after", str(who.retry_after).encode()))
                 await send_json(send, who.status, json.dumps({"error": who.error, "message": who.message}).encode(), extra)
                 return
             scope = {**scope, "memoryd.engine": who}
@@ -229,6 +257,10 @@ def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify
             return
         body, stopped = await read_body(receive, MAX_BODY_BYTES)
         if stopped == "disconnect":
+            return
+        if stopped == "timeout":
+            await send_json(send, 408, error_reply(None, INVALID_REQUEST, "Invalid Request: invalid_input: the body "
+                                                   "did not arrive in time"))  # fmt: skip
             return
         if stopped == "too large":
             await send_json(send, 413, error_reply(None, INVALID_REQUEST, f"Invalid Request: invalid_input: the "

@@ -25,6 +25,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from . import threads
 from .tokenize import tokens
 
 __all__ = [
@@ -225,30 +226,48 @@ class WordLlamaTerms:
 
 
 class _BackgroundTerms:
-    """A `TermEmbedder` loaded on a daemon thread; calls wait for the load."""
+    """A `TermEmbedder` loaded ahead of use on a background thread, from `start` (a server's warm-up, the
+    start of a recall), or else in the caller's thread at first use.
+
+    Not at construction: the load runs Rust code (tokenizers, safetensors), so its thread is joined at
+    exit (`threads`), and a command that never recalls (`memoryd stale`) should not wait for it.
+    """
 
     def __init__(self, factory: Callable[[], TermEmbedder], name: str, floor: float, ceil: float) -> None:
         self.name = name
         self.cosine_floor = floor
         self.cosine_ceil = ceil
+        self._factory = factory
         self._inner: TermEmbedder | None = None
         self._error: BaseException | None = None
         self._ready = threading.Event()
+        self._lock = threading.Lock()
+        self._started = False
         self.load_seconds: float | None = None
 
-        def load() -> None:
-            start = time.perf_counter()
-            try:
-                self._inner = factory()
-            except BaseException as exc:  # surfaced to every caller, never swallowed
-                self._error = exc
-            finally:
-                self.load_seconds = time.perf_counter() - start
-                self._ready.set()
+    def _load(self) -> None:
+        start = time.perf_counter()
+        try:
+            self._inner = self._factory()
+        except BaseException as exc:  # surfaced to every caller, never swallowed
+            self._error = exc
+        finally:
+            self.load_seconds = time.perf_counter() - start
+            self._ready.set()
 
-        threading.Thread(target=load, name="memoryd-term-embedder", daemon=True).start()
+    def _claim(self) -> bool:
+        with self._lock:
+            first, self._started = not self._started, True
+        return first
+
+    def start(self) -> None:
+        """Begin loading on a background thread (joined at exit: it runs Rust code); no-op once begun."""
+        if self._claim():
+            threads.start(self._load, "memoryd-term-embedder")
 
     def _get(self) -> TermEmbedder:
+        if self._claim():
+            self._load()
         self._ready.wait()
         if self._inner is None:
             raise RuntimeError(f"term embedding model failed to load: {self._error!r}")
@@ -291,6 +310,8 @@ class BackgroundEmbedder:
         self._inner: Embedder | None = None
         self._error: BaseException | None = None
         self.load_seconds: float | None = None
+        # Not joined at exit (threads.py): USE is numpy and E5 is C, neither catches a forced unwind, so
+        # a short command need not wait for a model it never used.
         self._thread = threading.Thread(target=self._load, name="memoryd-embedder", daemon=True)
         self._thread.start()
 

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..extras import hint, installed
+from . import threads
 
 __all__ = ["ANN_MIN", "EXACT_MAX", "VectorIndex"]
 
@@ -78,6 +79,7 @@ class VectorIndex:
         self._seen = 0  # highest vec_seq applied to the matrix
         self._saved_mark = -1  # the mark of the graph on disk
         self._building: threading.Thread | None = None
+        self._stop_build = threading.Event()
         self._journal: list[tuple[int, np.ndarray | None]] | None = None  # changes made during a build
 
     def __len__(self) -> int:
@@ -221,8 +223,8 @@ class VectorIndex:
 
     def _start_build(self) -> None:
         self._journal = []
-        self._building = threading.Thread(target=self._build, name="memoryd-ann-build", daemon=True)
-        self._building.start()
+        self._stop_build = threading.Event()  # set at exit: usearch's C++ must not be running then (threads.py)
+        self._building = threads.start(self._build, "memoryd-ann-build", stop=self._stop_build)
 
     def _build(self) -> None:
         """Add the live rows in chunks (never a second copy of the whole matrix), then replay
@@ -235,6 +237,10 @@ class VectorIndex:
             ann = Index(ndim=self.dim or 0, **_ANN_PARAMS)
             threads = max(1, (os.cpu_count() or 2) - 1)
             for start in range(0, n, _BUILD_CHUNK):
+                if self._stop_build.is_set():  # the process is exiting; the graph is rebuilt next time
+                    with self._lock:
+                        self._journal, self._building = None, None
+                    return
                 with self._lock:  # the matrix may be regrown by a writer between chunks
                     end = min(start + _BUILD_CHUNK, n)
                     live = start + np.flatnonzero(self._alive[start:end])

@@ -345,6 +345,71 @@ CREATE TABLE shares (
 );
 """
 
+# Keyword statistics per scope (issue 23): a recall's IDF weights and its keyword budget are computed
+# over the scopes that recall reads, so no score moves when another scope (another tenant) is written.
+# `scope_terms`: the atoms of a scope holding a term; `scope_docs`: the indexed atoms of a scope.
+_V8 = """
+CREATE TABLE scope_terms (
+    scope_hash TEXT NOT NULL,
+    term TEXT NOT NULL,
+    df INTEGER NOT NULL,
+    PRIMARY KEY (scope_hash, term)
+);
+CREATE TABLE scope_docs (scope_hash TEXT PRIMARY KEY, docs {bigint} NOT NULL);
+"""
+
+# SQLite: the FTS table holds each atom's terms space-separated (the engine's own terms, not the FTS
+# tokenizer's): split them once here; the writes keep the counts from then on (storage/sqlite.py).
+SQLITE_SCOPE_STATS = """
+INSERT INTO scope_terms (scope_hash, term, df)
+WITH RECURSIVE split (scope_hash, seq, term, rest) AS (
+    SELECT a.scope_hash, a.seq, '', f.terms || ' ' FROM atom_fts f JOIN atoms a ON a.seq = f.rowid
+    UNION ALL
+    SELECT scope_hash, seq, substr(rest, 1, instr(rest, ' ') - 1), substr(rest, instr(rest, ' ') + 1)
+    FROM split WHERE rest <> ''
+)
+SELECT scope_hash, term, count(DISTINCT seq) FROM split WHERE term <> '' GROUP BY scope_hash, term;
+INSERT INTO scope_docs (scope_hash, docs)
+SELECT a.scope_hash, count(*) FROM atom_fts_docsize d JOIN atoms a ON a.seq = d.id GROUP BY a.scope_hash;
+"""
+_V8_SQLITE = SQLITE_SCOPE_STATS
+
+# PostgreSQL: the keyword trigger keeps the per-scope counters (an atom changing scope moves its
+# counts); the global `term_df`/`kw_stats` go.
+POSTGRES_SCOPE_STATS = """
+INSERT INTO scope_terms (scope_hash, term, df)
+SELECT scope_hash, t, count(*) FROM atoms, unnest(tsvector_to_array(kw)) AS t WHERE kw IS NOT NULL
+GROUP BY scope_hash, t;
+INSERT INTO scope_docs (scope_hash, docs) SELECT scope_hash, count(*) FROM atoms WHERE kw IS NOT NULL
+GROUP BY scope_hash;
+"""
+_V8_POSTGRES = POSTGRES_SCOPE_STATS + """
+CREATE OR REPLACE FUNCTION memoryd_kw_stats() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' AND OLD.kw IS NOT NULL THEN
+        UPDATE scope_terms d SET df = d.df - 1 FROM unnest(tsvector_to_array(OLD.kw)) AS t (term)
+            WHERE d.scope_hash = OLD.scope_hash AND d.term = t.term;
+        DELETE FROM scope_terms WHERE scope_hash = OLD.scope_hash AND term = ANY (tsvector_to_array(OLD.kw))
+            AND df <= 0;
+        UPDATE scope_docs SET docs = docs - 1 WHERE scope_hash = OLD.scope_hash;
+    END IF;
+    IF TG_OP <> 'DELETE' AND NEW.kw IS NOT NULL THEN
+        INSERT INTO scope_terms (scope_hash, term, df) SELECT NEW.scope_hash, t, 1
+            FROM unnest(tsvector_to_array(NEW.kw)) AS t
+            ON CONFLICT (scope_hash, term) DO UPDATE SET df = scope_terms.df + 1;
+        INSERT INTO scope_docs (scope_hash, docs) VALUES (NEW.scope_hash, 1)
+            ON CONFLICT (scope_hash) DO UPDATE SET docs = scope_docs.docs + 1;
+    END IF;
+    RETURN NULL;
+END $$;
+DROP TRIGGER atoms_kw_update ON atoms;
+CREATE TRIGGER atoms_kw_update AFTER UPDATE OF kw, scope_hash ON atoms FOR EACH ROW
+    WHEN (OLD.kw IS DISTINCT FROM NEW.kw OR OLD.scope_hash IS DISTINCT FROM NEW.scope_hash)
+    EXECUTE FUNCTION memoryd_kw_stats();
+DROP TABLE term_df;
+DROP TABLE kw_stats;
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "initial schema: atoms, events, payloads, entities, edges, keyword index", _V1, _V1_SQLITE,
               _V1_POSTGRES, private=(("atoms", ("content", "title", "tags", "triggers", "kw", "scope_root")),
@@ -359,4 +424,5 @@ MIGRATIONS: list[Migration] = [
     Migration(5, "console: listing indexes, recall log", _V5, _V5_SQLITE, _V5_POSTGRES),
     Migration(6, "code anchors", _V6, private=(("anchors", ("path", "symbol")),)),
     Migration(7, "team server: tokens, teams, members, shared repositories", _V7),
+    Migration(8, "keyword statistics per scope", _V8, _V8_SQLITE, _V8_POSTGRES, private=(("scope_terms", ("term",)),)),
 ]

@@ -12,7 +12,7 @@ Behaviour matches `SqliteStore`; what differs is how:
   in-process, so every process sees every other's vector changes at once (what `vec_seq` does for
   SQLite).
 - Keywords: the engine's terms verbatim in a GIN-indexed tsvector (`array_to_tsvector`); document
-  frequencies are exact counters in `term_df`, kept by a trigger.
+  frequencies are exact counters per scope in `scope_terms`, kept by a trigger.
 - Migrations (`migrations.py`) run under a transaction-level advisory lock.
 """
 
@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -34,6 +36,7 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout, TooManyRequest
 
 from ..errors import StorageBusy, StorageError
 from .base import TermStats, Tracer, Vector
+from .migrations import POSTGRES_SCOPE_STATS
 from .sql import Dialect, ExcMap, SqlStore, SqlTx, dbapi_map, translate
 
 __all__ = ["PSYCOPG_EXC_MAP", "PostgresStore"]
@@ -41,6 +44,13 @@ __all__ = ["PSYCOPG_EXC_MAP", "PostgresStore"]
 log = logging.getLogger("memoryd")
 # An access time is rewritten only when older than this (see `PostgresStore.touch`).
 TOUCH_GRANULARITY = timedelta(hours=1)
+# Access times and recall logs wait in the process and are written together at most this often (seconds).
+TOUCH_EVERY = 2.0
+# The vector plan: scopes holding at most this many vectors of the query's size are searched exactly
+# (every row of the scope, through the scope index); bigger ones through HNSW with iterative scan.
+EXACT_MAX_ROWS = 2_000
+# How long a scope's size is trusted for choosing the plan (it picks the plan, never the answer).
+SCOPE_SIZE_TTL = 30.0
 
 # pg_advisory_xact_lock key for schema migrations: "memoryd" as a 64-bit integer.
 MIGRATION_LOCK = int.from_bytes(b"memoryd\x00", "big")
@@ -181,10 +191,10 @@ class _PostgresTx(SqlTx[psycopg.Connection[Any]]):
             self.run("UPDATE atoms SET embedding = ? WHERE id = ?", (self._d.vector(vector), atom_id))
 
     def _unindex_sql(self, atom_id: str) -> tuple[str, list[object]]:
-        return ", kw = NULL", []  # the trigger drops its terms from term_df
+        return ", kw = NULL", []  # the trigger drops its terms from scope_terms
 
     def _begin_import(self) -> None:
-        # Per-row trigger upkeep of term_df would pile up row versions of the common terms
+        # Per-row trigger upkeep of scope_terms would pile up row versions of the common terms
         # (quadratic): the terms are counted once at the end instead.
         self.run("ALTER TABLE atoms DISABLE TRIGGER atoms_kw_insert_delete")
 
@@ -193,9 +203,9 @@ class _PostgresTx(SqlTx[psycopg.Connection[Any]]):
                               ("recalls", "id")):
             self.run(f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'),"
                      f" coalesce((SELECT max({column}) FROM {table}), 0) + 1, false)")  # fmt: skip
-        self.run("INSERT INTO term_df (term, df) SELECT t, count(*) FROM atoms, unnest(tsvector_to_array(kw)) AS t"
-                 " GROUP BY t")  # fmt: skip
-        self.run("UPDATE kw_stats SET docs = (SELECT count(*) FROM atoms WHERE kw IS NOT NULL) WHERE id = 1")
+        self.run("DELETE FROM scope_terms")
+        self.run("DELETE FROM scope_docs")
+        self._store._run_script(self._conn, POSTGRES_SCOPE_STATS)
         self.run("ALTER TABLE atoms ENABLE TRIGGER atoms_kw_insert_delete")
         self.run("UPDATE chain_head SET snapshot_version = ? WHERE id = 1", (snapshot_version,))
 
@@ -219,6 +229,11 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                          tracer=tracer)  # fmt: skip
         self.dsn = dsn
         self._iterative_scan = True
+        self._sizes: dict[tuple[str, int], tuple[float, int]] = {}  # (scope, dims) → (when counted, vectors)
+        self._pending_lock = threading.Lock()
+        self._touches: set[str] = set()  # atoms read since the last batch
+        self._recall_log: list[tuple[datetime, str, list[str]]] = []
+        self._flushed_at = time.monotonic()
         kwargs = {"autocommit": True, "connect_timeout": connect_timeout_s, "application_name": "memoryd"}
         try:
             first = psycopg.connect(dsn, **kwargs)  # type: ignore[arg-type]
@@ -304,11 +319,12 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
 
     # -- keyword and vector search -------------------------------------------------------------
 
-    def term_stats(self, terms: Sequence[str]) -> TermStats:
-        unique = list(dict.fromkeys(terms))
-        row = self._one("SELECT (SELECT docs FROM kw_stats WHERE id = 1),"
-                        " (SELECT coalesce(jsonb_object_agg(term, df), '{}') FROM term_df WHERE term = ANY(?::text[]))",
-                        (unique,))  # fmt: skip
+    def term_stats(self, terms: Sequence[str], *, scope_hashes: Sequence[str]) -> TermStats:
+        unique, scopes = list(dict.fromkeys(terms)), list(dict.fromkeys(scope_hashes))
+        row = self._one("SELECT (SELECT coalesce(sum(docs), 0) FROM scope_docs WHERE scope_hash = ANY(?::text[])),"
+                        " (SELECT coalesce(jsonb_object_agg(term, df), '{}') FROM (SELECT term, sum(df) AS df"
+                        " FROM scope_terms WHERE scope_hash = ANY(?::text[]) AND term = ANY(?::text[]) GROUP BY term) s)",
+                        (scopes, scopes, unique))  # fmt: skip
         return int(row[0]), {t: 0 for t in unique} | {k: int(v) for k, v in row[1].items()}
 
     def keyword_candidates(self, terms: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str],
@@ -316,7 +332,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         # Match through the GIN index on the query's most selective terms (all of them on small
         # stores, `selective_terms`); rank by the IDF mass of those terms each atom holds (the
         # engine's own keyword score, before calibration), newest first among equals.
-        lex, _, weight = self._selective(_lexemes(terms), stats) if scope_hashes and statuses else ([], False, {})
+        lex, _, weight = self._selective(_lexemes(terms), stats, scope_hashes) if scope_hashes and statuses else ([], False, {})
         if not lex:
             return []
         score = " + ".join("CASE WHEN a.kw @@ ?::tsquery THEN ?::float8 ELSE 0 END" for _ in lex)
@@ -342,26 +358,48 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
                            limit: int) -> list[str]:  # fmt: skip
         if not entity_ids:
             return []
-        # The newest 4×limit mentions of each entity (ULIDs sort by time), so a common entity
-        # costs the same on a big store as on a small one.
+        # The newest 4×limit mentions of each entity within these scopes (ULIDs sort by time), so a common
+        # entity costs about the same on a big store as on a small one, and mentions elsewhere (another
+        # tenant's) never crowd these scopes' out.
         return [r[0] for r in self._rows(
             "SELECT a.id, count(*) AS n, a.seq FROM unnest(?::text[]) AS q(dst)"
-            " CROSS JOIN LATERAL (SELECT e.src FROM edges e WHERE e.dst = q.dst AND e.kind = 'mentions'"
+            " CROSS JOIN LATERAL (SELECT e.src FROM edges e JOIN atoms b ON b.id = e.src WHERE e.dst = q.dst"
+            " AND e.kind = 'mentions' AND b.scope_hash = ANY(?::text[]) AND b.status = ANY(?::text[])"
             " ORDER BY e.src DESC LIMIT ?) m JOIN atoms a ON a.id = m.src"
-            " WHERE a.scope_hash = ANY(?::text[]) AND a.status = ANY(?::text[])"
             " GROUP BY a.id, a.seq ORDER BY n DESC, a.seq DESC LIMIT ?",
-            (list(entity_ids), limit * 4, list(scope_hashes), list(statuses), limit))]  # fmt: skip
+            (list(entity_ids), list(scope_hashes), list(statuses), limit * 4, limit))]  # fmt: skip
 
     def warm(self) -> None:
         """Nothing to load: pgvector searches inside the database."""
+
+    def _scope_vectors(self, scope_hashes: Sequence[str], n: int) -> int:
+        """Vectors of size `n` in these scopes, counted at most every SCOPE_SIZE_TTL seconds per scope."""
+        now = time.monotonic()
+        stale = [h for h in dict.fromkeys(scope_hashes) if now - self._sizes.get((h, n), (-1e9, 0))[0] > SCOPE_SIZE_TTL]
+        if stale:
+            counted = {r[0]: int(r[1]) for r in self._rows(
+                f"SELECT scope_hash, count(*) FROM atoms WHERE scope_hash = ANY(?::text[]) AND vector_dims(embedding) = {n}"
+                " GROUP BY scope_hash", (stale,))}  # fmt: skip
+            for h in stale:
+                self._sizes[(h, n)] = (now, counted.get(h, 0))
+        return sum(self._sizes[(h, n)][1] for h in dict.fromkeys(scope_hashes))
 
     def vector_candidates(self, query: Vector, *, scope_hashes: Sequence[str], k: int) -> list[tuple[str, float]]:
         q = self.dialect.vector(query)
         if q is None or not scope_hashes or k <= 0:
             return []
-        # Written exactly as the partial HNSW index of this size is defined, so the planner uses it;
-        # vectors of another model's size are not comparable and never match.
         n = int(np.asarray(query).size)
+        if self._scope_vectors(scope_hashes, n) <= EXACT_MAX_ROWS:
+            # A small scope (a person's repository is a few thousand rows): every one of its vectors, read
+            # through the scope index. Exact, and cheaper than a filtered HNSW walk that must skip the other
+            # scopes' rows; the MATERIALIZED CTE keeps the planner off the HNSW index.
+            return [(r[0], _cos(r[1])) for r in self._rows(
+                f"WITH s AS MATERIALIZED (SELECT id, embedding::vector({n}) <=> ?::vector({n}) AS d FROM atoms"
+                f" WHERE scope_hash = ANY(?::text[]) AND vector_dims(embedding) = {n})"
+                " SELECT id, 1 - d FROM s ORDER BY d, id LIMIT ?", (q, list(scope_hashes), k))]  # fmt: skip
+        # A big scope: HNSW, written exactly as the partial index of this size is defined so the planner
+        # uses it, with iterative scan (`_configure`) so the scope filter still yields k rows. Vectors of
+        # another model's size are not comparable and never match.
         return [(r[0], _cos(r[1])) for r in self._rows(
             f"SELECT id, 1 - (embedding::vector({n}) <=> ?::vector({n})) FROM atoms"
             f" WHERE vector_dims(embedding) = {n} AND scope_hash = ANY(?::text[])"
@@ -378,30 +416,45 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
 
     # -- the rest ------------------------------------------------------------------------------
 
-    def touch(self, atom_ids: Sequence[str]) -> None:
-        if not atom_ids:
-            return
+    def touch(self, atom_ids: Sequence[str], *, now: bool = False) -> None:
+        """Access times (and recall logs) wait in the process and are written in one transaction at most
+        every TOUCH_EVERY seconds (and at close): no write on a recall's own path."""
+        with self._pending_lock:
+            self._touches.update(atom_ids)
+            due = (self._touches or self._recall_log) and (now or time.monotonic() - self._flushed_at >= TOUCH_EVERY)
+            if not due:
+                return
+            touches, self._touches = sorted(self._touches), set()
+            recalls, self._recall_log = self._recall_log, []
+            self._flushed_at = time.monotonic()
         # SKIP LOCKED: never wait for (or deadlock with) a writer; access times are a hint. Only times older
         # than TOUCH_GRANULARITY are rewritten: an updated row is a new row version in every index (the
         # decay index holds the time, so no HOT update), HNSW and GIN included, which made access times the
         # database's main cost under many concurrent recalls (bench/team_load.py). Decay counts in days.
-        now = datetime.now(UTC)
+        at = datetime.now(UTC)
         try:
-            with self._reader() as conn:
-                self.run(conn, "UPDATE atoms SET last_accessed_at = ? WHERE id IN"
-                               " (SELECT id FROM atoms WHERE id = ANY(?::text[]) AND (last_accessed_at IS NULL"
-                               " OR last_accessed_at < ?) ORDER BY id FOR UPDATE SKIP LOCKED)",
-                         (now, list(atom_ids), now - TOUCH_GRANULARITY))  # fmt: skip
+            with self._bookkeeping() as conn:
+                if touches:
+                    self.run(conn, "UPDATE atoms SET last_accessed_at = ? WHERE id IN"
+                                   " (SELECT id FROM atoms WHERE id = ANY(?::text[]) AND (last_accessed_at IS NULL"
+                                   " OR last_accessed_at < ?) ORDER BY id FOR UPDATE SKIP LOCKED)",
+                             (at, touches, at - TOUCH_GRANULARITY))  # fmt: skip
+                if recalls:
+                    self.run(conn, "INSERT INTO recalls (at, scope_hash, hits) SELECT * FROM unnest(?::timestamptz[],"
+                                   " ?::text[], ?::jsonb[])",
+                             ([r[0] for r in recalls], [r[1] for r in recalls], [Jsonb(r[2]) for r in recalls]))  # fmt: skip
         except StorageError as exc:
-            log.debug("access times not recorded: %s", exc)
+            log.debug("access times and recalls not recorded: %s", exc)
 
     def log_recall(self, scope_hash: str, hit_ids: Sequence[str]) -> None:
-        try:  # a pooled connection of its own, as `touch`: a hint that never fails a read
-            with self._reader() as conn:
-                self.run(conn, "INSERT INTO recalls (at, scope_hash, hits) VALUES (?, ?, ?)",
-                         (datetime.now(UTC), scope_hash, Jsonb(list(hit_ids))))  # fmt: skip
-        except StorageError as exc:
-            log.debug("recall not recorded: %s", exc)
+        with self._pending_lock:  # written with the access times (`touch`): a hint that never fails a read
+            self._recall_log.append((datetime.now(UTC), scope_hash, list(hit_ids)))
+        self.touch(())
+
+    def recalls(self, *, scope_hashes: Sequence[str], since: datetime, until: datetime | None,
+                limit: int) -> list[dict[str, Any]]:  # fmt: skip
+        self.touch((), now=True)  # this process's queued recalls first
+        return super().recalls(scope_hashes=scope_hashes, since=since, until=until, limit=limit)
 
     def entity_mentions(self, entity_ids: Sequence[str], *, per_entity: int,
                         exclude_scopes: Sequence[str] = ()) -> list[tuple[str, str]]:  # fmt: skip
@@ -418,7 +471,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
 
     def integrity(self) -> str:
         """"ok", or what is inconsistent (the keyword statistics, the chain head row)."""
-        row = self._one("SELECT (SELECT count(*) FROM chain_head), (SELECT docs FROM kw_stats WHERE id = 1),"
+        row = self._one("SELECT (SELECT count(*) FROM chain_head), (SELECT coalesce(sum(docs), 0) FROM scope_docs),"
                         " (SELECT count(*) FROM atoms WHERE kw IS NOT NULL)")  # fmt: skip
         if row[0] != 1:
             return "chain_head must have exactly one row"
@@ -426,7 +479,9 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
             return f"keyword statistics count {row[1]} indexed atoms but {row[2]} are indexed"
         return "ok"
 
-    def snapshot_version(self) -> int:
+    def snapshot_version(self, scope_hashes: Sequence[str] | None = None) -> int:
+        if scope_hashes is not None:
+            return self._scoped_version(scope_hashes)
         return int(self._one("SELECT snapshot_version FROM chain_head WHERE id = 1")[0])
 
     def checkpoint(self) -> None:
@@ -438,9 +493,12 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         """
         try:
             with self._reader() as conn:
-                self.run(conn, "VACUUM atoms, event_payloads, term_df, entities, edges, sessions")
+                self.run(conn, "VACUUM atoms, event_payloads, scope_terms, scope_docs, entities, edges, sessions")
         except StorageError as exc:
             log.warning("VACUUM after scrubbing failed (dead row versions stay until autovacuum): %s", exc)
 
     def close(self) -> None:
-        self._pool.close()
+        try:
+            self.touch((), now=True)  # what waits is written before the pool closes
+        finally:
+            self._pool.close()

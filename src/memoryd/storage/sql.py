@@ -251,18 +251,19 @@ class SqlStore(ABC, Generic[C]):
                 sql, params = f"{sql} AND {cond}", params + more
         return sql, params
 
-    def _selective(self, terms: Sequence[str], stats: TermStats | None) -> tuple[list[str], bool, dict[str, float]]:
+    def _selective(self, terms: Sequence[str], stats: TermStats | None,
+                   scope_hashes: Sequence[str]) -> tuple[list[str], bool, dict[str, float]]:  # fmt: skip
         """The query terms a keyword search matches on (`selective_terms`), whether the budget cut them, and
-        each one's IDF weight; `stats` = `term_stats(terms)` if already read."""
+        each one's IDF weight; `stats` = `term_stats(terms, scope_hashes=scope_hashes)` if already read."""
         unique = list(dict.fromkeys(terms))
         if unique and (stats is None or any(t not in stats[1] for t in unique)):
-            stats = self.term_stats(unique)
+            stats = self.term_stats(unique, scope_hashes=scope_hashes)
         total, df = stats or (0, {})
         present, cut = selective_terms(unique, df)
         return present, cut, {t: idf(total, df[t]) for t in present}
 
     @abstractmethod
-    def term_stats(self, terms: Sequence[str]) -> TermStats: ...
+    def term_stats(self, terms: Sequence[str], *, scope_hashes: Sequence[str]) -> TermStats: ...
 
     def _time(self, value: Any) -> datetime | None:
         return None if value is None else self.dialect.read_time(value)
@@ -445,6 +446,15 @@ class SqlStore(ABC, Generic[C]):
         return self._one("SELECT 1 FROM team_members WHERE team = ? AND tenant_id = ?", (team, tenant_id)) is not None
 
     # -- health and administration -------------------------------------------------------------
+
+    def _scoped_version(self, scope_hashes: Sequence[str]) -> int:
+        """A snapshot version of these scopes alone: the audit events on their memories (append-only, so it
+        only grows while memories stay in them), blind to every write elsewhere."""
+        if not scope_hashes:
+            return 0
+        cond, params = self.dialect.any_of("scope_hash", list(dict.fromkeys(scope_hashes)))
+        return int(self._one(f"SELECT count(*) FROM events WHERE atom_id IN (SELECT id FROM atoms WHERE {cond})",
+                             params)[0])  # fmt: skip
 
     def counts(self, scope_hashes: Sequence[str] | None = None) -> StoreCounts:
         where, params = self._filters(("scope_hash", scope_hashes))
@@ -736,7 +746,7 @@ class SqlTx(ABC, Generic[C]):
     @abstractmethod
     def _end_import(self, snapshot_version: int) -> None: ...
     def _after_insert(self, seq: int, terms: Sequence[str]) -> None: ...  # terms the atom row does not hold
-    def _scope_moved(self) -> dict[str, object]:  # more columns when an atom changes scope
+    def _scope_moved(self, atom_id: str, scope_hash: str) -> dict[str, object]:  # more columns: it changes scope
         return {}
     def _begin_import(self) -> None: ...
 
@@ -768,7 +778,7 @@ class SqlTx(ABC, Generic[C]):
                 values[key] = self._d.json(values[key])  # type: ignore[arg-type]
         values["updated_at"] = self._d.time(fields.get("updated_at") or utc_now())
         if "scope_hash" in fields:
-            values.update(self._scope_moved())
+            values.update(self._scope_moved(atom_id, str(fields["scope_hash"])))
         self.run(f"UPDATE atoms SET {', '.join(f'{k} = ?' for k in values)} WHERE id = ?", (*values.values(), atom_id))
 
     def link(self, src: str, dst: str, kind: str) -> None:

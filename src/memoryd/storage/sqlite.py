@@ -29,6 +29,7 @@ from ..errors import StorageBusy, StorageError
 from ..search.vector import ANN_MIN, VectorIndex
 from ..stamps import iso, parse_iso, utc_now
 from .base import TermStats, Tracer, Vector
+from .migrations import SQLITE_SCOPE_STATS
 from .sql import Dialect, ExcMap, SqlStore, SqlTx, dbapi_map, first_line, translate
 
 __all__ = ["SQLITE_CODE_MAP", "SQLITE_EXC_MAP", "SqliteStore"]
@@ -123,23 +124,59 @@ class _SqliteTx(SqlTx[sqlite3.Connection]):
     def _after_insert(self, seq: int, terms: Sequence[str]) -> None:
         if terms:
             self.run("INSERT INTO atom_fts (rowid, terms) VALUES (?, ?)", (seq, " ".join(terms)))
+            self._count(self.one("SELECT scope_hash FROM atoms WHERE seq = ?", (seq,))[0], terms, +1)
+
+    def _count(self, scope_hash: str, terms: Sequence[str], sign: int) -> None:
+        """Add (+1) or remove (-1) one indexed atom holding `terms` to its scope's keyword statistics."""
+        unique = [(scope_hash, t) for t in dict.fromkeys(terms)]
+        if sign > 0:
+            self._store.run_many(self._conn, "INSERT INTO scope_terms (scope_hash, term, df) VALUES (?, ?, 1)"
+                                 " ON CONFLICT (scope_hash, term) DO UPDATE SET df = df + 1", unique)  # fmt: skip
+            self.run("INSERT INTO scope_docs (scope_hash, docs) VALUES (?, 1)"
+                     " ON CONFLICT (scope_hash) DO UPDATE SET docs = docs + 1", (scope_hash,))  # fmt: skip
+        else:
+            self._store.run_many(self._conn, "UPDATE scope_terms SET df = df - 1 WHERE scope_hash = ? AND term = ?",
+                                 unique)  # fmt: skip
+            self.run("DELETE FROM scope_terms WHERE scope_hash = ? AND df <= 0", (scope_hash,))
+            self.run("UPDATE scope_docs SET docs = docs - 1 WHERE scope_hash = ?", (scope_hash,))
+
+    def _unindex(self, seq: int) -> tuple[str, list[str]] | None:
+        """Drop an atom's keyword row; (its scope, the terms it held) if it had one."""
+        row = self.one("SELECT a.scope_hash, f.terms FROM atom_fts f JOIN atoms a ON a.seq = f.rowid WHERE f.rowid = ?",
+                       (seq,))  # fmt: skip
+        if row is None:
+            return None
+        self.run("DELETE FROM atom_fts WHERE rowid = ?", (seq,))
+        held = str(row[1]).split()
+        self._count(row[0], held, -1)
+        return row[0], held
 
     def replace_terms(self, atom_id: str, terms: Sequence[str], vector: Vector | None) -> None:
         seq = int(self.one("SELECT seq FROM atoms WHERE id = ?", (atom_id,))[0])
-        self.run("DELETE FROM atom_fts WHERE rowid = ?", (seq,))
+        self._unindex(seq)
         self._after_insert(seq, terms)
         if vector is not None:
             self.run("UPDATE atoms SET embedding = ?, vec_seq = ? WHERE id = ?",
                      (self._d.vector(vector), self._next_vec_seq(), atom_id))  # fmt: skip
 
     def _unindex_sql(self, atom_id: str) -> tuple[str, list[object]]:
-        self.run("DELETE FROM atom_fts WHERE rowid = (SELECT seq FROM atoms WHERE id = ?)", (atom_id,))
+        row = self.one("SELECT seq FROM atoms WHERE id = ?", (atom_id,))
+        if row is not None:
+            self._unindex(int(row[0]))
         return ", vec_seq = ?", [self._next_vec_seq()]  # the vector index drops it
 
-    def _scope_moved(self) -> dict[str, object]:
+    def _scope_moved(self, atom_id: str, scope_hash: str) -> dict[str, object]:
+        row = self.one("SELECT seq FROM atoms WHERE id = ?", (atom_id,))
+        held = self._unindex(int(row[0])) if row is not None else None
+        if held is not None:  # its keyword statistics move with it
+            self.run("INSERT INTO atom_fts (rowid, terms) VALUES (?, ?)", (int(row[0]), " ".join(held[1])))
+            self._count(scope_hash, held[1], +1)
         return {"vec_seq": self._next_vec_seq()}  # the vector index keys candidates by scope
 
     def _end_import(self, snapshot_version: int) -> None:
+        self.run("DELETE FROM scope_terms")
+        self.run("DELETE FROM scope_docs")
+        self._store._run_script(self._conn, SQLITE_SCOPE_STATS)
         self.run("UPDATE atoms SET vec_seq = seq WHERE embedding IS NOT NULL")
         self.run("UPDATE meta SET value = ? WHERE key = 'snapshot_version'", (str(snapshot_version),))
 
@@ -231,15 +268,21 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
 
     # -- keyword search ------------------------------------------------------------------------
 
-    def term_stats(self, terms: Sequence[str]) -> TermStats:
-        with self._reading() as conn, self.translating():  # one lookup per term: the vocabulary is never scanned
-            df = {t: sum(r[0] for r in self.run(conn, "SELECT doc FROM atom_fts_vocab WHERE term = ?", (t,)).fetchall())
-                  for t in dict.fromkeys(terms)}  # fmt: skip
-            return int(self.run(conn, SqliteDialect.indexed_sql).fetchall()[0][0]), df
+    def term_stats(self, terms: Sequence[str], *, scope_hashes: Sequence[str]) -> TermStats:
+        unique, scopes = list(dict.fromkeys(terms)), list(dict.fromkeys(scope_hashes))
+        if not scopes:
+            return 0, dict.fromkeys(unique, 0)
+        in_scope, params = self.dialect.any_of("scope_hash", scopes)
+        in_terms, more = self.dialect.any_of("term", unique or [""])
+        with self._reading() as conn, self.translating():  # index lookups only: (scope, term) is the key
+            docs = self.run(conn, f"SELECT coalesce(sum(docs), 0) FROM scope_docs WHERE {in_scope}", params).fetchall()
+            df = dict(self.run(conn, f"SELECT term, sum(df) FROM scope_terms WHERE {in_scope} AND {in_terms}"
+                                     " GROUP BY term", params + more).fetchall())  # fmt: skip
+        return int(docs[0][0]), {t: int(df.get(t, 0)) for t in unique}
 
     def keyword_candidates(self, terms: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str],
                            limit: int, stats: TermStats | None = None) -> list[str]:  # fmt: skip
-        present, cut, weight = self._selective(terms, stats)
+        present, cut, weight = self._selective(terms, stats, scope_hashes)
         if not present:
             return []
         in_scope, p1 = self.dialect.any_of("a.scope_hash", scope_hashes)
@@ -292,15 +335,17 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                            limit: int) -> list[str]:  # fmt: skip
         if not entity_ids:
             return []
-        # The newest mentions of each entity (edges_dst orders by rowid within an entity), so a
-        # common entity costs the same on a big store as on a small one.
-        arm = "SELECT src FROM (SELECT src FROM edges WHERE dst = ? AND kind = 'mentions' ORDER BY rowid DESC LIMIT ?)"
-        in_scope, p1 = self.dialect.any_of("a.scope_hash", scope_hashes)
-        in_status, p2 = self.dialect.any_of("a.status", statuses)
+        # The newest mentions of each entity within these scopes (edges_dst orders by rowid within an
+        # entity), so a common entity costs about the same on a big store as on a small one and mentions
+        # elsewhere (another tenant's) never crowd these scopes' out.
+        in_scope, p1 = self.dialect.any_of("b.scope_hash", scope_hashes)
+        in_status, p2 = self.dialect.any_of("b.status", statuses)
+        arm = ("SELECT src FROM (SELECT e.src FROM edges e JOIN atoms b ON b.id = e.src WHERE e.dst = ?"
+               f" AND e.kind = 'mentions' AND {in_scope} AND {in_status} ORDER BY e.rowid DESC LIMIT ?)")  # fmt: skip
         return [r[0] for r in self._rows(
             f"SELECT a.id, count(*) AS n FROM ({' UNION ALL '.join([arm] * len(entity_ids))}) e JOIN atoms a"
-            f" ON a.id = e.src WHERE {in_scope} AND {in_status} GROUP BY a.id ORDER BY n DESC, a.seq DESC LIMIT ?",
-            (*[x for e in entity_ids for x in (e, limit * 4)], *p1, *p2, limit))]  # fmt: skip
+            " ON a.id = e.src GROUP BY a.id ORDER BY n DESC, a.seq DESC LIMIT ?",
+            (*[x for e in entity_ids for x in (e, *p1, *p2, limit * 4)], limit))]  # fmt: skip
 
     # -- vectors -------------------------------------------------------------------------------
 
@@ -421,7 +466,9 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
     def integrity(self) -> str:
         return str(self._one("PRAGMA quick_check")[0])
 
-    def snapshot_version(self) -> int:
+    def snapshot_version(self, scope_hashes: Sequence[str] | None = None) -> int:
+        if scope_hashes is not None:
+            return self._scoped_version(scope_hashes)
         return int(self._one("SELECT value FROM meta WHERE key = 'snapshot_version'")[0])
 
     def checkpoint(self) -> None:

@@ -23,21 +23,35 @@ from starlette.staticfiles import StaticFiles
 from ..engine import visible_content
 from ..errors import InvalidInput, MemorydError
 from ..models import ATOM_TYPES, CORRECT_ACTIONS, GOVERN_ACTIONS, CorrectResult, GovernResult
-from .security import CSRF_FIELD
+from .security import CSRF_FIELD, bidi_visible
 
 if TYPE_CHECKING:
     from ..engine import Engine
 
-__all__ = ["ACTOR", "STATUS_OF", "build_app"]
+__all__ = ["ACTOR", "build_app"]
 
 log = logging.getLogger("memoryd")
 T = TypeVar("T")
 HERE = Path(__file__).parent
 ACTOR = "console"  # who the audit chain names for every change made here
-STATUS_OF = {
-    "invalid_input": 400, "not_found": 404, "conflict": 409, "authorization_required": 403,
-    "storage_busy": 503, "storage_error": 503, "integrity_error": 500, "internal": 500,
-}  # fmt: skip
+GRAPH_ENTITIES, GRAPH_PER_ENTITY = 20, 3  # the entity graph's size: labels stay readable
+# The correction and governance actions in plain words (the value sent is the action's name); none preselected.
+CORRECT_LABELS = [
+    ("negate", "It is wrong: mark it false (negate)"),
+    ("replace", "The text is out of date: replace it (new text below)"),
+    ("confirm_actual", "It is right: confirm it as a fact (confirm_actual)"),
+    ("confirm_necessary", "It is a rule that must always hold (confirm_necessary)"),
+    ("demote", "It is only a possibility: lower its certainty (demote)"),
+]
+GOVERN_LABELS = [
+    ("quarantine", "Hide it from agents while someone checks it (quarantine; restore undoes it)"),
+    ("restore", "Bring a quarantined memory back (restore)"),
+    ("seal", "Keep it but never show it to agents again (seal)"),
+    ("derive_lesson", "Keep a lesson learned from it (lesson text below)"),
+]
+if {v for v, _ in CORRECT_LABELS} != set(CORRECT_ACTIONS) or {v for v, _ in GOVERN_LABELS} != {
+        *GOVERN_ACTIONS, "restore"} - {"tombstone"}:  # fmt: skip
+    raise RuntimeError("every correction and governance action needs its plain-words label")
 SECTION = {"memory": "memories", "session": "sessions", "entity": "entities", "chain": "health", "doctor": "health"}
 NAV = [("memories", "Memories"), ("review", "Review"), ("sessions", "Sessions"), ("entities", "Entities"),
        ("health", "Health")]  # fmt: skip
@@ -46,7 +60,7 @@ NAV = [("memories", "Memories"), ("review", "Review"), ("sessions", "Sessions"),
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True, undefined=jinja2.ChainableUndefined,
-        trim_blocks=True, lstrip_blocks=True,
+        trim_blocks=True, lstrip_blocks=True, finalize=bidi_visible,  # bidi controls shown, not obeyed
     )  # fmt: skip
     env.filters["dt"] = lambda v: v.strftime("%Y-%m-%d %H:%M") if isinstance(v, datetime) else (v or "")
     env.filters["visible"] = visible_content
@@ -124,7 +138,7 @@ def build_app(engine: Engine | Callable[[], Engine]) -> Starlette:
         atom_id = request.path_params["atom_id"]
         detail = await call(lambda e: e.memory_detail(atom_id))
         return render(request, "memory.html", status, d=detail, a=detail.atom, error=error, form=form or {},
-                      correct_actions=CORRECT_ACTIONS, govern_actions=[*GOVERN_ACTIONS, "restore"])  # fmt: skip
+                      correct_labels=CORRECT_LABELS, govern_labels=GOVERN_LABELS)  # fmt: skip
 
     async def memory_action(request: Request) -> Response:
         atom_id = request.path_params["atom_id"]
@@ -144,11 +158,19 @@ def build_app(engine: Engine | Callable[[], Engine]) -> Starlette:
             action = form.get("action", "")
             r: CorrectResult | GovernResult
             if kind == "correct":
+                if not action:
+                    raise InvalidInput("choose what is wrong with this memory (nothing is preselected)")
                 r = await call(lambda e: e.correct(atom_id, action, reason, _text(form.get("new_content")) or None,
                                                    actor=ACTOR))  # fmt: skip
+                new_id = getattr(r, "new_atom_id", None)
+                if action == "replace" and r.effect == "applied" and new_id:
+                    # the replaced text gets its own title and tags (the form's, or a title from the new text)
+                    await call(lambda e: _retitle(e, new_id, form, reason))
             elif kind == "govern" and action == "restore":
                 r = await call(lambda e: e.restore(atom_id, reason, actor=ACTOR))
             elif kind == "govern":
+                if not action:
+                    raise InvalidInput("choose an action (nothing is preselected)")
                 if action == "tombstone" and form.get("confirm") != "yes":
                     raise InvalidInput("tombstoning destroys the content: tick the box to confirm")
                 r = await call(lambda e: e.govern(atom_id, action, reason, _text(form.get("lesson_content")) or None,
@@ -209,7 +231,8 @@ def build_app(engine: Engine | Callable[[], Engine]) -> Starlette:
         return render(request, "entities.html", top=top, memories=len(graph.nodes) - len(top))
 
     async def entity_graph(request: Request) -> Response:
-        graph = await call(lambda e: e.entity_graph())
+        # readable at a glance (issue 25): at most 20 entities and 3 memories each (80 nodes, not 175)
+        graph = await call(lambda e: e.entity_graph(entities=GRAPH_ENTITIES, per_entity=GRAPH_PER_ENTITY))
         return JSONResponse(graph.model_dump())
 
     async def entity(request: Request) -> Response:
@@ -249,7 +272,7 @@ def build_app(engine: Engine | Callable[[], Engine]) -> Starlette:
 
     async def on_error(request: Request, exc: Exception) -> Response:
         if isinstance(exc, MemorydError):
-            status, code, message = STATUS_OF.get(exc.code, 500), exc.code, exc.message
+            status, code, message = exc.status, exc.code, exc.message
         elif isinstance(exc, HTTPException):
             status, code, message = exc.status_code, "http", exc.detail or "not found"
         else:
@@ -294,6 +317,15 @@ def _count_cap() -> int:
 
     return COUNT_CAP
 
+
+
+def _retitle(e: Any, atom_id: str, form: dict[str, str], reason: str) -> None:
+    """After a replace from the console: the new memory's title and tags follow its new text (issue 25)."""
+    atom = e.get(atom_id)
+    title = (form.get("new_title") or "").strip() or " ".join(atom.content.split())[:80].rstrip()
+    tags = _list(form.get("new_tags")) if "new_tags" in form else list(atom.tags)
+    if title != (atom.title or "") or list(tags or []) != list(atom.tags):
+        e.update(atom_id, title=title, tags=tags, actor=ACTOR, reason=f"title and tags for the replaced text: {reason}")
 
 def _opt(value: str | None) -> str | None:
     value = (value or "").strip()

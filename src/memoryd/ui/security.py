@@ -43,8 +43,8 @@ from ..http_security import (
 )  # fmt: skip
 
 __all__ = [
-    "CSP", "CSRF_FIELD", "CSRF_HEADER", "MIN_TOKEN_CHARS", "ConsoleGuard", "TokenError", "allowed_hosts",
-    "derive", "resolve_token",
+    "BIDI_CONTROLS", "CSP", "CSRF_FIELD", "CSRF_HEADER", "MIN_TOKEN_CHARS", "ConsoleGuard", "TokenError",
+    "allowed_hosts", "bidi_visible", "derive", "resolve_token", "same_site_path",
 ]  # fmt: skip
 
 CSRF_FIELD = "_csrf"
@@ -65,6 +65,31 @@ SECURITY_HEADERS = [
     (b"cross-origin-resource-policy", b"same-origin"),
     (b"cache-control", b"no-store"),
 ]
+
+
+def same_site_path(path: str) -> str:
+    """A redirect target that stays on this server: `//evil.example/` (or `/\\evil.example`) would be read by
+    the browser as another host, so leading slashes and backslashes collapse into one slash."""
+    return "/" + path.lstrip("/\\")
+
+
+# Characters that reorder what follows them (bidi embeddings, overrides, isolates, marks): stored text
+# with them displays as other text (`invoice_\u202efdp.exe` shows as `invoice_exe.pdf`). The console
+# shows each as a visible `[U+202E]` instead (stored bytes stay; an edit saved from the console keeps
+# the visible form, which is the point).
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_BIDI_VISIBLE = {ord(c): f"[U+{ord(c):04X}]" for c in BIDI_CONTROLS}
+
+
+def bidi_visible(value: object) -> object:
+    """Jinja's `finalize` for the console: every rendered string with its bidi controls made visible."""
+    from markupsafe import Markup
+
+    if isinstance(value, Markup):  # already-escaped HTML: the markers hold no HTML-special characters
+        return Markup(str(value).translate(_BIDI_VISIBLE))
+    if isinstance(value, str):
+        return value.translate(_BIDI_VISIBLE)
+    return value
 
 
 def resolve_token(host: str, env_token: str | None) -> str:
@@ -148,7 +173,7 @@ class ConsoleGuard:
                 return _refuse(401, "the token in the address is wrong; open the address memoryd ui printed")
             rest = urlencode([(k, v) for k, v in parse_qsl(scope["query_string"].decode("latin-1"),
                                                            keep_blank_values=True) if k != "token"])  # fmt: skip
-            target = scope["path"] or "/"  # the full path (Starlette keeps root_path inside path)
+            target = same_site_path(scope["path"])  # the full path (Starlette keeps root_path inside path)
             redirect = RedirectResponse(target + (f"?{rest}" if rest else ""), status_code=303)
             redirect.set_cookie(self.cookie_name, self.cookie_value, httponly=True, samesite="strict",
                                 path=scope.get("root_path") or "/")  # fmt: skip

@@ -97,7 +97,7 @@ _ASSIGN_KEYWORDS = ("pass", "pwd", "secret", "token", "key", "auth", "credential
 # Values are capped so that rescanning from a rejected value stays linear on hostile input.
 _ASSIGN = re.compile(
     r"(?<![\w.-])(?P<key>-{0,2}(?=[\w.-]*?(?i:pass|pwd|secret|token|key|auth|credential))[A-Za-z_][\w.-]*)"
-    r"[\"'\]]*(?P<sep>[ \t]*(?::=|=>|=|:)[ \t]*|[ \t]+)"
+    r"[\"'\]]*(?P<sep>[ \t]*(?::=|=>|=|:)[ \t]*|[ \t]+|[ \t]*,[ \t]*(?=[\"']))"
     r"(?P<val>\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'|`[^`\n]{0,512}`|(?:(?![\"'`;])(?!,(?:\s|$))[!-~]){1,512})"
 )
 _ALNUM = re.compile(r"[A-Za-z0-9]")
@@ -113,6 +113,10 @@ _NOT_SECRET_SUFFIX = {
     "provider", "mode", "method", "manager", "cmd", "command", "helper", "hash", "hashed", "hashers",
     "strength", "required", "enabled", "size", "limit", "budget", "usage", "kind", "source", "ref", "arn",
     "version", "stdin", "validators", "scheme",
+    # a thing named after the secret it handles (`auth-gateway`, `secret-rotator`, `TOKEN_REFRESH_INTERVAL`)
+    "gateway", "service", "svc", "proxy", "server", "rotator", "worker", "job", "handler", "middleware", "module",
+    "plugin", "controller", "validator", "generator", "parser", "cache", "pool", "factory", "backend", "frontend",
+    "router", "test", "tests", "spec", "flow", "check", "refresh", "interval", "leeway", "lifetime", "bucket",
 }
 _STOPWORDS = {
     "none", "null", "nil", "true", "false", "yes", "required", "optional", "string", "bytes", "integer",
@@ -125,12 +129,73 @@ _STOPWORDS = {
 }
 _REFERENCE = re.compile(
     r"[A-Za-z_][\w.]*[(\[]"  # call or subscript: getpass(), os.environ[...]
-    r"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$"  # dotted name: settings.SECRET_KEY
+    r"|(?:[A-Za-z_][a-z]*(?:_[A-Za-z]+)*|[A-Z][A-Z0-9_]*)(?:\.(?:[A-Za-z_][a-z]*(?:_[A-Za-z]+)*|[A-Z][A-Z0-9_]*))+$"
+    # dotted name: settings.SECRET_KEY, os.environ.get (each part a word, so `acme.pat.v1.Xk9mQ…` is no name)
     r"|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$"  # env-var name: DB_PASSWORD
     r"|(?:[~.]{0,2}/(?=[\w.-]*[/.])|[~.]{1,2}/|[A-Za-z]:\\)"  # file path (a bare /x1Y… is base64, not a path)
-    r"|.*\.(?:pem|key|crt|json|ya?ml|txt|env|toml|ini|cfg|conf|py|js|ts)$"
+    r"|.*\.(?:pem|key|pub|crt|json|ya?ml|txt|env|toml|ini|cfg|conf|py|js|ts)$"
     r"|(?i:x{3,}|\*+|\.+)$"  # masked
 )
+
+
+# Key containers, by their markers: PEM and RFC 4716 (ssh.com) armour whose BEGIN line names a private or
+# secret key (any algorithm: RSA, EC, OPENSSH, ENCRYPTED, PGP … BLOCK, SSH2 ENCRYPTED), to its END line (or,
+# cut off, its last base64 or header line); the whole block is the secret.
+_ARMOUR = (
+    r"-{4,5} ?BEGIN ((?:[A-Z0-9]+ )*?(?:PRIVATE|SECRET) KEY(?: BLOCK)?) ?-{4,5}"
+    r"(?:.*?-{4,5} ?END \1 ?-{4,5}|(?:[ \t]*(?:\n[ \t]*)?(?:[\w-]+: [^\n]*|[A-Za-z0-9+/=]{16,}))*)"
+)
+_STRUCTURE = [  # (kind, keywords (lower-case, any), pattern); group v (else the whole match) is the secret
+    # a PuTTY key file (.ppk, any version): header to MAC
+    ("private_key", ("putty-user-key-file",),
+     re.compile(r"PuTTY-User-Key-File-\d+:.*?Private-Lines: *\d+(?:\s*[A-Za-z0-9+/=]{8,})*(?:\s*Private-MAC: *[0-9a-fA-F]+)?",
+                re.S)),
+    # PKCS#12 / PKCS#8 DER in base64 (MII…) named as a key store or private key (a certificate alone is public)
+    ("private_key", (".p12", ".pfx", "pkcs", "keystore", ".jks", "private key", "privatekey"),
+     re.compile(r"(?i:\.p12|\.pfx|pkcs ?#? ?(?:12|8)|keystore|\.jks|private ?key)[^\n]{0,60}?(?P<v>MII[A-Za-z0-9+/]{40,}={0,2})")),
+    # a JSON Web Key's private members (RSA d p q dp dq qi, EC/OKP d, symmetric k)
+    ("private_key", ('"kty"',), re.compile(r'"(?:d|p|q|dp|dq|qi|k)"\s*:\s*"(?P<v>[A-Za-z0-9_-]{16,})"')),
+]
+# An Authorization header under any scheme (Splunk, SSWS, GenieKey, Api-Key, AWS4-HMAC-SHA256 …): the
+# credentials after the scheme, with a parameter list (`Credential=…, Signature=…`) when there is one.
+_PARAM = r"[\w-]{1,40}=(?:\\?\"[^\"\\\n]*\\?\"|[^\s\"'`,\\]+)"  # name=value or name="value" (maybe \-escaped)
+_AUTH_HEADER = re.compile(
+    r"(?i:\b(?:proxy-)?authori[sz]ation)[\"']?[ \t]*[:=,][ \t]*[\"']?(?P<scheme>[A-Za-z][\w.-]{1,40})[ \t]+"
+    rf"(?P<v>(?:{_PARAM}|[^\s\"'`<>$,\\]{{6,}})(?:[ \t]*,[ \t]*{_PARAM})*)"
+)
+# An AWS secret access key without the word "secret": 40 base64 characters beside an access key id or "aws".
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])")
+_AWS_KEY_ID = re.compile(r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}")
+
+
+def _generated(value: str, *, mixed_case: bool = False) -> bool:
+    """A credential-shaped value: not a name, host or placeholder; a digit (or 20+ characters); high entropy."""
+    core = value.strip("=.-_,;")
+    if len(core) < 8 or _REFERENCE.match(core) or core.lower() in _STOPWORDS or _not_a_value(core):
+        return False
+    if mixed_case and not (re.search(r"[a-z]", core) and re.search(r"[A-Z]", core) and re.search(r"\d", core)):
+        return False
+    return (bool(re.search(r"\d", core)) or len(core) >= 20) and _entropy(core) >= 3.0
+
+
+def _structural(text: str, low: str) -> list[tuple[int, int, str]]:
+    """Secrets found by structure, whoever issued them: key containers, Authorization headers, AWS pairs."""
+    found: list[tuple[int, int, str]] = []
+    for kind, keywords, pattern in _STRUCTURE:
+        if any(k in low for k in keywords):
+            for m in pattern.finditer(text):
+                found.append((*m.span("v" if "v" in pattern.groupindex else 0), kind))
+    if "authori" in low:
+        for m in _AUTH_HEADER.finditer(text):
+            start, end = _clean(text, *m.span("v"))
+            # the credential, or a parameter list holding one (`token=…`, `Signature=…`)
+            if any(_generated(part) for part in re.split(r"[\s,;=\"\\]+", text[start:end])):
+                found.append((start, end, "authorization_header"))
+    if "aws" in low or _AWS_KEY_ID.search(text):
+        for m in _AWS_SECRET.finditer(text):
+            if _generated(m["v"], mixed_case=True) and _entropy(m["v"]) >= 4.0:
+                found.append((*m.span("v"), "aws_secret_key"))
+    return found
 
 
 Rule = tuple[str, re.Pattern[str], "int | str", "tuple[str, ...] | None"]
@@ -148,9 +213,7 @@ def _rules() -> list[Rule]:
     import importlib
 
     rules: list[Rule] = [
-        ("private_key", re.compile(
-            r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----"
-            r"(?:.*?-----END \1-----|(?:\s*[A-Za-z0-9+/=]{16,})*)", re.S), 0, ("-----begin",)),
+        ("private_key", re.compile(_ARMOUR, re.S), 0, ("begin",)),
     ]
     rules += [(kind, re.compile(p), 0, kw) for kind, kw, p in PREFIX_RULES]
     rules += [(kind, re.compile(p), 0, kw) for kind, kw, p in _OWN_TOKENS]
@@ -171,10 +234,10 @@ _AFTER_NOUN = "(?:" + "|".join(f"(?<=(?i:{n}))" if n.isascii() else f"(?<={n})" 
 # itself a `name=value`); a bare space separates only right after a secret noun ("auth token 5f9d…")
 _VALUE = r"(?![\w.-]+[=:][^=\s])[A-Za-z0-9+/=_.~!@#$%^&*\-]{8,300}"
 _CONTEXT_TAIL = re.compile(
-    r"(?P<mid>[\w.\- \t]{0,32}?)[\"'\]]*"
-    r"(?P<sep>[ \t]*(?::=|=>|->|[=:：]|\b(?:is|was|are|set to)\b|是|为|為|设为|設為|改为|改為|改成)[ \t]*[\"'`“‘]?"
-    rf"|{_AFTER_NOUN}[ \t]+)"
-    rf"(?P<v>{_VALUE})"
+    r"(?P<mid>[\w.\- \t]{0,32}?(?:\([\w.\- \t]{1,24}\))?)[\"'\]]*"
+    r"(?P<sep>[ \t]*(?::=|=>|->|[=:：]|\b(?:(?:is|was|are)[ \t]+set[ \t]+to|set to|is|was|are)\b|是|为|為|设为|設為|改为|改為|改成)[ \t]*[\"'`“‘]?"
+    rf"|{_AFTER_NOUN}[ \t]+(?=\S{{8}}))"
+    rf"(?P<v>{_VALUE.replace('{8,300}', '{3,300}')})"  # a short first value may be a user name: "admin / Xk9…"
 )
 # more values of the same clause: "creds: AC… / 5f9d…", "key 1a2b…, secret 3c4d…"
 _MORE = re.compile(rf"[ \t]*(?:/|,|;|\band\b|和|与|與|、)[ \t]*[\"'`]?(?P<v>{_VALUE})")
@@ -186,6 +249,46 @@ _NOT_SECRET_WORDS = re.compile(
 )
 
 
+_IDENT_PIECE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_CONSONANTS = re.compile(r"[bcdfghjklmnpqrstvwxz]{6,}")
+_HOST = re.compile(r"(?:[a-z0-9-]+\.)+[a-z]{2,12}")
+_NESTED_ASSIGNMENT = re.compile(r"[A-Za-z_][\w.-]*=[^=]")  # `upstream_timeout_ms=15000`: a name, not a value
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _identifier(value: str) -> bool:
+    """Code or prose words joined into a name (`test_retry_backoff`, `BertTokenizerFast2`, `vocab_v3.txt`).
+
+    Split at `_ - . / :` and at case and digit changes, a name is made of word-like pieces; a
+    generated value falls apart into one-letter pieces, long digit runs or unpronounceable runs.
+    """
+    if not re.fullmatch(r"[A-Za-z_][\w.\-/:]*", value):
+        return False
+    pieces = _IDENT_PIECE.findall(value)
+    words = [p for p in pieces if not p.isdigit()]
+    if not words or any(p.isdigit() and len(p) > 4 for p in pieces):
+        return False
+    # one-letter or vowel-less two-letter pieces, and digit groups between them, mark generated text
+    weak = sum(len(p) == 1 or (len(p) == 2 and not re.search(r"[aeiouyAEIOUY]", p)) for p in words)
+    if weak > max(1, len(words) // 2) or len(pieces) - len(words) > 2:
+        return False
+    if len(value) >= 12 and sum(map(len, words)) / len(words) < 2.75:  # names are words, not letter pairs
+        return False
+    for w in words:
+        low = w.lower()
+        if len(low) > 15 or (len(low) > 3 and not w.isupper() and not re.search(r"[aeiouy]", low)):
+            return False
+        if _CONSONANTS.search(low):
+            return False
+    return True
+
+
+def _not_a_value(value: str) -> bool:
+    """Structure that names or points at something instead of holding a secret."""
+    return bool(_identifier(value) or _HOST.fullmatch(value) or _NESTED_ASSIGNMENT.match(value)
+                or _DATE.match(value))  # fmt: skip
+
+
 def _entropy(value: str) -> float:
     n = len(value)
     return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
@@ -194,7 +297,7 @@ def _entropy(value: str) -> float:
 def _random_looking(value: str) -> bool:
     """A value that looks generated: long enough, mixed classes, high entropy (hex counts if long)."""
     core = value.strip("=.-_")
-    if len(core) < 12 or _REFERENCE.match(core) or core.lower() in _STOPWORDS:
+    if len(core) < 12 or _REFERENCE.match(core) or core.lower() in _STOPWORDS or _not_a_value(core):
         return False
     if re.fullmatch(r"[0-9a-fA-F]{32,}", core):
         return True
@@ -211,12 +314,27 @@ _CONTEXT_WORDS = tuple(sorted({w.lower() for w in (*SECRET_WORDS, *PROVIDERS)}))
 def _context_key(words: frozenset[str]) -> re.Pattern[str]:
     """The key regex for the context words that occur in a text (a small alternation is fast)."""
     alternation = "|".join(sorted((re.escape(w) for w in words), key=len, reverse=True))
-    return re.compile(f"(?i)(?<![a-z])(?:{alternation})")
+    return re.compile(f"(?i)(?<![a-z])(?:{alternation})(?:e?s)?(?![a-z])")
+
+
+# "key" alone names too many things (primary, cache, sort, public keys): it counts only after one of these
+_SECRET_KEY_QUALIFIERS = _KEY_QUALIFIERS | {"deploy", "signing", "webhook", "ssh", "gpg", "pgp", "hmac", "jwt",
+                                            "session", "admin", "root", "shared", "encryption", "decryption"}
+
+
+def _weak_key(text: str, key: re.Match[str]) -> bool:
+    """Whether a bare "key" context word lacks a credential qualifier just before it ("deploy key")."""
+    if key.group().lower().rstrip("s") != "key":
+        return False
+    before = re.findall(r"[A-Za-z]+", text[max(0, key.start() - 24) : key.start()])
+    return not before or before[-1].lower() not in _SECRET_KEY_QUALIFIERS
 
 
 def _contextual(text: str, present: frozenset[str]) -> list[tuple[int, int, str]]:
     found = []
     for key in _context_key(present).finditer(text):
+        if _weak_key(text, key):
+            continue
         m = _CONTEXT_TAIL.match(text, key.end())
         if m is None:
             continue
@@ -250,7 +368,9 @@ def _plausible(value: str, strong: bool) -> bool:
     if not re.search(r"[A-Za-z0-9]", value) or _REFERENCE.match(value):
         return False
     if strong:  # passwords may be short dictionary words: "hunter2", "letmein"
-        return True
+        return not _NESTED_ASSIGNMENT.match(value)
+    if _not_a_value(value):
+        return False
     return len(value) >= 16 or (len(value) >= 8 and bool(re.search(r"[\d\W_]", value)))
 
 
@@ -265,7 +385,7 @@ def _secret_key(key: str) -> str | None:
             ("secret", "token", "apikey", "accesskey", "secretkey", "privatekey")
         ):
             hit, kind = i, "secret_assignment"
-        elif part == "key" and i and parts[i - 1] in _KEY_QUALIFIERS:
+        elif part == "key" and i and parts[i - 1] in _SECRET_KEY_QUALIFIERS:
             hit, kind = i, "secret_assignment"
     if hit < 0 or any(p in _NOT_SECRET_SUFFIX for p in parts[hit + 1 :]):
         return None
@@ -297,8 +417,11 @@ def _assignments(text: str) -> list[tuple[int, int, str]]:
         value = text[start:end]
         kind = _secret_key(key)
         bare_sep = not sep.strip()
+        # `set("widget_token", "…")`: a comma separates only a quoted key from a generated quoted value
+        comma = sep.strip() == "," and (not m.start() or text[m.start() - 1] not in "\"'" or not _generated(value))
         ok = (
             kind is not None
+            and not comma
             # a space alone separates only CLI flags (--password x) and SQL (PASSWORD 'x')
             and (not bare_sep or key.startswith("--") or (quoted and kind == "password"))
             # only a quoted password may hold spaces (a passphrase); `code spans` are commands
@@ -374,6 +497,7 @@ def _spans(text: str) -> list[tuple[int, int, int, str]]:
             spans.append((start, end, prio, kind))
     if -1 in hits:
         spans += [(s, e, len(rules), kind) for s, e, kind in _assignments(text)]
+    spans += [(s, e, len(rules), kind) for s, e, kind in _structural(text, low)]
     words = frozenset(_CONTEXT_WORDS[-2 - i] for i in hits if i <= -2)
     if words:
         spans += [(s, e, len(rules) + 1, kind) for s, e, kind in _contextual(text, words)]

@@ -146,4 +146,6 @@ SECRET_WORDS = (
     "private key", "client secret", "auth", "credential", "signing key", "master key", "license key",
     "密码", "密碼", "口令", "密钥", "密鑰", "秘钥", "秘鑰", "令牌", "凭证", "憑證", "凭据", "憑據", "私钥", "私鑰", "授权码",
     "授權碼", "访问密钥", "訪問密鑰", "验证码", "token值",
+    # weaker words: a value after them is a secret only when it looks generated (`redact._contextual`)
+    "passcode", "creds", "key",
 )

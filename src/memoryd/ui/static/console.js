@@ -34,12 +34,13 @@
           elements: elements,
           layout: { name: "cose", animate: false, randomize: false, nodeRepulsion: 9000, idealEdgeLength: 70 },
           style: [
-            { selector: "node", style: { "label": "data(label)", "font-size": 9, "color": "#1d2430",
+            { selector: "node", style: { "label": "data(label)", "font-size": 12, "min-zoomed-font-size": 9, "color": "#1d2430",
               "text-wrap": "ellipsis", "text-max-width": 140, "text-valign": "bottom", "text-margin-y": 3 } },
             { selector: 'node[kind = "entity"]', style: { "background-color": "#2f5bd3", "shape": "round-rectangle",
               "width": "mapData(weight, 1, 50, 18, 44)", "height": "mapData(weight, 1, 50, 18, 44)",
-              "font-size": 11, "font-weight": 600 } },
-            { selector: 'node[kind = "memory"]', style: { "background-color": "#9aa6bd", "width": 10, "height": 10 } },
+              "font-size": 14, "font-weight": 600 } },
+            { selector: 'node[kind = "memory"]', style: { "background-color": "#9aa6bd", "width": 10, "height": 10,
+              "font-size": 11, "text-max-width": 120 } },
             { selector: "edge", style: { "width": 1, "line-color": "#c3cad6", "curve-style": "haystack" } }
           ]
         });

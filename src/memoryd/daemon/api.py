@@ -1,0 +1,114 @@
+"""The local API's endpoints (docs/LOCAL_API.md): each takes the request's engine view and its JSON body.
+
+Every input is checked by the engine as for any other surface (limits, types); what is checked here is
+the body's shape, with `invalid_input` and the field named.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidInput
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+__all__ = ["ENDPOINTS"]
+
+
+def _str(body: dict[str, Any], key: str, *, required: bool = False) -> str | None:
+    value = body.get(key)
+    if value is None:
+        if required:
+            raise InvalidInput(f"{key} is required")
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{key} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _strs(body: dict[str, Any], key: str) -> list[str] | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidInput(f"{key} must be a list of strings")
+    return value
+
+
+def _known(body: dict[str, Any], keys: set[str]) -> None:
+    unknown = sorted(set(body) - keys)
+    if unknown:
+        raise InvalidInput(f"unknown fields {unknown}; expected {sorted(keys)}")
+
+
+def _item(atom: Any, score: float | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": atom.id, "type": atom.type, "title": atom.title, "content": atom.content,
+                           "tags": list(atom.tags), "scope": atom.scope.name,
+                           "created_at": atom.created_at.isoformat()}  # fmt: skip
+    if score is not None:
+        out["score"] = round(float(score), 6)
+    return out
+
+
+def recall(engine: Engine, body: dict[str, Any]) -> dict[str, Any]:
+    _known(body, {"query", "limit", "types"})
+    query = _str(body, "query", required=True)
+    limit = body.get("limit", 5)
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise InvalidInput(f"limit must be an integer between 1 and 100, got {limit!r}")
+    hits = engine.recall(query or "", max_results=limit, types=_strs(body, "types")).hits
+    return {"items": [_item(h.atom, h.score) for h in hits]}
+
+
+_EFFECT = {"applied": "created", "no_op": "duplicate", "rejected": "rejected"}
+
+
+def memorize(engine: Engine, body: dict[str, Any]) -> dict[str, Any]:
+    _known(body, {"content", "type", "title", "tags", "source"})
+    content = _str(body, "content", required=True)
+    result = engine.memorize(content or "", source=_str(body, "source") or "agent", type=_str(body, "type"),
+                             title=_str(body, "title"), tags=_strs(body, "tags") or (), gate="admit")  # fmt: skip
+    effect = _EFFECT[result.effect]
+    if result.effect == "applied" and result.status == "pending":
+        effect = "pending"  # held for review (the grey zone of the admission gate)
+    out: dict[str, Any] = {"id": result.atom_id, "effect": effect}
+    if result.reason:
+        out["reason"] = result.reason
+    if result.status:
+        out["status"] = result.status
+    return out
+
+
+def forget(engine: Engine, body: dict[str, Any]) -> dict[str, Any]:
+    _known(body, {"id", "reason"})
+    memory_id = _str(body, "id", required=True) or ""
+    reason = _str(body, "reason") or "forgotten through the local API"
+    engine.get(memory_id)  # NotFound (404) for an unknown id or one out of this scope's reach
+    result = engine.govern(memory_id, "tombstone", reason)
+    out: dict[str, Any] = {"id": memory_id, "effect": "forgotten" if result.effect == "applied" else "rejected"}
+    if result.reason:
+        out["reason"] = result.reason
+    return out
+
+
+def brief(engine: Engine, body: dict[str, Any]) -> dict[str, Any]:
+    _known(body, {"mark_session"})
+    mark = body.get("mark_session", False)
+    if not isinstance(mark, bool):
+        raise InvalidInput("mark_session must be true or false")
+    ctx = engine.session_context(mark_session=mark)
+    return {"text": ctx.text, "ids": list(ctx.shown or [])}
+
+
+def context(engine: Engine, body: dict[str, Any]) -> dict[str, Any]:
+    _known(body, {"path", "session"})
+    path = _str(body, "path", required=True) or ""
+    session = _str(body, "session")
+    fc = engine.memories_for_path(path, session_id=session or None, record=bool(session))
+    atoms = [engine.get(i) for i in fc.memory_ids]
+    return {"path": fc.path, "text": fc.text, "items": [_item(a) for a in atoms if a is not None],
+            "left_out": fc.left_out}  # fmt: skip
+
+
+ENDPOINTS = {"recall": recall, "memorize": memorize, "forget": forget, "brief": brief, "context": context}
