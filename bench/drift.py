@@ -26,7 +26,20 @@ Synthetic mode (--synthetic N): a repository of N Python files, 1000 anchored me
 of the files edited, some renamed and deleted; recall p50 with anchors on vs off (the drift check's
 cost at that size) and memorize p50 with and without anchoring of memories naming files and symbols.
 
+Phrasing mode (--phrasing, issue 26): on sqlite-utils.bundle and pflag.bundle (Go), --symbols symbols
+sampled outside tests at 100 commits before the end, each written about in eight phrasings (backticked,
+parenthesised, prose next to the path, qualified module path, `module:function` / Go import path with
+receiver, receiver syntax, class-qualified without path, bare name). Reports per phrasing the share of
+unambiguous mentions anchored to the intended definition (truth: the sample itself; a bare or
+class-qualified name is unambiguous when only one non-test definition has it, by the bench's own
+`ast`/scanner tables); end-to-end precision/recall over every memory (anchored or not) at +10 and +100
+commits (truth: the definition's tokens, a class with its methods, by `tokenize` for Python and a
+brace scanner for Go; annotation-only changes counted apart); and edits made here at the anchor's commit:
+rename (same body, new name), move (same definition to a new file), false move (deleted here, a
+different definition of the name added in a test file) and, for Python, an added type hint.
+
     .venv/bin/python bench/drift.py                         # sqlite-utils history
+    .venv/bin/python bench/drift.py --phrasing --symbols 30
     .venv/bin/python bench/drift.py --samples 6 --json out.json
     .venv/bin/python bench/drift.py --synthetic 10000
 """
@@ -735,6 +748,9 @@ def _py_noann(source: bytes, name: str) -> str | None:
             n.annotation = None
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
             n.returns = None
+        if hasattr(n, "body") and isinstance(n.body, list):  # `x: T = v` is `x = v`; a bare `x: T` is nothing
+            n.body = [ast.Assign(targets=[b.target], value=b.value, lineno=0) if isinstance(b, ast.AnnAssign) else b
+                      for b in n.body if not (isinstance(b, ast.AnnAssign) and b.value is None)] or [ast.Pass()]  # fmt: skip
     return ast.dump(node)
 
 

@@ -230,3 +230,42 @@ def test_phrasing_suite_short(tmp_path: Path, lang: str) -> None:
     assert e["unambiguous_recall"] in (None, 1.0) or e["unambiguous_recall"] >= 0.90, r["e2e_wrong"]
     assert r["edits"].get("false_moves", 0) == 0
     assert r["edits"]["followed"] >= 0.95, r["edits"]["failures"]
+
+
+# -- one JSON shape for anchors across commands ---------------------------------------------------------
+
+
+def test_stale_and_memorize_json_use_anchors_the_same_way_and_stale_says_how_many_it_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from memoryd.cli import app
+
+    from .conftest import make_repo
+
+    monkeypatch.setenv("MEMORYD_HOME", str(tmp_path / "home"))
+    repo = make_repo(tmp_path / "widgets")
+    (repo / "db.py").write_text(DB_PY)
+    commit(repo, "code")
+    runner = CliRunner()
+
+    def cli(*args: str) -> str:
+        r = runner.invoke(app, [*args, "--cwd", str(repo)])
+        assert r.exit_code == 0, r.output
+        return r.output
+
+    made = json.loads(cli("memorize", "`detect_types` in db.py names the Python types", "--json"))
+    assert made["anchors"] == ["db.py", "db.py::detect_types"]
+    cli("memorize", "the Database class in db.py keeps one connection", "--json")
+    out = json.loads(cli("stale", "--json"))
+    assert out["stale"] == [] and out["checked"] == 2 and out["code_anchors"].startswith("on:")
+    assert "0 of" not in cli("stale") and "2 anchored checked" in cli("stale")
+    (repo / "db.py").write_text(DB_PY.replace("return [type(v).__name__ for v in values]", "return []"))
+    out = json.loads(cli("stale", "--json"))
+    assert [s["memory_id"] for s in out["stale"]] == [made["atom_id"]]
+    assert out["stale"][0]["anchors"] == made["anchors"]  # the same meaning as memorize's
+    assert out["stale"][0]["changes"][0]["aspect"] == "body"
+    assert "1 of 2 anchored memories changed" in cli("stale")

@@ -608,20 +608,25 @@ def stale(
         return
 
     def run(e: Any) -> dict[str, Any]:
-        return {"anchors": e.code_status(), "stale": [
+        # `anchors` means what it means in `memorize --json`: a memory's anchors (path or path::symbol);
+        # whether anchoring is on is `code_anchors` (issue 26). Every anchored memory is checked.
+        found = e.stale()
+        return {"code_anchors": e.code_status(), "checked": e.stale_checked(), "stale": [
             {"memory_id": s.atom.id, "type": s.atom.type, "content": s.atom.content,
-             "changes": [c.model_dump(exclude_none=True) for c in s.changes]} for s in e.stale()]}  # fmt: skip
+             "anchors": [a.ref for a in e.anchors(s.atom.id)],
+             "changes": [c.model_dump(exclude_none=True) for c in s.changes]} for s in found]}  # fmt: skip
 
     r = _run(cwd, run)
 
     def human() -> str:
         if not r["stale"]:
-            return f"no memory's code changed (code anchors {r['anchors']})"
+            return f"no memory's code changed ({r['checked']} anchored checked; code anchors {r['code_anchors']})"
         lines = []
         for item in r["stale"]:
             lines.append(f"{item['memory_id']}  {item['type']:<10} {item['content'][:120]}")
             lines += [f"    {c['detail']}" for c in item["changes"]]
-        lines.append("confirm one that still holds: memoryd stale --confirm ID; replace one that does not: "
+        lines.append(f"{len(r['stale'])} of {r['checked']} anchored memories changed. Confirm one that still holds: "
+                     "memoryd stale --confirm ID; replace one that does not: "
                      "memoryd correct ID replace --new-content …")  # fmt: skip
         return "\n".join(lines)
 

@@ -226,7 +226,8 @@ class Resolver:
                 continue
             for i in range(len(parts)):
                 q, prefix = ".".join(parts[i:]), parts[:i]
-                hits = table.find(q) if not prefix else ([q] if q in table.defs else [])
+                # every definition the name can mean here: `Parse` is both func Parse and FlagSet.Parse
+                hits = [d for d in table.defs if d == q or (not prefix and d.endswith("." + q))]
                 if not hits or (prefix and not self._module_matches(rel, prefix, table.lang)):
                     continue
                 for h in hits:

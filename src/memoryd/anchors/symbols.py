@@ -259,7 +259,7 @@ def _py_dump(node: ast.AST, *, annotations: bool = True, docstring: bool = True,
 def _py_signature(node: Any) -> str:
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return ""
-    return ast.dump(ast.Tuple(elts=[node.args, *(node.decorator_list or [])], ctx=ast.Load()))
+    return "\x1f".join(ast.dump(x) for x in (node.args, *node.decorator_list))
 
 
 def _ts_header(node: Any, source: bytes) -> list[str]:

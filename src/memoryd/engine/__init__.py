@@ -311,6 +311,7 @@ class Engine:
     code_changes = _part("anchoring", Anchors.code_changes)
     stale = _part("anchoring", Anchors.stale)
     code_status = _part("anchoring", Anchors.code_status)
+    stale_checked = _part("anchoring", Anchors.stale_checked)
     confirm_anchors = _part("anchoring", Anchors.confirm_anchors)
     memories_for_path = _part("anchoring", Anchors.memories_for_path)
     code_moved_since_last_session = _part("anchoring", Anchors.code_moved_since_last_session)

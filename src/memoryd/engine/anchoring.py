@@ -38,6 +38,7 @@ log = logging.getLogger("memoryd")
 # Recall ranks a memory whose code changed a little lower: it may still be useful history.
 DRIFT_WEIGHT = 0.9
 _OFF = object()
+_ALL = 2**31 - 1  # `stale` checks every anchored memory of the repository
 
 
 def to_code_change(c: Change) -> CodeChange:
@@ -51,6 +52,7 @@ class Anchors:
     def __init__(self, core: Core) -> None:
         self.core = core
         self._code_state: Any = None
+        self.last_checked = 0  # anchored memories the last `stale` checked
 
     # -- the repository ----------------------------------------------------------------------
 
@@ -178,16 +180,27 @@ class Anchors:
         atom = self.core.get(atom_id)  # the scope boundary (issue 10): NotFound out of reach
         return self.core.store.anchors_of([atom.id]).get(atom.id, [])
 
-    def stale(self, *, limit: int = 500) -> list[StaleMemory]:
-        """Active memories of this repository whose anchored code changed, newest first."""
+    def stale(self, *, limit: int | None = None) -> list[StaleMemory]:
+        """Active memories of this repository whose anchored code changed, newest first.
+
+        Every anchored memory is checked unless `limit` is given (issue 26: the old 500 stopped silently);
+        `self.last_checked` says how many were.
+        """
+        self.last_checked = 0
         if self.checker() is None:
             return []
         self.core.guard_read(self.core.scope.scope_hash, self.core.scope.name)
-        ids = self.core.store.anchored_atoms(scope_hashes=[self.core.scope.scope_hash], statuses=["active"], limit=limit)
+        ids = self.core.store.anchored_atoms(scope_hashes=[self.core.scope.scope_hash], statuses=["active"],
+                                             limit=limit if limit is not None else _ALL)  # fmt: skip
+        self.last_checked = len(ids)
         fresh = self.code_changes(ids)
         stale_ids = [i for i in ids if i in fresh and fresh[i][0] == "code_changed"]
         atoms = self.core.store.get_atoms(stale_ids)
         return [StaleMemory(atom=atoms[i], changes=fresh[i][1]) for i in stale_ids if i in atoms]
+
+    def stale_checked(self) -> int:
+        """How many anchored memories the last `stale` checked (all of them, unless it was given a limit)."""
+        return self.last_checked
 
     def code_status(self) -> str:
         """Whether anchoring is on here, in words (for `memoryd stale` and doctor)."""
