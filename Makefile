@@ -76,7 +76,7 @@ wheel:
 	$(BUILD_VENV)/bin/python -m pip install --quiet build
 	$(BUILD_VENV)/bin/python -m build --outdir $(DIST) .
 
-## Static checks (what CI runs first): ruff, and mypy (strict on engine/, storage/, search/; pyproject.toml).
+## Static checks (what CI runs first): ruff, and mypy strict on all of src/ (pyproject.toml).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy

@@ -88,7 +88,7 @@ class DriftChecker:
         bucket = int(time.monotonic() // GREP_TTL)
         hit = self._memo.get(key)
         if hit is not None and hit[0] == st and hit[1] == stamp and hit[3] in (None, bucket):
-            change = hit[4]
+            change: Change | None = hit[4]
             if change is None or change.to is None or _stat_key(f"{self._root}/{change.to}") == hit[2]:
                 return change
         change = self.check_anchor(a, file_paths, symbol_paths)
@@ -223,7 +223,8 @@ class DriftChecker:
         (`fingerprint`), if another one does: a different thing of the same name is not a move."""
         key = ("elsewhere", symbol, exclude, fingerprint, self.repo.stamp(), int(time.monotonic() // GREP_TTL))
         if key in self._memo:
-            return self._memo[key][0]
+            known: str | None = self._memo[key][0]
+            return known
         suffixes = tuple(sorted({ext for ext, lang in LANGUAGES.items() if parser_available(lang)}))
         files = [f for f in self.repo.grep_files(symbol.rsplit(".", 1)[-1], suffixes) if f != exclude]
         found = None

@@ -14,11 +14,13 @@ import os
 import re
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = ["GitRepo", "blob_id"]
 
+_T = TypeVar("_T")
 GIT_TIMEOUT = 10.0
 # A word search never looks at more files than this (a name common enough to exceed it is ambiguous).
 GREP_MAX_FILES = 40
@@ -149,13 +151,14 @@ class GitRepo:
             parts.append(_stat_key(self.common_dir / ref))
         return tuple(parts)
 
-    def _cached(self, key: Any, compute: Any, ttl: float | None = None) -> Any:
+    def _cached(self, key: Any, compute: Callable[[], _T], ttl: float | None = None) -> _T:
         stamp = self.stamp()
         if ttl is not None:
             stamp = (stamp, int(time.monotonic() // ttl))
         hit = self._cache.get(key)
         if hit is not None and hit[0] == stamp:
-            return hit[1]
+            cached: _T = hit[1]
+            return cached
         value = compute()
         self._cache[key] = (stamp, value)
         return value

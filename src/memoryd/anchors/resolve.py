@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from .git import GREP_MAX_FILES, GitRepo
 from .model import Anchor
-from .symbols import LANGUAGES, file_table, language_of, parser_available
+from .symbols import LANGUAGES, SymbolTable, file_table, language_of, parser_available
 
 __all__ = ["AnchorError", "NameReport", "Resolver", "parse_ref"]
 
@@ -168,7 +168,7 @@ class Resolver:
 
     # -- symbols -----------------------------------------------------------------------------
 
-    def table(self, rel: str):
+    def table(self, rel: str) -> tuple[SymbolTable | None, str | None]:
         """(symbol table of the working-tree file, its blob id); (None, blob or None) when unreadable."""
         return file_table(self.repo, rel, self.cache_dir)
 

@@ -170,12 +170,12 @@ class Views:
             if view is not None and view.scope.root == scope.root:
                 self._views.move_to_end(key)
                 return view
-        view = self.handle.get().for_scope(scope, principal=principal)
+        new: Engine = self.handle.get().for_scope(scope, principal=principal)
         with self._lock:
-            self._views[key] = view
+            self._views[key] = new
             while len(self._views) > VIEWS_MAX:
                 self._views.popitem(last=False)
-        return view
+        return new
 
     def for_headers(self, headers: dict[bytes, bytes]) -> Engine:
         scope = headers.get(b"memoryd-scope")
@@ -199,7 +199,7 @@ def _principal(data: dict[str, Any]) -> str:
             raise InvalidInput(f"Memoryd-Client {k} must be 1-128 printable characters without @ # /")
     if "host" not in data:
         raise InvalidInput('Memoryd-Client needs "host" (claude-code, codex, openclaw, cli, …)')
-    name = data["host"] + (f"/{data['agent']}" if "agent" in data else "")
+    name = str(data["host"]) + (f"/{data['agent']}" if "agent" in data else "")
     if "session" in data:
         name += f"#{data['session']}"
     if "channel" in data or "sender" in data:

@@ -82,7 +82,7 @@ class MemorydServer(MCPServer[Any]):
 
     # -- tools and stdio ----------------------------------------------------------------------
 
-    async def call_tool(self, name: str, arguments: dict, context=None):
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         self._bind(context)
         try:
             return await super().call_tool(name, arguments, context)
