@@ -74,8 +74,9 @@ def test_basic_memory_folder(engine: Engine) -> None:
     assert "Database Choice implements Billing Service" in got and "Database Choice relates to Invoice Schema" in got
     standup = next(c for c in got if c.startswith("The staging deploy failed"))
     assert got[standup].title == "Standup 2026-04-02" and "lock_timeout" in standup
+    assert got["We compared MongoDB and PostgreSQL for the billing service in March."].title == "Database Choice"
     assert r.duplicates == 1  # the same decision written in two notes
-    assert r.imported == len(got) == 8
+    assert r.imported == len(got) == 9
 
 
 def test_an_interrupted_import_of_another_format_resumes(engine: Engine) -> None:
