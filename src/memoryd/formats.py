@@ -438,28 +438,29 @@ def _bm_tags(value: Any) -> list[str]:
     return list(dict.fromkeys(t for t in (str(i).strip().lstrip("#") for i in items if i is not None) if t))
 
 
-def _bm_split(text: str) -> tuple[dict[str, Any], str, str | None]:
-    """(frontmatter, body, problem): frontmatter that does not parse is reported, and the note is read without it as
-    basic-memory does (titled by its file name)."""
-    import frontmatter
+_BM_FENCE = re.compile(r"^-{3,}\s*$", re.MULTILINE)  # python-frontmatter's boundary, which basic-memory uses
 
-    text = text.removeprefix("\ufeff").replace("\x00", "")
-    if not re.match(r"-{3,}\s*\n", text):
+
+def _bm_split(text: str) -> tuple[dict[str, Any], str, str | None]:
+    """(frontmatter, body, problem) of a note's text: frontmatter that does not parse, or is not a mapping, is
+    reported and the note is read without it, as basic-memory does (titled by its file name)."""
+    if not text.startswith("---"):
         return {}, text, None
-    close = re.search(r"^-{3,}\s*$", text[text.index("\n") + 1:], re.MULTILINE)
-    if close is None:
+    parts = _BM_FENCE.split(text, 2)
+    if len(parts) < 3 or parts[0]:
         return {}, text, "the frontmatter opened by --- on line 1 is never closed; the note is read as plain markdown"
-    after = text[text.index("\n") + 1 + close.end():].lstrip("\r\n")
+    _, head, body = parts
+    body = body.removeprefix("\r").removeprefix("\n")
     try:
-        meta, body = frontmatter.parse(text)
+        meta = yaml.safe_load(head)
     except yaml.YAMLError as exc:
         why = " ".join(str(exc).split())
-        return {}, after, (f"frontmatter is not valid YAML ({why}); the note is read without it, titled by its file "
-                           "name")  # fmt: skip
-    except (ValueError, TypeError, AttributeError) as exc:
-        return {}, after, f"frontmatter is not a YAML mapping ({exc}); the note is read without it"
+        return {}, body, (f"frontmatter is not valid YAML ({why}); the note is read without it, titled by its file "
+                          "name")  # fmt: skip
+    if meta is None:
+        return {}, body, None
     if not isinstance(meta, dict):
-        return {}, after, "frontmatter is not a YAML mapping of fields; the note is read without it"
+        return {}, body, "frontmatter is not a YAML mapping of fields; the note is read without it"
     return meta, body, None
 
 
@@ -480,7 +481,9 @@ def _basic_memory(folder: Path) -> Iterator[Record]:
         except (OSError, UnicodeDecodeError) as exc:
             yield Record({"problem": f"unreadable: {exc}"}, rel)
             continue
+        text = text.removeprefix("\ufeff").replace("\x00", "")
         meta, body, problem = _bm_split(text)
+        first = text[:text.rfind(body)].count("\n") + 1 if body else 1  # the file line of the body's first line
         if problem:
             yield Record({"problem": problem}, f"{rel}: frontmatter")
         raw_title = _bm_text(meta.get("title"))
@@ -499,7 +502,7 @@ def _basic_memory(folder: Path) -> Iterator[Record]:
                 in_item = token.type == "list_item_open"
             if token.type != "inline" or token.map is None:
                 continue
-            origin = f"{rel}:{token.map[0] + 1}"
+            origin = f"{rel}:{token.map[0] + first}"
             content = token.content
             relation = _bm_relation(content) if in_item and not _LINKS_TO_DIRECTIVE.search(content) else None
             if relation:
