@@ -333,8 +333,9 @@ def test_basic_memory_reads_notes_as_its_own_parser_does(engine: Engine) -> None
     # given: coffee 6, search design 1 prose + 4 observations + 4 relations, broken 1, unclosed 2 = 18
     assert r.imported == len(got) == 18
     assert r.not_carried == {"basic-memory frontmatter permalink": 2, "basic-memory frontmatter status": 1}
-    again = engine.import_file(src)
-    assert again.imported == 0 and len(contents(engine, "basic-memory")) == 18
+    before = engine.store.snapshot_version()
+    again = engine.import_file(src)  # re-import: a no-op
+    assert (again.imported, again.skipped) == (0, r.lines) and engine.store.snapshot_version() == before
 
 
 @pytest.mark.parametrize(("line", "expected"), [
@@ -390,3 +391,31 @@ def test_basic_memory_tags_and_frontmatter_shapes(tmp_path: Path) -> None:
     meta, body, problem = _bm_split("---\ntitle: T\ntags: a, b\n---\n\n# T\n")
     assert (meta, problem) == ({"title": "T", "tags": "a, b"}, None) and body.strip() == "# T"
     assert _bm_split("no frontmatter\n") == ({}, "no frontmatter\n", None)
+
+
+def test_markdown_export_is_readable_by_basic_memory(engine: Engine, tmp_path: Path) -> None:
+    """basic-memory resolves `[[link]]` by permalink, then exact title: every exported note carries a `title` (its
+    file name, the text links use), titles are unique, and read back with basic-memory's rules every link of the
+    export names an exported note's title, including entities whose names clean to the same file name."""
+    from memoryd.formats import _bm_split, write_markdown
+
+    engine.memorize("Use PostgreSQL 16 for the billing service; MongoDB was rejected.", source="user")
+    old = engine.memorize("Deploys run from the release/2026 branch on Tuesdays", source="user").atom_id
+    engine.correct(old, "replace", "moved", "Deploys run from the release/2027 branch on Tuesdays")
+    atoms = engine.store.list_atoms(statuses=["active", "superseded"], limit=-1, newest_first=False)
+    first = atoms[0]
+    clash = [*first.entities, "entity:service:a/b", "entity:service:a b", "entity:service:A b"]
+    atoms = [first.model_copy(update={"entities": clash}), *atoms[1:]]
+    out = tmp_path / "vault"
+    write_markdown(atoms, out)
+    titles: dict[str, Path] = {}
+    for path in sorted(out.rglob("*.md")):
+        meta, body, problem = _bm_split(path.read_text(encoding="utf-8"))
+        assert problem is None and meta["title"] == path.stem, path
+        assert meta["title"].lower() not in {t.lower() for t in titles}, meta["title"]
+        titles[meta["title"]] = path
+    assert {"a b (service)", "a b (service) 2", "A b (service) 3"} <= set(titles)
+    links = [m for p in titles.values() for m in re.findall(r"\[\[([^\]]+)\]\]", p.read_text(encoding="utf-8"))]
+    assert links and set(links) <= set(titles)
+    text = "\n".join(p.read_text(encoding="utf-8") for p in titles.values())
+    assert "- superseded_by [[" in text and "- supersedes [[" in text  # explicit relations in basic-memory's syntax

@@ -649,11 +649,20 @@ def write_markdown(atoms: Sequence[Atom], folder: Path) -> dict[str, int]:
     mentions: dict[str, list[str]] = {}
     for a in atoms:
         for e in a.entities:
-            kind, label = entity_label(e)
-            entity_notes.setdefault(e, f"{_name(label, 80)} ({kind})")
+            if e not in entity_notes:  # two entities whose names clean to the same text get distinct notes
+                kind, label = entity_label(e)
+                base = f"{_name(label, 80)} ({_name(kind, 40)})"
+                name, n = base, 2
+                while name.lower() in used:
+                    name, n = f"{base} {n}", n + 1
+                used.add(name.lower())
+                entity_notes[e] = name
             mentions.setdefault(e, []).append(a.id)
+    # Every note's frontmatter `title` is its file name, the text its [[wikilinks]] use: basic-memory (and Obsidian)
+    # resolve a link by title or file name, so each link of the export resolves there; the memory's own title
+    # stays in `aliases` and the heading.
     for a in atoms:
-        meta = {"id": a.id, "type": a.type, "scope": a.scope.name, "source": a.source, "epistemic": a.epistemic,
+        meta = {"title": notes[a.id], "id": a.id, "type": a.type, "scope": a.scope.name, "source": a.source, "epistemic": a.epistemic,
                 "polarity": a.polarity, "created": a.created_at.isoformat(), "updated": a.updated_at.isoformat(),
                 "tags": list(a.tags), "aliases": [a.title] if a.title else []}  # fmt: skip
         lines = ["---", yaml.safe_dump(meta, allow_unicode=True, sort_keys=False).rstrip(), "---", "",
@@ -662,7 +671,7 @@ def write_markdown(atoms: Sequence[Atom], folder: Path) -> dict[str, int]:
         if a.supersedes and a.supersedes in notes:
             related.append(f"- supersedes [[{notes[a.supersedes]}]]")
         if a.superseded_by and a.superseded_by in notes:
-            related.append(f"- superseded by [[{notes[a.superseded_by]}]]")
+            related.append(f"- superseded_by [[{notes[a.superseded_by]}]]")
         related += [f"- mentions [[{entity_notes[e]}]]" for e in a.entities]
         if related:
             lines += ["## Related", "", *related, ""]
@@ -671,7 +680,7 @@ def write_markdown(atoms: Sequence[Atom], folder: Path) -> dict[str, int]:
         path.write_text("\n".join(lines), encoding="utf-8")
     for e, name in entity_notes.items():
         kind, label = entity_label(e)
-        body = ["---", yaml.safe_dump({"entity": e, "kind": kind}, allow_unicode=True, sort_keys=False).rstrip(),
+        body = ["---", yaml.safe_dump({"title": name, "entity": e, "kind": kind}, allow_unicode=True, sort_keys=False).rstrip(),
                 "---", "", f"# {label}", "", "## Memories", "", *(f"- [[{notes[i]}]]" for i in mentions[e]), ""]  # fmt: skip
         path = folder / "entities" / _name(kind, 40) / f"{name}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
