@@ -419,3 +419,17 @@ def test_markdown_export_is_readable_by_basic_memory(engine: Engine, tmp_path: P
     assert links and set(links) <= set(titles)
     text = "\n".join(p.read_text(encoding="utf-8") for p in titles.values())
     assert "- superseded_by [[" in text and "- supersedes [[" in text  # explicit relations in basic-memory's syntax
+
+
+def test_basic_memory_paragraph_hashtags_and_multiline_items(engine: Engine, tmp_path: Path) -> None:
+    """A prose paragraph holding a `#word` is an observation for basic-memory: its text stays whole (only trailing
+    tags leave the text, kept as tags); a list item continued on the next line keeps both lines."""
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "rust.md").write_text(
+        "---\ntitle: Rust Move\ntags: '#lang'\n---\n\nWe moved the parser to #rust last year.\n\n"
+        "- [lesson] Pin the toolchain\n  in rust-toolchain.toml #ci\n", encoding="utf-8")  # fmt: skip
+    r = engine.import_file(tmp_path / "notes", format="basic-memory")
+    got = contents(engine, "basic-memory")
+    assert got["We moved the parser to #rust last year."].tags == ["lang", "rust"]
+    assert got["Pin the toolchain\nin rust-toolchain.toml"].type == "lesson"
+    assert r.imported == 2 and r.bad == 0 and r.problems == []

@@ -12,11 +12,13 @@ Import (each turns into records `{"content", "type", "title", "tags", "source"}`
   `{"memories": [...]}` or a bare list) whose items carry the text in `memory` (or `text` /
   `content`), with `categories`, `metadata` and `user_id`. Categories become tags; a `type` in
   the metadata that memoryd knows is kept.
-- `basic-memory`: a folder of basic-memory notes: markdown with YAML frontmatter (`title`,
-  `type`, `tags`, `permalink`), observations `- [category] text #tag (context)` and relations
-  `- relation_type [[Target]]`. Each observation becomes a memory (category → tag, and → type
-  when it names one), each relation "<note title> <relation type> <target>", and a note with
-  neither becomes one memory of its body.
+- `basic-memory`: a folder of basic-memory notes: markdown with YAML frontmatter (`title`, `type`, `tags` as a
+  list or a comma string, `permalink`), observations `- [category] text #tag (context)` or `- text #tag`, and
+  relations `- relation_type [[Target]]` / `- "multi word type" [[Target]] (context)`, read with basic-memory's
+  own rules (markdown-it tokens; see `_basic_memory`). Each observation becomes a memory (category → tag, and →
+  type when it names one), each relation "<note title> <relation type> <target>", and the rest of the note (its
+  prose, inline links, tasks, timestamped lines, callouts, code) one memory titled by the note. Frontmatter that
+  does not parse is reported and the note read without it; other frontmatter keys are reported as not carried.
 
 - `openmemory`: an OpenMemory export (its dashboard's "Export": `memories_export_<user>.zip`, or either file
   in it: `memories.json`, the relational dump with `categories` / `category_ids`, and `memories.jsonl.gz`,
