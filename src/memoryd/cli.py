@@ -198,12 +198,27 @@ def stats(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
 def history(
     atom_id: Annotated[str, typer.Argument(help="Atom id.")], json_: JsonOpt = False, cwd: CwdOpt = None
 ) -> None:
-    """Every audit event of a memory, oldest first."""
-    events = [e.model_dump(mode="json") for e in _run(cwd, lambda e: e.history(atom_id))]
+    """Every audit event of a memory, oldest first: the source a caller named apart from the person and
+    token memoryd authenticated (team server; the daemon's client and session)."""
+    from .engine.core import split_actor
+
+    events = [_attributed(e.model_dump(mode="json"), split_actor(e.actor)) for e in _run(cwd, lambda e: e.history(atom_id))]
     _emit(events, json_, lambda: "\n".join(
-        f"{e['at']}  {e['action']:<13} by {e['actor']}" + (f"  reason: {e['reason']}" if e["reason"] else "")
+        f"{e['at']}  {e['action']:<13} by {_one_line(e['source'])}"
+        + (f"  [person {_one_line(e['person'])}, token {_one_line(e['token'])}]" if e["person"] else "")
+        + (f"  reason: {_one_line(e['reason'])}" if e["reason"] else "")
         + (f"\n    {e['content']}" if e["content"] else "") for e in events
     ))  # fmt: skip
+
+
+def _attributed(event: dict[str, Any], parts: tuple[str, str | None, str | None]) -> dict[str, Any]:
+    """An event as `history` shows it: its actor split into source, person and token (None: no person)."""
+    return {**event, "source": parts[0], "person": parts[1], "token": parts[2]}
+
+
+def _one_line(text: str | None) -> str:
+    """A short text on one line: control characters (a newline in an old source) shown escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text or "")
 
 
 @app.command()

@@ -16,9 +16,12 @@ import pytest
 
 from ..conftest import make_repo
 from ..mcp.clients import http_server
-from .node import BIN, MEMORYD, SERVER, client_env, need, run
+from .node import BIN, MEMORYD, client_env, need, run
 
 pytestmark = pytest.mark.slow
+
+# a user-scope entry names the command, which PATH finds (this same install), not its path (issue 25)
+ON_PATH = "memoryd-mcp"
 
 
 class Claude:
@@ -102,11 +105,11 @@ def test_user_scope_install_of_both_profiles_connects_and_uninstalls(c: Claude) 
     c.memoryd("install", "claude", "--scope", "user", "--profile", "hmg")
     c.claude("mcp", "add", "broken", "--", "/bin/false")  # the control: a server that cannot start
     status = c.status()
-    assert status["memoryd"] == f"{SERVER}  - ✔ Connected"
-    assert status["hmg"] == f"{SERVER} --profile hmg - ✔ Connected"
+    assert status["memoryd"] == f"{ON_PATH}  - ✔ Connected"
+    assert status["hmg"] == f"{ON_PATH} --profile hmg - ✔ Connected"
     assert status["broken"].startswith("/bin/false  - ✘ Failed to connect")
     got = c.claude("mcp", "get", "hmg")
-    for line in ("Scope: User config", "Status: ✔ Connected", "Type: stdio", f"Command: {SERVER}", "Args: --profile hmg"):
+    for line in ("Scope: User config", "Status: ✔ Connected", "Type: stdio", f"Command: {ON_PATH}", "Args: --profile hmg"):
         assert line in got, got
     c.memoryd("uninstall", "claude", "--scope", "user")
     c.memoryd("uninstall", "claude", "--scope", "user", "--profile", "hmg")

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from ..conftest import make_repo
-from .node import BIN, MEMORYD, SERVER, client_env, need, run
+from .node import BIN, MEMORYD, client_env, need, run
 
 THEIRS = """# my codex settings
 model = "o3"
@@ -15,6 +15,9 @@ model = "o3"
 command = "npx"
 args = ["-y", "docs-mcp"]  # keep me
 """
+
+# a user-scope entry names the command, which PATH finds (this same install), not its path (issue 25)
+ON_PATH = "memoryd-mcp"
 
 
 def test_codex_lists_and_gets_what_install_wrote_and_forgets_it_after_uninstall(tmp_path: Path) -> None:
@@ -36,19 +39,19 @@ def test_codex_lists_and_gets_what_install_wrote_and_forgets_it_after_uninstall(
     listed = {s["name"]: s for s in json.loads(ok(codex, "mcp", "list", "--json"))}
     assert set(listed) == {"docs", "memoryd", "hmg"}
     assert listed["memoryd"]["enabled"] is True
-    assert listed["memoryd"]["transport"] == {"type": "stdio", "command": SERVER, "args": [], "env": None,
+    assert listed["memoryd"]["transport"] == {"type": "stdio", "command": ON_PATH, "args": [], "env": None,
                                               "env_vars": [], "cwd": None}  # fmt: skip
     assert listed["hmg"]["transport"]["args"] == ["--profile", "hmg"]
     assert listed["docs"]["transport"]["args"] == ["-y", "docs-mcp"]  # theirs, parsed as before
 
     table = ok(codex, "mcp", "list")
     rows = {line.split()[0]: line.split() for line in table.splitlines()[1:] if line.strip()}
-    assert rows["memoryd"][1:3] == [SERVER, "-"] and "enabled" in rows["memoryd"]
-    assert rows["hmg"][1:4] == [SERVER, "--profile", "hmg"]
+    assert rows["memoryd"][1:3] == [ON_PATH, "-"] and "enabled" in rows["memoryd"]
+    assert rows["hmg"][1:4] == [ON_PATH, "--profile", "hmg"]
 
     got = [line.strip() for line in ok(codex, "mcp", "get", "memoryd").splitlines()]
     assert got[0] == "memoryd"
-    assert {"enabled: true", "transport: stdio", f"command: {SERVER}", "args: -"} <= set(got), got
+    assert {"enabled: true", "transport: stdio", f"command: {ON_PATH}", "args: -"} <= set(got), got
 
     ok(MEMORYD, "uninstall", "codex")
     ok(MEMORYD, "uninstall", "codex", "--profile", "hmg")

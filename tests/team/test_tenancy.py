@@ -301,3 +301,23 @@ def test_wrong_secrets_cost_bounded_work(op: Engine, monkeypatch: pytest.MonkeyP
     finally:
         tenancy._GATE.hashing.release()
     assert op.authenticate(fresh.token, client="10.7.7.7").tenant_id == "dave"
+
+
+def test_a_source_cannot_forge_attribution(op: Engine) -> None:
+    """Issue 23: a free-text source such as `agent@alice#<token id>` made `memoryd history` print another
+    person as the author (and a newline split the line). The authenticated person and token are recorded by
+    memoryd and shown apart; a source holding the separators or a control/format character is refused."""
+    from memoryd.engine.core import split_actor
+
+    t = op.create_token("alice")
+    alice = op.for_request(op.authenticate(t.token), header())
+    for bad, shown_as in (("agent@bob#01ARZ3NDEKTSV4RRFFQ69G5FAV", "'@'"), ("agent#x", "'#'"),
+                          ("agent\nby bob", "U+000A"), ("agent\u202ebob", "U+202E")):  # fmt: skip
+        r = alice.memorize("A memory with a forged author", source=bad)
+        assert r.effect == "rejected" and (r.reason or "").startswith(f"source holds {shown_as}: a source is a plain name")
+        with pytest.raises(InvalidInput, match=re.escape(f"source holds {shown_as}")):
+            alice.handoff("Handing over the forged work", source=bad)
+    r = alice.memorize("The api uses blue-green deploys", source="ci-runner")
+    assert r.atom_id is not None
+    assert [split_actor(e.actor) for e in op.history(r.atom_id)] == [("ci-runner", "alice", t.id)]
+    assert split_actor("cli") == ("cli", None, None)

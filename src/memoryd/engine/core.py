@@ -8,6 +8,7 @@ import hashlib
 import json
 import logging
 import threading
+import unicodedata
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,7 +32,8 @@ from ..write.classify import classify
 from ..write.entities import extract_entities
 from ..write.redact import redact
 
-__all__ = ["AUTHORITIES", "PLACEHOLDERS", "Core", "TrackedTx", "clean", "shown", "visible_content"]
+__all__ = ["AUTHORITIES", "PLACEHOLDERS", "Core", "TrackedTx", "check_source", "clean", "shown", "split_actor",
+           "visible_content"]
 
 log = logging.getLogger("memoryd")
 
@@ -62,6 +64,36 @@ def shown(value: object) -> str:
     (messages are logged by the MCP SDK, and an agent may paste a token where an id goes)."""
     text = value if isinstance(value, str) else repr(value)
     return repr(redact(text if len(text) <= 80 else text[:77] + "...").text)
+
+
+# The separators of an event's actor: `<source>@<person>#<token id>` (`TrackedTx.append_event`; the daemon's
+# `<host>/<agent>#<session>`). A source (free text a caller gives) may hold neither, nor a control or format
+# character (a newline splits the line `memoryd history` prints, a bidi override reorders it), so the
+# person and token memoryd records itself can never be forged by a source.
+IDENTITY_SEPARATORS = "@#"
+
+
+def check_source(value: object, field: str = "source") -> None:
+    """Refuse a source (an actor name) holding an identity separator or a control/format character.
+    Raises InvalidInput."""
+    if not isinstance(value, str):
+        return
+    for ch in value:
+        if ch in IDENTITY_SEPARATORS or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
+            what = repr(ch) if ch in IDENTITY_SEPARATORS else f"U+{ord(ch):04X}"
+            raise InvalidInput(f"{field} holds {what}: a source is a plain name (letters, digits, spaces, ._-/:), "
+                               "without control characters, '@' or '#' (memoryd records the person and token "
+                               "that made a change itself)")  # fmt: skip
+
+
+def split_actor(actor: str) -> tuple[str, str | None, str | None]:
+    """(source, person, token id) of an event's actor: `agent@alice#<id>` → ("agent", "alice", "<id>"); an
+    actor without an authenticated person → (actor, None, None)."""
+    source, sep, who = actor.partition("@")
+    if not sep:
+        return actor, None, None
+    person, sep, token = who.rpartition("#")
+    return (source, person, token) if sep and person else (actor, None, None)
 
 
 def private_home(home: Path, *, sqlite: bool) -> None:
@@ -137,6 +169,7 @@ class TrackedTx:
 
     def append_event(self, *, atom_id: str | None, actor: str, action: str, reason: str | None,
                      content: str | None) -> Event:  # fmt: skip
+        check_source(actor, "the actor (source)")
         if self._principal is not None:  # "agent@alice#<token id>": the chain covers who made each change
             actor = f"{actor}@{self._principal}"
         return self._tx.append_event(atom_id=atom_id, actor=actor, action=action, reason=reason, content=content)
@@ -384,6 +417,7 @@ class Core:
         supersedes: str | None = None, entities: Sequence[str] | None = None,
     ) -> Atom:  # fmt: skip
         """A new atom of `content`, classified, with its entities (extracted unless given)."""
+        check_source(source)
         c = classify(content)
         now = utc_now()
         # Every new atom is built here: its short texts are redacted here, whoever the caller is.
@@ -438,6 +472,7 @@ class Core:
         check_texts("tags", "tag", tags)
         check_texts("triggers", "trigger", triggers)
         check_text("source", source)
+        check_source(source)
 
     def validate_content(self, content: object, what: str = "content") -> str | None:
         """A rejection reason, or None when the text is acceptable."""
