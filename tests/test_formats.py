@@ -74,8 +74,9 @@ def test_basic_memory_folder(engine: Engine) -> None:
     assert "Database Choice implements Billing Service" in got and "Database Choice relates to Invoice Schema" in got
     standup = next(c for c in got if c.startswith("The staging deploy failed"))
     assert got[standup].title == "Standup 2026-04-02" and "lock_timeout" in standup
+    assert got["We compared MongoDB and PostgreSQL for the billing service in March."].title == "Database Choice"
     assert r.duplicates == 1  # the same decision written in two notes
-    assert r.imported == len(got) == 8
+    assert r.imported == len(got) == 9
 
 
 def test_an_interrupted_import_of_another_format_resumes(engine: Engine) -> None:
@@ -284,3 +285,151 @@ def test_markdown_export_import_export_is_byte_stable(engine: Engine, repo: Path
         assert r.imported == 3 and r.bad == 1
         assert r.problems[0]["origin"] == bad.relative_to(first).as_posix()
         assert r.problems[0]["reason"].startswith("frontmatter is not valid YAML: ")
+
+
+def test_basic_memory_reads_notes_as_its_own_parser_does(engine: Engine) -> None:
+    """Fixtures from basic-memory's documented examples (its docs/NOTE-FORMAT.md note) and from the rules of its
+    parser (markdown/plugins.py, entity_parser.py): every observation, relation and prose paragraph arrives intact,
+    broken frontmatter is reported, and a second import adds nothing."""
+    src = DATA / "basic-memory-docs"
+    r = engine.import_file(src)
+    assert r.format == "basic-memory"
+    got = contents(engine, "basic-memory")
+    # the documented example: three observations, three relations, the note's list tags and the category as tags
+    assert got["Water temperature at 205°F extracts optimal compounds"].tags == ["coffee", "brewing", "technique"]
+    assert got["Ethiopian beans work well with lighter roasts (personal experience)"].type == "preference"
+    assert "Coffee Brewing Methods contrasts with Tea Brewing Methods" in got
+    # relation types basic-memory accepts: non-Latin, quoted multi-word (either quote), with a (context)
+    assert "Search Design 依赖 SQLite FTS5" in got
+    assert "Search Design is replaced by Search Design v2" in got
+    assert "Search Design was inspired by Lucene Scoring (the 2024 spike)" in got
+    # `- text #tag` is an observation without a category; `tags: a, b` (a comma string) is read
+    fallback = got["Keyword search stays on when the model is missing"]
+    assert fallback.tags == ["search", "ranking", "fallback"] and fallback.title == "Search Design"
+    assert got["检索默认按仓库隔离"].tags == ["search", "ranking", "decision", "范围"]
+    # the prose of a note that has observations is kept, with its links, its tasks and timestamped lines, its
+    # callout and code fence, and the line whose unquoted multi-word prefix makes it prose (inline links)
+    prose = next(c for c in got if c.startswith("We rank with BM25"))
+    assert got[prose].type == "decision" and got[prose].title == "Search Design"
+    for kept in ("see [[Embedding Service]] for the model", "- part of the plan, see [[Roadmap]] and [[Search Design v2]]",
+                 "- [ ] benchmark the reranker", "- [x] ship the keyword index", "- [-] drop the trigram index",
+                 "- [00:01:12] Ana: the reranker doubles latency", "- [1:02:03.500] Bo: only on cold start",
+                 "> - [note] quoted lines stay prose", "- [example] inside a code fence"):  # fmt: skip
+        assert kept in prose, kept
+    assert "## Observations" not in prose and "# Search Design\n" not in prose  # emptied headings, the title
+    tags = {t for a in got.values() for t in a.tags}
+    assert not tags & {" ", "x", "-", "00:01:12", "1:02:03.500", "note", "example", "!info"}
+    # broken frontmatter: reported with the YAML error, the note read without it (titled by its file name)
+    assert got["Never tag a release from a dirty tree"].title == "broken-frontmatter"
+    assert got["The nightly build runs at 02:00 UTC"].title == "unclosed-frontmatter"
+    reasons = {p["origin"]: p["reason"] for p in r.problems}
+    assert reasons["notes/broken-frontmatter.md: frontmatter"].startswith(
+        "frontmatter is not valid YAML (while scanning a quoted scalar")
+    assert reasons["notes/broken-frontmatter.md: frontmatter"].endswith(
+        "); the note is read without it, titled by its file name")
+    assert reasons["notes/unclosed-frontmatter.md: frontmatter"] == (
+        "the frontmatter opened by --- on line 1 is never closed; the note is read as plain markdown")
+    assert r.bad == 2 and r.rejected == 0 and r.duplicates == 0
+    # given: coffee 6, search design 1 prose + 4 observations + 4 relations, broken 1, unclosed 2 = 18
+    assert r.imported == len(got) == 18
+    assert r.not_carried == {"basic-memory frontmatter permalink": 2, "basic-memory frontmatter status": 1}
+    before = engine.store.snapshot_version()
+    again = engine.import_file(src)  # re-import: a no-op
+    assert (again.imported, again.skipped) == (0, r.lines) and engine.store.snapshot_version() == before
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("- [fact] plain", ("fact", "plain", [], None)),
+    ("- [decision] Selected bcrypt #security #auth (Based on audit)", ("decision", "Selected bcrypt #security #auth",
+                                                                       ["security", "auth"], "Based on audit")),
+    ("- text #a#b", (None, "text #a#b", ["a", "b"], None)),
+    ("- [/] in progress #t", (None, "[/] in progress #t", ["t"], None)),
+    ("- [00:00:11 - 00:00:14] said #t", (None, "[00:00:11 - 00:00:14] said #t", ["t"], None)),
+    ("- [] empty category #t", (None, "empty category #t", ["t"], None)),
+])  # fmt: skip
+def test_basic_memory_observation_rules(line: str, expected: tuple[Any, ...]) -> None:
+    from memoryd.formats import _bm_is_observation, _bm_observation
+
+    content = line[2:]
+    assert _bm_is_observation(content)
+    assert _bm_observation(content) == expected
+
+
+@pytest.mark.parametrize("line", ["- [ ] task #t", "- [x] done #t", "- [-] dropped #t", "- [00:01:12] no tag",
+                                  "- [X] upper task", "- [link](https://x.org)", "- [[Only A Link]]", "- plain"])
+def test_basic_memory_non_observations(line: str) -> None:
+    from memoryd.formats import _bm_is_observation
+
+    assert not _bm_is_observation(line[2:])
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("implements [[Billing Service]]", ("implements", "Billing Service", None)),
+    ("依赖 [[X]]", ("依赖", "X", None)),
+    ('"is replaced by" [[X]]', ("is replaced by", "X", None)),
+    ("relates_to [[X]] (since (v2))", ("relates_to", "X", "since (v2)")),
+    ("some other thing [[X]]", None),
+    ("implements [[X]] and more", None),
+    ("implements [[X]] (a) and [[Y]] (b)", None),
+    ("[[X]]", None),
+    ('"" [[X]]', None),
+])  # fmt: skip
+def test_basic_memory_relation_rules(line: str, expected: tuple[Any, ...] | None) -> None:
+    from memoryd.formats import _bm_relation
+
+    assert _bm_relation(line) == expected
+
+
+def test_basic_memory_tags_and_frontmatter_shapes(tmp_path: Path) -> None:
+    from memoryd.formats import _bm_split, _bm_tags
+
+    assert _bm_tags("a, b,,#c ") == ["a", "b", "c"]
+    assert _bm_tags(["#x", " y ", 3, None, "x"]) == ["x", "y", "3"]
+    assert _bm_tags(None) == []
+    assert _bm_split("---\n- a\n- b\n---\nbody\n") == (
+        {}, "body\n", "frontmatter is not a YAML mapping of fields; the note is read without it")
+    meta, body, problem = _bm_split("---\ntitle: T\ntags: a, b\n---\n\n# T\n")
+    assert (meta, problem) == ({"title": "T", "tags": "a, b"}, None) and body.strip() == "# T"
+    assert _bm_split("no frontmatter\n") == ({}, "no frontmatter\n", None)
+
+
+def test_markdown_export_is_readable_by_basic_memory(engine: Engine, tmp_path: Path) -> None:
+    """basic-memory resolves `[[link]]` by permalink, then exact title: every exported note carries a `title` (its
+    file name, the text links use), titles are unique, and read back with basic-memory's rules every link of the
+    export names an exported note's title, including entities whose names clean to the same file name."""
+    from memoryd.formats import _bm_split, write_markdown
+
+    engine.memorize("Use PostgreSQL 16 for the billing service; MongoDB was rejected.", source="user")
+    old = engine.memorize("Deploys run from the release/2026 branch on Tuesdays", source="user").atom_id
+    engine.correct(old, "replace", "moved", "Deploys run from the release/2027 branch on Tuesdays")
+    atoms = engine.store.list_atoms(statuses=["active", "superseded"], limit=-1, newest_first=False)
+    first = atoms[0]
+    clash = [*first.entities, "entity:service:a/b", "entity:service:a b", "entity:service:A b"]
+    atoms = [first.model_copy(update={"entities": clash}), *atoms[1:]]
+    out = tmp_path / "vault"
+    write_markdown(atoms, out)
+    titles: dict[str, Path] = {}
+    for path in sorted(out.rglob("*.md")):
+        meta, body, problem = _bm_split(path.read_text(encoding="utf-8"))
+        assert problem is None and meta["title"] == path.stem, path
+        assert meta["title"].lower() not in {t.lower() for t in titles}, meta["title"]
+        titles[meta["title"]] = path
+    assert {"a b (service)", "a b (service) 2", "A b (service) 3"} <= set(titles)
+    links = [m for p in titles.values() for m in re.findall(r"\[\[([^\]]+)\]\]", p.read_text(encoding="utf-8"))]
+    assert links and set(links) <= set(titles)
+    text = "\n".join(p.read_text(encoding="utf-8") for p in titles.values())
+    assert "- superseded_by [[" in text and "- supersedes [[" in text  # explicit relations in basic-memory's syntax
+
+
+def test_basic_memory_paragraph_hashtags_and_multiline_items(engine: Engine, tmp_path: Path) -> None:
+    """A prose paragraph holding a `#word` is an observation for basic-memory: its text stays whole (only trailing
+    tags leave the text, kept as tags); a list item continued on the next line keeps both lines."""
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "rust.md").write_text(
+        "---\ntitle: Rust Move\ntags: '#lang'\n---\n\nWe moved the parser to #rust last year.\n\n"
+        "- [lesson] Pin the toolchain\n  in rust-toolchain.toml #ci\n", encoding="utf-8")  # fmt: skip
+    r = engine.import_file(tmp_path / "notes", format="basic-memory")
+    got = contents(engine, "basic-memory")
+    assert got["We moved the parser to #rust last year."].tags == ["lang", "rust"]
+    assert got["Pin the toolchain\nin rust-toolchain.toml"].type == "lesson"
+    assert r.imported == 2 and r.bad == 0 and r.problems == []

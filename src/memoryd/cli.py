@@ -312,9 +312,10 @@ def import_(
                      observation ("<entity>: <text>") and per relation
       mem0           a mem0 export (get_all JSON): one memory per item,
                      categories as tags
-      basic-memory   a folder of notes: one memory per observation
-                     ("- [category] text #tag"), per relation, and per
-                     note with neither
+      basic-memory   a folder of notes, read as basic-memory reads them:
+                     one memory per observation ("- [category] text #tag"
+                     or "- text #tag"), per relation, and one of each
+                     note's prose
     They take the same write path and resume the same way; problems name
     the file and line they come from.
 
