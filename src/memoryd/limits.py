@@ -67,7 +67,7 @@ LIMITS: dict[str, tuple[int, str, str]] = {
     "limit": (1000, "items", "limit of one timeline"),
     "review_limit": (100, "items", "limit of one review listing"),
     "neighbors": (50, "memories", "neighbors on each side in mem_context"),
-    "token_scopes": (50, "items", "repositories one team-server token may act in (memoryd token create --scope)"),
+    "token_scopes": (50, "items", "repositories (and `global`) one team-server token may act in (memoryd token create --scope)"),
     "scope_header": (8192, "characters", "the Memoryd-Scope header of one team-server request"),
 }
 
