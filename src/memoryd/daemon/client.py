@@ -291,26 +291,31 @@ class Client:
         if not os.access(self.paths.home, os.W_OK | os.X_OK):
             raise DaemonUnavailable(f"the data home {self.paths.home} is not writable")
 
-    def start(self, deadline: float | None = None) -> None:
-        """Start the daemon unless one answers; returns once it listens. Raises DaemonUnavailable."""
+    def _start_lock(self, deadline: float, busy: str) -> int:
+        """The start lock, held (the open descriptor: closing it releases the lock) once no other client
+        holds it; DaemonUnavailable(`busy`) at `deadline`. Every start and restart happens under it."""
         import fcntl
 
-        deadline = deadline if deadline is not None else time.monotonic() + self.start_timeout
         self._check_home()
         try:
             fd = os.open(self.paths.start_lock, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:
             raise DaemonUnavailable(f"cannot create {self.paths.start_lock}: {exc}") from None
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise DaemonUnavailable(busy) from None
+                time.sleep(0.02)
+
+    def start(self, deadline: float | None = None) -> None:
+        """Start the daemon unless one answers; returns once it listens. Raises DaemonUnavailable."""
+        deadline = deadline if deadline is not None else time.monotonic() + self.start_timeout
+        fd = self._start_lock(deadline, "another client is starting the daemon and it did not listen in time")
         try:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise DaemonUnavailable("another client is starting the daemon and it did not listen in "
-                                                "time") from None
-                    time.sleep(0.02)
             if self.health(timeout=max(0.1, min(2.0, deadline - time.monotonic()))) is not None:
                 return  # another client started it while this one waited
             self._spawn(deadline)
@@ -363,19 +368,8 @@ class Client:
 
     def restart(self, deadline: float) -> None:
         """Stop the daemon of another version (under the start lock) and start this one's."""
-        import fcntl
-
-        self._check_home()
-        fd = os.open(self.paths.start_lock, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = self._start_lock(deadline, "another client is restarting the daemon")
         try:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise DaemonUnavailable("another client is restarting the daemon") from None
-                    time.sleep(0.02)
             info = self.health(timeout=2.0)
             if info is not None and info.get("version") == version() and info.get("settings") == settings_digest():
                 return  # another client restarted it already

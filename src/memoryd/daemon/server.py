@@ -118,21 +118,14 @@ class Views:
         self._lock = threading.Lock()
 
     def scope_of(self, header: str | None) -> Scope:
+        from ..engine.tenancy import read_scope_header, scope_fields
         from ..errors import InvalidInput
         from ..limits import check_text
         from ..models import Scope
         from ..scope import infer_scope, local_tenant
 
-        if header is None or not header.strip():
-            raise InvalidInput('the Memoryd-Scope header is missing: send {"cwd": "/abs/dir"} or {"workspace", '
-                               '"repository"} (the global scope is never assumed)')  # fmt: skip
-        check_text("scope_header", header, field="the Memoryd-Scope header")
-        try:
-            data = json.loads(header)
-        except ValueError as exc:
-            raise InvalidInput(f"the Memoryd-Scope header is not JSON ({exc})") from None
-        if not isinstance(data, dict):
-            raise InvalidInput("the Memoryd-Scope header must be a JSON object")
+        data = read_scope_header(header, missing='send {"cwd": "/abs/dir"} or {"workspace", "repository"} (the '
+                                                 "global scope is never assumed)")  # fmt: skip
         if "cwd" in data:
             if set(data) != {"cwd"}:
                 raise InvalidInput('Memoryd-Scope: "cwd" goes alone (the scope is inferred from it)')
@@ -150,18 +143,9 @@ class Views:
                     self._scopes.clear()
                 self._scopes[cwd] = (now, scope)
             return scope
-        unknown = sorted(set(data) - {"workspace", "repository", "branch", "root"})
-        if unknown:
-            raise InvalidInput(f"the Memoryd-Scope header has unknown keys {unknown}; expected cwd, or workspace, "
-                               "repository, branch, root")  # fmt: skip
-        values = {k: check_text("scope", data.get(k), field=f"Memoryd-Scope {k}",
-                                required=k in ("workspace", "repository")) for k in ("workspace", "repository", "branch")}  # fmt: skip
-        root = check_text("cwd", data.get("root"), field="Memoryd-Scope root") or ""
-        workspace, repository = (values["workspace"] or "").strip(), (values["repository"] or "").strip()
-        if not workspace or not repository or repository == "*":
-            raise InvalidInput("Memoryd-Scope needs a non-empty workspace and repository")
-        return Scope(tenant_id=local_tenant(), workspace=workspace, repository=repository,
-                     branch=values["branch"] or "", root=root if workspace == "local" else "")  # fmt: skip
+        workspace, repository, branch, root = scope_fields(data, expected="cwd, or workspace, repository, branch, root")
+        return Scope(tenant_id=local_tenant(), workspace=workspace, repository=repository, branch=branch,
+                     root=root if workspace == "local" else "")  # fmt: skip
 
     def view(self, scope: Scope, principal: str | None) -> Engine:
         key = (scope.scope_hash, scope.branch, principal)

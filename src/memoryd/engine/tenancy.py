@@ -24,7 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel
 from ulid import ULID
@@ -336,38 +336,50 @@ class Tenancy:
 
         Raises InvalidInput (missing or malformed), Forbidden (a repository the token does not cover).
         """
-        if not isinstance(header, str) or not header.strip():
-            raise InvalidInput("the Memoryd-Scope header is missing: send the repository the agent works in as JSON "
-                               '{"workspace": …, "repository": …} (`memoryd connect` does)')  # fmt: skip
-        check_text("scope_header", header, field="the Memoryd-Scope header")
-        try:
-            data = json.loads(header)
-        except ValueError as exc:
-            raise InvalidInput(f"the Memoryd-Scope header is not JSON ({exc})") from None
-        if not isinstance(data, Mapping):
-            raise InvalidInput("the Memoryd-Scope header must be a JSON object with workspace and repository")
-        unknown = sorted(set(data) - {"workspace", "repository", "branch", "root"})
-        if unknown:
-            raise InvalidInput(f"the Memoryd-Scope header has unknown keys {unknown}; expected workspace, repository, "
-                               "branch, root")  # fmt: skip
-        values = {k: check_text("scope", data.get(k), field=f"Memoryd-Scope {k}", required=k in ("workspace",
-                                                                                                   "repository"))
-                  for k in ("workspace", "repository", "branch")}  # fmt: skip
-        root = check_text("cwd", data.get("root"), field="Memoryd-Scope root") or ""
-        workspace, repository = (values["workspace"] or "").strip(), (values["repository"] or "").strip()
-        if not workspace or not repository or repository == "*":
-            raise InvalidInput("Memoryd-Scope needs a non-empty workspace and repository")
+        data = read_scope_header(header, missing="send the repository the agent works in as JSON "
+                                                 '{"workspace": …, "repository": …} (`memoryd connect` does)')  # fmt: skip
+        workspace, repository, branch, root = scope_fields(data, expected="workspace, repository, branch, root")
         name = f"{workspace}/{repository}"
         if principal.repositories and name not in principal.repositories:
             raise Forbidden(f"this token may act in {', '.join(principal.repositories)}, not in {name}")
-        person = Scope(tenant_id=principal.tenant_id, workspace=workspace, repository=repository,
-                       branch=values["branch"] or "", root=root if workspace == "local" else "")  # fmt: skip
+        person = Scope(tenant_id=principal.tenant_id, workspace=workspace, repository=repository, branch=branch,
+                       root=root if workspace == "local" else "")  # fmt: skip
         team = self.core.store.shared_team(workspace, repository) if workspace != "local" else None
         if team is not None and self.core.store.is_member(team, principal.tenant_id):
             shared = Scope(tenant_id=f"{TEAM_PREFIX}{team}", workspace=workspace, repository=repository,
                            branch=person.branch)  # fmt: skip
             return shared, person
         return person, person
+
+
+def read_scope_header(header: object, *, missing: str) -> dict[str, Any]:
+    """The JSON object a `Memoryd-Scope` header carries (the team server's and the daemon's), checked: present
+    (else InvalidInput "missing: " + `missing`), within its limit, JSON, an object. Raises InvalidInput."""
+    if not isinstance(header, str) or not header.strip():
+        raise InvalidInput(f"the Memoryd-Scope header is missing: {missing}")
+    check_text("scope_header", header, field="the Memoryd-Scope header")
+    try:
+        data = json.loads(header)
+    except ValueError as exc:
+        raise InvalidInput(f"the Memoryd-Scope header is not JSON ({exc})") from None
+    if not isinstance(data, Mapping):
+        raise InvalidInput("the Memoryd-Scope header must be a JSON object with workspace and repository")
+    return dict(data)
+
+
+def scope_fields(data: Mapping[str, Any], *, expected: str) -> tuple[str, str, str, str]:
+    """(workspace, repository, branch, root) of an explicit Memoryd-Scope object, each within its limit.
+    `expected` names the keys the caller accepts, for the message. Raises InvalidInput."""
+    unknown = sorted(set(data) - {"workspace", "repository", "branch", "root"})
+    if unknown:
+        raise InvalidInput(f"the Memoryd-Scope header has unknown keys {unknown}; expected {expected}")
+    values = {k: check_text("scope", data.get(k), field=f"Memoryd-Scope {k}", required=k in ("workspace", "repository"))
+              for k in ("workspace", "repository", "branch")}  # fmt: skip
+    root = check_text("cwd", data.get("root"), field="Memoryd-Scope root") or ""
+    workspace, repository = (values["workspace"] or "").strip(), (values["repository"] or "").strip()
+    if not workspace or not repository or repository == "*":
+        raise InvalidInput("Memoryd-Scope needs a non-empty workspace and repository")
+    return workspace, repository, values["branch"] or "", root
 
 
 def _info(t: TokenRecord, now: datetime) -> TokenInfo:

@@ -20,7 +20,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -225,24 +225,17 @@ class WordLlamaTerms:
         return (v / n).astype(np.float32) if n else v.astype(np.float32)
 
 
-class _BackgroundTerms:
-    """A `TermEmbedder` loaded ahead of use on a background thread, from `start` (a server's warm-up, the
-    start of a recall), or else in the caller's thread at first use.
+_M = TypeVar("_M")
 
-    Not at construction: the load runs Rust code (tokenizers, safetensors), so its thread is joined at
-    exit (`threads`), and a command that never recalls (`memoryd stale`) should not wait for it.
-    """
 
-    def __init__(self, factory: Callable[[], TermEmbedder], name: str, floor: float, ceil: float) -> None:
-        self.name = name
-        self.cosine_floor = floor
-        self.cosine_ceil = ceil
+class _Loaded(Generic[_M]):
+    """A model built once by `factory` (on whichever thread calls `_load`), its error kept for every caller."""
+
+    def __init__(self, factory: Callable[[], _M]) -> None:
         self._factory = factory
-        self._inner: TermEmbedder | None = None
+        self._inner: _M | None = None
         self._error: BaseException | None = None
         self._ready = threading.Event()
-        self._lock = threading.Lock()
-        self._started = False
         self.load_seconds: float | None = None
 
     def _load(self) -> None:
@@ -254,6 +247,29 @@ class _BackgroundTerms:
         finally:
             self.load_seconds = time.perf_counter() - start
             self._ready.set()
+
+    def _model(self, what: str) -> _M:
+        self._ready.wait()
+        if self._inner is None:
+            raise RuntimeError(f"{what} failed to load: {self._error!r}")
+        return self._inner
+
+
+class _BackgroundTerms(_Loaded[TermEmbedder]):
+    """A `TermEmbedder` loaded ahead of use on a background thread, from `start` (a server's warm-up, the
+    start of a recall), or else in the caller's thread at first use.
+
+    Not at construction: the load runs Rust code (tokenizers, safetensors), so its thread is joined at
+    exit (`threads`), and a command that never recalls (`memoryd stale`) should not wait for it.
+    """
+
+    def __init__(self, factory: Callable[[], TermEmbedder], name: str, floor: float, ceil: float) -> None:
+        super().__init__(factory)
+        self.name = name
+        self.cosine_floor = floor
+        self.cosine_ceil = ceil
+        self._lock = threading.Lock()
+        self._started = False
 
     def _claim(self) -> bool:
         with self._lock:
@@ -268,10 +284,7 @@ class _BackgroundTerms:
     def _get(self) -> TermEmbedder:
         if self._claim():
             self._load()
-        self._ready.wait()
-        if self._inner is None:
-            raise RuntimeError(f"term embedding model failed to load: {self._error!r}")
-        return self._inner
+        return self._model("term embedding model")
 
     def query(self, text: str) -> np.ndarray:
         return self._get().query(text)
@@ -297,33 +310,19 @@ def term_embedder(kind: str) -> TermEmbedder | None:
         return _TERM_EMBEDDERS[kind]
 
 
-class BackgroundEmbedder:
+class BackgroundEmbedder(_Loaded[Embedder]):
     """Wraps an embedder factory, loading it on a daemon thread; calls wait for the load."""
 
     def __init__(self, factory: Callable[[], Embedder], name: str, dim: int, floor: float, ceil: float) -> None:
+        super().__init__(factory)
         self.name = name
         self.dim = dim
         self.cosine_floor = floor
         self.cosine_ceil = ceil
-        self._factory = factory
-        self._ready = threading.Event()
-        self._inner: Embedder | None = None
-        self._error: BaseException | None = None
-        self.load_seconds: float | None = None
         # Not joined at exit (threads.py): USE is numpy and E5 is C, neither catches a forced unwind, so
         # a short command need not wait for a model it never used.
         self._thread = threading.Thread(target=self._load, name="memoryd-embedder", daemon=True)
         self._thread.start()
-
-    def _load(self) -> None:
-        start = time.perf_counter()
-        try:
-            self._inner = self._factory()
-        except BaseException as exc:  # surfaced to every caller, never swallowed
-            self._error = exc
-        finally:
-            self.load_seconds = time.perf_counter() - start
-            self._ready.set()
 
     @property
     def loaded(self) -> bool:
@@ -339,10 +338,7 @@ class BackgroundEmbedder:
         return self._error if self._ready.is_set() else None
 
     def _get(self) -> Embedder:
-        self._ready.wait()
-        if self._inner is None:
-            raise RuntimeError(f"embedding model failed to load: {self._error!r}")
-        return self._inner
+        return self._model("embedding model")
 
     def passages(self, texts: Sequence[str]) -> NDArray[np.float32]:
         return self._get().passages(texts)
