@@ -107,13 +107,16 @@ def test_no_secret_reaches_any_stored_byte(settings: Settings, tmp_path: Path, c
     def s() -> str:  # the next secret, in its own sentence
         return next(pool)["text"]
 
+    def plain() -> str:  # the next one a source may hold at all (no '@', '#' or control characters)
+        return next(t for t in iter(s, None) if not any(c in t[:60] for c in "@#\t\r"))
+
     placed: list[str] = []
     with Engine.open(settings, cwd=repo, embedder=HashEmbedder(), authority="operator") as e:
         for case in SECRETS:  # every secret as content
             r = e.memorize(case["text"], source="user", gate="trusted")
             assert r.effect in ("applied", "no_op"), r
         # every other field that is stored, each with a different secret
-        m = e.memorize("The payments service retries webhooks three times with backoff", source=s()[:60],
+        m = e.memorize("The payments service retries webhooks three times with backoff", source=plain()[:60],
                        title=s()[:200], tags=[s()[:64]], triggers=[s()[:100]], gate="trusted")  # fmt: skip
         assert m.atom_id
         e.update(m.atom_id, title=s()[:200], tags=[s()[:64], "payments"], triggers=[s()[:100]], reason=s())
@@ -129,7 +132,7 @@ def test_no_secret_reaches_any_stored_byte(settings: Settings, tmp_path: Path, c
         e.govern(q, "quarantine", s())
         assert e.restore(q, s()).effect == "applied"
         e.handoff("Handoff: rotated the staging credentials. " + s(), source="agent")
-        sess = e.session_start(title=s()[:200], source=s()[:60])
+        sess = e.session_start(title=s()[:200], source=plain()[:60])
         e.session_end(sess.id, "Summary: " + s())
         e.save_prompt("with-secret", "Prompt template using " + s())
         e.mark_sensitive(True)
