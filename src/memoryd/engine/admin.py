@@ -212,7 +212,7 @@ class Admin:
                             content=None)  # fmt: skip
         return {"scope_hash": scope.scope_hash, "scope_name": scope.name, "expires_at": expires.isoformat()}
 
-    def request_sensitive_read(self, reason: str, *, scope: str | None = "auto") -> dict[str, Any]:
+    def request_sensitive_read(self, reason: str, *, scope: str | Scope | None = "auto") -> dict[str, Any]:
         """Record an agent's request to read a sensitive scope; a person grants it from the CLI."""
         return self.request_read(self.core.resolve_scope(scope), reason)
 

@@ -525,7 +525,7 @@ class Core:
         replica's disk is not the caller's; its layout is nobody else's business)."""
         return self.vault_root / rel if rel and self.local_files else None
 
-    def resolve_scope(self, scope: str | None) -> Scope:
+    def resolve_scope(self, scope: str | Scope | None) -> Scope:
         """`auto` (or anything an agent passes) → the inferred scope; `global` → the tenant-wide scope."""
         return self.resolve_scope_arg(scope)[0]
 
@@ -534,8 +534,11 @@ class Core:
 
         An agent cannot choose a repository: `global` is the tenant-wide scope, everything else the
         inferred one. A value naming another repository is answered with a warning saying where the
-        memory went, never silently.
+        memory went, never silently. A `Scope` is one an adapter resolved here before (it resolves once
+        to get the warning, then passes the result on).
         """
+        if isinstance(scope, Scope):
+            return scope, None
         if scope == "global":
             if not self.global_reach:
                 raise Forbidden(f"this token may act in {self.scope.workspace}/{self.scope.repository} only, not in "

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from ..errors import InvalidInput, NotFound
 from ..limits import check_text
-from ..models import MemorizeResult, Session
+from ..models import MemorizeResult, Scope, Session
 from ..stamps import norm_hash, utc_now
 from ..write.redact import redact
 from .core import Core, shown
@@ -22,7 +22,7 @@ class Sessions:
         self.core = core
         self.writer = writer
 
-    def session_start(self, *, scope: str | None = "auto", source: str = "manual", title: str | None = None) -> Session:
+    def session_start(self, *, scope: str | Scope | None = "auto", source: str = "manual", title: str | None = None) -> Session:
         """Open a session: a `session` memory that `session_end` later completes."""
         check_text("title", title)
         check_text("source", source)
@@ -80,7 +80,7 @@ class Sessions:
         return session
 
     def capture_passive(
-        self, content: str, *, source: str, scope: str | None = "auto", type: str = "fact", tags: Sequence[str] = (),
+        self, content: str, *, source: str, scope: str | Scope | None = "auto", type: str = "fact", tags: Sequence[str] = (),
         triggers: Sequence[str] = (),
     ) -> MemorizeResult:  # fmt: skip
         """Save from a trusted source (mirror, importer): no DURA gate, everything else as usual."""
