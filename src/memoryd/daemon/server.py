@@ -166,6 +166,13 @@ class Views:
         return self.view(self.scope_of(None if scope is None else scope.decode("latin-1")),
                          principal_of(headers.get(b"memoryd-client")))  # fmt: skip
 
+    def operator(self, headers: dict[bytes, bytes]) -> Engine:
+        """The person's view (`memoryd <command>`): every scope, no grant needed, no client name, acting in the
+        scope the CLI sent, as `Engine.open(cwd=…, authority="operator")` in its own process would."""
+        scope = headers.get(b"memoryd-scope")
+        view = self.view(self.scope_of(None if scope is None else scope.decode("latin-1")), None)
+        return view.acting_as("operator")
+
     def for_cwd(self, cwd: str, client: dict[str, str] | None) -> Engine:
         return self.view(self.scope_of(json.dumps({"cwd": cwd})), _principal(client) if client else None)
 
@@ -387,6 +394,10 @@ class Daemon:
 
         if name.startswith("hook/"):
             return self._hook(name[len("hook/"):], headers, body)
+        if name == "operator":
+            from .operator import run
+
+            return run(self.views.operator(headers), body)
         fn = ENDPOINTS.get(name)
         if fn is None:
             raise _ClientError("not_found", f"no endpoint /v1/{name}; docs/LOCAL_API.md lists them")
