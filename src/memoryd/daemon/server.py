@@ -169,9 +169,18 @@ class Views:
     def operator(self, headers: dict[bytes, bytes]) -> Engine:
         """The person's view (`memoryd <command>`): every scope, no grant needed, no client name, acting in the
         scope the CLI sent, as `Engine.open(cwd=…, authority="operator")` in its own process would."""
-        scope = headers.get(b"memoryd-scope")
-        view = self.view(self.scope_of(None if scope is None else scope.decode("latin-1")), None)
-        return view.acting_as("operator")
+        header = headers.get(b"memoryd-scope")
+        scope = self.scope_of(None if header is None else header.decode("latin-1"))
+        key = (scope.scope_hash, scope.branch, "\0operator")  # one per scope: a command's calls share its state
+        with self._lock:
+            view = self._views.get(key)
+            if view is not None and view.scope.root == scope.root:
+                self._views.move_to_end(key)
+                return view
+        new: Engine = self.view(scope, None).acting_as("operator")
+        with self._lock:
+            self._views[key] = new
+        return new
 
     def for_cwd(self, cwd: str, client: dict[str, str] | None) -> Engine:
         return self.view(self.scope_of(json.dumps({"cwd": cwd})), _principal(client) if client else None)
