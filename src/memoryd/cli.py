@@ -950,10 +950,16 @@ def ui(
 
     Prints one line, `memoryd ui: http://127.x.y.z:PORT/?token=…`; the address and the token are
     new on every start (or --host, MEMORYD_TOKEN). Sensitive scopes stay locked without a grant.
+    With the memoryd daemon running (and no --host), the daemon serves it with its warm engine
+    until Ctrl-C here.
     """
-    from .ui.server import serve
+    from .ui.server import serve, serve_by_daemon
 
     try:
+        by_daemon = None if host is not None else serve_by_daemon(port=port, open_browser=not no_browser, cwd=cwd,
+                                                                    allowed_host=allowed_host or [])  # fmt: skip
+        if by_daemon is not None:
+            raise typer.Exit(by_daemon)
         code = serve(host=host, port=port, open_browser=not no_browser, cwd=cwd, allowed_host=allowed_host or [])
     except MemorydError as exc:
         _fail(exc)
