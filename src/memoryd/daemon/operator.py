@@ -48,8 +48,6 @@ class _Call:
     """One method's signature and the adapters of its parameters and result."""
 
     def __init__(self, name: str) -> None:
-        from pydantic import TypeAdapter
-
         from ..engine import Engine
 
         attr = inspect.getattr_static(Engine, name)
