@@ -68,6 +68,7 @@ class _part(Generic[P, R]):  # noqa: N801 - reads as a function in the class bod
 
     def __init__(self, part: str, method: Callable[Concatenate[Any, P], R]) -> None:
         self.part, self.name, self.__doc__ = part, method.__name__, method.__doc__
+        self.method = method  # its signature and type hints (the daemon's operator endpoint converts by them)
 
     @overload
     def __get__(self, engine: None, owner: type) -> Self: ...
