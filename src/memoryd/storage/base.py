@@ -163,6 +163,7 @@ class Store(Protocol):
     tracer: Tracer | None  # called with every statement and its parameters (debugging, benchmarks)
 
     def transaction(self) -> AbstractContextManager[StoreTx]: ...
+    def acting_for(self, person: str) -> Store: ...  # for one person's requests (read-your-writes on standbys)
     def close(self) -> None: ...
 
     # -- atoms ---------------------------------------------------------------------------------
