@@ -22,8 +22,9 @@ from .pg import _SETTINGS, PgServer, _as_unprivileged, _free_port, start_server
 __all__ = ["PRIMARY_SETTINGS", "Standby", "start_primary"]
 
 # A primary that streams WAL to standbys (the test default is wal_level=minimal, no senders).
+# synchronous_commit on: a commit's WAL is sent at commit, as in production (the test default is off).
 PRIMARY_SETTINGS = {"wal_level": "replica", "max_wal_senders": "10", "wal_keep_size": "512MB",
-                    "hot_standby_feedback": "on"}  # fmt: skip
+                    "hot_standby_feedback": "on", "synchronous_commit": "on"}  # fmt: skip
 
 
 def start_primary() -> PgServer:
@@ -72,8 +73,8 @@ class Standby:
         for key, value in {**_SETTINGS, **PRIMARY_SETTINGS, **self.extra}.items():
             argv += ["-c", f"{key}={value}"]
         with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(_as_unprivileged(argv), stdout=out, stderr=subprocess.STDOUT,
-                                         env=self._env(), stdin=subprocess.DEVNULL)  # fmt: skip
+            self.proc = subprocess.Popen(_as_unprivileged(argv), stdout=out, stderr=subprocess.STDOUT, env=self._env(),
+                                         stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -87,17 +88,11 @@ class Standby:
             time.sleep(0.05)
         raise RuntimeError(f"the standby did not start; log:\n{self.log.read_text(errors='replace')[-3000:]}")
 
-    def postmaster_pid(self) -> int:
-        """The postmaster's pid (under setpriv, the Popen pid is setpriv's exec'd process: the same)."""
-        return int((self.data / "postmaster.pid").read_text().split()[0]) if (self.data / "postmaster.pid").exists() \
-            else (self.proc.pid if self.proc else 0)
-
     def kill(self) -> None:
-        """kill -9 of the postmaster; its backends exit when they notice (as after a crash)."""
+        """kill -9 of the standby: the postmaster and every backend (its own process group), as a crash."""
         if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
+            os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
-        # Orphaned backends hold the port's connections until they see the postmaster gone.
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
