@@ -226,6 +226,7 @@ class _Person:
         self.name, self.url = name, f"http://127.0.0.1:{port}/mcp"
         self.headers = {**HEADERS, "Authorization": f"Bearer {token}", "Memoryd-Scope": SCOPE}
         self.n = 0
+        self.saves = 0
 
     async def call(self, client: httpx2.AsyncClient, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         self.n += 1
@@ -257,9 +258,9 @@ def test_team_replicas_read_on_the_standby_and_survive_its_kill(pair: Pair, tmp_
             nonlocal checks
             async with httpx2.AsyncClient(timeout=60) as client:
                 await client.post(p.url, json=INIT, headers=p.headers)
-                i = 0
                 while time.monotonic() < until:
-                    i += 1
+                    p.saves += 1
+                    i = p.saves
                     word = f"{p.name}w{i}q"
                     saved = await p.call(client, "mem_save", {"content": f"The {p.name} worker {i} owns shard {word}",
                                                               "type": "fact"})  # fmt: skip
