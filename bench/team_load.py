@@ -664,7 +664,8 @@ class StandbyWatch:
             x_restart = xacts(self.standby_dsn) or 0
             back = None
             while time.monotonic() - t < 30:
-                await warm_up(callers)  # a few reads: served there once it is back in rotation
+                for c in callers:  # a few reads: served there once it is back in rotation
+                    await c.call("mem_search", {"query": "back in rotation?", "top_k": 3}, Stats())
                 if (xacts(self.standby_dsn) or 0) > x_restart + len(callers):
                     back = time.monotonic() - t
                     break
@@ -834,8 +835,9 @@ def main(argv: list[str] | None = None) -> int:
                 out["replicas_ready_s"] = time.perf_counter() - t
                 print(f"replicas: {len(replicas)} answering after {out['replicas_ready_s']:.1f} s "
                       f"(start-up vault sync and warm-up included)", flush=True)  # fmt: skip
-                phases = [("steady", None)] + ([("kill", args.duration / 2)] if args.kill else [])
-                phases += [("standby-kill", args.duration / 2)] if standby is not None else []
+                phases: list[tuple[str, float | None]] = [("steady", None)]
+                phases += [("standby-kill", args.duration / 2)] if standby is not None else []  # all replicas up
+                phases += [("kill", args.duration / 2)] if args.kill else []
                 for name, kill_after in phases:
                     for c in callers:  # each phase starts on the client's own replica
                         c.current = c.person.index % len(replicas)
