@@ -5,7 +5,7 @@ The server is the test suite's (`tests/pg.py`: PostgreSQL 18 + pgvector from the
 start logic is repeated here.
 
 Bulk fill: a store filled through the engine on SQLite is copied with memoryd's own
-`engine.admin.migrate_store` (batched inserts in one transaction, keyword statistics counted
+`engine.migrate.migrate_store` (batched inserts in one transaction, keyword statistics counted
 once at the end). The HNSW indexes are dropped before the copy and rebuilt after it
 (`rebuild_hnsw=True`), then the tables are ANALYZEd (the test server runs without autovacuum).
 """
@@ -58,7 +58,7 @@ def _with_dbname(url: str, name: str) -> str:
 def bulk_fill(sqlite_path: Path, dsn: str, *, rebuild_hnsw: bool = True,
               progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:  # fmt: skip
     """Copy a filled SQLite store into the empty PostgreSQL database `dsn`; timings in seconds."""
-    from memoryd.engine.admin import migrate_store
+    from memoryd.engine.migrate import migrate_store
     from memoryd.storage.postgres import PostgresStore
     from memoryd.storage.sqlite import SqliteStore
 

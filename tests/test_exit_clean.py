@@ -87,13 +87,13 @@ import os, signal, sys
 from pathlib import Path
 from memoryd.config import Settings
 from memoryd.engine import Engine
-from memoryd.engine.core import Core
+import memoryd.engine.core as core
 from memoryd.search.embed import HashEmbedder
 
-def die(self, plans, token):
+def die(*args):
     os.kill(os.getpid(), signal.SIGKILL)
 
-Core._publish = die
+core.publish = die  # what `Core.write` calls after the commit
 with Engine.open(Settings(), cwd=sys.argv[2], embedder=HashEmbedder()) as e:  # MEMORYD_HOME, MEMORYD_DB
     e.memorize("The release branch is cut every Thursday at noon " + sys.argv[3], source="user")
 """

@@ -25,7 +25,7 @@ from psycopg import sql
 
 from memoryd.config import Settings
 from memoryd.engine import Engine
-from memoryd.engine.admin import migrate_store
+from memoryd.engine.migrate import migrate_store
 from memoryd.errors import StorageBusy, StorageError
 from memoryd.models import Atom, Scope
 from memoryd.search.embed import HashEmbedder

@@ -27,7 +27,7 @@ import pytest
 import memoryd
 from memoryd.config import Settings
 from memoryd.engine import Engine
-from memoryd.engine.admin import migrate_store
+from memoryd.engine.migrate import migrate_store
 from memoryd.scope import infer_scope
 from memoryd.search.embed import UseEmbedder
 from memoryd.storage import open_store

@@ -867,7 +867,7 @@ def migrate(
     from tqdm import tqdm
 
     from .config import Settings
-    from .engine.admin import migrate as run_migrate
+    from .engine.migrate import migrate as run_migrate
 
     bars: dict[str, Any] = {}
 

@@ -29,7 +29,8 @@ from ..models import Atom, CodeChange, FileContext, StaleMemory
 from ..write.redact import redact
 
 if TYPE_CHECKING:
-    from .core import Core, TrackedTx
+    from .core import Core
+    from .tracked import TrackedTx
 
 __all__ = ["DRIFT_WEIGHT", "Anchors", "check_filters"]
 

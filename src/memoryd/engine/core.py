@@ -4,33 +4,25 @@ check, embedding, and building atoms."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import threading
-import unicodedata
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Unpack
+from typing import Any
 
 from ulid import ULID
 
 from .. import vault
-from ..anchors.model import Anchor
 from ..config import Settings
 from ..errors import AuthorizationRequired, Forbidden, InvalidInput, NotFound
 from ..limits import LIMITS, UNSTORABLE, check_text, check_texts, unstorable
-from ..models import ATOM_TYPES, Atom, AtomType, Event, Scope, Session, Status
+from ..models import ATOM_TYPES, Atom, Scope
 from ..search.embed import Embedder, TermEmbedder
-from ..search.tokenize import tokens
-from ..stamps import norm_hash, utc_now
-from ..storage.base import AtomUpdate, Store, StoreTx, TokenRecord, Vector
-from ..write.classify import classify
-from ..write.entities import extract_entities
+from ..storage.base import Store, StoreTx
 from ..write.redact import redact
+from .tracked import FilePlan, TrackedTx, check_source, plan_file, publish, split_actor
 
 __all__ = ["AUTHORITIES", "PLACEHOLDERS", "Core", "TrackedTx", "check_source", "clean", "shown", "split_actor",
            "visible_content"]
@@ -66,36 +58,6 @@ def shown(value: object) -> str:
     return repr(redact(text if len(text) <= 80 else text[:77] + "...").text)
 
 
-# The separators of an event's actor: `<source>@<person>#<token id>` (`TrackedTx.append_event`; the daemon's
-# `<host>/<agent>#<session>`). A source (free text a caller gives) may hold neither, nor a control or format
-# character (a newline splits the line `memoryd history` prints, a bidi override reorders it), so the
-# person and token memoryd records itself can never be forged by a source.
-IDENTITY_SEPARATORS = "@#"
-
-
-def check_source(value: object, field: str = "source") -> None:
-    """Refuse a source (an actor name) holding an identity separator or a control/format character.
-    Raises InvalidInput."""
-    if not isinstance(value, str):
-        return
-    for ch in value:
-        if ch in IDENTITY_SEPARATORS or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
-            what = repr(ch) if ch in IDENTITY_SEPARATORS else f"U+{ord(ch):04X}"
-            raise InvalidInput(f"{field} holds {what}: a source is a plain name (letters, digits, spaces, ._-/:), "
-                               "without control characters, '@' or '#' (memoryd records the person and token "
-                               "that made a change itself)")  # fmt: skip
-
-
-def split_actor(actor: str) -> tuple[str, str | None, str | None]:
-    """(source, person, token id) of an event's actor: `agent@alice#<id>` → ("agent", "alice", "<id>"); an
-    actor without an authenticated person → (actor, None, None)."""
-    source, sep, who = actor.partition("@")
-    if not sep:
-        return actor, None, None
-    person, sep, token = who.rpartition("#")
-    return (source, person, token) if sep and person else (actor, None, None)
-
-
 def private_home(home: Path, *, sqlite: bool) -> None:
     """The data root (database, vault, prompts) is readable by its owner only: 0700, the database 0600.
 
@@ -118,115 +80,6 @@ def private_home(home: Path, *, sqlite: bool) -> None:
             os.chmod(db, 0o600)
     except (OSError, AttributeError):  # AttributeError: no getuid (Windows), where ACLs apply instead
         log.warning("could not make %s private to its owner", home)
-
-
-@dataclass(frozen=True)
-class FilePlan:
-    """What one committed transaction must publish for one atom: a file to write, a file to remove."""
-
-    atom_id: str
-    rel: str | None
-    text: str | None
-    digest: str | None
-    remove: str | None
-
-
-class TrackedTx:
-    """A store transaction that remembers which atoms it wrote, so their markdown files follow."""
-
-    def __init__(self, tx: StoreTx, store: Store, principal: str | None = None) -> None:
-        self._tx = tx
-        self._store = store
-        self._principal = principal  # the person and token a team server acts for: every event names them
-        self.touched: dict[str, None] = {}
-        self.removed: dict[str, str] = {}  # deleted atom → the file it had
-        self.committed = False  # set by `Core.write` once the transaction committed
-
-    def resync(self, atom_id: str) -> None:
-        """Write the atom's file again at commit (its rendering or digest is out of date)."""
-        self.touched[atom_id] = None
-
-    def insert_atom(self, atom: Atom, *, norm_hash: str, terms: Sequence[str], vector: Vector | None) -> None:
-        self._tx.insert_atom(atom, norm_hash=norm_hash, terms=terms, vector=vector)
-        self.touched[atom.id] = None
-
-    def update_atom(self, atom_id: str, **fields: Unpack[AtomUpdate]) -> None:
-        self._tx.update_atom(atom_id, **fields)
-        self.touched[atom_id] = None
-
-    def scrub_atom(self, atom_id: str) -> None:
-        self._tx.scrub_atom(atom_id)
-        self.touched[atom_id] = None
-
-    def replace_terms(self, atom_id: str, terms: Sequence[str], vector: Vector | None) -> None:
-        self._tx.replace_terms(atom_id, terms, vector)
-
-    def link(self, src: str, dst: str, kind: str) -> None:
-        self._tx.link(src, dst, kind)
-
-    def unlink_entities(self, atom_id: str) -> None:
-        self._tx.unlink_entities(atom_id)
-
-    def append_event(self, *, atom_id: str | None, actor: str, action: str, reason: str | None,
-                     content: str | None) -> Event:  # fmt: skip
-        check_source(actor, "the actor (source)")
-        if self._principal is not None:  # "agent@alice#<token id>": the chain covers who made each change
-            actor = f"{actor}@{self._principal}"
-        return self._tx.append_event(atom_id=atom_id, actor=actor, action=action, reason=reason, content=content)
-
-    def insert_session(self, session: Session) -> None:
-        self._tx.insert_session(session)
-
-    def end_session(self, session_id: str, summary: str) -> None:
-        self._tx.end_session(session_id, summary)
-
-    def insert_promotion(self, *, atom_id: str, scope_hash: str, origin: str, scores: dict[str, float],
-                         reasoning: str) -> int:  # fmt: skip
-        return self._tx.insert_promotion(atom_id=atom_id, scope_hash=scope_hash, origin=origin, scores=scores,
-                                         reasoning=reasoning)  # fmt: skip
-
-    def decide_promotion(self, promotion_id: int, status: str) -> None:
-        self._tx.decide_promotion(promotion_id, status)
-
-    def rescope_promotions(self, old: str, new: str) -> None:
-        self._tx.rescope_promotions(old, new)
-
-    def delete_atom(self, atom_id: str) -> None:
-        atom = self._store.get_atoms([atom_id]).get(atom_id)
-        if atom is not None and atom.vault_path:
-            self.removed[atom_id] = atom.vault_path
-        self._tx.delete_atom(atom_id)
-        self.touched[atom_id] = None
-
-    def set_anchors(self, atom_id: str, anchors: Sequence[Anchor]) -> None:
-        self._tx.set_anchors(atom_id, anchors)
-
-    def outbox_add(self, atom_id: str, token: str, remove_path: str | None) -> None:
-        self._tx.outbox_add(atom_id, token, remove_path)
-
-    def add_token(self, token: TokenRecord) -> None:
-        self._tx.add_token(token)
-
-    def revoke_token(self, token_id: str, at: datetime) -> bool:
-        return self._tx.revoke_token(token_id, at)
-
-    def add_team(self, name: str) -> bool:
-        return self._tx.add_team(name)
-
-    def add_member(self, team: str, tenant_id: str) -> bool:
-        return self._tx.add_member(team, tenant_id)
-
-    def share(self, workspace: str, repository: str, team: str) -> None:
-        self._tx.share(workspace, repository, team)
-
-    def mark_sensitive(self, scope_hash: str, name: str, sensitive: bool) -> None:
-        self._tx.mark_sensitive(scope_hash, name, sensitive)
-
-    def add_grant(self, scope_hash: str, granted_by: str, expires_at: datetime) -> None:
-        self._tx.add_grant(scope_hash, granted_by, expires_at)
-
-    def add_access_request(self, scope_hash: str, reason: str) -> int:
-        return self._tx.add_access_request(scope_hash, reason)
 
 
 class Core:
@@ -288,11 +141,11 @@ class Core:
             tracked = TrackedTx(tx, self.store, self.principal)
             yield tracked
             for atom_id in tracked.touched:
-                plan = self._plan_file(tx, atom_id, tracked.removed.get(atom_id), token)
+                plan = plan_file(tx, self.store, self.vault_root, atom_id, tracked.removed.get(atom_id), token)
                 if plan is not None:
                     plans.append(plan)
         tracked.committed = True  # what a caller interrupted from here on (Ctrl-C) must count as written
-        self._publish(plans, token)
+        publish(plans, token, self.store, self.vault_root, self.vault_lock)
 
     def check_write(self) -> None:
         """THE rights check of every store write (`write`, `untracked`): a read-only token writes nothing.
@@ -308,55 +161,6 @@ class Core:
         self.check_write()
         with self.store.transaction() as tx:
             yield tx
-
-    def _plan_file(self, tx: StoreTx, atom_id: str, removed_path: str | None, token: str) -> FilePlan | None:
-        """Record (inside the transaction) what the vault must hold for one atom: its file, or none."""
-        atom = self.store.get_atoms([atom_id]).get(atom_id)  # this thread's transaction: its writes show
-        old = atom.vault_path if atom is not None else removed_path
-        if atom is None or atom.status != "active":
-            if atom is not None and old:
-                tx.update_atom(atom.id, vault_path=None, vault_digest=None, updated_at=atom.updated_at)
-            if not old:
-                return None
-            tx.outbox_add(atom_id, token, old)
-            return FilePlan(atom_id, None, None, None, old)
-        rel = str(vault.relative_path(atom))
-        text = vault.render(atom)  # raises (and rolls back) for an atom that cannot be written faithfully
-        # The folder now, inside the transaction: a vault that cannot take the file fails the write
-        # (rolled back) instead of leaving a committed memory without its file.
-        (self.vault_root / rel).parent.mkdir(parents=True, exist_ok=True)
-        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        stale = old if old and old != rel else None
-        tx.update_atom(atom.id, vault_path=rel, vault_digest=digest, updated_at=atom.updated_at)
-        tx.outbox_add(atom_id, token, stale)
-        return FilePlan(atom_id, rel, text, digest, stale)
-
-    def _publish(self, plans: Sequence[FilePlan], token: str) -> None:
-        """Write or remove the planned files of a committed transaction, then clear its outbox entries.
-
-        Under the vault lock, and only while the database still records this transaction's digest:
-        a later transaction of the same atom publishes its own file, so files never go back in time.
-        A failure is logged and left to `recover_vault`: the write itself is committed.
-        """
-        if not plans:
-            return
-        try:
-            with self.vault_lock:
-                current = self.store.vault_state([p.atom_id for p in plans])
-                batch = len(plans) > 1  # e.g. an import batch: one sync for all its files
-                for p in plans:
-                    state = current.get(p.atom_id)
-                    if p.text is not None and p.rel is not None:
-                        if state is None or state.digest != p.digest:
-                            continue
-                        vault.write_atomic(self.vault_root / p.rel, p.text, durable=not batch)
-                    if p.remove is not None and (state is None or state.path != p.remove):
-                        vault.remove(self.vault_root / p.remove)
-                if batch:
-                    vault.flush_all()
-            self.store.clear_outbox([(p.atom_id, token) for p in plans])
-        except Exception:
-            log.exception("publishing vault files failed; the next start (or `memoryd vault sync`) finishes it")
 
     # -- the scope boundary --------------------------------------------------------------------
     # Every operation that takes an id (memory, atom, session, promotion, scope) resolves it through
@@ -411,68 +215,7 @@ class Core:
             return None
         return atom
 
-    def new_atom(
-        self, content: str, *, type: AtomType, source: str, scope: Scope, status: Status = "active",
-        title: str | None = None, tags: Sequence[str] = (), triggers: Sequence[str] = (),
-        supersedes: str | None = None, entities: Sequence[str] | None = None,
-    ) -> Atom:  # fmt: skip
-        """A new atom of `content`, classified, with its entities (extracted unless given)."""
-        check_source(source)
-        c = classify(content)
-        now = utc_now()
-        # Every new atom is built here: its short texts are redacted here, whoever the caller is.
-        return Atom(
-            id=str(ULID()), content=content, type=type, source=redact(source).text, scope=scope,
-            scope_hash=scope.scope_hash, epistemic=c.epistemic, polarity=c.polarity, status=status, created_at=now,
-            updated_at=now, title=None if title is None else redact(title).text, tags=[redact(t).text for t in tags],
-            triggers=[redact(t).text for t in triggers], supersedes=supersedes,
-            entities=list(entities) if entities is not None else [e.id for e in extract_entities(content)],
-        )  # fmt: skip
-
-    def persist(self, tx: TrackedTx, atom: Atom, *, actor: str, action: str, reason: str | None,
-                vector: Vector | None) -> None:  # fmt: skip
-        """Insert an atom with its index terms, vector, entity edges and audit event."""
-        tx.insert_atom(atom, norm_hash=norm_hash(atom.content), terms=self.index_terms(atom), vector=vector)
-        for entity_id in atom.entities:
-            tx.link(atom.id, entity_id, "mentions")
-        tx.append_event(atom_id=atom.id, actor=actor, action=action, reason=reason, content=atom.content)
-
-    def reindex(self, tx: TrackedTx, atom: Atom, vector: Vector | None) -> None:
-        """Refresh keyword terms, vector and entity links of an atom changed in place."""
-        tx.replace_terms(atom.id, self.index_terms(atom), vector)
-        tx.unlink_entities(atom.id)
-        for entity_id in atom.entities:
-            tx.link(atom.id, entity_id, "mentions")
-
-    @staticmethod
-    def index_terms(atom: Atom) -> list[str]:
-        extra = " ".join([atom.title or "", *atom.tags, *atom.triggers]).strip()
-        return tokens(f"{atom.content} {extra}" if extra else atom.content)
-
-    def embed(self, text: str) -> Vector | None:
-        return self.embed_many([text])[0]
-
-    def embed_many(self, texts: Sequence[str]) -> list[Vector | None]:
-        """One model call for many texts; None for each when the model fails."""
-        if not texts:
-            return []
-        try:
-            return list(self.embedder.passages(list(texts)))
-        except Exception:  # a broken model must not lose the write; coverage shows the gap
-            log.exception("embedding failed; stored without a vector")
-            return [None] * len(texts)
-
     # -- checks --------------------------------------------------------------------------------
-
-    @staticmethod
-    def check_fields(*, title: object = None, tags: object = None, triggers: object = None,
-                     source: object = None) -> None:  # fmt: skip
-        """Limits of a memory's short fields (LIMITS). Raises InvalidInput."""
-        check_text("title", title)
-        check_texts("tags", "tag", tags)
-        check_texts("triggers", "trigger", triggers)
-        check_text("source", source)
-        check_source(source)
 
     def validate_content(self, content: object, what: str = "content") -> str | None:
         """A rejection reason, or None when the text is acceptable."""
@@ -525,7 +268,7 @@ class Core:
         replica's disk is not the caller's; its layout is nobody else's business)."""
         return self.vault_root / rel if rel and self.local_files else None
 
-    def resolve_scope(self, scope: str | None) -> Scope:
+    def resolve_scope(self, scope: str | Scope | None) -> Scope:
         """`auto` (or anything an agent passes) → the inferred scope; `global` → the tenant-wide scope."""
         return self.resolve_scope_arg(scope)[0]
 
@@ -534,8 +277,11 @@ class Core:
 
         An agent cannot choose a repository: `global` is the tenant-wide scope, everything else the
         inferred one. A value naming another repository is answered with a warning saying where the
-        memory went, never silently.
+        memory went, never silently. A `Scope` is one an adapter resolved here before (it resolves once
+        to get the warning, then passes the result on).
         """
+        if isinstance(scope, Scope):
+            return scope, None
         if scope == "global":
             if not self.global_reach:
                 raise Forbidden(f"this token may act in {self.scope.workspace}/{self.scope.repository} only, not in "

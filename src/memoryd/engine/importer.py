@@ -312,7 +312,7 @@ class Importer:
                                             seen=seen):  # fmt: skip
                 number = batch.last
                 texts = [d.atom.content for d in batch.drafts]
-                future: Future[list[Vector | None]] = pool.submit(self.core.embed_many, texts)
+                future: Future[list[Vector | None]] = pool.submit(self.writer.embed_many, texts)
                 if in_flight is not None:
                     self._commit_batch(*in_flight, report, state, source=source, seen=seen, progress=progress)
                 in_flight = (batch, future)

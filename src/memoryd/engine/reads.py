@@ -204,7 +204,7 @@ class Reader:
             ))  # fmt: skip
         return q, cands, stats
 
-    def search(self, query: str, *, scope: str | None = "auto", top_k: int = 10, types: Sequence[str] | None = None,
+    def search(self, query: str, *, scope: str | Scope | None = "auto", top_k: int = 10, types: Sequence[str] | None = None,
                entity_ids: Sequence[str] | None = None, path: str | None = None,
                symbol: str | None = None) -> RecallResult:  # fmt: skip
         """mem_search: recall with types as a post-filter, entity ids as a boost, path/symbol as anchor filters."""
@@ -219,7 +219,7 @@ class Reader:
         before, after = self.core.store.neighbors(anchor.id, scope_hash=anchor.scope_hash, n=neighbors)
         return before, anchor, after
 
-    def timeline_window(self, *, scope: str | None = "auto", since: str = "30d", types: Sequence[str] | None = None,
+    def timeline_window(self, *, scope: str | Scope | None = "auto", since: str = "30d", types: Sequence[str] | None = None,
                         limit: int = 100) -> Timeline:  # fmt: skip
         """Active memories of a scope created since `since` (30d, 2w, 6m, 1y), newest first, soft-forgotten
         ones left out; with the moment the window starts."""

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from ..errors import InvalidInput, NotFound
 from ..limits import check_text
-from ..models import MemorizeResult, Session
+from ..models import MemorizeResult, Scope, Session
 from ..stamps import norm_hash, utc_now
 from ..write.redact import redact
 from .core import Core, shown
@@ -22,7 +22,7 @@ class Sessions:
         self.core = core
         self.writer = writer
 
-    def session_start(self, *, scope: str | None = "auto", source: str = "manual", title: str | None = None) -> Session:
+    def session_start(self, *, scope: str | Scope | None = "auto", source: str = "manual", title: str | None = None) -> Session:
         """Open a session: a `session` memory that `session_end` later completes."""
         check_text("title", title)
         check_text("source", source)
@@ -32,12 +32,12 @@ class Sessions:
         target = core.resolve_scope(scope)
         core.reach_scope(target)
         body = f"# {title}\n\nStarted {now.isoformat(timespec='seconds')} via {source}."
-        atom = core.new_atom(body, type="session", source=source, scope=target, title=title)
+        atom = self.writer.new_atom(body, type="session", source=source, scope=target, title=title)
         session = Session(id=atom.id, source=source, title=atom.title or title, scope_hash=target.scope_hash,
                           started_at=now)  # fmt: skip
-        vector = core.embed(atom.content)
+        vector = self.writer.embed(atom.content)
         with core.write() as tx:
-            core.persist(tx, atom, actor=source, action="session_start", reason=None, vector=vector)
+            self.writer.persist(tx, atom, actor=source, action="session_start", reason=None, vector=vector)
             tx.insert_session(session)
         return session
 
@@ -53,10 +53,10 @@ class Sessions:
         atom = core.get(session_id)
         text = redact(summary.strip()).text
         body = f"{atom.content}\n\n## Summary\n\n{text}"
-        vector = core.embed(body)
+        vector = self.writer.embed(body)
         with core.write() as tx:
             tx.update_atom(atom.id, content=body, norm_hash=norm_hash(body))
-            core.reindex(tx, atom.model_copy(update={"content": body}), vector)
+            self.writer.reindex(tx, atom.model_copy(update={"content": body}), vector)
             tx.end_session(session_id, text)
             tx.append_event(atom_id=atom.id, actor=actor, action="session_end", reason=None, content=body)
         ended = core.store.get_session(session_id)
@@ -80,7 +80,7 @@ class Sessions:
         return session
 
     def capture_passive(
-        self, content: str, *, source: str, scope: str | None = "auto", type: str = "fact", tags: Sequence[str] = (),
+        self, content: str, *, source: str, scope: str | Scope | None = "auto", type: str = "fact", tags: Sequence[str] = (),
         triggers: Sequence[str] = (),
     ) -> MemorizeResult:  # fmt: skip
         """Save from a trusted source (mirror, importer): no DURA gate, everything else as usual."""

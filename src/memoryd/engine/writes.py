@@ -3,13 +3,16 @@ patch in place, delete."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from ulid import ULID
 
 from .. import vault
 from ..anchors.model import Anchor
 from ..errors import Conflict, InvalidInput, NotFound
-from ..limits import LIMITS, check_text
+from ..limits import LIMITS, check_text, check_texts
 from ..models import (
     ATOM_TYPES,
     CORRECT_ACTIONS,
@@ -24,17 +27,20 @@ from ..models import (
     Scope,
     Status,
 )  # fmt: skip
-from ..search.tokenize import normalize
-from ..stamps import norm_hash
+from ..search.tokenize import normalize, tokens
+from ..stamps import norm_hash, utc_now
 from ..storage.base import AtomUpdate, Vector
 from ..write.admission import Dura, infer_type, score_dura
 from ..write.classify import classify
 from ..write.entities import extract_entities
 from ..write.redact import redact
 from .anchoring import Anchors
-from .core import Core, TrackedTx, clean, shown
+from .core import Core, clean, shown
+from .tracked import TrackedTx, check_source
 
 __all__ = ["GATES", "Draft", "Writer"]
+
+log = logging.getLogger("memoryd")
 
 # Write gates of `memorize`: "hold" keeps every admitted save pending (transcript observations).
 GATES = ("admit", "review", "hold", "trusted")
@@ -69,6 +75,70 @@ class Writer:
         self.core = core
         self.anchors = anchors
 
+
+    # -- building, storing and indexing an atom (every part that writes goes through these) ----------
+
+    def new_atom(
+        self, content: str, *, type: AtomType, source: str, scope: Scope, status: Status = "active",
+        title: str | None = None, tags: Sequence[str] = (), triggers: Sequence[str] = (),
+        supersedes: str | None = None, entities: Sequence[str] | None = None,
+    ) -> Atom:  # fmt: skip
+        """A new atom of `content`, classified, with its entities (extracted unless given)."""
+        check_source(source)
+        c = classify(content)
+        now = utc_now()
+        # Every new atom is built here: its short texts are redacted here, whoever the caller is.
+        return Atom(
+            id=str(ULID()), content=content, type=type, source=redact(source).text, scope=scope,
+            scope_hash=scope.scope_hash, epistemic=c.epistemic, polarity=c.polarity, status=status, created_at=now,
+            updated_at=now, title=None if title is None else redact(title).text, tags=[redact(t).text for t in tags],
+            triggers=[redact(t).text for t in triggers], supersedes=supersedes,
+            entities=list(entities) if entities is not None else [e.id for e in extract_entities(content)],
+        )  # fmt: skip
+
+    def persist(self, tx: TrackedTx, atom: Atom, *, actor: str, action: str, reason: str | None,
+                vector: Vector | None) -> None:  # fmt: skip
+        """Insert an atom with its index terms, vector, entity edges and audit event."""
+        tx.insert_atom(atom, norm_hash=norm_hash(atom.content), terms=self.index_terms(atom), vector=vector)
+        for entity_id in atom.entities:
+            tx.link(atom.id, entity_id, "mentions")
+        tx.append_event(atom_id=atom.id, actor=actor, action=action, reason=reason, content=atom.content)
+
+    def reindex(self, tx: TrackedTx, atom: Atom, vector: Vector | None) -> None:
+        """Refresh keyword terms, vector and entity links of an atom changed in place."""
+        tx.replace_terms(atom.id, self.index_terms(atom), vector)
+        tx.unlink_entities(atom.id)
+        for entity_id in atom.entities:
+            tx.link(atom.id, entity_id, "mentions")
+
+    @staticmethod
+    def index_terms(atom: Atom) -> list[str]:
+        extra = " ".join([atom.title or "", *atom.tags, *atom.triggers]).strip()
+        return tokens(f"{atom.content} {extra}" if extra else atom.content)
+
+    def embed(self, text: str) -> Vector | None:
+        return self.embed_many([text])[0]
+
+    def embed_many(self, texts: Sequence[str]) -> list[Vector | None]:
+        """One model call for many texts; None for each when the model fails."""
+        if not texts:
+            return []
+        try:
+            return list(self.core.embedder.passages(list(texts)))
+        except Exception:  # a broken model must not lose the write; coverage shows the gap
+            log.exception("embedding failed; stored without a vector")
+            return [None] * len(texts)
+
+    @staticmethod
+    def check_fields(*, title: object = None, tags: object = None, triggers: object = None,
+                     source: object = None) -> None:  # fmt: skip
+        """Limits of a memory's short fields (LIMITS). Raises InvalidInput."""
+        check_text("title", title)
+        check_texts("tags", "tag", tags)
+        check_texts("triggers", "trigger", triggers)
+        check_text("source", source)
+        check_source(source)
+
     def memorize(
         self, content: str, *, source: str = "agent", type: str | None = None, title: str | None = None,
         tags: Sequence[str] = (), triggers: Sequence[str] = (), gate: str = "admit", scope: Scope | None = None,
@@ -89,7 +159,7 @@ class Writer:
                              gate=gate, scope=scope, actor=actor, origin=origin, anchors=anchors)  # fmt: skip
         if isinstance(draft, MemorizeResult):
             return draft
-        vector = self.core.embed(draft.atom.content)
+        vector = self.embed(draft.atom.content)
         with self.core.write() as tx:
             return self.store_draft(tx, draft, vector)
 
@@ -106,7 +176,7 @@ class Writer:
         """
         core = self.core
         try:
-            core.check_fields(title=title, tags=tags, triggers=triggers, source=source)
+            self.check_fields(title=title, tags=tags, triggers=triggers, source=source)
         except InvalidInput as exc:
             return MemorizeResult(effect="rejected", reason=exc.message)
         problem = core.validate_content(content)
@@ -143,7 +213,7 @@ class Writer:
                 return MemorizeResult(effect="rejected", reason=f"not worth keeping: {d.reasoning}", dura=d.as_dict())
             if gate == "hold" or (gate == "review" and d.average < core.settings.dura_pending_below):
                 status = "pending"
-        atom = core.new_atom(text, type=kind, source=source, scope=scope, status=status, title=title, tags=tags,
+        atom = self.new_atom(text, type=kind, source=source, scope=scope, status=status, title=title, tags=tags,
                              triggers=triggers, entities=entities)  # fmt: skip
         if batch is not None:
             batch[key] = atom
@@ -153,7 +223,7 @@ class Writer:
     def store_draft(self, tx: TrackedTx, draft: Draft, vector: Vector | None) -> MemorizeResult:
         """Write a prepared memory inside an open `Core.write()` transaction (with its promotion if held)."""
         atom, d = draft.atom, draft.dura
-        self.core.persist(tx, atom, actor=draft.actor, action="create", reason=None, vector=vector)
+        self.persist(tx, atom, actor=draft.actor, action="create", reason=None, vector=vector)
         if draft.anchors:
             tx.set_anchors(atom.id, draft.anchors)
         refs = [a.ref for a in draft.anchors] or None
@@ -178,10 +248,10 @@ class Writer:
             return HandoffResult(effect="rejected", reason=problem)
         scope = scope or self.core.scope
         self.core.reach_scope(scope)
-        atom = self.core.new_atom(clean(summary), type="handoff", source=source, scope=scope)
-        vector = self.core.embed(atom.content)
+        atom = self.new_atom(clean(summary), type="handoff", source=source, scope=scope)
+        vector = self.embed(atom.content)
         with self.core.write() as tx:
-            self.core.persist(tx, atom, actor=source, action="handoff", reason=None, vector=vector)
+            self.persist(tx, atom, actor=source, action="handoff", reason=None, vector=vector)
         return HandoffResult(atom_id=atom.id, effect="applied")
 
     def correct(
@@ -214,12 +284,12 @@ class Writer:
             text = clean(new_content)
             if normalize(text) == normalize(atom.content):
                 return reject("new_content is identical to the current content")
-            new = core.new_atom(text, type=atom.type, source=atom.source, scope=atom.scope, title=atom.title,
+            new = self.new_atom(text, type=atom.type, source=atom.source, scope=atom.scope, title=atom.title,
                                 tags=atom.tags, triggers=atom.triggers, supersedes=atom.id)  # fmt: skip
             code, _ = self.anchors.auto(new, self.anchors.carried(atom))
-            vector = core.embed(new.content)
+            vector = self.embed(new.content)
             with core.write() as tx:
-                core.persist(tx, new, actor=actor, action="replace", reason=reason, vector=vector)
+                self.persist(tx, new, actor=actor, action="replace", reason=reason, vector=vector)
                 if code:
                     tx.set_anchors(new.id, code)
                 tx.update_atom(atom.id, status="superseded", superseded_by=new.id)
@@ -282,10 +352,10 @@ class Writer:
         problem = core.validate_content(lesson_content, "lesson_content")
         if problem is not None:
             return reject(problem)
-        lesson = core.new_atom(clean(lesson_content), type="lesson", source=actor, scope=atom.scope)
-        vector = core.embed(lesson.content)
+        lesson = self.new_atom(clean(lesson_content), type="lesson", source=actor, scope=atom.scope)
+        vector = self.embed(lesson.content)
         with core.write() as tx:
-            core.persist(tx, lesson, actor=actor, action="derive_lesson", reason=reason, vector=vector)
+            self.persist(tx, lesson, actor=actor, action="derive_lesson", reason=reason, vector=vector)
             tx.link(lesson.id, atom.id, "derived_from")
             if atom.status != "sealed":
                 tx.update_atom(atom.id, status="sealed", prior_status=atom.status)
@@ -319,7 +389,7 @@ class Writer:
             NotFound, Conflict (not active), InvalidInput (bad content or nothing to change).
         """
         core = self.core
-        core.check_fields(title=title, tags=tags, triggers=triggers, source=actor)
+        self.check_fields(title=title, tags=tags, triggers=triggers, source=actor)
         check_text("reason", reason)
         atom = core.get(memory_id)
         if atom.status not in ("active", "pending"):
@@ -350,13 +420,13 @@ class Writer:
             updated = updated.model_copy(update={"entities": [e.id for e in extract_entities(new_content)]})
             # New text, new anchors: what it names now, plus its explicit anchors taken again at HEAD.
             code, _ = self.anchors.auto(updated, self.anchors.carried(atom))
-        vector = core.embed(updated.content)
+        vector = self.embed(updated.content)
         changed = [k for k in fields if k != "norm_hash"]
         with core.write() as tx:
             tx.update_atom(atom.id, **fields)
             if code is not None:
                 tx.set_anchors(atom.id, code)
-            core.reindex(tx, updated, vector)
+            self.reindex(tx, updated, vector)
             tx.append_event(atom_id=atom.id, actor=actor, action="update",
                             reason=redact(reason).text if reason else f"updated {','.join(changed)}",
                             content=new_content)  # fmt: skip

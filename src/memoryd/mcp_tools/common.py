@@ -1,18 +1,23 @@
-"""What every profile's handlers share: the lazily opened engine and the error mapping."""
+"""What every profile's handlers share: the lazily opened engine, the error mapping, and `tool` /
+`register_tools`, which turn a module-level handler `fn(engine, **arguments) -> Model` into an MCP tool."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import threading
-from collections.abc import Callable
+import typing
+from collections.abc import Callable, Iterable
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
 
 import anyio.to_thread
+from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
 from ..errors import AuthorizationRequired, InvalidInput, MemorydError
@@ -21,10 +26,11 @@ if TYPE_CHECKING:
     from ..config import Settings
     from ..engine import Engine
 
-__all__ = ["AUTHORIZATION_REQUIRED", "REQUEST_ENGINE", "EngineHandle", "RequestHandle", "ScopeInput", "call",
-           "describe_validation", "result"]
+__all__ = ["AUTHORIZATION_REQUIRED", "REQUEST_ENGINE", "EngineHandle", "RequestHandle", "ScopeInput", "Tool", "call",
+           "describe_validation", "register_tools", "result", "tool"]
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 log = logging.getLogger("memoryd")
 
 # JSON-RPC error code for AuthorizationRequired (server-defined range, stable).
@@ -153,3 +159,64 @@ async def call(handle: EngineHandle, fn: Callable[[Engine], BaseModel]) -> CallT
     except (InvalidInput, MemorydError) as exc:
         return _error(exc)
     return result(model)
+
+
+# -- tools: module-level handlers, one registration for both profiles -----------------------------
+
+
+@dataclass(frozen=True)
+class Tool(Generic[M]):
+    """One MCP tool: a handler `fn(engine, **arguments)` returning its output model, and how a client
+    sees it. Callable like the handler, so a test (or another surface) can run it on an engine."""
+
+    fn: Callable[..., M]
+    title: str
+    description: str
+    annotations: ToolAnnotations
+
+    @property
+    def name(self) -> str:
+        return self.fn.__name__
+
+    def __call__(self, engine: Engine, /, **arguments: Any) -> M:
+        return self.fn(engine, **arguments)
+
+
+def tool(title: str, description: str, *, read_only: bool = False, destructive: bool = False,
+         idempotent: bool = False) -> Callable[[Callable[..., M]], Tool[M]]:  # fmt: skip
+    """Declare a module-level handler a tool. Its first parameter is the engine; the others are the
+    tool's arguments (their annotations are its input schema); its return annotation is its output
+    model. openWorldHint is false throughout: memoryd reads and writes only its own store."""
+
+    def declare(fn: Callable[..., M]) -> Tool[M]:
+        ann = ToolAnnotations(title=title, read_only_hint=read_only, destructive_hint=destructive,
+                              idempotent_hint=idempotent, open_world_hint=False)  # fmt: skip
+        return Tool(fn=fn, title=title, description=description, annotations=ann)
+
+    return declare
+
+
+def register_tools(mcp: MCPServer, handle: EngineHandle, tools: Iterable[Tool[Any]]) -> None:
+    """Add each tool to `mcp`, served by the engine behind `handle` (off the event loop, errors mapped
+    once by `call`)."""
+    for t in tools:
+        mcp.tool(name=t.name, title=t.title, description=t.description, annotations=t.annotations)(_handler(t, handle))
+
+
+def _handler(t: Tool[Any], handle: EngineHandle) -> Callable[..., Any]:
+    """The async function the SDK registers: the handler's signature without the engine, its types
+    resolved (the SDK builds the input and output schemas from them)."""
+    hints = typing.get_type_hints(t.fn, localns={"Engine": object}, include_extras=True)
+    params = list(inspect.signature(t.fn).parameters.values())[1:]  # the first is the engine
+    signature = inspect.Signature(
+        [p.replace(annotation=hints[p.name]) for p in params],
+        return_annotation=Annotated[CallToolResult, hints["return"]],
+    )
+
+    async def handler(**arguments: Any) -> CallToolResult:
+        return await call(handle, lambda engine: t.fn(engine, **arguments))
+
+    handler.__name__ = handler.__qualname__ = t.name
+    handler.__doc__ = t.description
+    handler.__signature__ = signature  # type: ignore[attr-defined]
+    return handler

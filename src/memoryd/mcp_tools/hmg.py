@@ -6,19 +6,15 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from mcp.server.mcpserver import MCPServer
-from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from ..models import CodeChange, Freshness
-from .common import EngineHandle, ScopeInput, call
+from .common import EngineHandle, ScopeInput, register_tools, tool
 
 if TYPE_CHECKING:
     from ..engine import Engine
 
-__all__ = ["TOOL_NAMES", "register"]
-
-TOOL_NAMES = ["memory_memorize", "memory_recall", "memory_correct", "memory_govern", "memory_handoff", "memory_stats"]
-
+__all__ = ["TOOLS", "TOOL_NAMES", "register"]
 
 class MemorizeOut(BaseModel):
     atom_id: str | None = Field(None, description="ULID of the atom; the existing one when deduplicated.")
@@ -92,147 +88,124 @@ def _given(scope: ScopeInput | None) -> dict[str, object] | None:
     return scope.model_dump(exclude_none=True) if scope is not None else None
 
 
+@tool(
+    "Memorize",
+    "Save one long-term memory: a self-contained sentence worth knowing in a later session "
+    "(decision, constraint, preference, fact, warning), in the user's language. No need to recall "
+    "first: identical content is deduplicated. To update a memory you have seen, use memory_correct "
+    "(replace) instead.",
+    idempotent=True,
+)
+def memory_memorize(
+    engine: Engine,
+    content: Annotated[str, Field(description="The memory, one self-contained sentence.")],
+    source: Annotated[str | None, Field(description="user (the user said it) / agent (you concluded it) / custom.")] = None,
+    scope: Annotated[ScopeInput | None, _SCOPE] = None,
+    anchors: Annotated[list[str] | None, _ANCHORS] = None,
+) -> MemorizeOut:
+    warning = engine.scope_input_warning(_given(scope))
+    r = engine.memorize(content, source=source or "agent", gate="admit", anchors=anchors)
+    return MemorizeOut(atom_id=r.atom_id, effect=r.effect, reason=r.reason, deduped_with=r.deduped_with,
+                       warning=warning)  # fmt: skip
+
+
+@tool(
+    "Recall",
+    "Search long-term memory for this repository and your global preferences. Use noun phrases that keep "
+    "key entities (people, projects, technologies, file names), not chatty questions. One call is usually "
+    "enough: keyword, semantic and entity signals are combined.",
+    read_only=True, idempotent=True,
+)
+def memory_recall(
+    engine: Engine,
+    query: Annotated[str, Field(description="What to look for, e.g. 'PostgreSQL 連線池配置'.")],
+    max_results: Annotated[int, Field(description="Maximum number of memories to return.", ge=1, le=100)] = 10,
+    include_negated: Annotated[bool, Field(description="Also return memories marked false.")] = False,
+    scope: Annotated[ScopeInput | None, _SCOPE] = None,
+    path: Annotated[str | None, _PATH] = None,
+    symbol: Annotated[str | None, _SYMBOL] = None,
+) -> RecallOut:
+    from ..engine import visible_content
+
+    warning = engine.scope_input_warning(_given(scope))
+    hits = engine.recall(query, max_results=max_results, include_negated=include_negated, path=path,
+                         symbol=symbol).hits  # fmt: skip
+    return RecallOut(
+        atoms=[
+            RecalledAtom(atom_id=h.atom.id, content=visible_content(h.atom), score=h.score,
+                         created_at=h.atom.created_at, source=h.atom.source, freshness=h.freshness,
+                         code_changes=h.code_changes)  # fmt: skip
+            for h in hits
+        ],
+        warning=warning,
+    )
+
+
+@tool(
+    "Correct",
+    "Correct a memory (append-only; history is kept). action: negate (false, no undo), confirm_actual, "
+    "confirm_necessary (a hard constraint), demote (only possible), replace (needs new_content; only the "
+    "latest version can be replaced). Take target_atom from memory_recall.",
+)
+def memory_correct(
+    engine: Engine,
+    target_atom: Annotated[str, Field(description="Atom id from memory_recall.")],
+    action: Annotated[str, Field(description="negate | confirm_actual | confirm_necessary | demote | replace")],
+    reason: Annotated[str, Field(description="Why; written to the audit chain.")],
+    new_content: Annotated[str | None, Field(description="The corrected memory (replace only).")] = None,
+    scope: Annotated[ScopeInput | None, Field(description="Inherited from the target atom; ignored.")] = None,
+) -> CorrectOut:
+    r = engine.correct(target_atom, action, reason, new_content)
+    return CorrectOut(**r.model_dump(), warning=engine.scope_input_warning(_given(scope)))
+
+
+@tool(
+    "Govern",
+    "Govern a memory's lifecycle. action: quarantine (hide from recall, restorable), seal (audit only), "
+    "tombstone (destroy the content), derive_lesson (needs lesson_content: a redacted lesson; the original "
+    "is sealed). A secret saved by mistake: derive_lesson if there is a lesson, else seal or tombstone.",
+    destructive=True,
+)
+def memory_govern(
+    engine: Engine,
+    target_atom: Annotated[str, Field(description="Atom id to govern.")],
+    action: Annotated[str, Field(description="quarantine | seal | tombstone | derive_lesson")],
+    reason: Annotated[str, Field(description="Why; written to the audit chain.")],
+    lesson_content: Annotated[str | None, Field(description="The lesson (derive_lesson only).")] = None,
+    scope: Annotated[ScopeInput | None, Field(description="Inherited from the target atom; ignored.")] = None,
+) -> GovernOut:
+    r = engine.govern(target_atom, action, reason, lesson_content)
+    return GovernOut(**r.model_dump(), warning=engine.scope_input_warning(_given(scope)))
+
+
+@tool(
+    "Handoff",
+    "Write a session handoff when a task, milestone or session ends: what was done, why, how it was "
+    "verified, risks, next steps. The next session's brief shows it first. Use memory_memorize for single "
+    "facts.",
+)
+def memory_handoff(
+    engine: Engine,
+    summary: Annotated[str, Field(description="The handoff summary.")],
+    source: Annotated[str | None, Field(description="user / agent / custom.")] = None,
+    scope: Annotated[ScopeInput | None, _SCOPE] = None,
+) -> HandoffOut:
+    warning = engine.scope_input_warning(_given(scope))
+    return HandoffOut(**engine.handoff(summary, source=source or "agent").model_dump(), warning=warning)
+
+
+@tool("Stats", "Store overview: atom and edge counts, index coverage, snapshot version. Rarely needed.",
+      read_only=True, idempotent=True)  # fmt: skip
+def memory_stats(engine: Engine) -> StatsOut:
+    s = engine.stats()
+    return StatsOut(atoms=s.atoms, edges=s.edges, indexes=Indexes(**s.indexes.model_dump()),
+                    snapshot_version=s.snapshot_version)  # fmt: skip
+
+
+TOOLS = (memory_memorize, memory_recall, memory_correct, memory_govern, memory_handoff, memory_stats)
+TOOL_NAMES = [t.name for t in TOOLS]
+
+
 def register(mcp: MCPServer, handle: EngineHandle) -> None:
     """Add the six HMG tools to `mcp`, all served by the engine behind `handle`."""
-
-    @mcp.tool(
-        description=(
-            "Save one long-term memory: a self-contained sentence worth knowing in a later session "
-            "(decision, constraint, preference, fact, warning), in the user's language. No need to recall "
-            "first: identical content is deduplicated. To update a memory you have seen, use memory_correct "
-            "(replace) instead."
-        ),
-        title="Memorize",
-        annotations=ToolAnnotations(
-            title="Memorize", open_world_hint=False, idempotent_hint=True, destructive_hint=False, read_only_hint=False),
-    )
-    async def memory_memorize(
-        content: Annotated[str, Field(description="The memory, one self-contained sentence.")],
-        source: Annotated[str | None, Field(description="user (the user said it) / agent (you concluded it) / custom.")] = None,
-        scope: Annotated[ScopeInput | None, _SCOPE] = None,
-        anchors: Annotated[list[str] | None, _ANCHORS] = None,
-    ) -> Annotated[CallToolResult, MemorizeOut]:
-        def run(engine: Engine) -> MemorizeOut:
-            warning = engine.scope_input_warning(_given(scope))
-            r = engine.memorize(content, source=source or "agent", gate="admit", anchors=anchors)
-            return MemorizeOut(atom_id=r.atom_id, effect=r.effect, reason=r.reason, deduped_with=r.deduped_with,
-                               warning=warning)  # fmt: skip
-
-        return await call(handle, run)
-
-    @mcp.tool(
-        description=(
-            "Search long-term memory for this repository and your global preferences. Use noun phrases that keep "
-            "key entities (people, projects, technologies, file names), not chatty questions. One call is usually "
-            "enough: keyword, semantic and entity signals are combined."
-        ),
-        title="Recall",
-        annotations=ToolAnnotations(
-            title="Recall", open_world_hint=False, read_only_hint=True, idempotent_hint=True, destructive_hint=False),
-    )
-    async def memory_recall(
-        query: Annotated[str, Field(description="What to look for, e.g. 'PostgreSQL 連線池配置'.")],
-        max_results: Annotated[int, Field(description="Maximum number of memories to return.", ge=1, le=100)] = 10,
-        include_negated: Annotated[bool, Field(description="Also return memories marked false.")] = False,
-        scope: Annotated[ScopeInput | None, _SCOPE] = None,
-        path: Annotated[str | None, _PATH] = None,
-        symbol: Annotated[str | None, _SYMBOL] = None,
-    ) -> Annotated[CallToolResult, RecallOut]:
-        def run(engine: Engine) -> RecallOut:
-            from ..engine import visible_content
-
-            warning = engine.scope_input_warning(_given(scope))
-            hits = engine.recall(query, max_results=max_results, include_negated=include_negated, path=path,
-                                 symbol=symbol).hits  # fmt: skip
-            return RecallOut(
-                atoms=[
-                    RecalledAtom(atom_id=h.atom.id, content=visible_content(h.atom), score=h.score,
-                                 created_at=h.atom.created_at, source=h.atom.source, freshness=h.freshness,
-                                 code_changes=h.code_changes)  # fmt: skip
-                    for h in hits
-                ],
-                warning=warning,
-            )
-
-        return await call(handle, run)
-
-    @mcp.tool(
-        description=(
-            "Correct a memory (append-only; history is kept). action: negate (false, no undo), confirm_actual, "
-            "confirm_necessary (a hard constraint), demote (only possible), replace (needs new_content; only the "
-            "latest version can be replaced). Take target_atom from memory_recall."
-        ),
-        title="Correct",
-        annotations=ToolAnnotations(
-            title="Correct", open_world_hint=False, destructive_hint=False, idempotent_hint=False, read_only_hint=False),
-    )
-    async def memory_correct(
-        target_atom: Annotated[str, Field(description="Atom id from memory_recall.")],
-        action: Annotated[str, Field(description="negate | confirm_actual | confirm_necessary | demote | replace")],
-        reason: Annotated[str, Field(description="Why; written to the audit chain.")],
-        new_content: Annotated[str | None, Field(description="The corrected memory (replace only).")] = None,
-        scope: Annotated[ScopeInput | None, Field(description="Inherited from the target atom; ignored.")] = None,
-    ) -> Annotated[CallToolResult, CorrectOut]:
-        def run(engine: Engine) -> CorrectOut:
-            r = engine.correct(target_atom, action, reason, new_content)
-            return CorrectOut(**r.model_dump(), warning=engine.scope_input_warning(_given(scope)))
-
-        return await call(handle, run)
-
-    @mcp.tool(
-        description=(
-            "Govern a memory's lifecycle. action: quarantine (hide from recall, restorable), seal (audit only), "
-            "tombstone (destroy the content), derive_lesson (needs lesson_content: a redacted lesson; the original "
-            "is sealed). A secret saved by mistake: derive_lesson if there is a lesson, else seal or tombstone."
-        ),
-        title="Govern",
-        annotations=ToolAnnotations(
-            title="Govern", open_world_hint=False, destructive_hint=True, idempotent_hint=False, read_only_hint=False),
-    )
-    async def memory_govern(
-        target_atom: Annotated[str, Field(description="Atom id to govern.")],
-        action: Annotated[str, Field(description="quarantine | seal | tombstone | derive_lesson")],
-        reason: Annotated[str, Field(description="Why; written to the audit chain.")],
-        lesson_content: Annotated[str | None, Field(description="The lesson (derive_lesson only).")] = None,
-        scope: Annotated[ScopeInput | None, Field(description="Inherited from the target atom; ignored.")] = None,
-    ) -> Annotated[CallToolResult, GovernOut]:
-        def run(engine: Engine) -> GovernOut:
-            r = engine.govern(target_atom, action, reason, lesson_content)
-            return GovernOut(**r.model_dump(), warning=engine.scope_input_warning(_given(scope)))
-
-        return await call(handle, run)
-
-    @mcp.tool(
-        description=(
-            "Write a session handoff when a task, milestone or session ends: what was done, why, how it was "
-            "verified, risks, next steps. The next session's brief shows it first. Use memory_memorize for single "
-            "facts."
-        ),
-        title="Handoff",
-        annotations=ToolAnnotations(
-            title="Handoff", open_world_hint=False, destructive_hint=False, idempotent_hint=False, read_only_hint=False),
-    )
-    async def memory_handoff(
-        summary: Annotated[str, Field(description="The handoff summary.")],
-        source: Annotated[str | None, Field(description="user / agent / custom.")] = None,
-        scope: Annotated[ScopeInput | None, _SCOPE] = None,
-    ) -> Annotated[CallToolResult, HandoffOut]:
-        def run(engine: Engine) -> HandoffOut:
-            warning = engine.scope_input_warning(_given(scope))
-            return HandoffOut(**engine.handoff(summary, source=source or "agent").model_dump(), warning=warning)
-
-        return await call(handle, run)
-
-    @mcp.tool(
-        description="Store overview: atom and edge counts, index coverage, snapshot version. Rarely needed.",
-        title="Stats",
-        annotations=ToolAnnotations(
-            title="Stats", open_world_hint=False, read_only_hint=True, idempotent_hint=True, destructive_hint=False),
-    )
-    async def memory_stats() -> Annotated[CallToolResult, StatsOut]:
-        def run(engine: Engine) -> StatsOut:
-            s = engine.stats()
-            return StatsOut(atoms=s.atoms, edges=s.edges, indexes=Indexes(**s.indexes.model_dump()),
-                            snapshot_version=s.snapshot_version)  # fmt: skip
-
-        return await call(handle, run)
+    register_tools(mcp, handle, TOOLS)
