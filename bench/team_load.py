@@ -23,8 +23,12 @@ What runs, all on 127.0.0.1:
   to back for --duration seconds. Requests are plain JSON-RPC `tools/call` POSTs to /mcp; the
   client initializes once per replica and keeps an Mcp-Session-Id when the server gives one (the
   single-token server is stateful; the team server is stateless);
+* with --standby: a hot standby made from the primary with `pg_basebackup -R` (tests/pg_standby.py)
+  that the replicas read from (`MEMORYD_DB_READ`, what `--db-read` sets), and --ryw (on with it): each
+  save's writer searches for it next by a word only it holds, and must find it;
 * phase "steady", then (with --kill, the default) phase "kill": the same load, and in its middle
-  replica 0 gets SIGKILL. A request that fails on a connection error is sent again to the next
+  replica 0 gets SIGKILL; with --standby a third phase "standby-kill": the standby gets SIGKILL (its
+  whole process group, as a crash) half-way, is restarted after the phase, and must serve reads again. A request that fails on a connection error is sent again to the next
   replica (and the client stays there); a retried `mem_save` may answer `duplicate` with the id of
   the first attempt's memory, which counts as the same write.
 
@@ -39,6 +43,7 @@ when a target is missed.
     .venv/bin/python bench/team_load.py                       # 100k, 32 clients, 180 s + 180 s with kill -9
     .venv/bin/python bench/team_load.py --quick --json out.json   # CI: 2000 memories, 8 clients, 2 x 22 s
     .venv/bin/python bench/team_load.py --size 10000 --duration 60 --no-kill
+    .venv/bin/python bench/team_load.py --size 5000 --clients 8 --duration 30 --standby   # reads on a standby
     .venv/bin/python bench/team_load.py --single-token ...    # today's one-token server (no --team): exercises
                                                                # the client only; scopes come from the server's cwd
 """
@@ -443,10 +448,26 @@ class Stats:
     retried_duplicates: int = 0
     unprovoked: int = 0  # connection errors from a replica that was not killed
     empty_searches: int = 0
+    ryw_checked: int = 0  # --ryw: saves whose writer searched for them next
+    ryw_missed: list[str] = field(default_factory=list)  # ... and did not find them
+
+
+async def check_own_write(caller: Caller, stats: Stats, memory_id: str, marker: str) -> None:
+    """--ryw: the writer's next call searches for the memory it just saved (by a word only it holds)."""
+    t = time.perf_counter()
+    try:
+        result, _ = await caller.call("mem_search", {"query": marker, "top_k": 3}, stats)
+    except CallFailed as exc:
+        stats.failed.append(f"{caller.person.tenant} mem_search (own write): {exc}")
+        return
+    stats.latencies.setdefault("ryw_search", []).append((time.perf_counter() - t) * 1000)
+    stats.ryw_checked += 1
+    if memory_id not in [r.get("memory_id") for r in result.get("results", [])]:
+        stats.ryw_missed.append(f"{caller.person.tenant}: {memory_id} ({marker}) not found by its writer")
 
 
 async def client_loop(caller: Caller, deadline: float, stats: Stats, *, write_share: float, seed: int,
-                      label: str) -> None:  # fmt: skip
+                      label: str, ryw: bool = False) -> None:  # fmt: skip
     from latency import gen_queries, gen_texts
 
     rng = random.Random(seed)
@@ -457,7 +478,9 @@ async def client_loop(caller: Caller, deadline: float, stats: Stats, *, write_sh
         n += 1
         if rng.random() < write_share:
             tool = "mem_save"
-            arguments: dict[str, Any] = {"content": f"{texts[n % len(texts)]} (load {label}, {caller.person.tenant} #{n})",
+            marker = f"ryw{seed}{''.join(ch for ch in label if ch.isalnum())}x{n}q"  # --ryw: a word only this save holds
+            arguments: dict[str, Any] = {"content": f"{texts[n % len(texts)]} (load {label}, {caller.person.tenant} #{n}"
+                                                    f"{', ' + marker if ryw else ''})",
                                          "type": rng.choice(TYPES)}  # fmt: skip
         else:
             tool = "mem_search"
@@ -480,6 +503,8 @@ async def client_loop(caller: Caller, deadline: float, stats: Stats, *, write_sh
             if tried and status == "duplicate":
                 stats.retried_duplicates += 1
             stats.acked.setdefault(result["memory_id"], f"{caller.person.tenant}#{n}")
+            if ryw and status == "saved":
+                await check_own_write(caller, stats, result["memory_id"], marker)
 
 
 async def warm_up(callers: list[Caller]) -> None:
@@ -515,7 +540,7 @@ async def run_phase(name: str, callers: list[Caller], replicas: list[Replica], a
         print(f"  {name}: kill -9 {victim.name} (pid {victim.proc.pid}) at {killed['at_s']:.1f} s", flush=True)
 
     tasks = [client_loop(c, deadline, stats, write_share=args.write_share, seed=args.seed * 1000 + c.person.index,
-                         label=f"{name}-{args.seed}") for c in callers]  # fmt: skip
+                         label=f"{name}-{args.seed}", ryw=args.ryw) for c in callers]  # fmt: skip
     if kill_after is not None:
         tasks.append(killer())
     await asyncio.gather(*tasks)
@@ -537,6 +562,7 @@ async def run_phase(name: str, callers: list[Caller], replicas: list[Replica], a
                    "connection_samples": stats.connection_errors[:10]},
         "saves": stats.saves, "acked": len(stats.acked), "retried_duplicates": stats.retried_duplicates,
         "empty_searches": stats.empty_searches, "killed": killed or None,
+        "ryw": {"checked": stats.ryw_checked, "missed": len(stats.ryw_missed), "samples": stats.ryw_missed[:10]},
         "cpu_s": {"replicas": cpu, "postgres": None if pg0 is None or pg1 is None else pg1 - pg0,
                   "load_generator": (self1.ru_utime + self1.ru_stime) - (self0.ru_utime + self0.ru_stime),
                   "machine_busy": busy1 - busy0, "machine_total": total1 - total0},
@@ -572,6 +598,92 @@ def verify_chain(env: dict[str, str], cwd: Path) -> dict[str, Any]:
     return report
 
 
+# --------------------------------------------------------------------------- --standby: reads on a hot standby
+
+
+def primary_settings() -> dict[str, str]:
+    from tests.pg_standby import PRIMARY_SETTINGS
+
+    return dict(PRIMARY_SETTINGS)
+
+
+def make_standby(server: Any, dsn: str) -> tuple[Any, str, float]:
+    """A hot standby of the bench's primary, as a user makes one (pg_basebackup -R), and the URL of the
+    bench's database on it."""
+    from tests.pg_standby import Standby
+
+    t = time.perf_counter()
+    standby = Standby(server)
+    standby.wait_replayed()
+    return standby, f"{standby.dsn()[: standby.dsn().rindex('/')]}/{dsn.rsplit('/', 1)[1]}", time.perf_counter() - t
+
+
+def xacts(dsn: str) -> int | None:
+    """Transactions of this database on one server (every read statement outside a write is one)."""
+    import psycopg
+
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=3) as conn:
+            row = conn.execute("SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname ="
+                               " current_database()").fetchone()  # fmt: skip
+    except psycopg.Error:
+        return None
+    return None if row is None else int(row[0])
+
+
+class StandbyWatch:
+    """One phase's view of the standby: its CPU, the statements it and the primary ran, its kill -9 (the
+    `standby-kill` phase) and, after the phase, its restart and return to the replicas' read rotation."""
+
+    def __init__(self, standby: Any, primary_dsn: str, standby_dsn: str) -> None:
+        self.standby, self.primary_dsn, self.standby_dsn = standby, primary_dsn, standby_dsn
+        self.cpu0 = tree_cpu_s(standby.proc.pid)
+        self.x0, self.p0 = xacts(standby_dsn), xacts(primary_dsn)
+        self.killed: dict[str, Any] = {}
+
+    async def kill_after(self, seconds: float, t0: float) -> None:
+        await asyncio.sleep(seconds)
+        self.killed["cpu_s"] = tree_cpu_s(self.standby.proc.pid)
+        self.killed["xacts"] = xacts(self.standby_dsn)
+        self.killed["at_s"] = time.monotonic() - t0
+        await asyncio.to_thread(self.standby.kill)
+        print(f"  kill -9 of the standby (pid {self.standby.proc.pid}) at {self.killed['at_s']:.1f} s", flush=True)
+
+    async def finish(self, callers: list[Caller]) -> dict[str, Any]:
+        cpu = self.killed.get("cpu_s") if self.killed else tree_cpu_s(self.standby.proc.pid)
+        x1 = self.killed.get("xacts") if self.killed else xacts(self.standby_dsn)
+        out: dict[str, Any] = {
+            "cpu_s": None if cpu is None or self.cpu0 is None else cpu - self.cpu0,
+            "standby_xacts": None if x1 is None or self.x0 is None else x1 - self.x0,
+            "primary_xacts": None if self.p0 is None else (xacts(self.primary_dsn) or 0) - self.p0,
+            "killed_at_s": self.killed.get("at_s"),
+        }  # fmt: skip
+        if self.killed:  # restart it; the replicas' monitors bring it back within about a second
+            t = time.monotonic()
+            await asyncio.to_thread(self.standby.start)
+            x_restart = xacts(self.standby_dsn) or 0
+            back = None
+            while time.monotonic() - t < 30:
+                for c in callers:  # a few reads: served there once it is back in rotation
+                    await c.call("mem_search", {"query": "back in rotation?", "top_k": 3}, Stats())
+                if (xacts(self.standby_dsn) or 0) > x_restart + len(callers):
+                    back = time.monotonic() - t
+                    break
+                await asyncio.sleep(0.5)
+            out["back_in_rotation_s"] = back
+        return out
+
+
+def standby_row(s: dict[str, Any]) -> str:
+    back = ""
+    if s.get("killed_at_s") is not None:
+        b = s.get("back_in_rotation_s")
+        back = f"; killed at {s['killed_at_s']:.1f} s, restarted and reading again after {C.fmt(b, 1)} s" \
+            if b is not None else "; killed, NOT back in rotation within 30 s"  # fmt: skip
+    return (f"{C.fmt(s['cpu_s'], 1)} / {s['standby_xacts']} statements on the standby, {s['primary_xacts']} on the "
+            f"primary{back}")
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -602,6 +714,10 @@ def print_phase(p: dict[str, Any]) -> None:
         ["retried saves answered duplicate", p["retried_duplicates"]],
         ["chain verified", f"{chain.get('ok')} ({chain.get('events', chain.get('checked', '?'))} events, {chain['s']:.1f} s)"],
         ["searches with no result", p["empty_searches"]],
+        *([["read-your-writes: saves searched by their writer / not found (target 0)",
+            f"{p['ryw']['checked']} / {p['ryw']['missed']}"]] if p["ryw"]["checked"] else []),
+        *([["standby: CPU s / statements run (standby, primary)", standby_row(p["standby"])]]
+          if p.get("standby") else []),
         ["CPU s: replicas / PostgreSQL / load generator",
          f"{cpu} / {C.fmt(c['postgres'], 1)} / {C.fmt(c['load_generator'], 1)}"],
         ["machine CPU (all cores)", share],
@@ -631,12 +747,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--single-token", action="store_true",
                     help="today's one-token HTTP server (MEMORYD_TOKEN, no --team, stateful sessions): exercises the "
                          "client; every request lands in the server's own scope")  # fmt: skip
+    ap.add_argument("--standby", action="store_true",
+                    help="add a hot standby (pg_basebackup -R from the bench's primary) that the replicas read from "
+                         "(--db-read), and a phase `standby-kill`: kill -9 of the standby half-way, then its restart")
+    ap.add_argument("--ryw", action=argparse.BooleanOptionalAction, default=None,
+                    help="after each save, its writer searches for it and must find it (default: on with --standby)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (databases die with the server)")
     ap.add_argument("--json", metavar="PATH", help="write everything as JSON")
     args = ap.parse_args(argv)
     if args.quick:
         args.size, args.clients, args.duration, args.cache = 2000, 8, 22.0, None
+    if args.ryw is None:
+        args.ryw = args.standby
     return args
 
 
@@ -653,12 +776,14 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     crew = people(args.clients, 0 if args.single_token else args.teams)
     server = None
+    standby = None
+    read_dsn = ""
     replicas: list[Replica] = []
     try:
         t_all = time.perf_counter()
         fill_home, fill = cached_fill(args, crew, work)
         t = time.perf_counter()
-        server = _pg.start_server()
+        server = _pg.start_server(settings=primary_settings() if args.standby else None)
         fill["pg_start_s"] = time.perf_counter() - t
         with server.admin() as conn:  # tests/pg.py runs without autovacuum; a team server would not: the load's
             conn.execute("ALTER SYSTEM SET autovacuum = on")  # updates (recall's touch) leave dead rows behind
@@ -671,6 +796,9 @@ def main(argv: list[str] | None = None) -> int:
         fill["vault_link_s"] = link_vault(fill_home, home)
         fill["total_s"] = time.perf_counter() - t_all
         out["fill"] = fill
+        if args.standby:
+            standby, read_dsn, fill["standby_s"] = make_standby(server, dsn)
+            print(f"standby: pg_basebackup -R and start in {fill['standby_s']:.1f} s", flush=True)
         print(f"fill: PostgreSQL copy {fill['pg']['copy_s']:.1f} s, HNSW {fill['pg']['index_s']:.1f} s, "
               f"analyze {fill['pg']['analyze_s']:.1f} s; store ready after {fill['total_s']:.1f} s", flush=True)  # fmt: skip
 
@@ -678,6 +806,8 @@ def main(argv: list[str] | None = None) -> int:
         cwd.mkdir(exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_") and k != "ANTHROPIC_API_KEY"}
         env.update(MEMORYD_DB=dsn, MEMORYD_HOME=str(home))
+        if standby is not None:
+            env["MEMORYD_DB_READ"] = read_dsn  # what `memoryd-mcp --team --db-read URL` sets
         if args.single_token:
             shared = "team-load-single-token-0123456789abcdef"
             env["MEMORYD_TOKEN"] = shared
@@ -705,13 +835,24 @@ def main(argv: list[str] | None = None) -> int:
                 out["replicas_ready_s"] = time.perf_counter() - t
                 print(f"replicas: {len(replicas)} answering after {out['replicas_ready_s']:.1f} s "
                       f"(start-up vault sync and warm-up included)", flush=True)  # fmt: skip
-                phases = [("steady", None)] + ([("kill", args.duration / 2)] if args.kill else [])
+                phases: list[tuple[str, float | None]] = [("steady", None)]
+                phases += [("standby-kill", args.duration / 2)] if standby is not None else []  # all replicas up
+                phases += [("kill", args.duration / 2)] if args.kill else []
                 for name, kill_after in phases:
                     for c in callers:  # each phase starts on the client's own replica
                         c.current = c.person.index % len(replicas)
                     print(f"{name}: {args.clients} clients x {args.duration:.0f} s ...", flush=True)
-                    p = await run_phase(name, callers, replicas, args, kill_after=kill_after,
-                                        pg_pid=server.proc.pid if server.proc else None)  # fmt: skip
+                    watch = StandbyWatch(standby, dsn, read_dsn) if standby is not None else None
+                    on_standby = name == "standby-kill" and watch is not None
+                    run = run_phase(name, callers, replicas, args, kill_after=None if on_standby else kill_after,
+                                    pg_pid=server.proc.pid if server.proc else None)  # fmt: skip
+                    if on_standby:
+                        assert watch is not None and kill_after is not None
+                        p, _ = await asyncio.gather(run, watch.kill_after(kill_after, time.monotonic()))
+                    else:
+                        p = await run
+                    if watch is not None:
+                        p["standby"] = await watch.finish(callers)
                     ids = p.pop("_acked_ids")
                     p["lost"] = lost_writes(dsn, ids)
                     p["chain"] = verify_chain(env, cwd)
@@ -722,6 +863,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for r in replicas:
             r.stop()
+        if standby is not None:
+            standby.stop()
         if server is not None:
             server.stop()
         if not args.keep:
@@ -731,12 +874,14 @@ def main(argv: list[str] | None = None) -> int:
     out["retried_ok"] = sum(p["errors"]["retried_ok"] for p in phases)
     out["acked_lost"] = sum(p["lost"]["lost"] for p in phases)
     out["chain_ok"] = all(p["chain"].get("ok") is True for p in phases)
+    out["ryw_missed"] = sum(p["ryw"]["missed"] for p in phases)
     out["uptime_after"] = uptime()
     print(f"\n# uptime: {out['uptime_after']}")
     print(f"# summary: errors {out['errors']} (retried and succeeded {out['retried_ok']}), "
-          f"acknowledged writes lost {out['acked_lost']}, chain verified {out['chain_ok']}")  # fmt: skip
+          f"acknowledged writes lost {out['acked_lost']}, chain verified {out['chain_ok']}"
+          + (f", own writes not found by their writer {out['ryw_missed']}" if args.ryw else ""))  # fmt: skip
     C.write_json(args.json, out)
-    return 0 if out["errors"] == 0 and out["acked_lost"] == 0 and out["chain_ok"] else 1
+    return 0 if out["errors"] == 0 and out["acked_lost"] == 0 and out["chain_ok"] and not out["ryw_missed"] else 1
 
 
 if __name__ == "__main__":

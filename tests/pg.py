@@ -93,6 +93,7 @@ class PgServer:
         self._helper: threading.Thread | None = None
         self._helper_error: BaseException | None = None
         self.ahead = 2
+        self.install: Path | None = None  # the binaries it runs (tests/pg_standby.py runs pg_basebackup from it)
 
     def dsn(self, dbname: str = "postgres", user: str | None = None) -> str:
         if user is None:
@@ -217,8 +218,11 @@ def _reachable(install: Path) -> bool:
     return subprocess.run(cmd, capture_output=True, check=False).returncode == 0
 
 
-def start_server(install: Path | None = None, *, timeout: float = 60.0) -> PgServer:
-    """initdb + postgres in a fresh temp dir; returns once the server accepts connections."""
+def start_server(install: Path | None = None, *, timeout: float = 60.0,
+                 settings: dict[str, str] | None = None) -> PgServer:
+    """initdb + postgres in a fresh temp dir; returns once the server accepts connections.
+
+    `settings` override the defaults (a replication primary: `wal_level`, `max_wal_senders`)."""
     external = os.environ.get("MEMORYD_TEST_PG")
     if external:
         server = PgServer(external.rsplit("/", 1)[0])
@@ -261,12 +265,13 @@ def start_server(install: Path | None = None, *, timeout: float = 60.0) -> PgSer
         for _attempt in range(5):
             port = _free_port()
             argv = [str(install / "bin" / "postgres"), "-D", str(data), "-p", str(port)]
-            for key, value in _SETTINGS.items():
+            for key, value in {**_SETTINGS, **(settings or {})}.items():
                 argv += ["-c", f"{key}={value}"]
             with open(log, "ab") as out:
                 proc = subprocess.Popen(_as_unprivileged(argv), stdout=out, stderr=subprocess.STDOUT, env=env,
                                         stdin=subprocess.DEVNULL)  # fmt: skip
             server = PgServer(f"postgresql://postgres@127.0.0.1:{port}", proc=proc, base=base, log=log)
+            server.install = install
             atexit.register(server.stop)
             if _wait_ready(server, timeout):
                 server.prepare_template()

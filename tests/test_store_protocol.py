@@ -254,7 +254,7 @@ def test_every_declared_store_method_is_used() -> None:
 
 def test_the_roles_split_the_store_without_overlap() -> None:
     """Every method belongs to exactly one role; `Store` and `StoreTx` add nothing but plumbing."""
-    for whole, roles, plumbing in ((Store, READ_ROLES, {"where", "tracer", "transaction", "close"}),
+    for whole, roles, plumbing in ((Store, READ_ROLES, {"where", "tracer", "transaction", "acting_for", "close"}),
                                    (StoreTx, WRITE_ROLES, set())):  # fmt: skip
         assert len(roles) >= 4
         names = [n for r in roles for n in _own(r)]

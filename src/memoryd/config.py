@@ -35,6 +35,19 @@ class Settings(BaseSettings):
     )
     max_content_chars: int = Field(8000, description="Longest memory accepted, in characters.")
     busy_timeout_ms: int = Field(5000, description="How long a write waits for a locked database.")
+    db_read: str | None = Field(
+        None, description="PostgreSQL hot standbys of `db` that serve reads: postgresql://… URLs, comma-separated "
+                          "(the team server's --db-read).",
+    )  # fmt: skip
+    read_wait_ms: int = Field(
+        500, ge=0, le=60_000,
+        description="With db_read: how long a person's read waits for a standby to replay their last write "
+                    "before it reads the primary.",
+    )  # fmt: skip
+    read_max_lag_ms: int = Field(
+        5000, ge=100, le=3_600_000,
+        description="With db_read: a standby whose replay is further behind the primary leaves the read rotation.",
+    )  # fmt: skip
     dura_reject_below: float = Field(0.35, description="DURA average below which a save is rejected as junk.")
     dura_pending_below: float = Field(
         0.6, description="DURA average below which an agent save waits for review (memoryd profile)."
@@ -71,6 +84,11 @@ class Settings(BaseSettings):
         if not value.startswith(("postgresql://", "postgres://")):
             raise ValueError("MEMORYD_DB must be a postgresql://… URL (unset = the SQLite file in MEMORYD_HOME)")
         return value
+
+    @field_validator("db_read")
+    @classmethod
+    def _standbys(cls, value: str | None) -> str | None:
+        return value.strip() if value and value.strip() else None
 
     @property
     def db_path(self) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -138,7 +139,24 @@ def main(argv: list[str] | None = None) -> None:
         "--ui", action="store_true",
         help="HTTP only: also serve the web console under /ui (prints its address with a token)",
     )  # fmt: skip
+    parser.add_argument(
+        "--db", metavar="URL",
+        help="the database (as MEMORYD_DB): postgresql://… for a team; with --db-read, the primary that takes "
+             "every write (a libpq multi-host URL reaches the host that accepts writes)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--db-read", action="append", default=[], metavar="URL",
+        help="--team with a PostgreSQL --db: a hot standby of it that serves recalls and listings (repeatable, "
+             "or comma-separated; a multi-host URL names one standby per host). A person's reads wait up to "
+             "MEMORYD_READ_WAIT_MS (500) for their own last write, else read the primary; a standby that fails "
+             "or lags more than MEMORYD_READ_MAX_LAG_MS (5000) leaves the rotation until it recovers",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.db is not None:
+        os.environ["MEMORYD_DB"] = args.db
+    if args.db_read:
+        _read_flags(args)
+        os.environ["MEMORYD_DB_READ"] = ",".join(args.db_read)
     _preflight()
     cwd = args.cwd
     if cwd is not None and ("${" in cwd or not Path(cwd).is_dir()):
@@ -173,6 +191,22 @@ def main(argv: list[str] | None = None) -> None:
     allowed = allowed_names(args.host, args.allowed_host)
     console = _console(handle, args.host, args.port, token, allowed) if handle is not None else None
     _serve_http(mcp, args.host, args.port, token, allowed, console=console)
+
+
+def _read_flags(args: argparse.Namespace) -> None:
+    """`--db-read` is for a team server on PostgreSQL (exits with the reason otherwise)."""
+    if not args.team:
+        sys.exit("memoryd-mcp: --db-read needs --team: hot standbys serve a team server's reads (a person's own "
+                 "memoryd reads its own store)")  # fmt: skip
+    primary = os.environ.get("MEMORYD_DB", "")
+    if not primary.startswith(("postgresql://", "postgres://")):
+        sys.exit("memoryd-mcp: --db-read needs a PostgreSQL primary for the writes: --db postgresql://… (or "
+                 "MEMORYD_DB)")  # fmt: skip
+    for value in args.db_read:
+        for url in (u.strip() for u in re.split(r",\s*(?=[a-z][a-z0-9+.-]*://)", value)):
+            if url and not url.startswith(("postgresql://", "postgres://")):
+                shown = url.split("://", 1)[0] + "://…" if "://" in url else "a value without a scheme"
+                sys.exit(f"memoryd-mcp: --db-read {shown} is not a postgresql://… URL of a hot standby of --db")
 
 
 def local_app(profile: str, handle: EngineHandle) -> tuple[MCPServer[Any], Any]:
@@ -231,6 +265,13 @@ def _serve_team(profile: str, host: str, port: int, allowed: set[str]) -> None:
         print(f"memoryd-mcp: serving a team on {host}:{port} without TLS; put it behind a TLS proxy",
               file=sys.stderr)  # fmt: skip
     handle = EngineHandle(None, None, sync_vault=False)  # replicas' vaults are by-products: no "hand edits"
+    if os.environ.get("MEMORYD_DB_READ"):  # a standby that is not one, or a bad URL: say so now, not per request
+        from .errors import MemorydError
+
+        try:
+            handle.get()
+        except MemorydError as exc:
+            sys.exit(f"memoryd-mcp: {exc.message}")
     mcp = build_server(profile, engine_handle=handle, team=True)
     app = http_guard(mcp.streamable_http_app(host=host, stateless_http=True, json_response=True), token=None,
                      allowed_hosts=allowed, identify=_identify(handle), post_only=True)  # fmt: skip

@@ -161,10 +161,12 @@ class Engine:
         c = self.core
         scope, person = self.tenancy.request_scopes(principal, scope_header)
         settings = c.settings.model_copy(update={"anchors": False})
-        core = Core(settings, c.store, c.embedder, scope, authority="agent", term_embedder=c.term_embedder,
+        # The store for this person: on PostgreSQL with hot standbys, their reads wait for their own writes.
+        store = c.store.acting_for(principal.tenant_id)
+        core = Core(settings, store, c.embedder, scope, authority="agent", term_embedder=c.term_embedder,
                     vault_lock=c.vault_lock, principal=principal.name, read_only=principal.read_only,
                     person=person, global_reach=principal.reaches_global, local_files=False)  # fmt: skip
-        return type(self)(settings, c.store, c.embedder, scope, core=core)
+        return type(self)(settings, store, c.embedder, scope, core=core)
 
     def for_scope(self, scope: Scope, *, principal: str | None = None) -> Self:
         """This engine's store and models acting for an agent in `scope` (the local daemon: each request's

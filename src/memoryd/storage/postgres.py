@@ -37,6 +37,7 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout, TooManyRequest
 from ..errors import StorageBusy, StorageError
 from .base import TermStats, Tracer, Vector
 from .migrations import POSTGRES_SCOPE_STATS
+from .pg_route import PRIMARY_ONLY, ReadRouter, read_targets, reading_as
 from .sql import Dialect, ExcMap, SqlStore, SqlTx, dbapi_map, translate
 
 __all__ = ["PSYCOPG_EXC_MAP", "PostgresStore"]
@@ -223,7 +224,13 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
     dialect: PostgresDialect
 
     def __init__(self, dsn: str, *, busy_timeout_ms: int = 5000, pool_size: int = 8, connect_timeout_s: int = 10,
-                 tracer: Tracer | None = None) -> None:  # fmt: skip
+                 tracer: Tracer | None = None, read_dsns: Sequence[str] = (), read_wait_ms: int = 500,
+                 read_max_lag_ms: int = 5000) -> None:  # fmt: skip
+        """`read_dsns`: hot standbys of `dsn` that serve reads (`storage/pg_route.py`): a person's reads wait
+        up to `read_wait_ms` for a standby to replay their last write, else read the primary; a standby
+        more than `read_max_lag_ms` behind leaves the rotation."""
+        dsn = primary_dsn(dsn)
+        self._router: ReadRouter | None = None
         self.busy_timeout_ms = int(busy_timeout_ms)
         super().__init__(PostgresDialect(max(1.0, self.busy_timeout_ms / 1000)), _PostgresTx, where=_describe(dsn),
                          tracer=tracer)  # fmt: skip
@@ -253,6 +260,13 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         except PoolTimeout as exc:
             self._pool.close()
             raise StorageError(f"cannot open a connection pool to PostgreSQL at {self.where}; is the server running?") from exc
+        if read_dsns:
+            try:
+                self._router = ReadRouter(self, read_targets(read_dsns), wait_s=read_wait_ms / 1000,
+                                          max_lag_s=read_max_lag_ms / 1000, configure=self._configure)  # fmt: skip
+            except BaseException:
+                self._pool.close()
+                raise
 
     # -- connections and transactions ----------------------------------------------------------
 
@@ -312,10 +326,58 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
 
     @contextmanager
     def _writing(self) -> Iterator[psycopg.Connection[Any]]:
-        with self.translating(), self._pool.connection() as conn, conn.transaction():
-            # The one lock every writer takes first: serialises chain appends across processes.
-            self.run(conn, "UPDATE chain_head SET snapshot_version = snapshot_version + 1 WHERE id = 1")
+        with self.translating(), self._pool.connection() as conn:
+            with conn.transaction():
+                # The one lock every writer takes first: serialises chain appends across processes.
+                self.run(conn, "UPDATE chain_head SET snapshot_version = snapshot_version + 1 WHERE id = 1")
+                yield conn
+            if self._router is not None:
+                self._committed(conn)
+
+    # -- hot standbys (storage/pg_route.py) ------------------------------------------------------
+
+    def _committed(self, conn: psycopg.Connection[Any]) -> None:
+        """After a commit: the WAL position this reader's next reads wait for on a standby."""
+        assert self._router is not None
+        try:
+            self._router.wrote(self.run(conn, "SELECT pg_current_wal_insert_lsn()::text").fetchall()[0][0])
+        except StorageError as exc:  # committed all the same: this person's reads use the primary for a while
+            log.warning("no WAL position after a commit (%s): the writer's next reads use the primary", exc)
+            self._router.wrote(None)
+
+    @contextmanager
+    def primary_connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection to the primary, outside any transaction."""
+        with self.translating(), self._pool.connection() as conn:
             yield conn
+
+    def _rows(self, sql: str, params: Sequence[object] = ()) -> list[Any]:
+        router = self._router
+        if router is not None and getattr(self._local, "conn", None) is None and not PRIMARY_ONLY.get():
+            rows = router.rows(sql, params)
+            if rows is not None:
+                return rows
+        return super()._rows(sql, params)
+
+    @contextmanager
+    def on_primary(self) -> Iterator[None]:
+        """Reads inside see every committed write (they are not sent to a standby)."""
+        token = PRIMARY_ONLY.set(True)
+        try:
+            yield
+        finally:
+            PRIMARY_ONLY.reset(token)
+
+    def acting_for(self, person: str) -> Any:
+        """This store with `person`'s reads waiting for `person`'s writes (with standbys; else itself)."""
+        return self if self._router is None else _PersonView(self, person)
+
+    def read_status(self) -> dict[str, Any]:
+        """Where reads went: each standby's state and reads served, and reads the primary took instead."""
+        if self._router is None:
+            return {"standbys": [], "primary_reads": None, "waits": 0}
+        r = self._router
+        return {"standbys": r.status(), "primary_reads": r.primary_reads, "waits": r.waits}
 
     # -- keyword and vector search -------------------------------------------------------------
 
@@ -501,4 +563,72 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         try:
             self.touch((), now=True)  # what waits is written before the pool closes
         finally:
+            if self._router is not None:
+                self._router.close()
             self._pool.close()
+
+
+# Reads that must see every committed write, so never go to a standby: who a token is and what it may do
+# (a revocation or a team change acts on the next request, as without standbys), the write path's
+# duplicate check (a retried save on another replica must find the first attempt), this process's recalls.
+PRIMARY_READS = ("get_token", "tokens", "teams", "shares", "shared_team", "is_member", "find_duplicate", "recalls")
+
+
+def _on_primary(name: str) -> Any:
+    method = getattr(PostgresStore, name)
+
+    def read(self: PostgresStore, *args: Any, **kwargs: Any) -> Any:
+        if self._router is None:
+            return method(self, *args, **kwargs)
+        with self.on_primary():
+            return method(self, *args, **kwargs)
+
+    read.__name__ = read.__qualname__ = name
+    read.__doc__ = method.__doc__
+    return read
+
+
+for _name in PRIMARY_READS:
+    setattr(PostgresStore, _name, _on_primary(_name))
+
+
+def primary_dsn(dsn: str) -> str:
+    """A libpq multi-host `--db` (`postgresql://h1,h2/db`) reaches the one that accepts writes
+    (`target_session_attrs=read-write`) unless the URL says otherwise."""
+    try:
+        d = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return dsn  # the first connection says what is wrong with it
+    if "," in str(d.get("host") or "") and "target_session_attrs" not in d:
+        sep = "&" if "?" in dsn else "?"
+        return f"{dsn}{sep}target_session_attrs=read-write"
+    return dsn
+
+
+class _PersonView:
+    """A PostgresStore whose reads and writes are one person's (`pg_route.READER`): what they wrote, their
+    next reads wait for on a standby. Everything else is the store's."""
+
+    def __init__(self, store: PostgresStore, person: str) -> None:
+        self._store = store
+        self._person = person
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._store, name)
+        if not callable(value):
+            return value
+        person = self._person
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with reading_as(person):
+                return value(*args, **kwargs)
+
+        return call
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        with reading_as(self._person), self._store.transaction() as tx:  # the commit is inside: it is theirs
+            yield tx
+
+    def acting_for(self, person: str) -> Any:
+        return self._store.acting_for(person)

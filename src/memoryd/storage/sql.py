@@ -268,6 +268,10 @@ class SqlStore(ABC, Generic[C]):
     def _time(self, value: Any) -> datetime | None:
         return None if value is None else self.dialect.read_time(value)
 
+    def acting_for(self, person: str) -> Any:
+        """This store for one person's requests (PostgreSQL with standbys: their reads wait for their writes)."""
+        return self
+
     @contextmanager
     def transaction(self) -> Iterator[SqlTx[C]]:
         if getattr(self._local, "conn", None) is not None:
