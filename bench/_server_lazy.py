@@ -3,12 +3,12 @@
 bench/latency.py spawns this next to the real `memoryd-mcp` to measure how much of the
 `initialize` gap to the floor server comes from the background engine-open thread competing
 with the event loop for the GIL (numpy / engine imports, model load, vault sync). It patches
-`memoryd.mcp_tools.common.EngineHandle` in this process only; src/ is untouched.
+`memoryd.mcp.common.EngineHandle` in this process only; src/ is untouched.
 """
 
 import threading
 
-from memoryd.mcp_tools import common
+from memoryd.mcp import common
 
 _orig_init = common.EngineHandle.__init__
 
@@ -38,6 +38,6 @@ common.EngineHandle.__init__ = _lazy_init
 common.EngineHandle.get = _lazy_get
 
 if __name__ == "__main__":
-    from memoryd.mcp_server import main
+    from memoryd.mcp.app import main
 
     main()

@@ -73,8 +73,8 @@ def main() -> None:
     te = C.fresh_engine(emb)
     eng = te.engine
 
-    from memoryd.write.admission import score_dura
-    from memoryd.write.entities import extract_entities
+    from memoryd.text.admission import score_dura
+    from memoryd.text.entities import extract_entities
 
     atom_of: dict[str, str] = {}
     write_ms = []

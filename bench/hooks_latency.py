@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Wall time of memoryd's Claude Code hooks, spawned as Claude Code spawns them.
 
-Each hook is a fresh process (`python -m memoryd.hooks <event>`, or the installed
+Each hook is a fresh process (`python -m memoryd.agents.hooks <event>`, or the installed
 `memoryd hook <event>` with --via cli) given the hook's JSON on stdin, timed from spawn to exit,
 on a store of --size memories (default 10 000: zh and en handoffs, constraints, preferences,
 decisions, facts, and some pending saves) in a git checkout with an `origin` remote:
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--home", type=Path, default=Path(tempfile.gettempdir()) / "memoryd-bench-hooks",
                     help="store kept between runs (default: $TMPDIR/memoryd-bench-hooks)")  # fmt: skip
     ap.add_argument("--via", choices=("module", "cli"), default="module",
-                    help="module: python -m memoryd.hooks; cli: the memoryd executable's `hook` command")
+                    help="module: python -m memoryd.agents.hooks; cli: the memoryd executable's `hook` command")
     ap.add_argument("--worker", action="store_true", help="also time the detached session-end worker end to end")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     ap.add_argument("--only", action="append", default=[], metavar="TEXT",
@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         exe = shutil.which("memoryd", path=str(Path(sys.executable).parent)) or "memoryd"
         base = [exe, "hook"]
     else:
-        base = [sys.executable, "-m", "memoryd.hooks"]
+        base = [sys.executable, "-m", "memoryd.agents.hooks"]
     common = {"session_id": "bench-session", "transcript_path": str(args.home / "t.jsonl"), "cwd": str(repo),
               "permission_mode": "default"}  # fmt: skip
     transcript = args.home / "t.jsonl"

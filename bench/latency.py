@@ -578,8 +578,8 @@ def import_diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 STAGES = r"""
 import json, sys, time
 t0 = time.perf_counter(); r = {}
-import memoryd.mcp_server; r["import memoryd.mcp_server"] = time.perf_counter() - t0
-t = time.perf_counter(); from memoryd.mcp_server import build_server; s = build_server(); r["build_server (starts engine thread)"] = time.perf_counter() - t
+import memoryd.mcp.app; r["import memoryd.mcp.app"] = time.perf_counter() - t0
+t = time.perf_counter(); from memoryd.mcp.app import build_server; s = build_server(); r["build_server (starts engine thread)"] = time.perf_counter() - t
 t = time.perf_counter(); import memoryd.engine; r["import memoryd.engine (in main thread, may overlap)"] = time.perf_counter() - t
 from memoryd.search.embed import MODELS
 t = time.perf_counter(); e = MODELS[sys.argv[3]](); r["embedder load (" + sys.argv[3] + ")"] = time.perf_counter() - t
@@ -794,7 +794,7 @@ def main() -> None:
             cs = cold_start(store_for_cold, args.cold_runs)
             out["cold_start"] = cs
             out["stages"] = stages(store_for_cold, embedder=args.embedder)
-            out["importtime"] = [importtime("import memoryd.mcp_server"), importtime("import memoryd.engine"),
+            out["importtime"] = [importtime("import memoryd.mcp.app"), importtime("import memoryd.engine"),
                                  importtime("import mcp.server.mcpserver")]  # fmt: skip
             print(f"\n## cold start over stdio (median of {args.cold_runs}, store of {sizes[0] if not args.skip_sizes else 1000} memories)")
             print(C.table(["server", "initialize s", "first tool call s"],
@@ -812,7 +812,7 @@ def main() -> None:
                       + ", ".join(f"{k} {v:.0f}" for k, v in it["self_ms_by_top_package"].items()))  # fmt: skip
             d = import_diff(out["importtime"][0], out["importtime"][2])
             out["import_diff_server_vs_floor"] = d
-            print(f"memoryd.mcp_server imports {d['n']} modules the floor does not, {d['self_ms']:.0f} ms self time: "
+            print(f"memoryd.mcp.app imports {d['n']} modules the floor does not, {d['self_ms']:.0f} ms self time: "
                   + ", ".join(f"{k} {v:.1f}" for k, v in d["top"]))
             for it in out["importtime"]:
                 it.pop("modules")

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from memoryd.write.redact import redact  # noqa: E402
+from memoryd.text.redact import redact  # noqa: E402
 
 PROSE = [
     "We decided the deploy runs nightly from the main branch; the staging database listens on port 5432 behind "

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from memoryd.agents.hooks import run_hook
 from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.errors import Conflict, InvalidInput, NotFound
-from memoryd.hooks import run_hook
 
 from .conftest import git, make_repo
 
@@ -699,7 +699,7 @@ def test_session_ids_name_one_record_each(tmp_path: Path) -> None:
 
 
 def test_hook_settings_agree_with_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from memoryd.filehook import default_home, settings_from_env
+    from memoryd.agents.filehook import default_home, settings_from_env
 
     for env in ({}, {"MEMORYD_HOME": str(tmp_path), "MEMORYD_FILE_CONTEXT_TOKENS": "900", "MEMORYD_ANCHORS": "0"}):
         for key in ("MEMORYD_HOME", "MEMORYD_FILE_CONTEXT_TOKENS", "MEMORYD_ANCHORS", "MEMORYD_DB"):
@@ -718,7 +718,7 @@ def test_the_file_hook_process_imports_no_engine(engine: Engine, code: Path, set
     a = save(engine, "Sessions come from `get_session()` in auth/session.py")
     (code / "auth" / "session.py").write_text(SESSION_PY.replace("STORE.get(token)", "STORE[token]"))  # parse too
     probe = (
-        "import sys, io; sys.stdin = io.StringIO(sys.argv[1]); from memoryd.hooks import main; main(['pre-tool-use']);"
+        "import sys, io; sys.stdin = io.StringIO(sys.argv[1]); from memoryd.agents.hooks import main; main(['pre-tool-use']);"
         " bad = [m for m in ('numpy', 'pydantic', 'typer', 'onnxruntime', 'tokenizers', 'tree_sitter', 'memoryd.engine',"
         " 'memoryd.models', 'memoryd.config', 'memoryd.search', 'memoryd.anchors.resolve', 'memoryd.anchors.renames',"
         " 'filelock', 'dataclasses', 'inspect')"

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import memoryd
-from memoryd.hooks import EVENTS
+from memoryd.agents.hooks import EVENTS
 
 SRC = Path(memoryd.__file__).parent
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,13 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 SURFACES = {
     "_launch",  # the `memoryd` command's entry (hook fast path, else the CLI)
     "cli",  # the CLI, `memoryd import` / `export` (the importers' surface) included
-    "mcp_server",  # MCP entry + tool registration
-    "mcp_tools",  # MCP tool handlers, server class, checked transports
+    "mcp",  # the MCP server: entry (app), tool handlers per profile, server class, checked transports
     "ui",  # the web console
-    "hooks",  # Claude Code / Codex hooks and the PreToolUse handler dispatch (PRE_TOOL_USE)
-    "filehook",  # the file-anchored PreToolUse handler (runs without the engine)
-    "install",  # `memoryd install` / `uninstall`: agent configuration edits
-    "remote",  # `memoryd connect`: stdio MCP forwarded to a team server over HTTP (no engine)
+    # what agent hosts run: hooks and the PreToolUse dispatch, the file hook (runs without the engine),
+    # `memoryd install` / `uninstall` per host, `memoryd connect` (stdio MCP forwarded to a team server)
+    "agents",
     "daemon",  # the resident memoryd (its local API, hooks and MCP over a Unix socket) and its thin clients
 }
 # Modules below the engine that every layer may share: data types, settings, errors, limits, and
@@ -41,22 +39,22 @@ SURFACES = {
 SHARED = {"memoryd", "config", "errors", "models", "limits", "scope", "scope_key", "extras", "http_security", "injected",
           "stamps"}
 # Internals: what only the engine (and the layers below it) may import.
-INTERNALS = {"storage", "search", "write", "lifecycle", "anchors", "vault", "formats", "llm"}
+INTERNALS = {"storage", "search", "text", "anchors", "vault", "formats", "llm"}
 
 # Reaches that are part of the design.
 RECORDED: set[tuple[str, str]] = {
     # The file hook answers in ~100 ms, so it cannot import the engine (~0.5 s): it reads the store
     # read-only through storage/light.py and composes with the standard-library-only anchors modules
     # the engine uses too (docs/DECISIONS.md, Code anchors; `Engine.memories_for_path` is its twin).
-    ("filehook.py", "memoryd.storage.light"),
-    ("filehook.py", "memoryd.anchors.drift"),
-    ("filehook.py", "memoryd.anchors.filectx"),
-    ("filehook.py", "memoryd.anchors.git"),
+    ("agents/filehook.py", "memoryd.storage.light"),
+    ("agents/filehook.py", "memoryd.anchors.drift"),
+    ("agents/filehook.py", "memoryd.anchors.filectx"),
+    ("agents/filehook.py", "memoryd.anchors.git"),
     # The team server binds each request's engine before a handler runs (MemorydServer._bind); the SDK's
     # public handlers get the HTTP request in their context, its two listings get none, so their SDK
     # handlers are wrapped (mcp SDK internals, not the engine's).
-    ("mcp_tools/server.py", "._handle_list_prompts on super()"),
-    ("mcp_tools/server.py", "._handle_list_resources on super()"),
+    ("mcp/server.py", "._handle_list_prompts on super()"),
+    ("mcp/server.py", "._handle_list_resources on super()"),
 }
 
 
@@ -156,7 +154,7 @@ def test_every_module_is_classified() -> None:
     layers = SURFACES | SHARED | INTERNALS | {"engine", "__init__"}
     unknown = sorted({_top(p) for p in _modules()} - layers)
     assert not unknown, f"classify {unknown} in tests/test_architecture.py (surface, shared or internal)"
-    assert {"ui", "filehook", "hooks", "mcp_tools", "install"} <= SURFACES
+    assert {"ui", "agents", "mcp", "daemon", "cli"} <= SURFACES
 
 
 def test_surfaces_reach_only_the_engine() -> None:
@@ -202,7 +200,7 @@ def test_the_plugin_is_configuration_only() -> None:
 def test_only_the_mcp_adapter_imports_the_sdk() -> None:
     for path in _modules():
         uses_sdk = any(m == "mcp" or m.startswith("mcp.") for m in _imports(path))
-        assert not uses_sdk or _top(path) in {"mcp_server", "mcp_tools"}, path
+        assert not uses_sdk or _top(path) == "mcp", path
 
 
 def test_nothing_below_the_surfaces_imports_them() -> None:

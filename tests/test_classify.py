@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.write.classify import Classification, classify
+from memoryd.text.classify import Classification, classify
 
 DATA = Path(__file__).parent / "data" / "classifier_labelled.jsonl"
 LANGS = ("zh-Hant", "zh-Hans", "en", "mixed")

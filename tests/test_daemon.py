@@ -441,7 +441,7 @@ def test_hook_budget_gives_up_with_no_output(d: D) -> None:
 def test_hooks_import_nothing_heavy(d: D) -> None:
     d.client().call("/v1/health", method="GET")
     probe = ("import sys, runpy; sys.argv = ['memoryd', 'hook', 'user-prompt-submit']\n"
-             "from memoryd import hooks\n"
+             "from memoryd.agents import hooks\n"
              "code = hooks.main(['user-prompt-submit'])\n"
              "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'numpy', 'typer', 'mcp') "
              "or m.startswith(('memoryd.engine', 'memoryd.storage', 'memoryd.search', 'memoryd.config')))\n"
@@ -463,8 +463,8 @@ def test_hooks_import_nothing_heavy(d: D) -> None:
 
 def test_the_memoryd_hook_command_imports_only_the_thin_client(d: D) -> None:
     """`memoryd hook <event>` (what `memoryd install` registers): the imports of the whole process, listed by
-    `-X importtime`, hold nothing heavy, not even `memoryd.hooks`."""
-    from memoryd import hooks
+    `-X importtime`, hold nothing heavy, not even `memoryd.agents.hooks`."""
+    from memoryd.agents import hooks
     from memoryd.daemon import hook_client
 
     assert hook_client.BUDGETS == {"pre-tool-use": hooks.PRE_TOOL_USE_BUDGET,
@@ -483,7 +483,7 @@ def test_the_memoryd_hook_command_imports_only_the_thin_client(d: D) -> None:
         modules = {line.rsplit("|", 1)[1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
         heavy = sorted(m for m in modules if m.split(".")[0] in ("pydantic", "numpy", "typer", "mcp", "typing",
                                                                  "http", "email", "ssl")
-                       or m.startswith(("memoryd.engine", "memoryd.storage", "memoryd.search", "memoryd.hooks")))  # fmt: skip
+                       or m.startswith(("memoryd.engine", "memoryd.storage", "memoryd.search", "memoryd.agents.hooks")))  # fmt: skip
         assert heavy == [], (event, heavy)
         assert r.returncode == 0
         if event == "session-start":

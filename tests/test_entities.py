@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.write.entities import KINDS, Entity, extract_entities
+from memoryd.text.entities import KINDS, Entity, extract_entities
 
 DATA = Path(__file__).parent / "data" / "entities_labelled.jsonl"
 

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from memoryd import hooks
+from memoryd.agents import hooks
+from memoryd.agents.hooks import run_hook
 from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.engine.observations import Message, extract_candidates, read_transcript
 from memoryd.engine.reads import fit_lines
-from memoryd.hooks import run_hook
 from memoryd.search.embed import E5Embedder
 
 DATA = Path(__file__).parent / "data" / "transcripts"
@@ -296,7 +296,7 @@ def test_pre_tool_use_ignores_other_tools(repo: Path, tool: str) -> None:
 
 
 def test_the_scoped_tool_lists_match_the_servers_input_schemas() -> None:
-    from memoryd.mcp_server import build_server
+    from memoryd.mcp.app import build_server
 
     async def scoped(profile: str) -> set[str]:
         mcp = build_server(profile, include_admin=False)
@@ -544,7 +544,7 @@ def test_a_slow_hook_is_abandoned_within_its_budget(monkeypatch: pytest.MonkeyPa
 
 def spawn(event: str, stdin: str, home: Path, *extra: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MEMORYD_HOME": str(home)}
-    return subprocess.run([sys.executable, "-m", "memoryd.hooks", *extra, event], input=stdin, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "memoryd.agents.hooks", *extra, event], input=stdin, capture_output=True,
                           text=True, env=env, timeout=timeout, check=False)  # fmt: skip
 
 

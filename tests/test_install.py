@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.errors import InvalidInput
-from memoryd.install import (
+from memoryd.agents.install import (
     ABSENT_MARK,
     BACKUP_SUFFIX,
     InstallError,
@@ -22,7 +21,8 @@ from memoryd.install import (
     uninstall_claude,
     uninstall_codex,
 )
-from memoryd.install.common import _backup_path
+from memoryd.agents.install.common import _backup_path
+from memoryd.errors import InvalidInput
 
 MCP = "/opt/memoryd/.venv/bin/memoryd-mcp"  # user scope: this machine's files take absolute paths
 HOOK = "/opt/memoryd/.venv/bin/memoryd"
@@ -110,7 +110,7 @@ def test_project_install_into_an_empty_project_and_back(home: Path, project: Pat
 def test_project_scope_refuses_machine_paths_and_says_what_is_not_on_path(
     home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for kw in ({"command": MCP}, {"hook_command": f"{sys.executable} -m memoryd.hooks"}, {"command": "~/bin/memoryd-mcp"}):
+    for kw in ({"command": MCP}, {"hook_command": f"{sys.executable} -m memoryd.agents.hooks"}, {"command": "~/bin/memoryd-mcp"}):
         with pytest.raises(InvalidInput) as exc:
             install_claude("project", home=home, project_dir=project, **kw)  # type: ignore[arg-type]
         assert "is a path on this machine" in exc.value.message and "--scope user" in exc.value.message
@@ -247,8 +247,8 @@ def test_both_profiles_share_the_session_hooks_and_come_out_cleanly(home: Path, 
 def test_the_plugin_registers_the_same_hooks_as_the_install(home: Path, project: Path) -> None:
     """plugin/hooks/hooks.json carries every hook `memoryd install claude` writes, the file handler's
     matcher once (filehook.FILE_TOOLS_MATCHER), with the plugin server's tool names."""
-    from memoryd.filehook import FILE_TOOLS, FILE_TOOLS_MATCHER
-    from memoryd.install import HOOK_EVENTS
+    from memoryd.agents.filehook import FILE_TOOLS, FILE_TOOLS_MATCHER
+    from memoryd.agents.install import HOOK_EVENTS
 
     plugin = json.loads((Path(__file__).resolve().parents[1] / "plugin" / "hooks" / "hooks.json").read_text("utf-8"))
     claude("project", home, project)
@@ -353,7 +353,7 @@ def test_the_installed_hook_command_runs(tmp_path: Path, home: Path, project: Pa
     """The command string written to settings.json works as Claude Code runs it: through a shell."""
     claude_settings = home / ".claude" / "settings.json"
     install_claude("user", home=home, project_dir=project, command=MCP,
-                   hook_command=f"{shlex.quote(sys.executable)} -m memoryd.hooks")  # fmt: skip
+                   hook_command=f"{shlex.quote(sys.executable)} -m memoryd.agents.hooks")  # fmt: skip
     hooks = load(claude_settings)["hooks"]
     env = {**os.environ, "MEMORYD_HOME": str(tmp_path / "data")}
     start = hooks["SessionStart"][0]["hooks"][0]["command"]
@@ -484,7 +484,7 @@ DESKTOP = """{
 
 
 def test_claude_desktop_gets_an_entry_with_the_folder_its_scope_comes_from(home: Path, project: Path) -> None:
-    from memoryd.install import claude_desktop_config, install_claude_desktop, uninstall_claude_desktop
+    from memoryd.agents.install import claude_desktop_config, install_claude_desktop, uninstall_claude_desktop
 
     config = claude_desktop_config(home)
     assert config.name == "claude_desktop_config.json" and config.parent.name == "Claude"
@@ -508,7 +508,7 @@ def test_claude_desktop_gets_an_entry_with_the_folder_its_scope_comes_from(home:
 
 
 def test_claude_desktop_install_into_no_config_and_back(home: Path) -> None:
-    from memoryd.install import claude_desktop_config, install_claude_desktop, uninstall_claude_desktop
+    from memoryd.agents.install import claude_desktop_config, install_claude_desktop, uninstall_claude_desktop
 
     install_claude_desktop(home=home, command=MCP)
     assert load(claude_desktop_config(home))["mcpServers"]["memoryd"]["command"] == MCP
@@ -527,7 +527,7 @@ CURSOR = """{
 
 @pytest.mark.parametrize("scope", ["user", "project"])
 def test_cursor_entry_follows_the_open_workspace(home: Path, project: Path, scope: str) -> None:
-    from memoryd.install import install_cursor, uninstall_cursor
+    from memoryd.agents.install import install_cursor, uninstall_cursor
 
     path = (home if scope == "user" else project) / ".cursor" / "mcp.json"
     path.parent.mkdir()

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from memoryd.llm import LLMError, llm_from_env
-from memoryd.write.judge import Judgment, band, judge, judge_heuristic, suggest_topic_key
+from memoryd.text.judge import Judgment, band, judge, judge_heuristic, suggest_topic_key
 
 DATA = Path(__file__).parent / "data" / "judge_pairs.jsonl"
 TYPES = ("supersedes", "contradicts", "duplicates", "refines", "unrelated")

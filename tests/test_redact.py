@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.write.redact import REDACTED, Redaction, redact
+from memoryd.text.redact import REDACTED, Redaction, redact
 
 CORPUS = json.loads((Path(__file__).parent / "data" / "redaction_corpus.json").read_text(encoding="utf-8"))
 SECRETS = CORPUS["secrets"]

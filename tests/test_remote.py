@@ -348,7 +348,7 @@ def no_secret(root: Path) -> None:
 
 
 def test_install_claude_remote_project_registers_connect_and_no_hooks(places: tuple[Path, Path], tmp_path: Path) -> None:
-    from memoryd.install import install_claude, uninstall_claude
+    from memoryd.agents.install import install_claude, uninstall_claude
 
     home, project = places
     (project / ".mcp.json").write_text('{"mcpServers": {"docs": {"command": "docs-mcp"}}}\n')
@@ -370,7 +370,7 @@ def test_install_claude_remote_project_registers_connect_and_no_hooks(places: tu
 
 
 def test_install_claude_remote_user_scope_uses_this_memoryd(places: tuple[Path, Path], tmp_path: Path) -> None:
-    from memoryd.install import default_executable, install_claude, uninstall_claude
+    from memoryd.agents.install import default_executable, install_claude, uninstall_claude
 
     home, project = places
     report = install_claude("user", home=home, project_dir=project, remote=[URL], token_env=VAR)
@@ -384,7 +384,7 @@ def test_install_claude_remote_user_scope_uses_this_memoryd(places: tuple[Path, 
 
 
 def test_install_remote_over_a_local_install_says_the_hooks_are_still_there(places: tuple[Path, Path]) -> None:
-    from memoryd.install import install_claude
+    from memoryd.agents.install import install_claude
 
     home, project = places
     install_claude("project", home=home, project_dir=project)
@@ -396,7 +396,7 @@ def test_install_remote_over_a_local_install_says_the_hooks_are_still_there(plac
 def test_install_codex_remote_names_the_variable_in_env_vars(places: tuple[Path, Path], tmp_path: Path) -> None:
     import tomllib
 
-    from memoryd.install import install_codex, uninstall_codex
+    from memoryd.agents.install import install_codex, uninstall_codex
 
     home, _ = places
     codex = tmp_path / "codex"
@@ -418,7 +418,7 @@ def test_install_codex_remote_names_the_variable_in_env_vars(places: tuple[Path,
 def test_install_codex_remote_keeps_the_users_env_vars(places: tuple[Path, Path], tmp_path: Path) -> None:
     import tomllib
 
-    from memoryd.install import InstallError, install_codex
+    from memoryd.agents.install import InstallError, install_codex
 
     home, _ = places
     (tmp_path / "codex").mkdir()
@@ -445,8 +445,8 @@ def test_install_codex_remote_keeps_the_users_env_vars(places: tuple[Path, Path]
 ])  # fmt: skip
 def test_install_remote_refuses_what_would_not_work(places: tuple[Path, Path], tmp_path: Path, kw: dict[str, Any],
                                                     expected: str) -> None:  # fmt: skip
+    from memoryd.agents.install import install_claude, install_codex
     from memoryd.errors import InvalidInput
-    from memoryd.install import install_claude, install_codex
 
     home, project = places
     calls = [lambda: install_codex(home, tmp_path / "codex", **kw)]
@@ -460,8 +460,8 @@ def test_install_remote_refuses_what_would_not_work(places: tuple[Path, Path], t
 
 
 def test_install_remote_project_scope_refuses_a_path_on_this_machine(places: tuple[Path, Path]) -> None:
+    from memoryd.agents.install import install_claude
     from memoryd.errors import InvalidInput
-    from memoryd.install import install_claude
 
     home, project = places
     with pytest.raises(InvalidInput, match="is a path on this machine"):

@@ -23,7 +23,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from memoryd import __version__
-from memoryd.mcp_tools.mem import AGENT_TOOLS
+from memoryd.mcp.mem import AGENT_TOOLS
 
 from .conftest import make_repo
 from .mcp.clients import server_env

@@ -38,9 +38,9 @@ __all__ = [
 if TYPE_CHECKING:
     from typing import Any
 
-    from .config import Settings
-    from .engine import Engine
-    from .errors import (
+    from ..config import Settings
+    from ..engine import Engine
+    from ..errors import (
         AuthorizationRequired,
         Conflict,
         Forbidden,
@@ -54,8 +54,8 @@ if TYPE_CHECKING:
         TooManyAttempts,
         Unauthorized,
     )
-    from .models import Scope
-    from .scope import infer_scope
+    from ..models import Scope
+    from ..scope import infer_scope
 
 _LAZY = {
     "Engine": "engine", "Settings": "config", "Scope": "models", "infer_scope": "scope",

@@ -1,10 +1,10 @@
 """Entry point of the `memoryd` command.
 
 `memoryd hook <event>` runs on every Claude Code session start, prompt and memory tool call, so it goes
-straight to the daemon's thin hook client (`memoryd.daemon.hook_client`; `memoryd.hooks` in-process when
+straight to the daemon's thin hook client (`memoryd.daemon.hook_client`; `memoryd.agents.hooks` in-process when
 the daemon cannot run) without importing the CLI framework (typer and its dependencies cost ~0.2 s per
 hook, measured with bench/hooks_latency.py). `memoryd connect` (an agent starts it as its
-MCP server) goes straight to `memoryd.remote` for the same reason. Everything else is `memoryd.cli`.
+MCP server) goes straight to `memoryd.agents.remote` for the same reason. Everything else is `memoryd.cli`.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ def main() -> None:
 
         code = run(argv[1])
         sys.stdout.flush()
-        os._exit(code)  # as `python -m memoryd.hooks`: never wait for a hook thread that gave up
+        os._exit(code)  # as `python -m memoryd.agents.hooks`: never wait for a hook thread that gave up
     if argv and argv[0] == "connect":
-        from .remote import main as connect_main
+        from .agents.remote import main as connect_main
 
         sys.exit(connect_main(argv[1:]))
     from .cli import main as cli_main

@@ -753,7 +753,7 @@ def install_claude_cmd(
     """Add the MCP server and the SessionStart / UserPromptSubmit / PreToolUse / SessionEnd / PreCompact hooks
     to Claude Code. Project scope writes only commands on PATH (memoryd-mcp, memoryd) into the shared files.
     With --remote: the server is `memoryd connect` to a team server, and no hooks."""
-    from .install import install_claude
+    from .agents.install import install_claude
 
     _report(lambda: install_claude(scope, profile, home=Path.home(), project_dir=project_dir or Path.cwd(),  # type: ignore[arg-type]
                                    command=command, hook_command=hook_command, remote=remote, token_env=token_env,
@@ -769,7 +769,7 @@ def uninstall_claude_cmd(
     json_: JsonOpt = False,
 ) -> None:
     """Remove memoryd's server and hooks from Claude Code (the original files come back when unchanged)."""
-    from .install import uninstall_claude
+    from .agents.install import uninstall_claude
 
     _report(lambda: uninstall_claude(scope, profile, home=Path.home(), project_dir=project_dir or Path.cwd(),  # type: ignore[arg-type]
                                      dry_run=dry_run), json_)  # fmt: skip
@@ -790,7 +790,7 @@ def install_codex_cmd(
 ) -> None:
     """Add [mcp_servers.memoryd] to Codex's config.toml (comments and other tables kept), and with --hooks its
     hooks to hooks.json. With --remote: `memoryd connect` to a team server, its token variable in env_vars."""
-    from .install import install_codex
+    from .agents.install import install_codex
 
     _report(lambda: install_codex(Path.home(), codex_home, profile, command, hooks=hooks, remote=remote,  # type: ignore[arg-type]
                                   token_env=token_env, dry_run=dry_run), json_)  # fmt: skip
@@ -805,7 +805,7 @@ def uninstall_codex_cmd(
     dry_run: DryRunOpt = False, json_: JsonOpt = False,
 ) -> None:  # fmt: skip
     """Remove memoryd's table from Codex's config.toml, and its hooks from hooks.json."""
-    from .install import uninstall_codex
+    from .agents.install import uninstall_codex
 
     _report(lambda: uninstall_codex(Path.home(), codex_home, profile, dry_run=dry_run), json_)  # type: ignore[arg-type]
 
@@ -822,7 +822,7 @@ def install_claude_desktop_cmd(
     json_: JsonOpt = False,
 ) -> None:
     """Add memoryd to Claude Desktop's mcpServers (claude_desktop_config.json)."""
-    from .install import install_claude_desktop
+    from .agents.install import install_claude_desktop
 
     _report(lambda: install_claude_desktop(profile, home=Path.home(), config_path=config, project_dir=project_dir,  # type: ignore[arg-type]
                                            command=command, dry_run=dry_run), json_)  # fmt: skip
@@ -836,7 +836,7 @@ def uninstall_claude_desktop_cmd(
     json_: JsonOpt = False,
 ) -> None:
     """Remove memoryd from Claude Desktop's mcpServers."""
-    from .install import uninstall_claude_desktop
+    from .agents.install import uninstall_claude_desktop
 
     _report(lambda: uninstall_claude_desktop(profile, home=Path.home(), config_path=config, dry_run=dry_run), json_)  # type: ignore[arg-type]
 
@@ -853,7 +853,7 @@ def install_openclaw_cmd(
     json_: JsonOpt = False,
 ) -> None:
     """Install memoryd as OpenClaw's memory plugin (plugins install, memory slot, hook access) with OpenClaw's CLI."""
-    from .install import install_openclaw
+    from .agents.install import install_openclaw
 
     _report(lambda: install_openclaw(openclaw, plugin_dir=plugin, command=command, dry_run=dry_run), json_)
 
@@ -861,7 +861,7 @@ def install_openclaw_cmd(
 @uninstall_app.command("openclaw")
 def uninstall_openclaw_cmd(openclaw: OpenClawOpt = "openclaw", dry_run: DryRunOpt = False, json_: JsonOpt = False) -> None:
     """Remove memoryd's OpenClaw plugin and put the memory slot and memory-core back as they were."""
-    from .install import uninstall_openclaw
+    from .agents.install import uninstall_openclaw
 
     _report(lambda: uninstall_openclaw(openclaw, dry_run=dry_run), json_)
 
@@ -880,7 +880,7 @@ def install_cursor_cmd(
     json_: JsonOpt = False,
 ) -> None:
     """Add memoryd to Cursor's mcp.json, its scope following the open project (${workspaceFolder})."""
-    from .install import install_cursor
+    from .agents.install import install_cursor
 
     _report(lambda: install_cursor(scope, profile, home=Path.home(), project_dir=project_dir or Path.cwd(),  # type: ignore[arg-type]
                                    command=command, dry_run=dry_run), json_)  # fmt: skip
@@ -895,7 +895,7 @@ def uninstall_cursor_cmd(
     json_: JsonOpt = False,
 ) -> None:
     """Remove memoryd from Cursor's mcp.json."""
-    from .install import uninstall_cursor
+    from .agents.install import uninstall_cursor
 
     _report(lambda: uninstall_cursor(scope, profile, home=Path.home(), project_dir=project_dir or Path.cwd(),  # type: ignore[arg-type]
                                      dry_run=dry_run), json_)  # fmt: skip
@@ -971,7 +971,7 @@ def ui(
 def connect(ctx: typer.Context) -> None:
     """Serve MCP on stdio, forwarding to a team server: `connect URL [URL…] --token-env VAR [--cwd DIR]
     [--timeout S]`. The scope is inferred here and sent with each request; the token stays in VAR."""
-    from .remote import main as connect_main
+    from .agents.remote import main as connect_main
 
     raise typer.Exit(connect_main(ctx.args))
 
@@ -980,7 +980,7 @@ def connect(ctx: typer.Context) -> None:
 def hook(event: Annotated[str, typer.Argument(
         help="session-start | user-prompt-submit | pre-tool-use | session-end | pre-compact")]) -> None:
     """Run one Claude Code hook: its JSON on stdin, its answer on stdout; always exits 0 (errors go to hooks.log)."""
-    from . import hooks
+    from .agents import hooks
 
     raise typer.Exit(hooks.main([event]))
 

@@ -11,7 +11,7 @@
   console also checks that a state-changing request comes from its own origin, port included
   (`ui/security.py`, its CSRF rules).
 
-The transport answers a refusal with JSON (`mcp_tools/transport.py`), the console with a page
+The transport answers a refusal with JSON (`mcp/transport.py`), the console with a page
 (`ui/security.py`); the decisions are these functions. Both read a request body whole before they
 check it (a JSON-RPC message, a form's CSRF token) and hand it on (`read_body`, `replay`).
 """

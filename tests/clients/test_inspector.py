@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from memoryd.mcp_tools.hmg import TOOL_NAMES as HMG_TOOLS
-from memoryd.mcp_tools.mem import ADMIN_TOOLS, AGENT_TOOLS
+from memoryd.mcp.hmg import TOOL_NAMES as HMG_TOOLS
+from memoryd.mcp.mem import ADMIN_TOOLS, AGENT_TOOLS
 
 from ..conftest import make_repo
 from ..mcp.clients import http_server

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from memoryd.mcp_tools import hmg, mem
-from memoryd.mcp_tools.common import Tool
+from memoryd.mcp import hmg, mem
+from memoryd.mcp.common import Tool
 
 if TYPE_CHECKING:
     from memoryd.engine import Engine

@@ -14,7 +14,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from memoryd.mcp_server import build_server, list_tool_names
+from memoryd.mcp.app import build_server, list_tool_names
 
 from ..conftest import make_repo
 

@@ -9,8 +9,8 @@ from mcp.shared.exceptions import MCPError
 
 from memoryd.config import Settings
 from memoryd.engine import Engine
-from memoryd.mcp_tools.hmg import TOOL_NAMES as HMG_TOOLS
-from memoryd.mcp_tools.mem import ADMIN_TOOLS, AGENT_TOOLS
+from memoryd.mcp.hmg import TOOL_NAMES as HMG_TOOLS
+from memoryd.mcp.mem import ADMIN_TOOLS, AGENT_TOOLS
 from memoryd.search.embed import HashEmbedder
 
 from ..conftest import make_repo

@@ -9,8 +9,8 @@ from mcp.shared.exceptions import MCPError
 
 from memoryd.config import Settings
 from memoryd.engine import Engine
-from memoryd.mcp_server import build_server, list_tool_names
-from memoryd.mcp_tools.mem import ADMIN_TOOLS, AGENT_TOOLS
+from memoryd.mcp.app import build_server, list_tool_names
+from memoryd.mcp.mem import ADMIN_TOOLS, AGENT_TOOLS
 from memoryd.search.embed import HashEmbedder
 
 from ..conftest import make_repo

@@ -11,8 +11,8 @@ from typing import Any
 import httpx2
 import pytest
 
-from memoryd.mcp_tools import transport
-from memoryd.mcp_tools.transport import http_guard
+from memoryd.mcp import transport
+from memoryd.mcp.transport import http_guard
 
 from ..mcp.clients import HEADERS, INIT, SERVER, free_port, http_server
 

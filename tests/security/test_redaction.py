@@ -21,7 +21,7 @@ import pytest
 from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.search.embed import HashEmbedder
-from memoryd.write.redact import redact
+from memoryd.text.redact import redact
 
 from ..conftest import make_repo
 

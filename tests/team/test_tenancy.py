@@ -156,7 +156,7 @@ def test_a_token_label_is_redacted(op: Engine) -> None:
 
 def test_a_request_without_identity_is_refused_by_the_team_handle(settings: Settings) -> None:
     from memoryd.errors import MemorydError
-    from memoryd.mcp_tools.common import EngineHandle, RequestHandle
+    from memoryd.mcp.common import EngineHandle, RequestHandle
 
     handle = RequestHandle(EngineHandle(settings, settings.home))
     try:

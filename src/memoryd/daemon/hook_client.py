@@ -1,9 +1,9 @@
 """`memoryd hook <event>` through the daemon: the hook's JSON in, the daemon's answer out. Standard library only.
 
 The daemon answers with its warm engine (the full semantic recall for UserPromptSubmit). This module
-imports no more than the daemon client (no pydantic, numpy or engine, not even `memoryd.hooks`): a hook
+imports no more than the daemon client (no pydantic, numpy or engine, not even `memoryd.agents.hooks`): a hook
 process costs a Python start and one request. When the daemon cannot run here, `run` returns None and the
-caller runs the hook in-process (`memoryd.hooks`), which logs one line saying why. Past the hook's
+caller runs the hook in-process (`memoryd.agents.hooks`), which logs one line saying why. Past the hook's
 budget the answer is nothing: the agent goes on.
 """
 
@@ -14,7 +14,7 @@ import sys
 
 __all__ = ["BUDGETS", "run"]
 
-# The same budgets as memoryd.hooks (tests/test_daemon.py checks they agree): below the timeouts
+# The same budgets as memoryd.agents.hooks (tests/test_daemon.py checks they agree): below the timeouts
 # `memoryd install` declares.
 BUDGETS = {"pre-tool-use": 3.0, "session-start": 6.0, "user-prompt-submit": 6.0}
 OTHER_BUDGET = 5.0  # session-end, pre-compact: the daemon only starts the observation
@@ -87,13 +87,13 @@ def run(event: str) -> int:
 
 
 def _log(event: str, message: str) -> None:
-    from ..hooks import log
+    from ..agents.hooks import log
 
     log(None, event, message)
 
 
 def _in_process(event: str, data: bytes, why: str | None) -> int:
-    from ..hooks import _LogToFile, log, run_hook
+    from ..agents.hooks import _LogToFile, log, run_hook
 
     if why:
         log(None, event, why)

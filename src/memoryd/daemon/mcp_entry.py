@@ -7,7 +7,7 @@ line. The daemon checks each line as the stdio transport does (invalid UTF-8, lo
 JSON-RPC), so both tool profiles answer byte for byte as they do in-process.
 
 Standard library only: an open agent session costs a small Python process, not a copy of the models.
-In-process (`memoryd.mcp_server.main`, as before) for the HTTP transports, `--team`, `--ui`, `--admin`,
+In-process (`memoryd.mcp.app.main`, as before) for the HTTP transports, `--team`, `--ui`, `--admin`,
 `--help`/`--version`, `MEMORYD_DAEMON=off`, or when the daemon cannot start (one line on stderr says why).
 A request the daemon could not answer (it died mid-way, a timeout) gets a JSON-RPC error, never a hang;
 the next request restarts the daemon.
@@ -175,6 +175,6 @@ def main(argv: list[str] | None = None) -> None:
         except DaemonUnavailable as exc:
             print(f"memoryd-mcp: the memoryd daemon is not available ({exc}); serving in-process", file=sys.stderr,
                   flush=True)  # fmt: skip
-    from ..mcp_server import main as in_process
+    from ..mcp.app import main as in_process
 
     in_process(args)

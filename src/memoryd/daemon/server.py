@@ -232,8 +232,8 @@ class Daemon:
 
     def __init__(self, paths: Paths, idle: float) -> None:
         from ..config import Settings
-        from ..mcp_server import local_app
-        from ..mcp_tools.common import EngineHandle
+        from ..mcp.app import local_app
+        from ..mcp.common import EngineHandle
 
         self.paths = paths
         self.idle = idle
@@ -427,7 +427,7 @@ class Daemon:
         return fn(self.views.for_headers(headers), body)
 
     def _hook(self, event: str, headers: dict[bytes, bytes], payload: dict[str, Any]) -> dict[str, Any]:
-        from .. import hooks
+        from ..agents import hooks
 
         client = headers.get(b"memoryd-client")
         provenance = json.loads(client) if client else {"host": "claude-code"}

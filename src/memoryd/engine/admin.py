@@ -11,13 +11,13 @@ from typing import Any
 
 from .. import vault
 from ..errors import InvalidInput, NotFound
-from ..lifecycle.decay import DECAY_STATES, decay_state
 from ..limits import check_text
 from ..models import Scope
 from ..scope import infer_scope
+from ..search.decay import DECAY_STATES, decay_state
 from ..stamps import norm_hash, utc_now
 from ..storage.base import AccessReads, AccessRequest, AtomUpdate, Maintenance, MemoryReads, OutboxReads, Reports
-from ..write.redact import redact
+from ..text.redact import redact
 from .core import Core
 from .review import Review
 from .vault_sync import VaultSync

@@ -27,7 +27,7 @@ from ..injected import InjectedRecord
 from ..limits import check_text, check_texts
 from ..models import Atom, CodeChange, FileContext, StaleMemory
 from ..storage.base import MemoryReads
-from ..write.redact import redact
+from ..text.redact import redact
 
 if TYPE_CHECKING:
     from .core import Core

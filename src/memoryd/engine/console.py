@@ -21,9 +21,9 @@ from pydantic import BaseModel, Field
 
 from .. import vault
 from ..errors import AuthorizationRequired, InvalidInput, NotFound
-from ..lifecycle.decay import DECAY_STATES, HALF_LIFE_DAYS, decay_state
 from ..limits import check_text
 from ..models import ATOM_TYPES, Atom, Event, Hit, Scope, Session
+from ..search.decay import DECAY_STATES, HALF_LIFE_DAYS, decay_state
 from ..search.tokenize import tokens
 from ..stamps import utc_now
 from ..storage.base import AccessReads, AtomFilter, AuditReads, LastUsedWindow, MemoryReads, Reports
@@ -47,7 +47,7 @@ _CHAIN_LIMIT = 50  # supersede chains longer than this are cut (and said so)
 
 
 def decay_windows(state: str, now: datetime) -> tuple[LastUsedWindow, ...]:
-    """The last-used windows (per type) in which an atom is in decay `state` (see lifecycle.decay)."""
+    """The last-used windows (per type) in which an atom is in decay `state` (see search.decay)."""
     by_half: dict[int, list[str]] = {}
     for t in ATOM_TYPES:
         by_half.setdefault(HALF_LIFE_DAYS.get(t, 90), []).append(t)

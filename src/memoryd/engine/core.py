@@ -21,7 +21,7 @@ from ..limits import LIMITS, UNSTORABLE, check_text, check_texts, unstorable
 from ..models import ATOM_TYPES, Atom, Scope
 from ..search.embed import Embedder, TermEmbedder
 from ..storage.base import Store, StoreTx
-from ..write.redact import redact
+from ..text.redact import redact
 from .tracked import FilePlan, TrackedTx, check_source, plan_file, publish, split_actor
 
 __all__ = ["AUTHORITIES", "PLACEHOLDERS", "Core", "TrackedTx", "check_source", "clean", "shown", "split_actor",

@@ -22,7 +22,7 @@ from ..errors import InvalidInput, NotFound
 from ..limits import LIMITS, check_count, check_text
 from ..models import Atom
 from ..storage.base import MemoryReads
-from ..write.redact import redact
+from ..text.redact import redact
 from .admin import _PROMPT_NAME
 
 if TYPE_CHECKING:

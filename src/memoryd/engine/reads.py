@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import IO, NamedTuple
 
 from ..errors import InvalidInput, NotFound
-from ..lifecycle.decay import decay_state, parse_since
 from ..limits import LIMITS, check_text, check_texts
 from ..models import (
     Atom,
@@ -22,10 +21,11 @@ from ..models import (
     Timeline,
 )  # fmt: skip
 from ..search import rank
+from ..search.decay import decay_state, parse_since
 from ..search.tokenize import language, tokens
 from ..stamps import GENESIS, chain_hash, content_hash, iso, utc_now
 from ..storage.base import AuditReads, IndexReads, MemoryReads, Reports, TermStats
-from ..write.entities import extract_entities
+from ..text.entities import extract_entities
 from .anchoring import Anchors, check_filters
 from .core import Core, log, shown
 

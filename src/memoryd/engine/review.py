@@ -12,8 +12,8 @@ from ..limits import check_count, check_text
 from ..llm import LLM, LLMError, llm_from_env
 from ..models import Atom, Promotion
 from ..storage.base import MemoryReads
-from ..write.judge import Judgment, band, judge, suggest_topic_key
-from ..write.redact import redact
+from ..text.judge import Judgment, band, judge, suggest_topic_key
+from ..text.redact import redact
 from .core import Core
 
 __all__ = ["Review"]

@@ -9,7 +9,7 @@ from ..limits import check_text
 from ..models import MemorizeResult, Scope, Session
 from ..stamps import norm_hash, utc_now
 from ..storage.base import MemoryReads
-from ..write.redact import redact
+from ..text.redact import redact
 from .core import Core, shown
 from .writes import Writer
 

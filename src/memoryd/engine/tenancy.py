@@ -34,7 +34,7 @@ from ..limits import check_text, check_texts
 from ..models import Scope
 from ..stamps import utc_now
 from ..storage.base import AccessReads, TokenRecord
-from ..write.redact import redact
+from ..text.redact import redact
 from .core import Core, shown
 
 __all__ = ["IssuedToken", "Principal", "TeamsOverview", "Tenancy", "TokenInfo", "parse_expiry"]

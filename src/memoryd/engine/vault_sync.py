@@ -20,7 +20,7 @@ from typing import Any
 from .. import vault
 from ..models import Scope
 from ..storage.base import MemoryReads, OutboxReads, VaultRecord
-from ..write.redact import redact
+from ..text.redact import redact
 from .core import Core, clean
 from .writes import Writer
 

@@ -30,10 +30,10 @@ from ..models import (
 from ..search.tokenize import normalize, tokens
 from ..stamps import norm_hash, utc_now
 from ..storage.base import AtomUpdate, MemoryReads, Vector
-from ..write.admission import Dura, infer_type, score_dura
-from ..write.classify import classify
-from ..write.entities import extract_entities
-from ..write.redact import redact
+from ..text.admission import Dura, infer_type, score_dura
+from ..text.classify import classify
+from ..text.entities import extract_entities
+from ..text.redact import redact
 from .anchoring import Anchors
 from .core import Core, clean, shown
 from .tracked import TrackedTx, check_source

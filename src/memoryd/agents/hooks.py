@@ -1,4 +1,4 @@
-"""Claude Code hooks: `memoryd hook <event>` (or `python -m memoryd.hooks <event>`), JSON on stdin.
+"""Claude Code hooks: `memoryd hook <event>` (or `python -m memoryd.agents.hooks <event>`), JSON on stdin.
 
 Input (every event): `session_id`, `transcript_path`, `cwd`, `hook_event_name`; PreToolUse
 adds `tool_name`, `tool_input`; UserPromptSubmit `prompt`; SessionStart `source`; SessionEnd
@@ -24,7 +24,7 @@ adds `tool_name`, `tool_input`; UserPromptSubmit `prompt`; SessionStart `source`
   with the real CLI in tests/clients/test_claude_code_hooks.py), "ask" for the destructive
   `memory_govern` (the person confirms the rewritten input). Its file handler, for Claude Code's
   file tools (Read, Edit, Write, MultiEdit, NotebookEdit), adds the memories anchored to that file
-  (`memoryd.filehook`, no engine) as `additionalContext`, those not injected yet in this session.
+  (`memoryd.agents.filehook`, no engine) as `additionalContext`, those not injected yet in this session.
   Other tools: no output.
 - `session-end`, `pre-compact`: the transcript becomes observations held for review, plus a
   handoff at session end when the session wrote none (`Engine.observe_transcript`). The work is
@@ -52,8 +52,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-    from .config import Settings
-    from .engine import Embedder, Engine
+    from ..config import Settings
+    from ..engine import Embedder, Engine
 
 __all__ = ["EVENTS", "HookOutput", "main", "run_hook", "serve_hook"]
 
@@ -168,7 +168,7 @@ def _home(settings: Settings | None) -> Path:
     if env:
         return Path(env)
     try:
-        from .config import Settings
+        from ..config import Settings
 
         return Path(Settings().home)
     except Exception:  # noqa: BLE001 - a broken environment must not stop the log
@@ -188,7 +188,7 @@ def log(settings: Settings | None, event: str, message: str) -> None:
             path.parent.mkdir(parents=True, exist_ok=True)
             _append(path, line)
         except OSError:
-            from .daemon.client import private_dir, tempfile_dir
+            from ..daemon.client import private_dir, tempfile_dir
 
             private_dir(Path(tempfile_dir()) / f"memoryd-{os.getuid()}")
             _append(Path(tempfile_dir()) / f"memoryd-{os.getuid()}" / "hooks.log", line)
@@ -315,7 +315,7 @@ def serve_hook(event: str, payload: dict[str, Any], view_for: Callable[[str], En
     transcript on a background thread of the daemon (at most as many at once as `observers` allows)."""
     name = _ALIASES.get((event or "").strip().lower())
     if name is None:
-        from .errors import InvalidInput
+        from ..errors import InvalidInput
 
         raise InvalidInput(f"unknown hook event {event!r}; expected one of {', '.join(EVENTS)}")
     if name == "pre-tool-use":
@@ -343,7 +343,7 @@ def serve_hook(event: str, payload: dict[str, Any], view_for: Callable[[str], En
 def _via_daemon(name: str, stdin_text: str) -> HookOutput | None:
     """The hook answered by the daemon (started on demand), or None to run in-process (it cannot run here;
     one line in hooks.log says why). Past the hook's budget: no output, the agent goes on."""
-    from .daemon.client import Client, DaemonError, DaemonUnavailable, enabled
+    from ..daemon.client import Client, DaemonError, DaemonUnavailable, enabled
 
     if not enabled():
         return None
@@ -380,8 +380,8 @@ def _cwd(payload: dict[str, Any]) -> str:
 def _session_start(payload: dict[str, Any], settings: Settings | None, embedder: Embedder | None,
                    engine: Engine | None = None) -> str:  # fmt: skip
     """`engine`: the daemon's view for this scope (kept open); else the store is opened here."""
-    from .config import Settings
-    from .engine import Engine
+    from ..config import Settings
+    from ..engine import Engine
 
     settings = settings or Settings()
     with _opened(engine) or Engine.open(settings, cwd=_cwd(payload), embedder=embedder or _NoEmbedder()) as engine:  # type: ignore[arg-type]
@@ -401,7 +401,7 @@ def _claim(settings: Settings | None, payload: dict[str, Any], ids: list[str], b
     session_id = payload.get("session_id")
     if not isinstance(session_id, str) or not session_id.strip():
         return ids
-    from .injected import InjectedRecord
+    from ..injected import InjectedRecord
 
     return InjectedRecord(_home(settings), session_id).claim(ids, by)
 
@@ -410,7 +410,7 @@ def _already_injected(settings: Settings | None, payload: dict[str, Any]) -> set
     session_id = payload.get("session_id")
     if not isinstance(session_id, str) or not session_id.strip():
         return set()
-    from .injected import InjectedRecord
+    from ..injected import InjectedRecord
 
     return InjectedRecord(_home(settings), session_id).ids()
 
@@ -427,11 +427,11 @@ _PROMPT_HEADER = {
 
 def _user_prompt(payload: dict[str, Any], settings: Settings | None, embedder: Embedder | None,
                  engine: Engine | None = None) -> str:  # fmt: skip
-    from .config import Settings
-    from .engine import Engine
-    from .errors import AuthorizationRequired
-    from .injected import estimate_tokens
-    from .models import ATOM_TYPES
+    from ..config import Settings
+    from ..engine import Engine
+    from ..errors import AuthorizationRequired
+    from ..injected import estimate_tokens
+    from ..models import ATOM_TYPES
 
     started = time.monotonic()
     settings = settings or Settings()
@@ -439,13 +439,13 @@ def _user_prompt(payload: dict[str, Any], settings: Settings | None, embedder: E
     prompt = payload.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip() or settings.prompt_context_tokens <= 0:
         return ""
-    from .limits import LIMITS
+    from ..limits import LIMITS
 
     # A pasted log is not a query; its start says what it is about (and a query has a limit, limits.py).
     prompt = prompt.strip()[: LIMITS["query"][0]]
     types = [t for t in ATOM_TYPES if t not in PROMPT_SKIP_TYPES]
     if embedder is None and engine is None:
-        from .engine import MODELS, HashEmbedder, make_embedder
+        from ..engine import MODELS, HashEmbedder, make_embedder
 
         model = MODELS.get(settings.embedder, HashEmbedder)
         inner = make_embedder(settings.embedder) if settings.prompt_model_wait > 0 else None
@@ -460,7 +460,7 @@ def _user_prompt(payload: dict[str, Any], settings: Settings | None, embedder: E
     floor = settings.prompt_min_score
     if isinstance(embedder, _DeadlineEmbedder) and not embedder.used:
         # Without a vector the fused score tops out at the keyword weight: scale the bar the same way.
-        from .engine import fused
+        from ..engine import fused
 
         floor *= fused({"keyword": 1.0})
     header = _PROMPT_HEADER[_language(prompt)].format(scope=scope_name)
@@ -485,7 +485,7 @@ def _user_prompt(payload: dict[str, Any], settings: Settings | None, embedder: E
 
 
 def _language(text: str) -> str:
-    from .engine import language
+    from ..engine import language
 
     return language(text)
 
@@ -520,7 +520,7 @@ def _pin_scope(payload: dict[str, Any], settings: Settings | None) -> dict[str, 
     given = payload.get("tool_input")
     tool_input: dict[str, Any] = dict(given) if isinstance(given, dict) else {}
     updated = dict(tool_input)
-    from .scope import infer_scope
+    from ..scope import infer_scope
 
     s = infer_scope(_cwd(payload))
     if tool in HMG_SCOPED:
@@ -547,7 +547,7 @@ def _is_file_tool(tool_name: str) -> bool:
 
 
 def _file_context(payload: dict[str, Any], settings: Settings | None) -> dict[str, Any] | None:
-    """Claude Code's file tools: the memories anchored to the file (`memoryd.filehook`, no engine)."""
+    """Claude Code's file tools: the memories anchored to the file (`memoryd.agents.filehook`, no engine)."""
     from .filehook import file_context
 
     out = file_context(payload, _home(settings))
@@ -609,7 +609,7 @@ def _settings_env(settings: Settings | None) -> dict[str, str]:
 
 
 def _spawn_worker(event: str, payload: dict[str, Any], settings: Settings | None) -> str:
-    """Start `python -m memoryd.hooks --worker <event>` detached; it outlives Claude Code's exit."""
+    """Start `python -m memoryd.agents.hooks --worker <event>` detached; it outlives Claude Code's exit."""
     if not payload.get("session_id") or not payload.get("transcript_path"):
         log(settings, event, "no session_id or transcript_path in the hook input; nothing to observe")
         return ""
@@ -622,7 +622,7 @@ def _spawn_worker(event: str, payload: dict[str, Any], settings: Settings | None
             subprocess, "CREATE_NEW_PROCESS_GROUP", 0
         )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "memoryd.hooks", "--worker", event],
+        [sys.executable, "-m", "memoryd.agents.hooks", "--worker", event],
         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
         cwd=_cwd(payload) if Path(_cwd(payload)).is_dir() else None,
         close_fds=True, **kwargs,
@@ -635,8 +635,8 @@ def _spawn_worker(event: str, payload: dict[str, Any], settings: Settings | None
 
 def _observe(event: str, payload: dict[str, Any], settings: Settings | None, embedder: Embedder | None,
              engine: Engine | None = None) -> str:  # fmt: skip
-    from .config import Settings
-    from .engine import Engine
+    from ..config import Settings
+    from ..engine import Engine
 
     session_id, path = payload.get("session_id"), payload.get("transcript_path")
     if not session_id or not path:
@@ -674,7 +674,7 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     worker = "--worker" in args
     args = [a for a in args if a != "--worker"]
-    if args[:1] == ["hook"]:  # `python -m memoryd.hooks hook <event>`, as `memoryd install --hook-command` writes it
+    if args[:1] == ["hook"]:  # `python -m memoryd.agents.hooks hook <event>`, as `memoryd install --hook-command` writes it
         args = args[1:]
     event = args[0] if args else ""
     _LogToFile(event).install()

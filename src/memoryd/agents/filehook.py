@@ -17,11 +17,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .anchors.git import GitRepo
-from .injected import InjectedRecord
+from ..anchors.git import GitRepo
+from ..injected import InjectedRecord
 
 if TYPE_CHECKING:
-    from .anchors.filectx import Composed
+    from ..anchors.filectx import Composed
 
 __all__ = ["FILE_TOOLS", "FILE_TOOLS_MATCHER", "default_home", "file_context", "hook_output", "settings_from_env"]
 
@@ -72,7 +72,7 @@ def file_context(payload: dict[str, Any], home: Path) -> Composed | None:
     field = FILE_TOOLS.get(str(payload.get("tool_name") or ""))
     tool_input = payload.get("tool_input")
     target = tool_input.get(field) if field and isinstance(tool_input, dict) else None
-    from .limits import LIMITS  # standard library only
+    from ..limits import LIMITS  # standard library only
 
     if not isinstance(target, str) or not target.strip() or len(target) > LIMITS["path"][0]:
         return None  # over the limits table's `path`: nothing to add, as for a file outside the repository
@@ -85,8 +85,8 @@ def file_context(payload: dict[str, Any], home: Path) -> Composed | None:
     rel = repo.relpath(str(start)) if repo is not None else None
     if repo is None or rel is None:
         return None
-    from .scope import repository_scope_hash
-    from .storage.light import open_reader
+    from ..scope import repository_scope_hash
+    from ..storage.light import open_reader
 
     reader = open_reader(home, db)
     if reader is None:
@@ -105,8 +105,8 @@ def file_context(payload: dict[str, Any], home: Path) -> Composed | None:
         anchors = reader.anchors_of([r[0] for r in rows])
     finally:
         reader.close()
-    from .anchors.drift import DriftChecker  # only when something is anchored here: parsers load lazily
-    from .anchors.filectx import FileMemory, compose_once
+    from ..anchors.drift import DriftChecker  # only when something is anchored here: parsers load lazily
+    from ..anchors.filectx import FileMemory, compose_once
 
     checker = DriftChecker(repo, home / "cache" / "symbols")
     memories = [FileMemory(i, t, c, anchors.get(i, []), checker.check(anchors.get(i, []))) for i, t, c in rows]

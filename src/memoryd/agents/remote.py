@@ -54,7 +54,7 @@ class RemoteError(ValueError):
 
 def scope_header(cwd: str | None) -> str:
     """The `Memoryd-Scope` header for a working directory: ASCII JSON (the contract's form)."""
-    from .scope import infer_scope
+    from ..scope import infer_scope
 
     s = infer_scope(cwd)
     fields = {"workspace": s.workspace, "repository": s.repository, "branch": s.branch, "root": s.root}

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import InvalidInput
+from ...errors import InvalidInput
 
 BACKUP_SUFFIX = ".memoryd-backup"
 # The backup of a file install created: not JSON or TOML, so never mistaken for a real original.
@@ -40,7 +40,7 @@ _SHARED_EVENTS = ("SessionStart", "UserPromptSubmit", "SessionEnd", "PreCompact"
 # anchored to a file the agent reads or edits. Its matcher is filehook.FILE_TOOLS_MATCHER (defined once,
 # beside the tools' input fields).
 _OUR_HOOK = re.compile(
-    r"""(?:^|[\s/\\"'])memoryd(?:\.exe|\.hooks)?["']?\s+hook\s+(?:session-start|user-prompt-submit|pre-tool-use|session-end|pre-compact)\b"""
+    r"""(?:^|[\s/\\"'])memoryd(?:\.exe|\.hooks|\.agents\.hooks)?["']?\s+hook\s+(?:session-start|user-prompt-submit|pre-tool-use|session-end|pre-compact)\b"""
 )
 
 
@@ -144,7 +144,7 @@ def _guard_absent(hook_command: str) -> str:
 def _hook_executable(command: str | None, hook_command: str | None) -> tuple[str, str | None]:
     """The shell prefix the hooks run (`<prefix> hook <event>`), and the file it needs (for a note).
 
-    `hook_command` is taken as a shell fragment as given (e.g. `/venv/bin/python -m memoryd.hooks`);
+    `hook_command` is taken as a shell fragment as given (e.g. `/venv/bin/python -m memoryd.agents.hooks`);
     the default is the memoryd CLI next to `command`, else next to this interpreter, quoted.
     """
     if hook_command:

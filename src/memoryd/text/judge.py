@@ -43,8 +43,8 @@ from pydantic import BaseModel, Field
 
 from memoryd.llm import LLM, LLMError
 from memoryd.search.tokenize import tokens
-from memoryd.write.classify import classify
-from memoryd.write.entities import extract_entities
+from memoryd.text.classify import classify
+from memoryd.text.entities import extract_entities
 
 __all__ = ["JUDGE_SYSTEM", "TOPIC_SYSTEM", "Judgment", "JudgmentType", "band", "judge",
            "heuristic_topic_key", "judge_heuristic", "suggest_topic_key"]

@@ -1,1 +1,0 @@
-"""Lifecycle policies: pure functions that decide; the engine applies their decisions."""
