@@ -194,3 +194,52 @@ def test_another_version_or_other_settings_mean_in_process(h: Home) -> None:
     r = subprocess.run([MEMORYD, "stats", "--json"], env=env, cwd=h.repo, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and json.loads(r.stdout)["atoms"] == 3
     assert Client(h.home, autostart=False).health()["pid"] == pid  # type: ignore[index]  # left as it was
+
+
+def test_the_operator_endpoint_refuses_what_it_does_not_serve(h: Home) -> None:
+    from memoryd.daemon.client import DaemonError
+
+    _seed(h)
+    c = Client(h.home)
+    scope = {"cwd": str(h.repo)}
+
+    def error(body: Any) -> DaemonError:
+        with pytest.raises(DaemonError) as info:
+            c.call("/v1/operator", body, scope=scope)
+        return info.value
+
+    e = error({"v": 1, "method": "close", "args": {}})  # an Engine method the CLI does not call
+    assert (e.status, e.code) == (404, "not_found") and e.message.startswith("no operator method 'close'; the daemon serves")
+    e = error({"v": 2, "method": "stats"})
+    assert (e.code, e.message) == ("invalid_input", "operator call version 2; this daemon speaks 1")
+    e = error({"v": 1, "method": "stats", "args": ["x"]})
+    assert (e.code, e.message) == ("invalid_input", "args must be a JSON object of the method's parameters")
+    e = error({"v": 1, "method": "recall", "args": {"query": "x", "top": 3}})
+    assert (e.code, e.message) == ("invalid_input", "recall: unknown parameters ['top']")
+    e = error({"v": 1, "method": "recall", "args": {"query": "x", "max_results": "many"}})
+    assert e.code == "invalid_input" and e.message.startswith("recall: max_results: Input should be a valid integer")
+    e = error({"v": 1, "method": "get", "args": {"atom_id": "01NOSUCHMEMORY000000000000"}})
+    assert (e.status, e.code) == (404, "not_found") and "01NOSUCHMEMORY000000000000" in e.message
+    # Without a scope: refused as on every endpoint that reads memories.
+    with pytest.raises(DaemonError, match="Memoryd-Scope"):
+        c.call("/v1/operator", {"v": 1, "method": "stats"})
+    assert c.call("/v1/operator", {"v": 1, "method": "stats", "args": {}}, scope=scope)["atoms"] == 3
+
+
+def test_console_requests_are_checked(h: Home) -> None:
+    from memoryd.daemon.client import DaemonError
+
+    c = Client(h.home)
+    scope = {"cwd": str(h.repo)}
+    for body, message in [
+        ({"port": 70000}, "port must be 0-65535, got 70000"),
+        ({"port": "8767"}, "port must be 0-65535, got '8767'"),
+        ({"allowed_host": "example.org"}, "allowed_host must be a list of host names"),
+    ]:
+        with pytest.raises(DaemonError) as info:
+            c.call("/v1/console", body, scope=scope)
+        assert (info.value.code, info.value.message) == ("invalid_input", message)
+    for path in ("/v1/console/keep", "/v1/console/stop"):
+        with pytest.raises(DaemonError) as info:
+            c.call(path, {"id": "nope"}, scope=scope)
+        assert (info.value.code, info.value.message) == ("not_found", "no console 'nope' runs in this daemon")

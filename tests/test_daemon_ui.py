@@ -111,3 +111,19 @@ def test_the_daemon_serves_the_console(home: tuple[Path, Path, dict[str, str]], 
     stderr = other.stderr.read() if other.stderr else ""
     assert f"served by the memoryd daemon (pid {pid})" in stderr and "Engine.open" not in stderr
     assert json.dumps(Client(root, autostart=False).health()) != "null"
+
+
+def test_a_console_whose_daemon_dies_ends_its_memoryd_ui(home: tuple[Path, Path, dict[str, str]]) -> None:
+    root, repo, env = home
+    pid = Client(root, autostart=False).health()["pid"]  # type: ignore[index]
+    proc, url = _ui(env, repo)
+    try:
+        os.kill(pid, signal.SIGKILL)
+        assert proc.wait(timeout=30) == 1  # it notices at its next renewal (every 5 s)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    stderr = proc.stderr.read() if proc.stderr else ""
+    assert f"memoryd ui: the console is gone (the daemon stopped: no daemon is listening on {root}" in stderr, stderr
+    assert "Traceback" not in stderr
+    assert _refused(url.split("/?token=")[0] + "/memories")

@@ -185,12 +185,15 @@ def serve_by_daemon(*, port: int = DEFAULT_PORT, open_browser: bool = True, cwd:
             except DaemonError as exc:
                 print(f"memoryd ui: the console is gone ({exc.code}: {exc.message})", file=sys.stderr)
                 return 1
+            except DaemonUnavailable as exc:
+                print(f"memoryd ui: the console is gone (the daemon stopped: {exc})", file=sys.stderr)
+                return 1
     except KeyboardInterrupt:
         pass
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         client.call("/v1/console/stop", {"id": console["id"]}, scope=scope, timeout=15.0)
-    except DaemonError:
+    except (DaemonError, DaemonUnavailable):
         pass
     return 0
