@@ -141,6 +141,9 @@ class ReadRouter:
         self.primary_reads = 0  # reads that fell back to the primary (no standby in rotation or caught up)
         self.waits = 0  # reads that waited for a standby's replay
         self._written: collections.OrderedDict[str, tuple[int, float]] = collections.OrderedDict()  # key → (lsn, when)
+        # key → the position a read of theirs already waited for in vain: their next reads do not wait again
+        # (a recall is several statements) until the standby is seen there or they write again.
+        self._gave_up: dict[str, int] = {}
         self._written_lock = threading.Lock()
         self._samples: collections.deque[tuple[float, int]] = collections.deque()
         self._page = 8192  # wal_block_size, read from the primary
@@ -169,6 +172,7 @@ class ReadRouter:
         with self._written_lock:
             self._written[key] = (max(lsn, self._written.get(key, (0, 0.0))[0]), time.monotonic())
             self._written.move_to_end(key)
+            self._gave_up.pop(key, None)
             while len(self._written) > READERS_KEPT:
                 self._written.popitem(last=False)
 
@@ -235,7 +239,8 @@ class ReadRouter:
                     self.primary_reads += 1
                     return None
                 need = 0
-        deadline = time.monotonic() + self.wait_s
+        waited_in_vain = key is not None and need > 0 and self._gave_up.get(key) == need
+        deadline = time.monotonic() + (0.0 if waited_in_vain else self.wait_s)
         for s in self._order(key):
             try:
                 conn = self._connect(s)
@@ -245,6 +250,11 @@ class ReadRouter:
             try:
                 if need and s.replayed < need and not self._caught_up(conn, s, need, deadline):
                     self._release(s, conn)
+                    if key is not None:
+                        with self._written_lock:
+                            if len(self._gave_up) >= READERS_KEPT:
+                                self._gave_up.clear()
+                            self._gave_up[key] = need
                     continue  # not there yet: another standby, or the primary
                 rows = self.store.run(conn, sql, params).fetchall()
             except (StorageError, psycopg.Error) as exc:
