@@ -170,7 +170,10 @@ class ReadRouter:
             return
         lsn = _UNKNOWN if lsn_text is None else self._norm(_lsn(lsn_text))
         with self._written_lock:
-            self._written[key] = (max(lsn, self._written.get(key, (0, 0.0))[0]), time.monotonic())
+            before = self._written.get(key, (0, 0.0))[0]
+            if before == _UNKNOWN and lsn != _UNKNOWN:
+                before = 0  # a position read back now covers the one that was not
+            self._written[key] = (max(lsn, before), time.monotonic())
             self._written.move_to_end(key)
             self._gave_up.pop(key, None)
             while len(self._written) > READERS_KEPT:
@@ -195,8 +198,12 @@ class ReadRouter:
                 return s.idle.pop()
         conn = psycopg.connect(s.dsn, autocommit=True, connect_timeout=self.connect_timeout_s,
                                application_name="memoryd-read")  # fmt: skip
-        if self.configure is not None:
-            self.configure(conn)
+        try:
+            if self.configure is not None:
+                self.configure(conn)
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     def _release(self, s: _Standby, conn: psycopg.Connection[Any]) -> None:
@@ -244,7 +251,7 @@ class ReadRouter:
         for s in self._order(key):
             try:
                 conn = self._connect(s)
-            except psycopg.Error as exc:
+            except (psycopg.Error, StorageError) as exc:
                 self._out(s, f"cannot connect: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc}")
                 continue
             try:
