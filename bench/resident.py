@@ -14,6 +14,7 @@ paths interleaved run by run:
   run: its start, engine open and model load included);
 * memory: total RSS (and PSS) of 8 concurrent agent sessions (each a `memoryd-mcp` that answered a
   recall) against one session's, both paths;
+* the CLI: `memoryd recall` answered by the running daemon vs in-process (spawn to exit; --cli-only: this alone);
 * RSS of the daemon after --calls calls (a mix: 1 recall, 1 memorize, 1 UserPromptSubmit, 1
   PreToolUse and 6 health checks in every 10), sampled along the way.
 
@@ -233,6 +234,25 @@ def bench_first_recall(home: Path, repo: Path, runs: int) -> dict[str, Any]:
             for name, xs in res.items()}  # fmt: skip
 
 
+# -- the CLI -------------------------------------------------------------------------------------------------------
+
+
+def bench_cli(home: Path, repo: Path, runs: int) -> dict[str, Any]:
+    """`memoryd recall` spawned as a person runs it: answered by the running daemon, and in-process (daemon off)."""
+    envs = {"per-process": env_for(home, False), "daemon": env_for(home, True)}
+    times: dict[str, list[float]] = {p: [] for p in envs}
+    answered: dict[str, int] = {p: 0 for p in envs}
+    for k in range(-1, runs):  # run -1: warm-up, not counted
+        q = PROMPTS[k % len(PROMPTS)].format(n=k * 71 % 9000)
+        for path, env in envs.items():
+            dt, out = spawn([MEMORYD, "recall", q, "-n", "5"], "", env, repo)
+            if k >= 0:
+                times[path].append(dt)
+                answered[path] += bool(out.strip()) and out.strip() != "no matching memories"
+    return {p: {"p50_s": round(med(xs), 3), "runs": len(xs), "answered": answered[p], "all_s": [round(x, 3) for x in xs]}
+            for p, xs in times.items()}  # fmt: skip
+
+
 # -- memory --------------------------------------------------------------------------------------------------------
 
 
@@ -338,6 +358,8 @@ def bench_long_run(home: Path, repo: Path, calls: int) -> dict[str, Any]:
 
 def table(res: dict[str, Any]) -> str:
     rows = ["| where a person waits | per-process (today's path) | daemon warm | target | met |", "|---|---|---|---|---|"]
+    if "hooks" not in res:
+        return "\n".join([*rows, _cli_row(res["cli"])])
     for name, r in res["hooks"].items():
         pp, dd = r["per-process"], r["daemon"]
         rows.append(f"| {name} (p50, {dd['runs']} runs) | {pp['p50_ms']:.0f} ms | {dd['p50_ms']:.0f} ms | "
@@ -355,11 +377,19 @@ def table(res: dict[str, Any]) -> str:
                 f"≤ 1.3× | {'yes' if m['daemon']['ratio_rss'] <= 1.3 else 'no'} |")  # fmt: skip
     rows.append(f"| … the same in PSS (shared pages split) | {m['per-process']['ratio_pss']:.2f}× | "
                 f"{m['daemon']['ratio_pss']:.2f}× | | |")  # fmt: skip
+    if res.get("cli"):
+        rows.append(_cli_row(res["cli"]))
     if res.get("long_run"):
         lr = res["long_run"]
         rows.append(f"| daemon RSS after {lr['calls']} calls (start → end, max) | | {lr['rss_mb_start']:.0f} → "
                     f"{lr['rss_mb_end']:.0f} MB (max {lr['rss_mb_max']:.0f}), {lr['errors']} errors | bounded | |")  # fmt: skip
     return "\n".join(rows)
+
+
+def _cli_row(cli: dict[str, Any]) -> str:
+    pp, dd = cli["per-process"], cli["daemon"]
+    return (f"| CLI `memoryd recall` (p50, {dd['runs']} runs; answered {dd['answered']} / {pp['answered']}) | "
+            f"{pp['p50_s']:.2f} s | {dd['p50_s']:.2f} s | | |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -370,6 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", type=Path, default=Path("/tmp/memoryd-resident-bench"))
     ap.add_argument("--json", type=Path, help="also write the results here")
     ap.add_argument("--long-run-only", action="store_true", help="only the daemon's RSS along --calls calls")
+    ap.add_argument("--cli-only", action="store_true", help="only the CLI row (`memoryd recall`, daemon vs in-process)")
     args = ap.parse_args(argv)
     hl = _load("hooks_latency")
     home, repo = args.root / "home", hl.make_repo(args.root / "widgets")
@@ -381,14 +412,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         stop_daemon(home)
         start_daemon(home, repo)
-        if not args.long_run_only:
+        if args.cli_only:
+            res["cli"] = bench_cli(home, repo, args.runs)
+        elif not args.long_run_only:
             res["hooks"] = bench_hooks(home, repo, args.runs)
             print("hooks done", file=sys.stderr)
             res["first_recall"] = bench_first_recall(home, repo, args.runs)
             print("first recall done", file=sys.stderr)
             res["memory"] = bench_memory(home, repo)
             print("memory done", file=sys.stderr)
-        if args.calls:
+            res["cli"] = bench_cli(home, repo, args.runs)
+            print("cli done", file=sys.stderr)
+        if args.calls and not args.cli_only:
             res["long_run"] = bench_long_run(home, repo, args.calls)
     finally:
         stop_daemon(home)

@@ -348,7 +348,7 @@ def test_basic_memory_reads_notes_as_its_own_parser_does(engine: Engine) -> None
     ("- [] empty category #t", (None, "empty category #t", ["t"], None)),
 ])  # fmt: skip
 def test_basic_memory_observation_rules(line: str, expected: tuple[Any, ...]) -> None:
-    from memoryd.formats import _bm_is_observation, _bm_observation
+    from memoryd.formats.basic_memory import _bm_is_observation, _bm_observation
 
     content = line[2:]
     assert _bm_is_observation(content)
@@ -358,7 +358,7 @@ def test_basic_memory_observation_rules(line: str, expected: tuple[Any, ...]) ->
 @pytest.mark.parametrize("line", ["- [ ] task #t", "- [x] done #t", "- [-] dropped #t", "- [00:01:12] no tag",
                                   "- [X] upper task", "- [link](https://x.org)", "- [[Only A Link]]", "- plain"])
 def test_basic_memory_non_observations(line: str) -> None:
-    from memoryd.formats import _bm_is_observation
+    from memoryd.formats.basic_memory import _bm_is_observation
 
     assert not _bm_is_observation(line[2:])
 
@@ -375,13 +375,13 @@ def test_basic_memory_non_observations(line: str) -> None:
     ('"" [[X]]', None),
 ])  # fmt: skip
 def test_basic_memory_relation_rules(line: str, expected: tuple[Any, ...] | None) -> None:
-    from memoryd.formats import _bm_relation
+    from memoryd.formats.basic_memory import _bm_relation
 
     assert _bm_relation(line) == expected
 
 
 def test_basic_memory_tags_and_frontmatter_shapes(tmp_path: Path) -> None:
-    from memoryd.formats import _bm_split, _bm_tags
+    from memoryd.formats.basic_memory import _bm_split, _bm_tags
 
     assert _bm_tags("a, b,,#c ") == ["a", "b", "c"]
     assert _bm_tags(["#x", " y ", 3, None, "x"]) == ["x", "y", "3"]
@@ -397,7 +397,8 @@ def test_markdown_export_is_readable_by_basic_memory(engine: Engine, tmp_path: P
     """basic-memory resolves `[[link]]` by permalink, then exact title: every exported note carries a `title` (its
     file name, the text links use), titles are unique, and read back with basic-memory's rules every link of the
     export names an exported note's title, including entities whose names clean to the same file name."""
-    from memoryd.formats import _bm_split, write_markdown
+    from memoryd.formats import write_markdown
+    from memoryd.formats.basic_memory import _bm_split
 
     engine.memorize("Use PostgreSQL 16 for the billing service; MongoDB was rejected.", source="user")
     old = engine.memorize("Deploys run from the release/2026 branch on Tuesdays", source="user").atom_id

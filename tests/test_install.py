@@ -16,13 +16,13 @@ from memoryd.install import (
     ABSENT_MARK,
     BACKUP_SUFFIX,
     InstallError,
-    _backup_path,
     backup_dir,
     install_claude,
     install_codex,
     uninstall_claude,
     uninstall_codex,
 )
+from memoryd.install.common import _backup_path
 
 MCP = "/opt/memoryd/.venv/bin/memoryd-mcp"  # user scope: this machine's files take absolute paths
 HOOK = "/opt/memoryd/.venv/bin/memoryd"

@@ -15,12 +15,13 @@ mypy (strict on engine/ and storage/, run by .ci/run) checks the same contract b
 from __future__ import annotations
 
 import ast
+import inspect
 import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol
 
 import pytest
 
@@ -36,11 +37,18 @@ from memoryd.storage.base import Store, StoreTx
 SRC = Path(memoryd.__file__).parent
 
 
+def _own(protocol: type) -> set[str]:
+    return {n for n in vars(protocol) if not n.startswith("_")} | set(vars(protocol).get("__annotations__", {}))
+
+
 def _members(protocol: type) -> set[str]:
-    return {n for n in vars(protocol) if not n.startswith("_")} | set(getattr(protocol, "__annotations__", {}))
+    """A protocol's names with those of the roles it is made of."""
+    return set().union(*(_own(c) for c in protocol.__mro__ if c not in (object, Protocol, Generic)))
 
 
 STORE, STORE_TX = _members(Store), _members(StoreTx)
+READ_ROLES = [c for c in Store.__mro__[1:] if c not in (object, Protocol, Generic)]
+WRITE_ROLES = [c for c in StoreTx.__mro__[1:] if c not in (object, Protocol, Generic)]
 
 
 class _Strict:
@@ -242,6 +250,52 @@ def test_every_declared_store_method_is_used() -> None:
     text = "\n".join(p.read_text() for p in SRC.rglob("*.py") if p.relative_to(SRC).parts[0] != "storage")
     unused = sorted(n for n in STORE | STORE_TX if not re.search(rf"\.{n}\b", text))
     assert unused == ["tracer"]  # for benchmarks and tests that look at the SQL
+
+
+def test_the_roles_split_the_store_without_overlap() -> None:
+    """Every method belongs to exactly one role; `Store` and `StoreTx` add nothing but plumbing."""
+    for whole, roles, plumbing in ((Store, READ_ROLES, {"where", "tracer", "transaction", "acting_for", "close"}),
+                                   (StoreTx, WRITE_ROLES, set())):  # fmt: skip
+        assert len(roles) >= 4
+        names = [n for r in roles for n in _own(r)]
+        assert len(names) == len(set(names)), "a method is declared by two roles"
+        assert _own(whole) == plumbing and set(names) | plumbing == _members(whole)
+
+
+def test_engine_parts_reach_the_store_only_through_their_roles() -> None:
+    """A part is given the roles it reads (its constructor's keywords); only the core, the tracked
+    transaction, the facade that builds the parts and the store-to-store copy hold the whole store."""
+    whole_store = {"core.py", "tracked.py", "__init__.py", "migrate.py"}
+    reaches = [
+        f"engine/{path.name}:{line}: .store.{name}"
+        for path in sorted((SRC / "engine").glob("*.py"))
+        if path.name not in whole_store
+        for line, name in _store_attributes(path)
+    ]
+    assert reaches == []
+    from memoryd.engine.console import Console
+    from memoryd.engine.tenancy import Tenancy
+
+    assert set(inspect.signature(Console).parameters) >= {"reports", "memories", "audit", "access"}
+    assert [p for p in inspect.signature(Tenancy).parameters if p != "core"] == ["access"]
+
+
+@pytest.mark.parametrize("role", READ_ROLES + WRITE_ROLES, ids=lambda r: r.__name__)
+@pytest.mark.parametrize("name", ["sqlite", "postgresql"])
+def test_each_backend_implements_each_role(name: str, role: type) -> None:
+    store_cls, tx_cls = _backend(name)
+    impl = store_cls if role in READ_ROLES else tx_cls
+    assert [n for n in sorted(_own(role)) if not callable(getattr(impl, n, None))] == []
+
+
+def _backend(name: str) -> tuple[type, type]:
+    if name == "sqlite":
+        from memoryd.storage.sqlite import SqliteStore, _SqliteTx
+
+        return SqliteStore, _SqliteTx
+    from memoryd.storage.postgres import PostgresStore, _PostgresTx
+
+    return PostgresStore, _PostgresTx
 
 
 @pytest.mark.parametrize("name", ["sqlite", "postgresql"])

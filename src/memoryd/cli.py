@@ -6,7 +6,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar, cast
 
 import typer
 
@@ -49,10 +49,42 @@ CwdOpt = Annotated[Path | None, typer.Option("--cwd", help="Act for this directo
 REJECTED_EXIT = 4  # an effect "rejected" is reported like a conflict
 
 
-def _engine(cwd: Path | None) -> Engine:
+# Commands that never go through a running daemon, and why. Every other command that reaches the store
+# does, when a daemon for this MEMORYD_HOME runs (none is started for a command); else it runs in-process.
+IN_PROCESS = {
+    "export": "streams the whole store to this process's stdout or files",
+    "import": "a long batched job: progress, Ctrl-C and resume belong to this terminal",
+    "migrate": "copies a whole store into another database",
+    "ui": "with a daemon running, the daemon serves the console (see `ui`)",
+    "daemon": "manages the daemon itself",
+    "hook": "the hooks' own thin client talks to the daemon",
+    "connect": "forwards to a team server, not to this home's store",
+    "install": "edits agents' configuration files only",
+    "uninstall": "edits agents' configuration files only",
+}
+
+
+def _local_engine(cwd: Path | None) -> Engine:
     from .engine import Engine
 
     return Engine.open(cwd=cwd, authority="operator")  # the person: any scope, no sensitive gate
+
+
+def _engine(cwd: Path | None) -> Engine:
+    """The engine a command acts through: the running daemon's (memoryd.daemon.operator) unless the command
+    is in IN_PROCESS or no daemon of this home runs, else this process's own."""
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    while ctx is not None and ctx.parent is not None and ctx.parent.parent is not None:
+        ctx = ctx.parent  # up to the top command (`vault` of `memoryd vault sync`)
+    if ctx is None or ctx.parent is None or ctx.info_name not in IN_PROCESS:
+        from .daemon.operator import proxy_for
+
+        proxy = proxy_for(cwd)
+        if proxy is not None:
+            return cast("Engine", proxy)
+    return _local_engine(cwd)
 
 
 def _fail(exc: MemorydError) -> NoReturn:
@@ -61,11 +93,24 @@ def _fail(exc: MemorydError) -> NoReturn:
 
 
 def _run(cwd: Path | None, fn: Callable[[Engine], T]) -> T:
+    from .daemon.client import DaemonError, DaemonUnavailable
+
     try:
         with _engine(cwd) as engine:
+            try:
+                return fn(engine)
+            except DaemonUnavailable:
+                if getattr(engine, "calls", 1):  # the daemon went away between calls of one command: say so
+                    raise
+        with _local_engine(cwd) as engine:  # it went away before answering anything: nothing was applied
             return fn(engine)
     except MemorydError as exc:
         _fail(exc)
+    except (DaemonError, DaemonUnavailable) as exc:
+        code, message = (exc.code, exc.message) if isinstance(exc, DaemonError) else ("daemon_unreachable", str(exc))
+        typer.echo(f"error [{code}]: {message}; `memoryd daemon status` says whether it runs, and the command runs "
+                   "in-process when none does", err=True)  # fmt: skip
+        raise typer.Exit(1) from None
 
 
 def _emit(data: Any, as_json: bool, human: Callable[[], str]) -> None:
@@ -346,7 +391,7 @@ def import_(
             "nothing was committed")  # fmt: skip
 
     try:
-        with _engine(cwd) as engine:
+        with _local_engine(cwd) as engine:
             r = engine.import_file(file, format=format, batch_size=batch_size, gate=gate, source=source,
                                    progress=progress)  # fmt: skip
     except KeyboardInterrupt:
@@ -905,10 +950,16 @@ def ui(
 
     Prints one line, `memoryd ui: http://127.x.y.z:PORT/?token=…`; the address and the token are
     new on every start (or --host, MEMORYD_TOKEN). Sensitive scopes stay locked without a grant.
+    With the memoryd daemon running (and no --host), the daemon serves it with its warm engine
+    until Ctrl-C here.
     """
-    from .ui.server import serve
+    from .ui.server import serve, serve_by_daemon
 
     try:
+        by_daemon = None if host is not None else serve_by_daemon(port=port, open_browser=not no_browser, cwd=cwd,
+                                                                    allowed_host=allowed_host or [])  # fmt: skip
+        if by_daemon is not None:
+            raise typer.Exit(by_daemon)
         code = serve(host=host, port=port, open_browser=not no_browser, cwd=cwd, allowed_host=allowed_host or [])
     except MemorydError as exc:
         _fail(exc)

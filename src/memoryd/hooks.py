@@ -178,17 +178,30 @@ def _home(settings: Settings | None) -> Path:
 
 
 def log(settings: Settings | None, event: str, message: str) -> None:
-    """Append one line to `<home>/hooks.log` (rotated at 1 MB); never raises."""
+    """Append one line to `<home>/hooks.log` (rotated at 1 MB); never raises. A home that cannot be written
+    (read-only, a sandbox) logs to `${XDG_RUNTIME_DIR:-/tmp}/memoryd-<uid>/hooks.log` instead (0700)."""
+    stamp = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    line = f"{stamp} [{os.getpid()}] {event}: {message.rstrip()}\n"
     try:
         path = _home(settings) / "hooks.log"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.exists() and path.stat().st_size > LOG_MAX_BYTES:
-            os.replace(path, path.with_name("hooks.log.1"))
-        stamp = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-        with path.open("a", encoding="utf-8") as fh:
-            fh.write(f"{stamp} [{os.getpid()}] {event}: {message.rstrip()}\n")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _append(path, line)
+        except OSError:
+            from .daemon.client import private_dir, tempfile_dir
+
+            private_dir(Path(tempfile_dir()) / f"memoryd-{os.getuid()}")
+            _append(Path(tempfile_dir()) / f"memoryd-{os.getuid()}" / "hooks.log", line)
     except Exception:  # noqa: BLE001, S110 - logging is best effort; a hook must never fail on it
         pass
+
+
+def _append(path: Path, line: str) -> None:
+    if path.exists() and path.stat().st_size > LOG_MAX_BYTES:
+        os.replace(path, path.with_name("hooks.log.1"))
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with os.fdopen(fd, "a", encoding="utf-8") as fh:
+        fh.write(line)
 
 
 class _LogToFile:

@@ -166,6 +166,25 @@ class Views:
         return self.view(self.scope_of(None if scope is None else scope.decode("latin-1")),
                          principal_of(headers.get(b"memoryd-client")))  # fmt: skip
 
+    def operator(self, headers: dict[bytes, bytes], *, console: bool = False) -> Engine:
+        """The person's view (`memoryd <command>`): every scope, no grant needed, no client name, acting in the
+        scope the CLI sent, as `Engine.open(cwd=…, authority="operator")` in its own process would. `console`:
+        the web console's, where a sensitive scope still needs a grant (`ui.server.open_console_engine`)."""
+        header = headers.get(b"memoryd-scope")
+        scope = self.scope_of(None if header is None else header.decode("latin-1"))
+        if console:
+            return self.view(scope, None).acting_as("operator", enforce_sensitive=True)
+        key = (scope.scope_hash, scope.branch, "\0operator")  # one per scope: a command's calls share its state
+        with self._lock:
+            view = self._views.get(key)
+            if view is not None and view.scope.root == scope.root:
+                self._views.move_to_end(key)
+                return view
+        new: Engine = self.view(scope, None).acting_as("operator")
+        with self._lock:
+            self._views[key] = new
+        return new
+
     def for_cwd(self, cwd: str, client: dict[str, str] | None) -> Engine:
         return self.view(self.scope_of(json.dumps({"cwd": cwd})), _principal(client) if client else None)
 
@@ -232,6 +251,9 @@ class Daemon:
         self.version = version()
         self.digest = settings_digest()
         self.observers = threading.BoundedSemaphore(2)  # transcript observations run at most two at once
+        from .console import Consoles
+
+        self.consoles = Consoles()  # `memoryd ui`'s consoles
 
     # -- ASGI -------------------------------------------------------------------------------------------
 
@@ -266,6 +288,7 @@ class Daemon:
             elif message["type"] == "lifespan.shutdown":
                 if watchdog is not None:
                     watchdog.cancel()
+                await asyncio.get_running_loop().run_in_executor(None, self.consoles.stop_all)
                 await stack.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
@@ -276,7 +299,7 @@ class Daemon:
         step = max(0.05, min(5.0, self.idle / 4))
         while True:
             await asyncio.sleep(step)
-            if self.inflight == 0 and time.monotonic() - self.last >= self.idle:
+            if self.inflight == 0 and not len(self.consoles) and time.monotonic() - self.last >= self.idle:
                 log.warning("idle for %.0f s: exiting", self.idle)
                 self.server.should_exit = True
                 return
@@ -387,6 +410,17 @@ class Daemon:
 
         if name.startswith("hook/"):
             return self._hook(name[len("hook/"):], headers, body)
+        if name == "operator":
+            from .operator import run
+
+            return run(self.views.operator(headers), body)
+        if name == "console":
+            return self.consoles.start(self.views.operator(headers, console=True), port=body.get("port", 0),
+                                       allowed_host=body.get("allowed_host", []))  # fmt: skip
+        if name == "console/stop":
+            return self.consoles.stop(body.get("id"))
+        if name == "console/keep":
+            return self.consoles.keep(body.get("id"))
         fn = ENDPOINTS.get(name)
         if fn is None:
             raise _ClientError("not_found", f"no endpoint /v1/{name}; docs/LOCAL_API.md lists them")

@@ -68,6 +68,7 @@ class _part(Generic[P, R]):  # noqa: N801 - reads as a function in the class bod
 
     def __init__(self, part: str, method: Callable[Concatenate[Any, P], R]) -> None:
         self.part, self.name, self.__doc__ = part, method.__name__, method.__doc__
+        self.method = method  # its signature and type hints (the daemon's operator endpoint converts by them)
 
     @overload
     def __get__(self, engine: None, owner: type) -> Self: ...
@@ -89,18 +90,21 @@ class Engine:
     ) -> None:  # fmt: skip
         self.core = core = core or Core(settings, store, embedder, scope, authority=authority,
                                         enforce_sensitive=enforce_sensitive, term_embedder=term_embedder)  # fmt: skip
-        self.anchoring = Anchors(core)
-        self.writer = Writer(core, self.anchoring)
-        self.reader = Reader(core, self.anchoring)
-        self.sessions = Sessions(core, self.writer)
-        self.review = Review(core)
-        self.vault = VaultSync(core, self.writer)
-        self.admin = Admin(core, self.review, self.vault)
-        self.observer = Observer(core, self.writer)
-        self.importer = Importer(core, self.writer)
-        self.library = Library(core, self.reader)
-        self.console = Console(core, self.reader, self.review, self.admin)
-        self.tenancy = Tenancy(core)
+        store = core.store  # each part is given the store roles it reads (storage/base.py), no more
+        self.anchoring = Anchors(core, memories=store)
+        self.writer = Writer(core, self.anchoring, memories=store)
+        self.reader = Reader(core, self.anchoring, memories=store, index=store, audit=store, reports=store)
+        self.sessions = Sessions(core, self.writer, memories=store)
+        self.review = Review(core, memories=store)
+        self.vault = VaultSync(core, self.writer, memories=store, outbox=store)
+        self.admin = Admin(core, self.review, self.vault, memories=store, outbox=store, access=store, reports=store,
+                           maintenance=store)  # fmt: skip
+        self.observer = Observer(core, self.writer, memories=store)
+        self.importer = Importer(core, self.writer, memories=store)
+        self.library = Library(core, self.reader, memories=store)
+        self.console = Console(core, self.reader, self.review, self.admin, memories=store, audit=store, access=store,
+                               reports=store)  # fmt: skip
+        self.tenancy = Tenancy(core, access=store)
 
     @classmethod
     def open(

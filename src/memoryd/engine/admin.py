@@ -16,7 +16,7 @@ from ..limits import check_text
 from ..models import Scope
 from ..scope import infer_scope
 from ..stamps import norm_hash, utc_now
-from ..storage.base import AccessRequest, AtomUpdate
+from ..storage.base import AccessReads, AccessRequest, AtomUpdate, Maintenance, MemoryReads, OutboxReads, Reports
 from ..write.redact import redact
 from .core import Core
 from .review import Review
@@ -28,7 +28,12 @@ _PROMPT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 class Admin:
-    def __init__(self, core: Core, review: Review, vault: VaultSync) -> None:
+    def __init__(self, core: Core, review: Review, vault: VaultSync, *, memories: MemoryReads, outbox: OutboxReads, access: AccessReads, reports: Reports, maintenance: Maintenance) -> None:
+        self.memories = memories
+        self.outbox = outbox
+        self.access = access
+        self.reports = reports
+        self.maintenance = maintenance
         self.core = core
         self.review = review
         self.vault = vault
@@ -44,10 +49,10 @@ class Admin:
 
     def _stats_detail(self, scope: str | None) -> dict[str, Any]:
         hashes = self.core.reachable_scopes() if scope in (None, "", "all") else [self._scope_hash_of(scope)]
-        groups = self.core.store.group_counts(hashes)
+        groups = self.reports.group_counts(hashes)
         now = utc_now()
         by_decay = dict.fromkeys(DECAY_STATES, 0)
-        for atom in self.core.store.list_atoms(scope_hashes=hashes, statuses=["active"], limit=-1):
+        for atom in self.memories.list_atoms(scope_hashes=hashes, statuses=["active"], limit=-1):
             by_decay[decay_state(atom, now)] += 1
         return {"total": sum(groups["by_type"].values()), "by_type": groups["by_type"], "by_scope": groups["by_scope"],
                 "by_decay": by_decay, "top_entities": groups["top_entities"]}  # fmt: skip
@@ -63,7 +68,7 @@ class Admin:
         check_text("scope", value)
         if value in ("auto", "global"):
             return self.core.resolve_scope(value).scope_hash
-        known = self.core.store.group_counts(self.core.reachable_scopes())["by_scope"]
+        known = self.reports.group_counts(self.core.reachable_scopes())["by_scope"]
         if value in known:
             return value
         named = [h for h, v in known.items() if v["name"] == value]
@@ -79,14 +84,13 @@ class Admin:
             return self._merge_projects(scope_a, scope_b, dry_run=dry_run, actor=actor)
 
     def _merge_projects(self, scope_a: str, scope_b: str, *, dry_run: bool, actor: str) -> dict[str, Any]:
-        store = self.core.store
         a, b = self._scope_hash_of(scope_a), self._scope_hash_of(scope_b)
         if a == b:
             raise InvalidInput("scope_a and scope_b are the same scope")
         live = ["active", "pending", "negated", "superseded", "quarantined", "sealed"]
-        target = store.list_atoms(scope_hashes=[a], statuses=live, limit=1)
-        a_atoms = store.list_atoms(scope_hashes=[a], statuses=["active", "pending"], limit=-1)
-        b_atoms = store.list_atoms(scope_hashes=[b], statuses=live, limit=-1)
+        target = self.memories.list_atoms(scope_hashes=[a], statuses=live, limit=1)
+        a_atoms = self.memories.list_atoms(scope_hashes=[a], statuses=["active", "pending"], limit=-1)
+        b_atoms = self.memories.list_atoms(scope_hashes=[b], statuses=live, limit=-1)
         existing = {norm_hash(x.content): x.id for x in a_atoms}
         dups = {x.id: existing[norm_hash(x.content)] for x in b_atoms if x.status in ("active", "pending")
                 and norm_hash(x.content) in existing}  # fmt: skip
@@ -109,10 +113,10 @@ class Admin:
             for dup, keep in dups.items():
                 superseded: AtomUpdate = {**fields, "status": "superseded", "superseded_by": keep}
                 tx.update_atom(dup, **superseded)
-                tx.link(keep, dup, "supersedes")
+                tx.index.link(keep, dup, "supersedes")
                 tx.append_event(atom_id=dup, actor=actor, action="merge_dedup", reason=f"{reason}; same as {keep}",
                                 content=None)  # fmt: skip
-            tx.rescope_promotions(b, a)
+            tx.records.rescope_promotions(b, a)
         return {**report, "moved": len(moves), "deduped": len(dups)}
 
     def current_project(self, cwd: str | None = None) -> dict[str, str]:
@@ -122,18 +126,18 @@ class Admin:
     def doctor(self) -> dict[str, str]:
         """One line per subsystem: "ok…", "warn: …" or "error: …", each from a real check."""
         out: dict[str, str] = {}
-        store, home = self.core.store, self.core.settings.home
+        home = self.core.settings.home
         out["data_root"] = f"ok: {home}" if os.access(home, os.W_OK) else f"error: {home} is not writable"
         try:
-            check = store.integrity()
-            latest = store.latest_migration()
-            applied = max((v for v, _ in store.applied_migrations()), default=0)
+            check = self.maintenance.integrity()
+            latest = self.maintenance.latest_migration()
+            applied = max((v for v, _ in self.maintenance.applied_migrations()), default=0)
             if check != "ok":
                 out["index_db"] = f"error: integrity check says {check}"
             elif applied != latest:
                 out["index_db"] = f"warn: schema at migration {applied}, code expects {latest}"
             else:
-                counts = store.counts()
+                counts = self.reports.counts()
                 out["index_db"] = f"ok: {counts['atoms']} atoms, schema {applied}, keyword index {counts['keyword']}"
         except Exception as exc:  # doctor reports, never raises
             out["index_db"] = f"error: {exc}"
@@ -149,10 +153,10 @@ class Admin:
         llm = self.review.llm
         out["llm"] = (f"ok: {llm.name}" if llm is not None else f"error: {self.review.llm_error}" if self.review.llm_error
                       else "warn: ANTHROPIC_API_KEY not set and no MEMORYD_LLM_BASE_URL; judgments use the heuristic")  # fmt: skip
-        dangling, edges = store.dangling_edges(), store.counts()["edges"]
+        dangling, edges = self.maintenance.dangling_edges(), self.reports.counts()["edges"]
         out["kg"] = f"ok: {edges} edges" if dangling == 0 else f"warn: {dangling} of {edges} edges point nowhere"
         problems: dict[str, list[Any]] = {k: v for k, v in self.vault.vault_check().items() if v}
-        waiting = store.outbox()
+        waiting = self.outbox.outbox()
         if waiting:  # committed writes whose files were not published (a crash, or a vault that failed)
             problems["files waiting to be published"] = list(waiting)
         out["sync"] = "ok: vault matches the database" if not problems else "warn: " + ", ".join(
@@ -180,16 +184,16 @@ class Admin:
 
     def scope_info(self) -> dict[str, Any]:
         """The current scope (hash, name, root) and whether it is sensitive."""
-        return {**self.current_project(), "sensitive": self.core.store.is_sensitive(self.core.scope.scope_hash)}
+        return {**self.current_project(), "sensitive": self.access.is_sensitive(self.core.scope.scope_hash)}
 
     def access_requests(self) -> list[AccessRequest]:
         """Read requests agents filed with mem_request_sensitive_read, oldest first."""
-        return self.core.store.access_requests()
+        return self.access.access_requests()
 
     def mark_sensitive(self, sensitive: bool = True, *, scope: Scope | None = None) -> Scope:
         scope = scope or self.core.scope
         with self.core.write() as tx:
-            tx.mark_sensitive(scope.scope_hash, scope.name, sensitive)
+            tx.access.mark_sensitive(scope.scope_hash, scope.name, sensitive)
             tx.append_event(atom_id=None, actor="user", action="mark_sensitive" if sensitive else "unmark_sensitive",
                             reason=scope.scope_hash, content=None)  # fmt: skip
         return scope
@@ -198,11 +202,11 @@ class Admin:
         if not isinstance(minutes, int) or not 1 <= minutes <= 24 * 60:
             raise InvalidInput(f"minutes must be between 1 and 1440, got {minutes!r}")
         scope = scope or self.core.scope
-        if not self.core.store.is_sensitive(scope.scope_hash):
+        if not self.access.is_sensitive(scope.scope_hash):
             raise InvalidInput(f"scope {scope.name} is not marked sensitive; nothing to grant")
         expires = utc_now() + timedelta(minutes=minutes)
         with self.core.write() as tx:
-            tx.add_grant(scope.scope_hash, by, expires)
+            tx.access.add_grant(scope.scope_hash, by, expires)
             tx.append_event(atom_id=None, actor=by, action="grant", reason=f"{scope.scope_hash} for {minutes} min",
                             content=None)  # fmt: skip
         return {"scope_hash": scope.scope_hash, "scope_name": scope.name, "expires_at": expires.isoformat()}
@@ -217,16 +221,15 @@ class Admin:
             raise InvalidInput("reason is required: say what you need to read and why")
         check_text("reason", reason)
         reason = redact(reason).text
-        store = self.core.store
-        if not store.is_sensitive(target.scope_hash):
+        if not self.access.is_sensitive(target.scope_hash):
             return {"request_id": None, "scope_hash": target.scope_hash, "status": "not_needed",
                     "message": f"scope {target.name} is not sensitive; reads are allowed"}  # fmt: skip
-        expiry = store.grant_expiry(target.scope_hash)
+        expiry = self.access.grant_expiry(target.scope_hash)
         if expiry is not None:
             return {"request_id": None, "scope_hash": target.scope_hash, "status": "granted",
                     "message": f"a grant runs until {expiry.isoformat()}"}  # fmt: skip
         with self.core.write() as tx:  # a team token's person is named in the event, as in every write
-            rid = tx.add_access_request(target.scope_hash, reason.strip())
+            rid = tx.access.add_access_request(target.scope_hash, reason.strip())
             tx.append_event(atom_id=None, actor=by, action="request_access",
                             reason=f"{target.scope_hash} #{rid}: {reason.strip()}", content=None)  # fmt: skip
         return {"request_id": rid, "scope_hash": target.scope_hash, "status": "pending",

@@ -26,6 +26,7 @@ from ..errors import Conflict, InvalidInput
 from ..injected import InjectedRecord
 from ..limits import check_text, check_texts
 from ..models import Atom, CodeChange, FileContext, StaleMemory
+from ..storage.base import MemoryReads
 from ..write.redact import redact
 
 if TYPE_CHECKING:
@@ -50,7 +51,8 @@ def to_code_change(c: Change) -> CodeChange:
 class Anchors:
     """Code anchors of the engine's repository: taken at write, checked on reads, moved on confirm."""
 
-    def __init__(self, core: Core) -> None:
+    def __init__(self, core: Core, *, memories: MemoryReads) -> None:
+        self.memories = memories
         self.core = core
         self._code_state: Any = None
         self.last_checked = 0  # anchored memories the last `stale` checked
@@ -139,7 +141,7 @@ class Anchors:
         if checker is None or not atom_ids:
             return {}
         out: dict[str, tuple[str, list[CodeChange]]] = {}
-        found = self.core.store.anchors_of(list(atom_ids))
+        found = self.memories.anchors_of(list(atom_ids))
         stamp = checker.repo.stamp() if found else None
         for atom_id, anchors in found.items():
             try:
@@ -179,7 +181,7 @@ class Anchors:
     def anchors(self, atom_id: str) -> list[Anchor]:
         """The anchors of one memory within reach. Raises NotFound."""
         atom = self.core.get(atom_id)  # the scope boundary (issue 10): NotFound out of reach
-        return self.core.store.anchors_of([atom.id]).get(atom.id, [])
+        return self.memories.anchors_of([atom.id]).get(atom.id, [])
 
     def stale(self, *, limit: int | None = None) -> list[StaleMemory]:
         """Active memories of this repository whose anchored code changed, newest first.
@@ -191,12 +193,12 @@ class Anchors:
         if self.checker() is None:
             return []
         self.core.guard_read(self.core.scope.scope_hash, self.core.scope.name)
-        ids = self.core.store.anchored_atoms(scope_hashes=[self.core.scope.scope_hash], statuses=["active"],
+        ids = self.memories.anchored_atoms(scope_hashes=[self.core.scope.scope_hash], statuses=["active"],
                                              limit=limit if limit is not None else _ALL)  # fmt: skip
         self.last_checked = len(ids)
         fresh = self.code_changes(ids)
         stale_ids = [i for i in ids if i in fresh and fresh[i][0] == "code_changed"]
-        atoms = self.core.store.get_atoms(stale_ids)
+        atoms = self.memories.get_atoms(stale_ids)
         return [StaleMemory(atom=atoms[i], changes=fresh[i][1]) for i in stale_ids if i in atoms]
 
     def stale_checked(self) -> int:
@@ -220,7 +222,7 @@ class Anchors:
         checker = self.checker()
         if checker is None or not self.anchorable(atom.scope_hash):
             return None  # another repository's anchors are not checked against this working tree
-        old = self.core.store.anchors_of([atom.id]).get(atom.id, [])
+        old = self.memories.anchors_of([atom.id]).get(atom.id, [])
         if not old:
             return None
         resolver = checker.resolver
@@ -266,7 +268,7 @@ class Anchors:
     def apply_reanchor(self, tx: TrackedTx, atom_id: str, plan: tuple[list[Anchor], str], *, actor: str,
                         reason: str | None = None) -> None:  # fmt: skip
         anchors, summary = plan
-        tx.set_anchors(atom_id, anchors)
+        tx.index.set_anchors(atom_id, anchors)
         text = f"{reason}; {summary}" if reason else summary
         tx.append_event(atom_id=atom_id, actor=actor, action="reanchor", reason=redact(text).text, content=None)
 
@@ -292,7 +294,7 @@ class Anchors:
     def carried(self, atom: Atom) -> list[Anchor]:
         """The explicit anchors of `atom` taken again at HEAD (for its replacement or update)."""
         checker = self.checker()
-        old = [a for a in self.core.store.anchors_of([atom.id]).get(atom.id, []) if a.origin == "explicit"]
+        old = [a for a in self.memories.anchors_of([atom.id]).get(atom.id, []) if a.origin == "explicit"]
         if checker is None or not old:
             return []
         try:
@@ -317,12 +319,12 @@ class Anchors:
         if rel is None or checker is None:
             return FileContext(path=path, text="")
         self.core.guard_read(self.core.scope.scope_hash, self.core.scope.name)
-        ids = self.core.store.anchored_atoms(scope_hashes=[self.core.scope.scope_hash], statuses=["active"], path=rel, limit=50)
+        ids = self.memories.anchored_atoms(scope_hashes=[self.core.scope.scope_hash], statuses=["active"], path=rel, limit=50)
         record_file = InjectedRecord(self.core.settings.home, session_id) if session_id else None
         seen = record_file.ids() if record_file is not None else set()
         ids = [i for i in ids if i not in seen]
-        atoms = self.core.store.get_atoms(ids)
-        anchors = self.core.store.anchors_of(ids)
+        atoms = self.memories.get_atoms(ids)
+        anchors = self.memories.anchors_of(ids)
         memories = []
         for i in ids:
             if i in atoms:

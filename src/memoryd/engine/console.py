@@ -26,7 +26,7 @@ from ..limits import check_text
 from ..models import ATOM_TYPES, Atom, Event, Hit, Scope, Session
 from ..search.tokenize import tokens
 from ..stamps import utc_now
-from ..storage.base import AtomFilter, LastUsedWindow
+from ..storage.base import AccessReads, AtomFilter, AuditReads, LastUsedWindow, MemoryReads, Reports
 from .core import PLACEHOLDERS, shown
 
 if TYPE_CHECKING:
@@ -165,7 +165,11 @@ class HealthOverview(BaseModel):
 class Console:
     """The console's pages over the other parts (reads through `Reader`, decisions through `Review`)."""
 
-    def __init__(self, core: Core, reader: Reader, review: Review, admin: Admin) -> None:
+    def __init__(self, core: Core, reader: Reader, review: Review, admin: Admin, *, memories: MemoryReads, audit: AuditReads, access: AccessReads, reports: Reports) -> None:
+        self.memories = memories
+        self.audit = audit
+        self.access = access
+        self.reports = reports
         self.core = core
         self.reader = reader
         self.review = review
@@ -177,7 +181,7 @@ class Console:
         """Sensitive scopes this engine may not read now (none when it does not enforce them)."""
         if not self.core.enforce_sensitive:
             return ()
-        return tuple(h for h, _ in self.core.store.sensitive_scopes() if self.core.store.grant_expiry(h) is None)
+        return tuple(h for h, _ in self.access.sensitive_scopes() if self.access.grant_expiry(h) is None)
 
     def _in_reach(self, scope_hash: str) -> bool:
         """Whether this engine may see the scope at all (trust's boundary: an agent its own and the global
@@ -187,13 +191,13 @@ class Console:
 
     def console_scopes(self, counts: dict[str, int] | None = None) -> list[ScopeInfo]:
         """Every scope within reach holding memories, plus sensitive ones, with its lock state."""
-        counts = counts if counts is not None else self.core.store.console_counts(("by_scope",))["by_scope"]
+        counts = counts if counts is not None else self.reports.console_counts(("by_scope",))["by_scope"]
         counts = {h: n for h, n in counts.items() if self._in_reach(h)}
-        sensitive = {h: n for h, n in self.core.store.sensitive_scopes() if self._in_reach(h)}
+        sensitive = {h: n for h, n in self.access.sensitive_scopes() if self._in_reach(h)}
         names = self._scope_names(set(counts))
         out = []
         for h in dict.fromkeys([*counts, *sensitive]):
-            expiry = self.core.store.grant_expiry(h) if h in sensitive else None
+            expiry = self.access.grant_expiry(h) if h in sensitive else None
             out.append(ScopeInfo(
                 scope_hash=h, name=names.get(h) or sensitive.get(h, h), count=counts.get(h, 0), sensitive=h in sensitive,
                 locked=h in sensitive and expiry is None and self.core.enforce_sensitive, grant_expires_at=expiry,
@@ -206,7 +210,7 @@ class Console:
         for s in (self.core.scope, self.core.global_scope):
             if s.scope_hash == scope_hash:
                 return s
-        found = self.core.store.list_atoms(scope_hashes=[scope_hash], limit=1) if self._in_reach(scope_hash) else []
+        found = self.memories.list_atoms(scope_hashes=[scope_hash], limit=1) if self._in_reach(scope_hash) else []
         if not found:
             raise NotFound(f"no scope {scope_hash!r} holds memories")
         return found[0].scope
@@ -262,10 +266,10 @@ class Console:
         f = self._atom_filter(q, now=now)
         if q.q is not None and q.q.strip():
             return self._search(q, f, now)
-        rows = self.core.store.browse_atoms(dataclasses.replace(f, limit=f.limit + 1))
+        rows = self.reports.browse_atoms(dataclasses.replace(f, limit=f.limit + 1))
         more = len(rows) > f.limit
         rows = rows[: f.limit]
-        total = self.core.store.count_atoms(f, cap=COUNT_CAP + 1) if f.before is None else None
+        total = self.reports.count_atoms(f, cap=COUNT_CAP + 1) if f.before is None else None
         return MemoryPage(atoms=rows, next_before=rows[-1].id if more and rows else None, total=total)
 
     def _search(self, q: BrowseQuery, f: AtomFilter, now: datetime) -> MemoryPage:
@@ -314,7 +318,7 @@ class Console:
         chain, cut = self._chain(atom)
         versions: list[Version] = []
         previous: str | None = None
-        for e in (e for a in chain for e in (history if a.id == atom.id else self.core.store.events(a.id))):
+        for e in (e for a in chain for e in (history if a.id == atom.id else self.audit.events(a.id))):
             if e.content is None:
                 continue
             diff = [] if previous is None else [
@@ -324,8 +328,8 @@ class Console:
             versions.append(Version(event=e, diff=diff))
             previous = e.content
         links: list[Link] = []
-        edges = self.core.store.atom_links(atom.id)
-        others = self.core.store.get_atoms({dst if src == atom.id else src for src, dst, _ in edges})
+        edges = self.reports.atom_links(atom.id)
+        others = self.memories.get_atoms({dst if src == atom.id else src for src, dst, _ in edges})
         locked = self._locked_scopes()
         for src, dst, kind in edges:
             other = others.get(dst if src == atom.id else src)
@@ -348,7 +352,7 @@ class Console:
         out: list[Atom] = []
         cur = atom
         while (next_id := getattr(cur, link)) and len(out) < _CHAIN_LIMIT:
-            nxt = self.core.store.get_atoms([next_id]).get(next_id)
+            nxt = self.memories.get_atoms([next_id]).get(next_id)
             if nxt is None:
                 break
             out.append(nxt)
@@ -362,7 +366,7 @@ class Console:
         """
         if action not in ("promote", "reject"):
             raise InvalidInput(f"unknown review action {action!r}; expected promote or reject")
-        for p in self.core.store.get_promotions(ids).values():
+        for p in self.memories.get_promotions(ids).values():
             self.core.guard_read(p.scope_hash)
         return self.review.promote(ids, actor=actor) if action == "promote" else self.review.reject(ids, actor=actor)
 
@@ -373,7 +377,7 @@ class Console:
         if not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
             raise InvalidInput(f"limit must be between 1 and {MAX_PAGE}, got {limit!r}")
         check_text("id", before, field="before")
-        rows = self.core.store.list_sessions(before=before or None, limit=limit + 1, exclude_scopes=self._locked_scopes())
+        rows = self.reports.list_sessions(before=before or None, limit=limit + 1, exclude_scopes=self._locked_scopes())
         if self.core.reachable_scopes() is not None:  # an agent: its own and the global scope's sessions only
             rows = [r for r in rows if self._in_reach(r.scope_hash)]
         names = self._scope_names({s.scope_hash for s in rows})
@@ -386,17 +390,17 @@ class Console:
         they write, so a session running beside another in the same scope shares their activity.
         """
         own = self.core.find_atom(session_id)  # the scope boundary and sensitive gate, by id
-        session = self.core.store.get_session(own.id) if own is not None else None
+        session = self.memories.get_session(own.id) if own is not None else None
         if own is None or session is None:
             raise NotFound(f"no session with id {shown(session_id)}")
         end = session.ended_at or utc_now()
         f = AtomFilter(scope_hashes=(session.scope_hash,), created_from=session.started_at,
                        created_to=end + timedelta(microseconds=1), limit=limit + 2)  # fmt: skip
-        wrote = [a for a in self.core.store.browse_atoms(f) if a.id != own.id]
+        wrote = [a for a in self.reports.browse_atoms(f) if a.id != own.id]
         handoffs = [a for a in wrote if a.type == "handoff"]
         recalls = []
-        logged = self.core.store.recalls(scope_hashes=[session.scope_hash], since=session.started_at, until=end, limit=limit)
-        atoms = self.core.store.get_atoms({i for r in logged for i in r["hits"]})
+        logged = self.reports.recalls(scope_hashes=[session.scope_hash], since=session.started_at, until=end, limit=limit)
+        atoms = self.memories.get_atoms({i for r in logged for i in r["hits"]})
         for r in logged:
             recalls.append(Recall(at=r["at"], hits=[atoms[i] for i in r["hits"] if i in atoms]))
         return SessionDetail(
@@ -408,7 +412,7 @@ class Console:
         names = {s.scope_hash: s.name for s in (self.core.scope, self.core.global_scope)}
         missing = [h for h in hashes if h not in names]
         if missing:
-            names.update(self.core.store.scope_names(missing))
+            names.update(self.reports.scope_names(missing))
         return names
 
     # -- entities -------------------------------------------------------------------------
@@ -420,15 +424,15 @@ class Console:
         locked = self._locked_scopes()
         # Ranked by an index-only count of every mention; an entity shows only with a mention by an
         # active memory of a readable scope (so a locked scope's entity names never appear).
-        ranked = self.core.store.top_entities(limit=entities * 3)
-        mentions = self.core.store.entity_mentions([e for e, _ in ranked], per_entity=per_entity, exclude_scopes=locked)
+        ranked = self.reports.top_entities(limit=entities * 3)
+        mentions = self.reports.entity_mentions([e for e, _ in ranked], per_entity=per_entity, exclude_scopes=locked)
         if self.core.reachable_scopes() is not None:  # an agent sees the names its own scopes mention only
-            scoped = self.core.store.get_atoms({a for _, a in mentions})
+            scoped = self.memories.get_atoms({a for _, a in mentions})
             mentions = [(e, a) for e, a in mentions if a in scoped and self._in_reach(scoped[a].scope_hash)]
         visible = {e for e, _ in mentions}
         top = [(e, n) for e, n in ranked if e in visible][:entities]
         mentions = [(e, a) for e, a in mentions if e in dict(top)]
-        atoms = self.core.store.get_atoms({a for _, a in mentions})
+        atoms = self.memories.get_atoms({a for _, a in mentions})
         nodes: list[dict[str, Any]] = [
             {"id": e, "kind": "entity", "label": e.split(":", 2)[-1], "group": e.split(":", 2)[1], "count": n}
             for e, n in top
@@ -451,7 +455,7 @@ class Console:
         reach = self.core.reachable_scopes()
         f = AtomFilter(entity=entity_id, scope_hashes=tuple(reach) if reach is not None else None,
                        exclude_scopes=self._locked_scopes(), before=before or None, limit=limit + 1)  # fmt: skip
-        rows = self.core.store.browse_atoms(f)
+        rows = self.reports.browse_atoms(f)
         return MemoryPage(atoms=rows[:limit], next_before=rows[limit - 1].id if len(rows) > limit else None)
 
     # -- health ---------------------------------------------------------------------------
@@ -460,18 +464,18 @@ class Console:
         """Counts by status, type and decay state, growth per day, scopes and their locks (index-only
         queries; index coverage and the chain are on-demand checks: `stats`, `verify_chain`)."""
         now = utc_now()
-        c = self.core.store.console_counts()
+        c = self.reports.console_counts()
         counted = {  # two scans of the covering decay index; stale is the rest of the active memories
-            s: self.core.store.count_atoms(AtomFilter(statuses=("active",), last_used=decay_windows(s, now)))
+            s: self.reports.count_atoms(AtomFilter(statuses=("active",), last_used=decay_windows(s, now)))
             for s in ("fresh", "soft_forgotten")
         }
         counted["stale"] = c["by_status"].get("active", 0) - counted["fresh"] - counted["soft_forgotten"]
         by_decay = {s: counted[s] for s in DECAY_STATES}
         return HealthOverview(
-            atoms=sum(c["by_status"].values()), edges=c["edges"], snapshot_version=self.core.store.snapshot_version(),
+            atoms=sum(c["by_status"].values()), edges=c["edges"], snapshot_version=self.audit.snapshot_version(),
             by_status=c["by_status"], by_type=c["by_type"], by_decay=by_decay,
-            growth=_dense(self.core.store.growth(now - timedelta(days=days - 1)), now.date(), days),
-            scopes=self.console_scopes(c["by_scope"]), access_requests=self.core.store.access_requests(),
+            growth=_dense(self.reports.growth(now - timedelta(days=days - 1)), now.date(), days),
+            scopes=self.console_scopes(c["by_scope"]), access_requests=self.access.access_requests(),
         )  # fmt: skip
 
 

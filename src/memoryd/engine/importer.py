@@ -47,7 +47,7 @@ from ..errors import InvalidInput
 from ..limits import check_text
 from ..models import Atom, MemorizeResult, Scope
 from ..stamps import norm_hash
-from ..storage.base import Vector
+from ..storage.base import MemoryReads, Vector
 from .core import Core
 from .writes import Draft, Writer
 
@@ -166,7 +166,8 @@ def _str_list(value: Any, name: str) -> list[str]:
 
 
 class Importer:
-    def __init__(self, core: Core, writer: Writer) -> None:
+    def __init__(self, core: Core, writer: Writer, *, memories: MemoryReads) -> None:
+        self.memories = memories
         self.core = core
         self.writer = writer
 
@@ -481,7 +482,7 @@ class Importer:
 
         update: dict[str, Any] = {}
         wanted = keep.get("id")
-        if wanted and not self.core.store.get_atoms([wanted]) and all(d.atom.id != wanted for d in batch.drafts):
+        if wanted and not self.memories.get_atoms([wanted]) and all(d.atom.id != wanted for d in batch.drafts):
             update["id"] = wanted
         for key, name in (("created", "created_at"), ("updated", "updated_at")):
             if keep.get(key):

@@ -21,6 +21,7 @@ from .. import vault
 from ..errors import InvalidInput, NotFound
 from ..limits import LIMITS, check_count, check_text
 from ..models import Atom
+from ..storage.base import MemoryReads
 from ..write.redact import redact
 from .admin import _PROMPT_NAME
 
@@ -52,7 +53,8 @@ class SavedPrompt:
 class Library:
     """Saved prompts and memories as MCP resources."""
 
-    def __init__(self, core: Core, reader: Reader) -> None:
+    def __init__(self, core: Core, reader: Reader, *, memories: MemoryReads) -> None:
+        self.memories = memories
         self.core = core
         self.reader = reader
 
@@ -111,7 +113,7 @@ class Library:
         scopes = self._readable_scopes()
         if not scopes:
             return []
-        return self.core.store.list_atoms(scope_hashes=scopes, statuses=["active"], limit=limit)
+        return self.memories.list_atoms(scope_hashes=scopes, statuses=["active"], limit=limit)
 
     def resource(self, atom_id: str) -> str:
         """The markdown of memory `atom_id` (frontmatter and body), when it belongs to this repository
@@ -127,7 +129,7 @@ class Library:
         notes, `memoryd.formats.write_markdown`. Returns {"memories": n, "entities": m}."""
         from ..formats import write_markdown
 
-        atoms = self.core.store.list_atoms(statuses=["active"], limit=-1, newest_first=False)
+        atoms = self.memories.list_atoms(statuses=["active"], limit=-1, newest_first=False)
         return write_markdown(atoms, Path(folder))
 
     def brief_resource(self) -> str:

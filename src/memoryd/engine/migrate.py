@@ -46,7 +46,7 @@ def migrate_store(src: Store, dst: Store, progress: Progress | None = None, *, b
     for table, n in copied.items():
         if not want[table] == have[table] == n:
             raise StorageError(f"copy check failed for {table}: {want[table]} rows in the source, {have[table]} copied")
-    report = verify_chain(dst)
+    report = verify_chain(dst, dst)
     if not report.ok:
         raise StorageError(f"copied event chain does not verify at seq {report.first_bad_seq}: {report.problem}")
     return copied

@@ -36,6 +36,7 @@ from typing import Any
 from ..errors import InvalidInput
 from ..models import MemorizeResult
 from ..search.tokenize import language
+from ..storage.base import MemoryReads
 from .core import Core
 from .writes import Writer
 
@@ -324,7 +325,8 @@ class ObservationReport:
 
 
 class Observer:
-    def __init__(self, core: Core, writer: Writer) -> None:
+    def __init__(self, core: Core, writer: Writer, *, memories: MemoryReads) -> None:
+        self.memories = memories
         self.core = core
         self.writer = writer
 
@@ -443,7 +445,7 @@ class Observer:
             report.handoff_reason = "the session had no request to summarise"
             return
         tag = f"claude-code session {session_id}"
-        for a in self.core.store.list_atoms(scope_hashes=[self.core.scope.scope_hash], statuses=["active"],
+        for a in self.memories.list_atoms(scope_hashes=[self.core.scope.scope_hash], statuses=["active"],
                                             types=["handoff"], limit=20):  # fmt: skip
             if tag in a.content:  # written by a run that stopped before recording it
                 state["handoff_atom_id"] = a.id

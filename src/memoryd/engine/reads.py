@@ -24,7 +24,7 @@ from ..models import (
 from ..search import rank
 from ..search.tokenize import language, tokens
 from ..stamps import GENESIS, chain_hash, content_hash, iso, utc_now
-from ..storage.base import Store, TermStats
+from ..storage.base import AuditReads, IndexReads, MemoryReads, Reports, TermStats
 from ..write.entities import extract_entities
 from .anchoring import Anchors, check_filters
 from .core import Core, log, shown
@@ -59,7 +59,11 @@ _GUIDE = (
 class Reader:
     """Every read of memories; agent surfaces get the sensitive-scope check through `Core.guard_read`."""
 
-    def __init__(self, core: Core, anchors: Anchors) -> None:
+    def __init__(self, core: Core, anchors: Anchors, *, memories: MemoryReads, index: IndexReads, audit: AuditReads, reports: Reports) -> None:
+        self.memories = memories
+        self.index = index
+        self.audit = audit
+        self.reports = reports
         self.core = core
         self.anchors = anchors
 
@@ -79,7 +83,7 @@ class Reader:
         Raises:
             InvalidInput: empty query, max_results outside 1..100, a field over its limit (`memoryd.limits`).
         """
-        core, store = self.core, self.core.store
+        core = self.core
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("query is empty")
         check_text("query", query)  # before any work that grows with the query
@@ -104,7 +108,7 @@ class Reader:
         own = {c.atom_id for _, c, _ in ranked if c.scope_hash == core.scope.scope_hash}
         scored, drift = self.anchors.rank_with_drift(scored, own, max_results)
         scored = scored[:max_results]
-        atoms = store.get_atoms(atom_id for _, atom_id, _ in scored)  # full atoms for the hits only
+        atoms = self.memories.get_atoms(atom_id for _, atom_id, _ in scored)  # full atoms for the hits only
         hits = [
             Hit(atom=atoms[atom_id], score=score, signals={k: round(v, 4) for k, v in signals.items()},
                 freshness=drift[atom_id][0] if atom_id in drift else None,
@@ -113,8 +117,8 @@ class Reader:
             if atom_id in atoms  # deleted between the two reads
         ]
         if record:  # a person browsing (the console) neither freshens memories nor counts as a recall
-            store.touch([h.atom.id for h in hits])
-            store.log_recall((scope or core.scope).scope_hash, [h.atom.id for h in hits])
+            self.memories.touch([h.atom.id for h in hits])
+            self.index.log_recall((scope or core.scope).scope_hash, [h.atom.id for h in hits])
         return RecallResult(hits=hits)
 
     def _english(self, q: rank.Query, cands: Sequence[rank.Candidate]) -> list[float | None]:
@@ -139,7 +143,7 @@ class Reader:
         bench/replay.py caches it once and re-ranks offline. `path`/`symbol` (checked by recall)
         keep only the memories anchored to that code.
         """
-        core, store = self.core, self.core.store
+        core = self.core
         statuses = list(statuses or (["active", "negated"] if include_negated else ["active"]))
         core.reach_scope(scope or core.scope)
         scopes = core.recall_scopes(scope)
@@ -147,7 +151,7 @@ class Reader:
         if path or symbol:  # only memories anchored to that code, whatever the query surfaces
             checker = self.anchors.checker()
             rel = (checker.repo.relpath(path) or path) if path and checker is not None else path
-            allowed = set(store.anchored_atoms(scope_hashes=scopes, statuses=statuses, path=rel, symbol=symbol))
+            allowed = set(self.memories.anchored_atoms(scope_hashes=scopes, statuses=statuses, path=rel, symbol=symbol))
         q = rank.Query(
             text=query, terms=tuple(dict.fromkeys(tokens(query, query=True))),
             entities=tuple(dict.fromkeys(e.id for e in extract_entities(query))),
@@ -156,8 +160,8 @@ class Reader:
         )  # fmt: skip
         pool = max(50, max_results * 5)
         candidates: dict[str, float | None] = {}
-        stats = store.term_stats(rank.stat_terms(q), scope_hashes=scopes)
-        for atom_id in store.keyword_candidates(list(q.terms), scope_hashes=scopes, statuses=statuses, limit=pool,
+        stats = self.index.term_stats(rank.stat_terms(q), scope_hashes=scopes)
+        for atom_id in self.index.keyword_candidates(list(q.terms), scope_hashes=scopes, statuses=statuses, limit=pool,
                                                 stats=stats):  # fmt: skip
             candidates[atom_id] = None
         q_vec = None
@@ -166,9 +170,9 @@ class Reader:
         except Exception:
             log.exception("query embedding failed; keyword and entity signals only")
         if q_vec is not None:
-            for atom_id, cos in store.vector_candidates(q_vec, scope_hashes=scopes, k=pool):
+            for atom_id, cos in self.index.vector_candidates(q_vec, scope_hashes=scopes, k=pool):
                 candidates[atom_id] = cos
-        for atom_id in store.atoms_for_entities(list(dict.fromkeys(q.entities + q.boost)), scope_hashes=scopes,
+        for atom_id in self.index.atoms_for_entities(list(dict.fromkeys(q.entities + q.boost)), scope_hashes=scopes,
                                                 statuses=statuses, limit=pool):  # fmt: skip
             candidates.setdefault(atom_id, None)
         if allowed is not None:
@@ -176,19 +180,19 @@ class Reader:
             for atom_id in allowed:
                 candidates.setdefault(atom_id, None)
         if q_vec is not None:
-            candidates.update(store.cosines(q_vec, [i for i, cos in candidates.items() if cos is None]))
-        facts = store.candidate_facts(list(candidates))
+            candidates.update(self.index.cosines(q_vec, [i for i, cos in candidates.items() if cos is None]))
+        facts = self.index.candidate_facts(list(candidates))
         # A question's reply, the memory saved right after it, joins the candidates: the ranking
         # passes it part of the question's score (a conversation answers in the next turn).
         asks = [i for i, f in facts.items() if f.epistemic == "possible" and f.status in statuses]
-        nexts = store.successors(asks, statuses=statuses, within_seconds=_REPLY_WINDOW_S) if asks else {}
+        nexts = self.index.successors(asks, statuses=statuses, within_seconds=_REPLY_WINDOW_S) if asks else {}
         if allowed is not None:
             nexts = {i: n for i, n in nexts.items() if n in allowed}
         new = [n for n in dict.fromkeys(nexts.values()) if n not in candidates]
         if new:
-            new_cos = store.cosines(q_vec, new) if q_vec is not None else {}
+            new_cos = self.index.cosines(q_vec, new) if q_vec is not None else {}
             candidates.update({n: new_cos.get(n) for n in new})
-            facts.update(store.candidate_facts(new))
+            facts.update(self.index.candidate_facts(new))
         now = utc_now()
         cands: list[rank.Candidate] = []
         for atom_id, cosine in candidates.items():
@@ -211,12 +215,12 @@ class Reader:
         return self.recall(query, max_results=top_k, types=types, entity_ids=entity_ids,
                            scope=self.core.resolve_scope(scope), path=path, symbol=symbol)  # fmt: skip
 
-    def context(self, memory_id: str, *, neighbors: int = 3) -> tuple[list[Atom], Atom, list[Atom]]:
+    def context(self, atom_id: str, *, neighbors: int = 3) -> tuple[list[Atom], Atom, list[Atom]]:
         """The memories created just before and after one memory, in its scope."""
         if isinstance(neighbors, bool) or not isinstance(neighbors, int) or not 0 <= neighbors <= 50:
             raise InvalidInput(f"neighbors must be between 0 and 50, got {neighbors!r}")
-        anchor = self.core.get(memory_id)
-        before, after = self.core.store.neighbors(anchor.id, scope_hash=anchor.scope_hash, n=neighbors)
+        anchor = self.core.get(atom_id)
+        before, after = self.memories.neighbors(anchor.id, scope_hash=anchor.scope_hash, n=neighbors)
         return before, anchor, after
 
     def timeline_window(self, *, scope: str | Scope | None = "auto", since: str = "30d", types: Sequence[str] | None = None,
@@ -231,7 +235,7 @@ class Reader:
         start = parse_since(since, now)
         target = self.core.resolve_scope(scope)
         self.core.reach_scope(target)
-        atoms = self.core.store.atoms_since(scope_hashes=[target.scope_hash], since=start, types=types, limit=limit * 2)
+        atoms = self.memories.atoms_since(scope_hashes=[target.scope_hash], since=start, types=types, limit=limit * 2)
         return Timeline(since=start, memories=[a for a in atoms if decay_state(a, now) != "soft_forgotten"][:limit])
 
     def history(self, atom_id: str) -> list[Event]:
@@ -246,21 +250,21 @@ class Reader:
             raise missing
         if core.reachable_scopes() is not None and core.find_atom(atom_id) is None:
             raise missing
-        events = core.store.events(atom_id)
+        events = self.audit.events(atom_id)
         if not events:
             raise missing
         return events
 
     def verify_chain(self) -> ChainReport:
         """Recompute the hash chain, payload hashes and each live atom's content hash."""
-        return verify_chain(self.core.store)
+        return verify_chain(self.audit, self.memories)
 
     def stats(self) -> Stats:
         """Counts of the memories within reach: an agent's repository and global scope (on a team server
         nothing of another tenant shows, not even a number), every scope for a person at the CLI."""
-        c = self.core.store.counts(self.core.reachable_scopes())
+        c = self.reports.counts(self.core.reachable_scopes())
         return Stats(
-            atoms=c["atoms"], edges=c["edges"], snapshot_version=self.core.store.snapshot_version(self.core.reachable_scopes()),
+            atoms=c["atoms"], edges=c["edges"], snapshot_version=self.audit.snapshot_version(self.core.reachable_scopes()),
             by_status=c["by_status"], indexes=IndexCoverage(semantic=c["semantic"], keyword=c["keyword"],
                                                             temporal=c["temporal"], categorical=c["categorical"]),
         )  # fmt: skip
@@ -268,10 +272,10 @@ class Reader:
     def export(self, out: IO[str]) -> int:
         """Write every atom, then every event, as JSON lines. Returns the number of lines."""
         n = 0
-        for atom in self.core.store.list_atoms(limit=-1, newest_first=False):
+        for atom in self.memories.list_atoms(limit=-1, newest_first=False):
             out.write(json.dumps({"kind": "atom", **atom.model_dump(mode="json")}, ensure_ascii=False) + "\n")
             n += 1
-        for event in self.core.store.events():
+        for event in self.audit.events():
             out.write(json.dumps({"kind": "event", **event.model_dump(mode="json")}, ensure_ascii=False) + "\n")
             n += 1
         return n
@@ -289,12 +293,12 @@ class Reader:
         """The brief, and its pending-review line (when anything waits), which may not have fit in it."""
         if scope is not None:
             self.core.reach_scope(scope)
-        store, scopes, active = self.core.store, self.core.recall_scopes(scope), ["active"]
-        handoffs = store.list_atoms(scope_hashes=scopes, statuses=active, types=["handoff"], limit=1)
-        constraints = store.list_atoms(scope_hashes=scopes, statuses=active, epistemic="necessary", limit=10)
-        prefs = store.list_atoms(scope_hashes=scopes, statuses=active, types=["preference"], limit=10)
-        decisions = store.list_atoms(scope_hashes=scopes, statuses=active, types=["decision"], limit=5)
-        pending = len(store.list_atoms(scope_hashes=scopes, statuses=["pending"], limit=1000))
+        scopes, active = self.core.recall_scopes(scope), ["active"]
+        handoffs = self.memories.list_atoms(scope_hashes=scopes, statuses=active, types=["handoff"], limit=1)
+        constraints = self.memories.list_atoms(scope_hashes=scopes, statuses=active, epistemic="necessary", limit=10)
+        prefs = self.memories.list_atoms(scope_hashes=scopes, statuses=active, types=["preference"], limit=10)
+        decisions = self.memories.list_atoms(scope_hashes=scopes, statuses=active, types=["decision"], limit=5)
+        pending = len(self.memories.list_atoms(scope_hashes=scopes, statuses=["pending"], limit=1000))
         constraints = [a for a in constraints if a.type != "handoff"]
         prefs = [a for a in prefs if a not in constraints]
         decisions = [a for a in decisions if a not in constraints]
@@ -366,9 +370,9 @@ class Reader:
         return SessionContext(text, [a.id for a in listed if a.content[:60] in text])
 
 
-def verify_chain(store: Store) -> ChainReport:
+def verify_chain(audit: AuditReads, memories: MemoryReads) -> ChainReport:
     """Recompute a store's hash chain, payload hashes and each live atom's content hash."""
-    events = store.events()
+    events = audit.events()
     prev = GENESIS
     last_content: dict[str, str] = {}
     for e in events:
@@ -384,7 +388,7 @@ def verify_chain(store: Store) -> ChainReport:
         if e.atom_id and e.content_hash:
             last_content[e.atom_id] = e.content_hash
         prev = e.hash
-    atoms = store.get_atoms(last_content)
+    atoms = memories.get_atoms(last_content)
     for atom_id, expected in last_content.items():
         atom = atoms.get(atom_id)
         if atom is not None and atom.status != "tombstoned" and content_hash(atom.content) != expected:

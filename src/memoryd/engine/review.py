@@ -11,6 +11,7 @@ from ..errors import InvalidInput, NotFound
 from ..limits import check_count, check_text
 from ..llm import LLM, LLMError, llm_from_env
 from ..models import Atom, Promotion
+from ..storage.base import MemoryReads
 from ..write.judge import Judgment, band, judge, suggest_topic_key
 from ..write.redact import redact
 from .core import Core
@@ -25,7 +26,8 @@ def _check_unit(name: str, value: object) -> float:
 
 
 class Review:
-    def __init__(self, core: Core) -> None:
+    def __init__(self, core: Core, *, memories: MemoryReads) -> None:
+        self.memories = memories
         self.core = core
         self.llm_error: str | None = None  # why the configured LLM is unusable (for doctor)
 
@@ -63,8 +65,8 @@ class Review:
         if scope not in (None, "global"):
             for h in scopes or []:
                 core.reach(h)  # AuthorizationRequired when an agent names a sensitive scope
-        rows = core.store.list_promotions(scope_hashes=scopes, min_score=lo, max_score=hi, types=types, limit=limit)
-        atoms = core.store.get_atoms(p.atom_id for p in rows)
+        rows = self.memories.list_promotions(scope_hashes=scopes, min_score=lo, max_score=hi, types=types, limit=limit)
+        atoms = self.memories.get_atoms(p.atom_id for p in rows)
         # Listing everything never leaks a sensitive scope.
         return [(p, atoms[p.atom_id]) for p in rows if not core.enforce_sensitive or not core.locked(p.scope_hash)]
 
@@ -73,7 +75,7 @@ class Review:
         bad = [i for i in ids if isinstance(i, bool) or not isinstance(i, int)]
         if bad:
             raise InvalidInput(f"promotion_ids must be integers, got {bad[0]!r}")
-        found = self.core.store.get_promotions(list(ids))
+        found = self.memories.get_promotions(list(ids))
         # The scope boundary: a promotion of a scope out of reach is reported exactly as a missing one.
         found = {pid: p for pid, p in found.items() if self.core.reach(p.scope_hash)}
         done: list[int] = []
@@ -85,7 +87,7 @@ class Review:
                     why = f"no promotion with id {pid}" if p is None else f"promotion {pid} is already {p.status}"
                     skipped.append({"promotion_id": pid, "reason": why})
                     continue
-                tx.decide_promotion(pid, to)
+                tx.records.decide_promotion(pid, to)
                 tx.update_atom(p.atom_id, status="active" if to == "promoted" else "sealed", prior_status="pending")
                 tx.append_event(atom_id=p.atom_id, actor=actor, action="promote" if to == "promoted" else "reject",
                                 reason=f"promotion {pid}", content=None)  # fmt: skip
@@ -102,7 +104,7 @@ class Review:
             raise InvalidInput("pass promotion_ids, or auto_high=true to promote every candidate above threshold")
         ids = list(promotion_ids or [])
         if auto_high:
-            high = self.core.store.list_promotions(scope_hashes=self._scopes(scope), min_score=threshold, limit=10_000)
+            high = self.memories.list_promotions(scope_hashes=self._scopes(scope), min_score=threshold, limit=10_000)
             ids += [p.id for p in high]
         return self._decide(ids, "promoted", actor)
 
@@ -123,18 +125,18 @@ class Review:
             self.llm_error = exc.message
             return None
 
-    def judge(self, new_text: str, old_memory_id: str) -> tuple[Judgment, str]:
+    def judge(self, new_text: str, old_atom_id: str) -> tuple[Judgment, str]:
         """Does `new_text` supersede the memory? Returns (judgment, band); applies nothing."""
         problem = self.core.validate_content(new_text, "new_text")
         if problem:
             raise InvalidInput(problem)
-        old = self.core.get(old_memory_id)
+        old = self.core.get(old_atom_id)
         j = judge(redact(new_text).text, old.content, llm=self.llm)  # the text may go to an LLM or a log
         return j, band(j.confidence, j.type)
 
-    def compare(self, memory_id_a: str, memory_id_b: str) -> tuple[Atom, Atom, list[str], Judgment, str]:
+    def compare(self, atom_id_a: str, atom_id_b: str) -> tuple[Atom, Atom, list[str], Judgment, str]:
         """Diff two memories and judge the newer against the older; applies nothing."""
-        a, b = self.core.get(memory_id_a), self.core.get(memory_id_b)
+        a, b = self.core.get(atom_id_a), self.core.get(atom_id_b)
         old, new = (a, b) if a.id <= b.id else (b, a)  # ULIDs sort by creation time
         diff = [line.rstrip("\n") for line in difflib.unified_diff(a.content.splitlines(), b.content.splitlines(),
                                                                    "a", "b", lineterm="", n=1)]  # fmt: skip

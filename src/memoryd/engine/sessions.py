@@ -8,6 +8,7 @@ from ..errors import InvalidInput, NotFound
 from ..limits import check_text
 from ..models import MemorizeResult, Scope, Session
 from ..stamps import norm_hash, utc_now
+from ..storage.base import MemoryReads
 from ..write.redact import redact
 from .core import Core, shown
 from .writes import Writer
@@ -18,7 +19,8 @@ PASSIVE_TYPES = ("fact", "decision", "preference", "playbook", "warning")
 
 
 class Sessions:
-    def __init__(self, core: Core, writer: Writer) -> None:
+    def __init__(self, core: Core, writer: Writer, *, memories: MemoryReads) -> None:
+        self.memories = memories
         self.core = core
         self.writer = writer
 
@@ -38,7 +40,7 @@ class Sessions:
         vector = self.writer.embed(atom.content)
         with core.write() as tx:
             self.writer.persist(tx, atom, actor=source, action="session_start", reason=None, vector=vector)
-            tx.insert_session(session)
+            tx.records.insert_session(session)
         return session
 
     def session_end(self, session_id: str, summary: str, *, actor: str = "agent") -> tuple[Session, bool]:
@@ -57,9 +59,9 @@ class Sessions:
         with core.write() as tx:
             tx.update_atom(atom.id, content=body, norm_hash=norm_hash(body))
             self.writer.reindex(tx, atom.model_copy(update={"content": body}), vector)
-            tx.end_session(session_id, text)
+            tx.records.end_session(session_id, text)
             tx.append_event(atom_id=atom.id, actor=actor, action="session_end", reason=None, content=body)
-        ended = core.store.get_session(session_id)
+        ended = self.memories.get_session(session_id)
         assert ended is not None
         return ended, True
 
@@ -74,7 +76,7 @@ class Sessions:
         if not self.core.valid_id(session_id) or len(str(session_id)) > 64:
             raise missing
         assert isinstance(session_id, str)
-        session = self.core.store.get_session(session_id)
+        session = self.memories.get_session(session_id)
         if session is None or not self.core.reach(session.scope_hash):
             raise missing
         return session

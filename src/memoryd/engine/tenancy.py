@@ -33,7 +33,7 @@ from ..errors import Forbidden, InvalidInput, NotFound, StorageBusy, TooManyAtte
 from ..limits import check_text, check_texts
 from ..models import Scope
 from ..stamps import utc_now
-from ..storage.base import TokenRecord
+from ..storage.base import AccessReads, TokenRecord
 from ..write.redact import redact
 from .core import Core, shown
 
@@ -191,7 +191,8 @@ def split_repository(value: object, what: str = "repository") -> tuple[str, str]
 class Tenancy:
     """Tokens, teams and shares (the operator, `memoryd token|team|scope share`), and each request's identity."""
 
-    def __init__(self, core: Core) -> None:
+    def __init__(self, core: Core, *, access: AccessReads) -> None:
+        self.access = access
         self.core = core
 
     def _operator(self, what: str) -> None:
@@ -221,7 +222,7 @@ class Tenancy:
         record = TokenRecord(id=token_id, tenant_id=tenant, label=label, salt=salt, digest=_digest(secret, salt),
                              read_only=read_only, scopes=names, created_at=now, expires_at=expires_at, revoked_at=None)  # fmt: skip
         with self.core.write() as tx:
-            tx.add_token(record)
+            tx.access.add_token(record)
             tx.append_event(atom_id=None, actor="operator", action="token_create", reason=json.dumps(
                 {"token": token_id, "tenant": tenant, "read_only": read_only, "scopes": names,
                  "expires_at": None if expires_at is None else expires_at.isoformat()}), content=None)  # fmt: skip
@@ -232,19 +233,19 @@ class Tenancy:
         """Every token (never a secret), oldest first."""
         self._operator("listing tokens")
         now = utc_now()
-        return [_info(t, now) for t in self.core.store.tokens()]
+        return [_info(t, now) for t in self.access.tokens()]
 
     def revoke_token(self, token_id: str) -> TokenInfo:
         """Revoke a token: every replica refuses it from its next request. Raises NotFound; revoking twice
         answers the token as it is."""
         self._operator("revoking a token")
         check_text("id", token_id, field="token id", required=True)
-        if self.core.store.get_token(token_id) is None:
+        if self.access.get_token(token_id) is None:
             raise NotFound(f"no token with id {token_id!r}; `memoryd token list` shows them")
         with self.core.write() as tx:
-            if tx.revoke_token(token_id, utc_now()):
+            if tx.access.revoke_token(token_id, utc_now()):
                 tx.append_event(atom_id=None, actor="operator", action="token_revoke", reason=token_id, content=None)
-        record = self.core.store.get_token(token_id)
+        record = self.access.get_token(token_id)
         assert record is not None  # tokens are never deleted
         return _info(record, utc_now())
 
@@ -260,7 +261,7 @@ class Tenancy:
             raise Unauthorized("not a memoryd token (expected mdt_<id>_<secret>, as `memoryd token create` prints it)")
         token_id, secret = m.groups()
         keys = (f"id:{token_id}",) + ((f"addr:{client}",) if client else ())
-        record = self.core.store.get_token(token_id)
+        record = self.access.get_token(token_id)
         # A dead token is refused before any hashing: it costs a row read, however often it is sent.
         if record is not None and record.revoked_at is not None:
             raise Unauthorized(f"token {token_id} was revoked at {record.revoked_at.isoformat()}")
@@ -283,10 +284,10 @@ class Tenancy:
         self._operator("creating a team")
         check_name("team", name)
         with self.core.write() as tx:
-            if not tx.add_team(name):
+            if not tx.access.add_team(name):
                 raise InvalidInput(f"team {name!r} exists already; `memoryd team list` shows the teams")
             tx.append_event(atom_id=None, actor="operator", action="team_create", reason=name, content=None)
-        return self.core.store.teams()
+        return self.access.teams()
 
     def add_members(self, team: str, tenants: Sequence[str]) -> dict[str, list[str]]:
         """Add people (tenants) to a team. Raises InvalidInput, NotFound (no such team)."""
@@ -296,14 +297,14 @@ class Tenancy:
             raise InvalidInput("name at least one tenant to add")
         for t in tenants:
             check_name("tenant", t)
-        if team not in self.core.store.teams():
+        if team not in self.access.teams():
             raise NotFound(f"no team {team!r}; create it with `memoryd team create {team}`")
         with self.core.write() as tx:
             for t in dict.fromkeys(tenants):
-                if tx.add_member(team, t):
+                if tx.access.add_member(team, t):
                     tx.append_event(atom_id=None, actor="operator", action="team_add", reason=f"{team}: {t}",
                                     content=None)  # fmt: skip
-        return self.core.store.teams()
+        return self.access.teams()
 
     def share_scope(self, repository: str, team: str) -> list[tuple[str, str, str]]:
         """Share a repository with a team: its members then read and write one scope of it. Raises
@@ -314,19 +315,19 @@ class Tenancy:
             raise InvalidInput("a repository without a remote (workspace 'local') is one person's folder and "
                                "cannot be shared; give it an origin remote")  # fmt: skip
         check_name("team", team)
-        if team not in self.core.store.teams():
+        if team not in self.access.teams():
             raise NotFound(f"no team {team!r}; create it with `memoryd team create {team}`")
         with self.core.write() as tx:
-            tx.share(workspace, repo, team)
+            tx.access.share(workspace, repo, team)
             tx.append_event(atom_id=None, actor="operator", action="scope_share", reason=f"{workspace}/{repo} -> {team}",
                             content=None)  # fmt: skip
-        return self.core.store.shares()
+        return self.access.shares()
 
     def teams_overview(self) -> TeamsOverview:
         """Teams with their members, and the shared repositories."""
         self._operator("listing teams")
-        return TeamsOverview(teams=self.core.store.teams(),
-                             shares=[{"repository": f"{w}/{r}", "team": t} for w, r, t in self.core.store.shares()])
+        return TeamsOverview(teams=self.access.teams(),
+                             shares=[{"repository": f"{w}/{r}", "team": t} for w, r, t in self.access.shares()])
 
     # -- a request's scope -----------------------------------------------------------------------
 
@@ -344,8 +345,8 @@ class Tenancy:
             raise Forbidden(f"this token may act in {', '.join(principal.repositories)}, not in {name}")
         person = Scope(tenant_id=principal.tenant_id, workspace=workspace, repository=repository, branch=branch,
                        root=root if workspace == "local" else "")  # fmt: skip
-        team = self.core.store.shared_team(workspace, repository) if workspace != "local" else None
-        if team is not None and self.core.store.is_member(team, principal.tenant_id):
+        team = self.access.shared_team(workspace, repository) if workspace != "local" else None
+        if team is not None and self.access.is_member(team, principal.tenant_id):
             shared = Scope(tenant_id=f"{TEAM_PREFIX}{team}", workspace=workspace, repository=repository,
                            branch=person.branch)  # fmt: skip
             return shared, person

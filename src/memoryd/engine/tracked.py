@@ -9,15 +9,13 @@ import logging
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Unpack
 
 from .. import vault
-from ..anchors.model import Anchor
 from ..errors import InvalidInput
-from ..models import Atom, Event, Session
-from ..storage.base import AtomUpdate, Store, StoreTx, TokenRecord, Vector
+from ..models import Atom, Event
+from ..storage.base import AccessWrites, AtomUpdate, IndexWrites, RecordWrites, Store, StoreTx, Vector
 
 __all__ = ["IDENTITY_SEPARATORS", "FilePlan", "TrackedTx", "check_source", "plan_file", "publish", "split_actor"]
 
@@ -66,7 +64,9 @@ class FilePlan:
 
 
 class TrackedTx:
-    """A store transaction that remembers which atoms it wrote, so their markdown files follow."""
+    """A store transaction that remembers which atoms it wrote, so their markdown files follow, and names
+    the person and token of every event. It forwards by hand only what it tracks (memory rows, events);
+    the other write roles are the transaction's own (`index`, `records`, `access`)."""
 
     def __init__(self, tx: StoreTx, store: Store, principal: str | None = None) -> None:
         self._tx = tx
@@ -92,38 +92,12 @@ class TrackedTx:
         self._tx.scrub_atom(atom_id)
         self.touched[atom_id] = None
 
-    def replace_terms(self, atom_id: str, terms: Sequence[str], vector: Vector | None) -> None:
-        self._tx.replace_terms(atom_id, terms, vector)
-
-    def link(self, src: str, dst: str, kind: str) -> None:
-        self._tx.link(src, dst, kind)
-
-    def unlink_entities(self, atom_id: str) -> None:
-        self._tx.unlink_entities(atom_id)
-
     def append_event(self, *, atom_id: str | None, actor: str, action: str, reason: str | None,
                      content: str | None) -> Event:  # fmt: skip
         check_source(actor, "the actor (source)")
         if self._principal is not None:  # "agent@alice#<token id>": the chain covers who made each change
             actor = f"{actor}@{self._principal}"
         return self._tx.append_event(atom_id=atom_id, actor=actor, action=action, reason=reason, content=content)
-
-    def insert_session(self, session: Session) -> None:
-        self._tx.insert_session(session)
-
-    def end_session(self, session_id: str, summary: str) -> None:
-        self._tx.end_session(session_id, summary)
-
-    def insert_promotion(self, *, atom_id: str, scope_hash: str, origin: str, scores: dict[str, float],
-                         reasoning: str) -> int:  # fmt: skip
-        return self._tx.insert_promotion(atom_id=atom_id, scope_hash=scope_hash, origin=origin, scores=scores,
-                                         reasoning=reasoning)  # fmt: skip
-
-    def decide_promotion(self, promotion_id: int, status: str) -> None:
-        self._tx.decide_promotion(promotion_id, status)
-
-    def rescope_promotions(self, old: str, new: str) -> None:
-        self._tx.rescope_promotions(old, new)
 
     def delete_atom(self, atom_id: str) -> None:
         atom = self._store.get_atoms([atom_id]).get(atom_id)
@@ -132,35 +106,22 @@ class TrackedTx:
         self._tx.delete_atom(atom_id)
         self.touched[atom_id] = None
 
-    def set_anchors(self, atom_id: str, anchors: Sequence[Anchor]) -> None:
-        self._tx.set_anchors(atom_id, anchors)
+    # -- the roles no file follows: this transaction's own, untracked ------------------------------
 
-    def outbox_add(self, atom_id: str, token: str, remove_path: str | None) -> None:
-        self._tx.outbox_add(atom_id, token, remove_path)
+    @property
+    def index(self) -> IndexWrites:
+        """Keyword terms and vector, entity edges, code anchors."""
+        return self._tx
 
-    def add_token(self, token: TokenRecord) -> None:
-        self._tx.add_token(token)
+    @property
+    def records(self) -> RecordWrites:
+        """Session records and the review queue."""
+        return self._tx
 
-    def revoke_token(self, token_id: str, at: datetime) -> bool:
-        return self._tx.revoke_token(token_id, at)
-
-    def add_team(self, name: str) -> bool:
-        return self._tx.add_team(name)
-
-    def add_member(self, team: str, tenant_id: str) -> bool:
-        return self._tx.add_member(team, tenant_id)
-
-    def share(self, workspace: str, repository: str, team: str) -> None:
-        self._tx.share(workspace, repository, team)
-
-    def mark_sensitive(self, scope_hash: str, name: str, sensitive: bool) -> None:
-        self._tx.mark_sensitive(scope_hash, name, sensitive)
-
-    def add_grant(self, scope_hash: str, granted_by: str, expires_at: datetime) -> None:
-        self._tx.add_grant(scope_hash, granted_by, expires_at)
-
-    def add_access_request(self, scope_hash: str, reason: str) -> int:
-        return self._tx.add_access_request(scope_hash, reason)
+    @property
+    def access(self) -> AccessWrites:
+        """Sensitive scopes, grants, requests, tokens, teams, shares (their events go through `append_event`)."""
+        return self._tx
 
 
 def plan_file(tx: StoreTx, store: Store, vault_root: Path, atom_id: str, removed_path: str | None,

@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import vault
 from ..models import Scope
-from ..storage.base import VaultRecord
+from ..storage.base import MemoryReads, OutboxReads, VaultRecord
 from ..write.redact import redact
 from .core import Core, clean
 from .writes import Writer
@@ -30,18 +30,20 @@ _REPORT_KEYS = ("imported", "edited", "retagged", "deleted", "written", "orphane
 
 
 class VaultSync:
-    def __init__(self, core: Core, writer: Writer) -> None:
+    def __init__(self, core: Core, writer: Writer, *, memories: MemoryReads, outbox: OutboxReads) -> None:
+        self.memories = memories
+        self.outbox = outbox
         self.core = core
         self.writer = writer
 
     def recover_vault(self) -> dict[str, list[str]]:
         """Finish what a crash interrupted: publish queued files from the database, drop temporaries."""
-        core, store = self.core, self.core.store
+        core = self.core
         with core.vault_lock:
             temps = [str(p) for p in vault.remove_temp_files(core.vault_root)]
-            rows = store.outbox()
-            atoms = store.get_atoms([r[0] for r in rows])
-            states = store.vault_state([r[0] for r in rows])
+            rows = self.outbox.outbox()
+            atoms = self.memories.get_atoms([r[0] for r in rows])
+            states = self.outbox.vault_state([r[0] for r in rows])
             published: list[str] = []
             for atom_id, _, remove_path in rows:
                 atom = atoms.get(atom_id)
@@ -59,11 +61,11 @@ class VaultSync:
                 if remove_path and (atom is None or atom.vault_path != remove_path):
                     vault.remove(core.vault_root / remove_path)
                     published.append(atom_id)
-            store.clear_outbox([(r[0], r[1]) for r in rows])
+            self.outbox.clear_outbox([(r[0], r[1]) for r in rows])
             return {"published": published, "temp_files_removed": temps}
 
     def _vault_plan(self) -> tuple[dict[str, list[Any]], dict[str, VaultRecord]]:
-        db = self.core.store.vault_digests()
+        db = self.outbox.vault_digests()
         root = self.core.vault_root
         known = {root / rel: (digest, atom_id) for atom_id, (_, rel, digest) in db.items() if rel and digest}
         plan: dict[str, list[Any]] = {k: [] for k in _REPORT_KEYS}
@@ -105,7 +107,7 @@ class VaultSync:
             plan["written"] += plan["deleted"]
             plan["deleted"] = []
         # Atoms changed while we scanned (committed, file not yet published) are not hand edits.
-        busy = {r[0] for r in self.core.store.outbox()}
+        busy = {r[0] for r in self.outbox.outbox()}
         for key in ("edited", "orphaned", "imported"):
             plan[key] = [f for f in plan[key] if f.frontmatter.get("id") not in busy]
         plan["deleted"] = [a for a in plan["deleted"] if a not in busy]
@@ -113,9 +115,8 @@ class VaultSync:
 
     def _unchanged(self, atom_id: str, seen: dict[str, VaultRecord]) -> bool:
         """Whether an atom is still what the plan saw (status, file, digest) and not being written."""
-        store = self.core.store
-        now = store.vault_state([atom_id]).get(atom_id)
-        if atom_id not in seen or now is None or atom_id in {r[0] for r in store.outbox()}:
+        now = self.outbox.vault_state([atom_id]).get(atom_id)
+        if atom_id not in seen or now is None or atom_id in {r[0] for r in self.outbox.outbox()}:
             return False
         return now == seen[atom_id]
 
@@ -153,7 +154,7 @@ class VaultSync:
         for f in plan["edited"]:
             if not self._unchanged(f.frontmatter["id"], seen):
                 continue  # the engine changed it since the scan: not a hand edit
-            atom = self.core.store.get_atoms([f.frontmatter["id"]])[f.frontmatter["id"]]
+            atom = self.memories.get_atoms([f.frontmatter["id"]])[f.frontmatter["id"]]
             fm = f.frontmatter
             # compared as they would be stored (redacted): a secret typed into the file is no change
             tags = [redact(str(t)).text for t in fm.get("tags") or []]
@@ -193,7 +194,7 @@ class VaultSync:
             if saved.effect == "rejected":
                 report["broken"].append({"path": str(f.path), "error": saved.reason})
                 continue
-            if saved.atom_id and self.core.path_of(self.core.store.get_atoms([saved.atom_id])[saved.atom_id]) != f.path:
+            if saved.atom_id and self.core.path_of(self.memories.get_atoms([saved.atom_id])[saved.atom_id]) != f.path:
                 vault.remove(f.path)  # its content now lives in the memory's own file
             report["imported"].append({"path": str(f.path), "memory_id": saved.atom_id, "effect": saved.effect})
         for atom_id in plan["written"]:

@@ -29,7 +29,7 @@ from ..models import (
 )  # fmt: skip
 from ..search.tokenize import normalize, tokens
 from ..stamps import norm_hash, utc_now
-from ..storage.base import AtomUpdate, Vector
+from ..storage.base import AtomUpdate, MemoryReads, Vector
 from ..write.admission import Dura, infer_type, score_dura
 from ..write.classify import classify
 from ..write.entities import extract_entities
@@ -71,7 +71,8 @@ def _reason_problem(reason: object) -> str | None:
 class Writer:
     """Every write of a memory, through `Core.write()` (one transaction, vault in step)."""
 
-    def __init__(self, core: Core, anchors: Anchors) -> None:
+    def __init__(self, core: Core, anchors: Anchors, *, memories: MemoryReads) -> None:
+        self.memories = memories
         self.core = core
         self.anchors = anchors
 
@@ -101,15 +102,15 @@ class Writer:
         """Insert an atom with its index terms, vector, entity edges and audit event."""
         tx.insert_atom(atom, norm_hash=norm_hash(atom.content), terms=self.index_terms(atom), vector=vector)
         for entity_id in atom.entities:
-            tx.link(atom.id, entity_id, "mentions")
+            tx.index.link(atom.id, entity_id, "mentions")
         tx.append_event(atom_id=atom.id, actor=actor, action=action, reason=reason, content=atom.content)
 
     def reindex(self, tx: TrackedTx, atom: Atom, vector: Vector | None) -> None:
         """Refresh keyword terms, vector and entity links of an atom changed in place."""
-        tx.replace_terms(atom.id, self.index_terms(atom), vector)
-        tx.unlink_entities(atom.id)
+        tx.index.replace_terms(atom.id, self.index_terms(atom), vector)
+        tx.index.unlink_entities(atom.id)
         for entity_id in atom.entities:
-            tx.link(atom.id, entity_id, "mentions")
+            tx.index.link(atom.id, entity_id, "mentions")
 
     @staticmethod
     def index_terms(atom: Atom) -> list[str]:
@@ -197,7 +198,7 @@ class Writer:
             first = batch[key]
             return MemorizeResult(atom_id=first.id, effect="no_op", deduped_with=first.id, status=first.status,
                                   reason="identical content earlier in this batch")  # fmt: skip
-        duplicate = core.store.find_duplicate(*key)
+        duplicate = self.memories.find_duplicate(*key)
         if duplicate is not None:
             return MemorizeResult(
                 atom_id=duplicate.id, effect="no_op", deduped_with=duplicate.id, status=duplicate.status,
@@ -225,11 +226,11 @@ class Writer:
         atom, d = draft.atom, draft.dura
         self.persist(tx, atom, actor=draft.actor, action="create", reason=None, vector=vector)
         if draft.anchors:
-            tx.set_anchors(atom.id, draft.anchors)
+            tx.index.set_anchors(atom.id, draft.anchors)
         refs = [a.ref for a in draft.anchors] or None
         dura = d.as_dict() if d is not None else None
         if atom.status == "pending" and d is not None:
-            promotion_id = tx.insert_promotion(atom_id=atom.id, scope_hash=atom.scope_hash, origin=draft.origin,
+            promotion_id = tx.records.insert_promotion(atom_id=atom.id, scope_hash=atom.scope_hash, origin=draft.origin,
                                                scores=d.as_dict(), reasoning=d.reasoning)  # fmt: skip
             why = f"every {draft.origin} waits for review" if draft.gate == "hold" else "the DURA score is in the grey zone"
             return MemorizeResult(atom_id=atom.id, effect="applied", status="pending", promotion_id=promotion_id,
@@ -255,21 +256,21 @@ class Writer:
         return HandoffResult(atom_id=atom.id, effect="applied")
 
     def correct(
-        self, target_atom: str, action: str, reason: str, new_content: str | None = None, *, actor: str = "agent"
+        self, atom_id: str, action: str, reason: str, new_content: str | None = None, *, actor: str = "agent"
     ) -> CorrectResult:
         """Apply an append-only correction; refusals come back as effect "rejected"."""
 
         def reject(why: str) -> CorrectResult:
-            return CorrectResult(effect="rejected", target_atom=target_atom, reason=why)
+            return CorrectResult(effect="rejected", target_atom=atom_id, reason=why)
 
         core = self.core
         if action not in CORRECT_ACTIONS:
             return reject(f"unknown action {action!r}; expected one of {', '.join(CORRECT_ACTIONS)}")
         if (problem := _reason_problem(reason)) is not None:
             return reject(problem)
-        atom = core.find_atom(target_atom)
+        atom = core.find_atom(atom_id)
         if atom is None:
-            return reject(f"no atom with id {shown(target_atom)}")
+            return reject(f"no atom with id {shown(atom_id)}")
         if atom.status == "superseded":
             return reject(f"atom is superseded by {atom.superseded_by}; correct the head of the chain instead")
         if atom.status not in ("active", "pending"):
@@ -291,9 +292,9 @@ class Writer:
             with core.write() as tx:
                 self.persist(tx, new, actor=actor, action="replace", reason=reason, vector=vector)
                 if code:
-                    tx.set_anchors(new.id, code)
+                    tx.index.set_anchors(new.id, code)
                 tx.update_atom(atom.id, status="superseded", superseded_by=new.id)
-                tx.link(new.id, atom.id, "supersedes")
+                tx.index.link(new.id, atom.id, "supersedes")
                 tx.append_event(atom_id=atom.id, actor=actor, action="superseded", reason=reason, content=None)
             return CorrectResult(effect="applied", target_atom=atom.id, new_atom_id=new.id)
         if new_content is not None:
@@ -314,21 +315,21 @@ class Writer:
         return CorrectResult(effect="applied", target_atom=atom.id)
 
     def govern(
-        self, target_atom: str, action: str, reason: str, lesson_content: str | None = None, *, actor: str = "agent"
+        self, atom_id: str, action: str, reason: str, lesson_content: str | None = None, *, actor: str = "agent"
     ) -> GovernResult:
         """Quarantine, seal, tombstone or derive a lesson; refusals come back as "rejected"."""
 
         def reject(why: str) -> GovernResult:
-            return GovernResult(effect="rejected", target_atom=target_atom, reason=why)
+            return GovernResult(effect="rejected", target_atom=atom_id, reason=why)
 
         core = self.core
         if action not in GOVERN_ACTIONS:
             return reject(f"unknown action {action!r}; expected one of {', '.join(GOVERN_ACTIONS)}")
         if (problem := _reason_problem(reason)) is not None:
             return reject(problem)
-        atom = core.find_atom(target_atom)
+        atom = core.find_atom(atom_id)
         if atom is None:
-            return reject(f"no atom with id {shown(target_atom)}")
+            return reject(f"no atom with id {shown(atom_id)}")
         if atom.status == "tombstoned":
             return reject("atom is tombstoned; nothing is left to govern")
         reason = redact(reason.strip()).text
@@ -356,7 +357,7 @@ class Writer:
         vector = self.embed(lesson.content)
         with core.write() as tx:
             self.persist(tx, lesson, actor=actor, action="derive_lesson", reason=reason, vector=vector)
-            tx.link(lesson.id, atom.id, "derived_from")
+            tx.index.link(lesson.id, atom.id, "derived_from")
             if atom.status != "sealed":
                 tx.update_atom(atom.id, status="sealed", prior_status=atom.status)
                 tx.append_event(atom_id=atom.id, actor=actor, action="seal", reason=reason, content=None)
@@ -380,7 +381,7 @@ class Writer:
         return GovernResult(effect="applied", target_atom=atom_id)
 
     def patch(
-        self, memory_id: str, *, content: str | None = None, tags: Sequence[str] | None = None,
+        self, atom_id: str, *, content: str | None = None, tags: Sequence[str] | None = None,
         triggers: Sequence[str] | None = None, title: str | None = None, actor: str = "agent", reason: str | None = None,
     ) -> PatchResult:  # fmt: skip
         """Patch a memory in place (body, tags, triggers, title), with an audit event.
@@ -391,9 +392,9 @@ class Writer:
         core = self.core
         self.check_fields(title=title, tags=tags, triggers=triggers, source=actor)
         check_text("reason", reason)
-        atom = core.get(memory_id)
+        atom = core.get(atom_id)
         if atom.status not in ("active", "pending"):
-            raise Conflict(f"memory {memory_id} is {atom.status}; only active or pending memories can change")
+            raise Conflict(f"memory {atom_id} is {atom.status}; only active or pending memories can change")
         fields: AtomUpdate = {}
         new_content = None
         if content is not None:
@@ -425,20 +426,20 @@ class Writer:
         with core.write() as tx:
             tx.update_atom(atom.id, **fields)
             if code is not None:
-                tx.set_anchors(atom.id, code)
+                tx.index.set_anchors(atom.id, code)
             self.reindex(tx, updated, vector)
             tx.append_event(atom_id=atom.id, actor=actor, action="update",
                             reason=redact(reason).text if reason else f"updated {','.join(changed)}",
                             content=new_content)  # fmt: skip
-        after = core.store.get_atoms([atom.id])[atom.id]
+        after = self.memories.get_atoms([atom.id])[atom.id]
         return PatchResult(atom=after, path=_str(core.path_of(after)),
                            updated_fields=[k for k in changed if k in ("content", "tags", "triggers", "title")])  # fmt: skip
 
-    def delete(self, memory_id: str, *, actor: str = "agent", reason: str = "deleted") -> str:
+    def delete(self, atom_id: str, *, actor: str = "agent", reason: str = "deleted") -> str:
         """Remove a memory: unlink its file, destroy its content, delete the row. Returns the file path."""
-        atom = self.core.find_atom(memory_id)
+        atom = self.core.find_atom(atom_id)
         if atom is None:
-            raise NotFound(f"no memory with id {shown(memory_id)}")
+            raise NotFound(f"no memory with id {shown(atom_id)}")
         path = self.core.path_of(atom)
         with self.core.write() as tx:  # the file goes after the commit (see `Core.write`)
             tx.delete_atom(atom.id)

@@ -1,4 +1,8 @@
-"""The `Store` protocol: everything the engine needs from a database, and nothing more.
+"""The `Store` protocol: everything the engine needs from a database, and nothing more, by role.
+
+Each role is a small protocol (memories, index, records, audit, outbox, access, reports, maintenance);
+`Store` is every read role plus `transaction()`, `StoreTx` every write role. A part of the engine is
+typed with the roles it uses, so its constructor says what it may touch.
 
 Arguments and results are memoryd models, typed records or plain values, never driver objects,
 so both backends (SQLite, PostgreSQL) implement one surface, and the engine calls nothing else
@@ -27,6 +31,9 @@ __all__ = [
     "AccessRequest", "AtomFilter", "AtomUpdate", "CandidateFacts", "EntityCount",
     "GroupCounts", "LastUsedWindow", "OutboxEntry", "Row", "ScopeCount", "Store", "StoreCounts", "StoreTx", "TermStats", "Tracer",
     "TokenRecord", "VaultRecord", "Vector",
+    # the roles
+    "AccessReads", "AccessWrites", "AuditReads", "AuditWrites", "IndexReads", "IndexWrites", "Maintenance", "MemoryReads",
+    "MemoryWrites", "OutboxReads", "OutboxWrites", "RecordWrites", "Reports",
 ]  # fmt: skip
 
 Vector = NDArray[np.float32]
@@ -123,34 +130,60 @@ class TokenRecord(NamedTuple):
     revoked_at: datetime | None
 
 
-class StoreTx(Protocol):
-    """The write half, valid inside one `Store.transaction()`."""
+# -- the write half, by role: valid inside one `Store.transaction()` ---------------------------------
+
+class MemoryWrites(Protocol):
+    """Changes to a memory's row. Inside `Core.write()` each one is tracked: the atom's vault file follows."""
 
     def insert_atom(self, atom: Atom, *, norm_hash: str, terms: Sequence[str], vector: Vector | None) -> None: ...
     def update_atom(self, atom_id: str, **fields: Unpack[AtomUpdate]) -> None: ...
-    # re-index an atom whose content, title, tags or triggers changed in place
-    def replace_terms(self, atom_id: str, terms: Sequence[str], vector: Vector | None) -> None: ...
-    def link(self, src: str, dst: str, kind: str) -> None: ...
-    def unlink_entities(self, atom_id: str) -> None: ...
-    def append_event(self, *, atom_id: str | None, actor: str, action: str, reason: str | None,
-                     content: str | None) -> Event: ...  # fmt: skip
     # destroy an atom's content everywhere: row, keyword index, vector, entity edges, event payloads
     def scrub_atom(self, atom_id: str) -> None: ...
     # scrub, then remove the row, edges, session and promotion; the events stay (hashes only)
     def delete_atom(self, atom_id: str) -> None: ...
+
+
+class IndexWrites(Protocol):
+    """A memory's index entries: keyword terms and vector, entity edges, code anchors (no file follows)."""
+
+    # re-index an atom whose content, title, tags or triggers changed in place
+    def replace_terms(self, atom_id: str, terms: Sequence[str], vector: Vector | None) -> None: ...
+    def link(self, src: str, dst: str, kind: str) -> None: ...
+    def unlink_entities(self, atom_id: str) -> None: ...
+    def set_anchors(self, atom_id: str, anchors: Sequence[Anchor]) -> None: ...  # replace them (none: remove)
+
+
+class RecordWrites(Protocol):
+    """Session records and the review queue (promotions) of memories (no file follows)."""
+
     def insert_session(self, session: Session) -> None: ...
     def end_session(self, session_id: str, summary: str) -> None: ...
     def insert_promotion(self, *, atom_id: str, scope_hash: str, origin: str, scores: dict[str, float],
                          reasoning: str) -> int: ...  # fmt: skip
     def decide_promotion(self, promotion_id: int, status: str) -> None: ...
     def rescope_promotions(self, old: str, new: str) -> None: ...
+
+
+class AuditWrites(Protocol):
+    """The audit chain's one write (inside `Core.write()` it names the actor's person and token)."""
+
+    def append_event(self, *, atom_id: str | None, actor: str, action: str, reason: str | None,
+                     content: str | None) -> Event: ...  # fmt: skip
+
+
+class OutboxWrites(Protocol):
+    """The vault outbox (written by `engine/tracked.py` only)."""
+
+    # record that this transaction's change of `atom_id` must reach the vault after commit
+    def outbox_add(self, atom_id: str, token: str, remove_path: str | None) -> None: ...
+
+
+class AccessWrites(Protocol):
+    """Sensitive scopes, grants, requests, tokens, teams, shares: no vault file follows, so not tracked."""
+
     def mark_sensitive(self, scope_hash: str, name: str, sensitive: bool) -> None: ...
     def add_grant(self, scope_hash: str, granted_by: str, expires_at: datetime) -> None: ...
     def add_access_request(self, scope_hash: str, reason: str) -> int: ...
-    # record that this transaction's change of `atom_id` must reach the vault after commit
-    def outbox_add(self, atom_id: str, token: str, remove_path: str | None) -> None: ...
-    def set_anchors(self, atom_id: str, anchors: Sequence[Anchor]) -> None: ...  # replace them (none: remove)
-    # -- team server ---------------------------------------------------------------------------
     def add_token(self, token: TokenRecord) -> None: ...
     def revoke_token(self, token_id: str, at: datetime) -> bool: ...  # False: no such token, or already revoked
     def add_team(self, name: str) -> bool: ...  # False: it exists
@@ -158,15 +191,16 @@ class StoreTx(Protocol):
     def share(self, workspace: str, repository: str, team: str) -> None: ...  # the repository's team (replaced)
 
 
-class Store(Protocol):
-    where: str  # where the data lives (a path, host:port/database), for messages
-    tracer: Tracer | None  # called with every statement and its parameters (debugging, benchmarks)
+class StoreTx(MemoryWrites, IndexWrites, RecordWrites, AuditWrites, OutboxWrites, AccessWrites, Protocol):
+    """The write half, valid inside one `Store.transaction()`: every write role."""
 
-    def transaction(self) -> AbstractContextManager[StoreTx]: ...
-    def acting_for(self, person: str) -> Store: ...  # for one person's requests (read-your-writes on standbys)
-    def close(self) -> None: ...
 
-    # -- atoms ---------------------------------------------------------------------------------
+# -- the read half, by role ---------------------------------------------------------------------------
+
+
+class MemoryReads(Protocol):
+    """Memory rows: atoms, sessions, promotions, code anchors (every part that reads a memory)."""
+
     def get_atoms(self, atom_ids: Iterable[str]) -> dict[str, Atom]: ...
     # the oldest active or pending atom of the scope with this normalised-content hash
     def find_duplicate(self, scope_hash: str, norm_hash: str) -> Atom | None: ...
@@ -179,17 +213,25 @@ class Store(Protocol):
     # active atoms created at or after `since`, newest first
     def atoms_since(self, *, scope_hashes: Sequence[str], since: datetime, types: Sequence[str] | None,
                     limit: int) -> list[Atom]: ...  # fmt: skip
-    def vault_digests(self) -> dict[str, VaultRecord]: ...  # every atom's status and markdown file
-    def vault_state(self, atom_ids: Sequence[str]) -> dict[str, VaultRecord]: ...  # of the listed atoms that exist
-    def outbox(self) -> list[OutboxEntry]: ...  # every change whose vault file is not published yet
-    # forget published changes (atom id, token), each only if no later transaction re-queued its atom;
-    # bookkeeping, not memory data: a write of its own without a snapshot bump
-    def clear_outbox(self, entries: Sequence[tuple[str, str]]) -> None: ...
+    def get_session(self, session_id: str) -> Session | None: ...
+    # promotions in a DURA-average window, lowest average first
+    def list_promotions(self, *, scope_hashes: Sequence[str] | None, status: str = "pending", min_score: float = 0.0,
+                        max_score: float = 1.0, types: Sequence[str] | None = None,
+                        limit: int = 10) -> list[Promotion]: ...  # fmt: skip
+    def get_promotions(self, ids: Sequence[int]) -> dict[int, Promotion]: ...
+    def anchors_of(self, atom_ids: Sequence[str]) -> dict[str, list[Anchor]]: ...  # of the atoms that have any
+    # anchored atoms of these scopes, newest first; `path` (file or directory) and `symbol` (qualified
+    # name or its last parts) narrow them to anchors on that code
+    def anchored_atoms(self, *, scope_hashes: Sequence[str], statuses: Sequence[str], path: str | None = None,
+                       symbol: str | None = None, limit: int = 1000) -> list[str]: ...  # fmt: skip
     # record that atoms were read (feeds decay): no event, no snapshot bump, never waits for a writer
     # (a busy store records the time later, or not at all: access times are a hint)
     def touch(self, atom_ids: Sequence[str]) -> None: ...
 
-    # -- search --------------------------------------------------------------------------------
+
+class IndexReads(Protocol):
+    """Recall's candidates and weights (the read path of a recall)."""
+
     # (indexed atoms, atoms holding each term) over these scopes only: a recall's weights never depend
     # on what it cannot read (another tenant's writes move no score)
     def term_stats(self, terms: Sequence[str], *, scope_hashes: Sequence[str]) -> TermStats: ...
@@ -209,21 +251,38 @@ class Store(Protocol):
     def successors(self, atom_ids: Sequence[str], *, statuses: Sequence[str],
                    within_seconds: float) -> dict[str, str]: ...  # fmt: skip
     def warm(self) -> None: ...  # load what searches need in memory (servers, at start)
+    # remember that a recall ran and what it returned (no query text): a hint like `touch`, never
+    # waits for a writer and never fails a read
+    def log_recall(self, scope_hash: str, hit_ids: Sequence[str]) -> None: ...
 
-    # -- audit, sessions, review, sensitive scopes ---------------------------------------------
+
+class AuditReads(Protocol):
+    """The audit chain."""
+
     def events(self, atom_id: str | None = None) -> list[Event]: ...  # oldest first
-    def get_session(self, session_id: str) -> Session | None: ...
-    # promotions in a DURA-average window, lowest average first
-    def list_promotions(self, *, scope_hashes: Sequence[str] | None, status: str = "pending", min_score: float = 0.0,
-                        max_score: float = 1.0, types: Sequence[str] | None = None,
-                        limit: int = 10) -> list[Promotion]: ...  # fmt: skip
-    def get_promotions(self, ids: Sequence[int]) -> dict[int, Promotion]: ...
+    # one more per write transaction; of some scopes: the audit events on their memories (no other scope's
+    # writes move it)
+    def snapshot_version(self, scope_hashes: Sequence[str] | None = None) -> int: ...
+
+
+class OutboxReads(Protocol):
+    """The vault's bookkeeping: which file each atom has, and changes not published yet."""
+
+    def vault_digests(self) -> dict[str, VaultRecord]: ...  # every atom's status and markdown file
+    def vault_state(self, atom_ids: Sequence[str]) -> dict[str, VaultRecord]: ...  # of the listed atoms that exist
+    def outbox(self) -> list[OutboxEntry]: ...  # every change whose vault file is not published yet
+    # forget published changes (atom id, token), each only if no later transaction re-queued its atom;
+    # bookkeeping, not memory data: a write of its own without a snapshot bump
+    def clear_outbox(self, entries: Sequence[tuple[str, str]]) -> None: ...
+
+
+class AccessReads(Protocol):
+    """Who may read what: sensitive scopes, grants and requests; the team server's tokens, teams and shares."""
+
     def is_sensitive(self, scope_hash: str) -> bool: ...
     def sensitive_scopes(self) -> list[tuple[str, str]]: ...  # (scope hash, name), by name
     def grant_expiry(self, scope_hash: str) -> datetime | None: ...  # of the latest running grant
     def access_requests(self) -> list[AccessRequest]: ...
-
-    # -- team server ---------------------------------------------------------------------------
     def get_token(self, token_id: str) -> TokenRecord | None: ...
     def tokens(self) -> list[TokenRecord]: ...  # oldest first
     def teams(self) -> dict[str, list[str]]: ...  # team -> members, by name
@@ -231,31 +290,13 @@ class Store(Protocol):
     def shared_team(self, workspace: str, repository: str) -> str | None: ...  # the team a repository is shared with
     def is_member(self, team: str, tenant_id: str) -> bool: ...
 
-    # -- health and administration -------------------------------------------------------------
+
+class Reports(Protocol):
+    """Read models of the console and the stats: counts, listings, growth, recall log."""
+
     def counts(self, scope_hashes: Sequence[str] | None = None) -> StoreCounts: ...  # of these scopes (None: all)
     # live atoms by type and by scope, and the ten most mentioned entities
     def group_counts(self, scope_hashes: Sequence[str] | None) -> GroupCounts: ...
-    # one more per write transaction; of some scopes: the audit events on their memories (no other scope's
-    # writes move it)
-    def snapshot_version(self, scope_hashes: Sequence[str] | None = None) -> int: ...
-    def integrity(self) -> str: ...  # "ok", or what the database's own check found
-    def dangling_edges(self) -> int: ...
-    def applied_migrations(self) -> list[tuple[int, str]]: ...
-    def latest_migration(self) -> int: ...  # the schema version this code expects
-    def table_counts(self) -> dict[str, int]: ...  # rows of every table a copy carries
-    # (table, its total rows, a batch of its rows) for every table, in an order `import_rows` loads
-    def export_rows(self, batch: int = 500) -> Iterator[tuple[str, int, list[Row]]]: ...
-    # load another store's rows (`export_rows`) into this empty store, in one transaction
-    def import_rows(self, snapshot_version: int, batches: Iterable[tuple[str, list[Row]]]) -> None: ...
-
-    # -- code anchors --------------------------------------------------------------------------
-    def anchors_of(self, atom_ids: Sequence[str]) -> dict[str, list[Anchor]]: ...  # of the atoms that have any
-    # anchored atoms of these scopes, newest first; `path` (file or directory) and `symbol` (qualified
-    # name or its last parts) narrow them to anchors on that code
-    def anchored_atoms(self, *, scope_hashes: Sequence[str], statuses: Sequence[str], path: str | None = None,
-                       symbol: str | None = None, limit: int = 1000) -> list[str]: ...  # fmt: skip
-
-    # -- the console ---------------------------------------------------------------------------
     # atoms matching `f`, newest first, at most `f.limit`, after the cursor `f.before`
     def browse_atoms(self, f: AtomFilter) -> list[Atom]: ...
     # how many atoms match `f` (cursor and limit ignored), counting no further than `cap`
@@ -274,9 +315,31 @@ class Store(Protocol):
     def entity_mentions(self, entity_ids: Sequence[str], *, per_entity: int,
                         exclude_scopes: Sequence[str] = ()) -> list[tuple[str, str]]: ...  # fmt: skip
     def growth(self, since: datetime) -> list[tuple[str, int]]: ...  # (UTC day, atoms created) from `since`, by day
-    # remember that a recall ran and what it returned (no query text): a hint like `touch`, never
-    # waits for a writer and never fails a read
-    def log_recall(self, scope_hash: str, hit_ids: Sequence[str]) -> None: ...
     # recorded recalls of these scopes in [since, until], newest first: at, scope_hash, hits
     def recalls(self, *, scope_hashes: Sequence[str], since: datetime, until: datetime | None,
                 limit: int) -> list[dict[str, Any]]: ...  # fmt: skip
+
+
+class Maintenance(Protocol):
+    """Health, schema and whole-store copies."""
+
+    def integrity(self) -> str: ...  # "ok", or what the database's own check found
+    def dangling_edges(self) -> int: ...
+    def applied_migrations(self) -> list[tuple[int, str]]: ...
+    def latest_migration(self) -> int: ...  # the schema version this code expects
+    def table_counts(self) -> dict[str, int]: ...  # rows of every table a copy carries
+    # (table, its total rows, a batch of its rows) for every table, in an order `import_rows` loads
+    def export_rows(self, batch: int = 500) -> Iterator[tuple[str, int, list[Row]]]: ...
+    # load another store's rows (`export_rows`) into this empty store, in one transaction
+    def import_rows(self, snapshot_version: int, batches: Iterable[tuple[str, list[Row]]]) -> None: ...
+
+
+class Store(MemoryReads, IndexReads, AuditReads, OutboxReads, AccessReads, Reports, Maintenance, Protocol):
+    """A whole store: every read role, and `transaction()` for the write roles."""
+
+    where: str  # where the data lives (a path, host:port/database), for messages
+    tracer: Tracer | None  # called with every statement and its parameters (debugging, benchmarks)
+
+    def transaction(self) -> AbstractContextManager[StoreTx]: ...
+    def acting_for(self, person: str) -> Store: ...  # for one person's requests (read-your-writes on standbys)
+    def close(self) -> None: ...
