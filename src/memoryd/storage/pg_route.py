@@ -141,6 +141,9 @@ class ReadRouter:
         self.primary_reads = 0  # reads that fell back to the primary (no standby in rotation or caught up)
         self.waits = 0  # reads that waited for a standby's replay
         self._written: collections.OrderedDict[str, tuple[int, float]] = collections.OrderedDict()  # key → (lsn, when)
+        # key → the position a read of theirs already waited for in vain: their next reads do not wait again
+        # (a recall is several statements) until the standby is seen there or they write again.
+        self._gave_up: dict[str, int] = {}
         self._written_lock = threading.Lock()
         self._samples: collections.deque[tuple[float, int]] = collections.deque()
         self._page = 8192  # wal_block_size, read from the primary
@@ -167,8 +170,12 @@ class ReadRouter:
             return
         lsn = _UNKNOWN if lsn_text is None else self._norm(_lsn(lsn_text))
         with self._written_lock:
-            self._written[key] = (max(lsn, self._written.get(key, (0, 0.0))[0]), time.monotonic())
+            before = self._written.get(key, (0, 0.0))[0]
+            if before == _UNKNOWN and lsn != _UNKNOWN:
+                before = 0  # a position read back now covers the one that was not
+            self._written[key] = (max(lsn, before), time.monotonic())
             self._written.move_to_end(key)
+            self._gave_up.pop(key, None)
             while len(self._written) > READERS_KEPT:
                 self._written.popitem(last=False)
 
@@ -191,8 +198,12 @@ class ReadRouter:
                 return s.idle.pop()
         conn = psycopg.connect(s.dsn, autocommit=True, connect_timeout=self.connect_timeout_s,
                                application_name="memoryd-read")  # fmt: skip
-        if self.configure is not None:
-            self.configure(conn)
+        try:
+            if self.configure is not None:
+                self.configure(conn)
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     def _release(self, s: _Standby, conn: psycopg.Connection[Any]) -> None:
@@ -235,16 +246,22 @@ class ReadRouter:
                     self.primary_reads += 1
                     return None
                 need = 0
-        deadline = time.monotonic() + self.wait_s
+        waited_in_vain = key is not None and need > 0 and self._gave_up.get(key) == need
+        deadline = time.monotonic() + (0.0 if waited_in_vain else self.wait_s)
         for s in self._order(key):
             try:
                 conn = self._connect(s)
-            except psycopg.Error as exc:
+            except (psycopg.Error, StorageError) as exc:
                 self._out(s, f"cannot connect: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc}")
                 continue
             try:
                 if need and s.replayed < need and not self._caught_up(conn, s, need, deadline):
                     self._release(s, conn)
+                    if key is not None:
+                        with self._written_lock:
+                            if len(self._gave_up) >= READERS_KEPT:
+                                self._gave_up.clear()
+                            self._gave_up[key] = need
                     continue  # not there yet: another standby, or the primary
                 rows = self.store.run(conn, sql, params).fetchall()
             except (StorageError, psycopg.Error) as exc:
