@@ -366,7 +366,7 @@ def history(args: argparse.Namespace) -> dict[str, Any]:
             git(repo, "checkout", "-q", "--detach", "-f", commits[si + h])
             git(repo, "clean", "-q", "-fdx")
             with Engine.open(settings, cwd=repo, embedder=emb) as engine:
-                checker: DriftChecker = engine.anchoring.checker()  # type: ignore[assignment]
+                checker: DriftChecker = engine._anchoring.checker()  # type: ignore[assignment]
                 for _atom_id, start, anchors in written:
                     if start != si:
                         continue
@@ -446,7 +446,7 @@ def recall_cost(settings: Any, repo: Path, emb: Any, queries: list[str], rounds:
     for n, flag in enumerate(("off", "on") * rounds):
         s = settings.model_copy(update={"anchors": flag == "on"})
         with Engine.open(s, cwd=repo, embedder=emb) as engine:
-            rank = engine.anchoring.rank_with_drift
+            rank = engine._anchoring.rank_with_drift
             spent: list[tuple[float, float]] = []
 
             def timed(*a: Any, _rank: Any = rank, _spent: list[tuple[float, float]] = spent) -> Any:
@@ -456,7 +456,7 @@ def recall_cost(settings: Any, repo: Path, emb: Any, queries: list[str], rounds:
                 finally:
                     _spent.append(((time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000))
 
-            engine.anchoring.rank_with_drift = timed  # type: ignore[method-assign]
+            engine._anchoring.rank_with_drift = timed  # type: ignore[method-assign]
             for q in queries:  # first pass: loads, first parses, first diffs and searches
                 engine.recall(q, max_results=10)
             if n == 1:
@@ -512,7 +512,7 @@ def rename_pass(repo: Path, settings: Any, emb: Any, commits: list[str], rng: ra
             anchors = engine.store.anchors_of([str(r.atom_id)])[str(r.atom_id)]
         git(repo, "checkout", "-q", "--detach", "-f", after)
         with Engine.open(settings, cwd=repo, embedder=emb) as engine:
-            change = engine.anchoring.checker().check_anchor(anchors[0])  # type: ignore[union-attr]
+            change = engine._anchoring.checker().check_anchor(anchors[0])  # type: ignore[union-attr]
         rows.append({"kind": kind, "edit": edit, "old": old, "new": new, "system": change.kind if change else "current",
                      "to": change.to if change else None})  # fmt: skip
 
@@ -895,7 +895,7 @@ def phrasing_repo(bundle: Path, lang: str, n: int, horizons: list[int], seed: in
         new_src = {p: (repo / p).read_bytes() if (repo / p).exists() else None for p in old_src}
         new_defs = {p: (None if b is None else (go_truth_defs(b) if lang == "go" else py_truth_defs(b))) for p, b in new_src.items()}
         with Engine.open(settings, cwd=repo, embedder=emb) as engine:
-            fresh = engine.anchoring.code_changes([m["id"] for m in memories])
+            fresh = engine._anchoring.code_changes([m["id"] for m in memories])
             for m in memories:
                 s = m["sample"]
                 truth = _changed(old_defs[s.path], new_defs[s.path], s.symbol)
@@ -957,7 +957,7 @@ def edit_pass(repo: Path, settings: Any, emb: Any, memories: list[dict[str, Any]
     out: Counter[str] = Counter()
     rows: list[str] = []
     with Engine.open(settings, cwd=repo, embedder=emb) as engine:
-        checker = engine.anchoring.checker()
+        checker = engine._anchoring.checker()
         assert checker is not None
         for m in targets[:40]:
             s = m["sample"]

@@ -298,7 +298,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         t = time.perf_counter()
         qvecs.append(e5.query(q))
         q_ms.append((time.perf_counter() - t) * 1000)
-    scopes = eng.core.recall_scopes()  # time the vector part alone: the store's exact index, k = the engine's pool
+    scopes = eng._core.recall_scopes()  # time the vector part alone: the store's exact index, k = the engine's pool
     vs_ms = []
     for qv in qvecs:
         t = time.perf_counter()

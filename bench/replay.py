@@ -57,9 +57,9 @@ def _gather_all(eng: Any, queries: list[str]) -> list[Any]:
     """The engine's own candidates for each query, with the English signal of every candidate."""
     out = []
     for text in queries:
-        q, cands, stats = eng.reader.gather(text, max_results=10)
+        q, cands, stats = eng._reader.gather(text, max_results=10)
         if eng.term_embedder is not None and cands:
-            for c, v in zip(cands, eng.reader._english(q, cands), strict=False):
+            for c, v in zip(cands, eng._reader._english(q, cands), strict=False):
                 c.cos_en = v
         out.append((q, cands, stats))
     return out

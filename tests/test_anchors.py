@@ -360,8 +360,8 @@ def test_drift_is_a_multiplier_after_the_ranking_and_hits_say_so(engine: Engine,
     plain = save(engine, "Sessions are looked up by token before every request")
     (code / "auth" / "session.py").write_text(SESSION_PY.replace("STORE.get(token)", "STORE[token]"))
     query = "how are sessions looked up by token"
-    q, cands, stats = engine.reader.gather(query, max_results=10)
-    english = engine.reader._english if engine.term_embedder is not None else None
+    q, cands, stats = engine._reader.gather(query, max_results=10)
+    english = engine._reader._english if engine.term_embedder is not None else None
     ranked = {c.atom_id: (score, signals) for score, c, signals in rank.rank(q, cands, stats, english=english)}
     hits = {h.atom.id: h for h in engine.recall(query).hits}
     assert hits[moved].score == pytest.approx(round(ranked[moved][0] * 0.9, 4), abs=1e-4)

@@ -252,7 +252,7 @@ def test_search_without_a_scope_covers_every_readable_scope_and_says_so(engine: 
         other_name = other.scope.name
     near = engine.memorize("Invoices render as PDF through WeasyPrint", source="user").atom_id
     # the console's engine: every scope within an operator's reach (what `memoryd ui` opens)
-    with Engine.open(settings, cwd=engine.core.scope.root or tmp_path, embedder=embedder, authority="operator") as op:
+    with Engine.open(settings, cwd=engine._core.scope.root or tmp_path, embedder=embedder, authority="operator") as op:
         _search_every_scope(op, far, near, other_name)
 
 

@@ -122,11 +122,11 @@ def test_every_opening_finishes_what_a_kill_left(settings: Settings, tmp_path: P
                            env=_env(settings, MEMORYD_EMBEDDER="hash"))  # fmt: skip
         assert "waiting to be published" not in r.stdout + r.stderr, r.stdout + r.stderr
     with Engine.open(settings, cwd=repo, embedder=HashEmbedder(), term_embedder=None) as e:
-        assert e.core.store.outbox() == []
-        atoms = e.core.store.browse_atoms(_all_filter())
+        assert e._core.store.outbox() == []
+        atoms = e._core.store.browse_atoms(_all_filter())
         assert len(atoms) == (5 if opener == "cli" else 3)
         for a in atoms:
-            assert a.vault_path and (e.core.vault_root / a.vault_path).is_file(), a.vault_path
+            assert a.vault_path and (e._core.vault_root / a.vault_path).is_file(), a.vault_path
         assert "waiting to be published" not in e.doctor()["sync"], e.doctor()["sync"]
 
 
@@ -144,7 +144,7 @@ def test_opening_without_leftovers_costs_one_read(tmp_path: Path) -> None:
         e.memorize("We pin the base image to python:3.11-slim", source="user")
     start = time.perf_counter()
     with Engine.open(settings, cwd=repo, embedder=HashEmbedder(), term_embedder=None) as e:
-        assert e.core.store.outbox() == []
+        assert e._core.store.outbox() == []
     assert time.perf_counter() - start < 5
     assert os.path.isdir(home)
 

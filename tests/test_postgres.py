@@ -503,7 +503,7 @@ def _scenario(e: Engine) -> dict[str, Any]:
     from memoryd.search.tokenize import tokens
 
     out["term_stats"] = e.store.term_stats(tokens("postgresql pool pgbouncer session redis main", query=True),
-                                           scope_hashes=e.core.recall_scopes(None))
+                                           scope_hashes=e._core.recall_scopes(None))
     out["history"] = [[ev.action for ev in e.history(i)] for i in ids]
     return out
 

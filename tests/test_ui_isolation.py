@@ -126,7 +126,7 @@ def test_bidi_controls_are_shown_not_obeyed(tmp_path: Path) -> None:
         assert "\u202e" not in html
         assert "invoice_[U+202E]fdp.exe" in html
     with _engine(tmp_path / "home", tmp_path / "repo", authority="operator") as e:
-        assert "\u202e" in e.core.get(atom_id).content  # stored bytes unchanged
+        assert "\u202e" in e._core.get(atom_id).content  # stored bytes unchanged
 
 
 # -- audit and freshness ---------------------------------------------------------------------
@@ -137,11 +137,11 @@ def test_access_requests_are_audit_events(settings: Settings, tmp_path: Path) ->
     with _engine(settings, repo, authority="operator") as e:
         e.memorize("Payroll runs on the 25th", source="user")
         e.mark_sensitive(True)
-        scope = e.core.scope.scope_hash
+        scope = e._core.scope.scope_hash
     with _engine(settings, repo, authority="operator", enforce_sensitive=True) as e:
         console = e.request_access(scope, "need the payroll date for the release plan")
         agent = e.request_sensitive_read("check the payroll schedule")
-        events = [ev for ev in e.core.store.events() if ev.action == "request_access"]
+        events = [ev for ev in e._core.store.events() if ev.action == "request_access"]
     assert console["status"] == agent["status"] == "pending"
     assert [ev.actor for ev in events] == ["console", "agent"]
     assert events[0].reason == f"{scope} #{console['request_id']}: need the payroll date for the release plan"
@@ -157,12 +157,12 @@ def test_console_search_is_not_a_recall(settings: Settings, tmp_path: Path) -> N
         hits = e.browse(BrowseQuery(q="release branch deploys")).hits or []
         assert [h.atom.id for h in hits] == [atom_id]
     with _engine(home, repo) as e:  # closing flushed any access time; nothing was recorded
-        assert e.core.get(atom_id).last_accessed_at is None
-        assert e.core.store.recalls(scope_hashes=[e.core.scope.scope_hash], since=_epoch(), until=None,
+        assert e._core.get(atom_id).last_accessed_at is None
+        assert e._core.store.recalls(scope_hashes=[e._core.scope.scope_hash], since=_epoch(), until=None,
                                     limit=10) == []
         e.recall("release branch deploys")
     with _engine(home, repo) as e:  # an agent's recall does count
-        assert e.core.get(atom_id).last_accessed_at is not None
+        assert e._core.get(atom_id).last_accessed_at is not None
 
 
 def _epoch():  # type: ignore[no-untyped-def]

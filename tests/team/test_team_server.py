@@ -273,7 +273,7 @@ async def _own_counts(team: Team, who: str, repo: str) -> int:
     with team.operator() as op:
         principal = op.authenticate(team.tokens[who])
         view = op.for_request(principal, scope_header(repo))
-        scopes = view.core.reachable_scopes()
+        scopes = view._core.reachable_scopes()
         assert scopes is not None
         return sum(1 for a in op.store.list_atoms(scope_hashes=scopes, limit=-1))
 

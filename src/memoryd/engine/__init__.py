@@ -88,23 +88,23 @@ class Engine:
         enforce_sensitive: bool | None = None, term_embedder: TermEmbedder | None = None,
         core: Core | None = None,
     ) -> None:  # fmt: skip
-        self.core = core = core or Core(settings, store, embedder, scope, authority=authority,
+        self._core = core = core or Core(settings, store, embedder, scope, authority=authority,
                                         enforce_sensitive=enforce_sensitive, term_embedder=term_embedder)  # fmt: skip
         store = core.store  # each part is given the store roles it reads (storage/base.py), no more
-        self.anchoring = Anchors(core, memories=store)
-        self.writer = Writer(core, self.anchoring, memories=store)
-        self.reader = Reader(core, self.anchoring, memories=store, index=store, audit=store, reports=store)
-        self.sessions = Sessions(core, self.writer, memories=store)
-        self.review = Review(core, memories=store)
-        self.vault = VaultSync(core, self.writer, memories=store, outbox=store)
-        self.admin = Admin(core, self.review, self.vault, memories=store, outbox=store, access=store, reports=store,
+        self._anchoring = Anchors(core, memories=store)
+        self._writer = Writer(core, self._anchoring, memories=store)
+        self._reader = Reader(core, self._anchoring, memories=store, index=store, audit=store, reports=store)
+        self._sessions = Sessions(core, self._writer, memories=store)
+        self._review = Review(core, memories=store)
+        self._vault = VaultSync(core, self._writer, memories=store, outbox=store)
+        self._admin = Admin(core, self._review, self._vault, memories=store, outbox=store, access=store, reports=store,
                            maintenance=store)  # fmt: skip
-        self.observer = Observer(core, self.writer, memories=store)
-        self.importer = Importer(core, self.writer, memories=store)
-        self.library = Library(core, self.reader, memories=store)
-        self.console = Console(core, self.reader, self.review, self.admin, memories=store, audit=store, access=store,
+        self._observer = Observer(core, self._writer, memories=store)
+        self._importer = Importer(core, self._writer, memories=store)
+        self._library = Library(core, self._reader, memories=store)
+        self._console = Console(core, self._reader, self._review, self._admin, memories=store, audit=store, access=store,
                                reports=store)  # fmt: skip
-        self.tenancy = Tenancy(core, access=store)
+        self._tenancy = Tenancy(core, access=store)
 
     @classmethod
     def open(
@@ -140,15 +140,15 @@ class Engine:
         when nothing is queued; a failure is logged, the store still opens (doctor reports the gap).
         """
         try:
-            if self.core.store.outbox():
-                self.vault.recover_vault()
+            if self._core.store.outbox():
+                self._vault.recover_vault()
         except Exception:
             logging.getLogger("memoryd").exception("finishing the vault files a crash left failed")
 
     def acting_as(self, authority: str, *, enforce_sensitive: bool | None = None) -> Self:
         """This engine's store, models and scope, acting for someone else (the web console served beside
         the MCP tools: a person, where the tools act for an agent). Close the original, not this view."""
-        c = self.core
+        c = self._core
         core = Core(c.settings, c.store, c.embedder, c.scope, authority=authority, enforce_sensitive=enforce_sensitive,
                     term_embedder=c.term_embedder, vault_lock=c.vault_lock)  # one lock per vault within the process
         return type(self)(c.settings, c.store, c.embedder, c.scope, core=core)
@@ -158,8 +158,8 @@ class Engine:
         every event, read-only refused at each write) and the repository their `Memoryd-Scope` header names,
         a team's scope when it is shared with them. Code anchors are off: the server has no checkout.
         Raises InvalidInput, Forbidden (see `Tenancy.request_scopes`)."""
-        c = self.core
-        scope, person = self.tenancy.request_scopes(principal, scope_header)
+        c = self._core
+        scope, person = self._tenancy.request_scopes(principal, scope_header)
         settings = c.settings.model_copy(update={"anchors": False})
         # The store for this person: on PostgreSQL with hot standbys, their reads wait for their own writes.
         store = c.store.acting_for(principal.tenant_id)
@@ -171,13 +171,13 @@ class Engine:
     def for_scope(self, scope: Scope, *, principal: str | None = None) -> Self:
         """This engine's store and models acting for an agent in `scope` (the local daemon: each request's
         scope, inferred from its client's directory). `principal` names the client in every event it writes."""
-        c = self.core
+        c = self._core
         core = Core(c.settings, c.store, c.embedder, scope, authority="agent", term_embedder=c.term_embedder,
                     vault_lock=c.vault_lock, principal=principal)  # fmt: skip
         return type(self)(c.settings, c.store, c.embedder, scope, core=core)
 
     def close(self) -> None:
-        self.core.store.close()
+        self._core.store.close()
 
     def __enter__(self) -> Self:
         return self
@@ -188,8 +188,8 @@ class Engine:
     def warm(self) -> None:
         """Load what searches need (the vector index, the term model) now, so the first search is fast (servers,
         at start)."""
-        self.core.store.warm()
-        start = getattr(self.core.term_embedder, "start", None)  # loads on a thread joined at exit
+        self._core.store.warm()
+        start = getattr(self._core.term_embedder, "start", None)  # loads on a thread joined at exit
         if start is not None:
             start()
 
@@ -197,157 +197,157 @@ class Engine:
 
     @property
     def settings(self) -> Settings:
-        return self.core.settings
+        return self._core.settings
 
     @property
     def store(self) -> Store:
-        return self.core.store
+        return self._core.store
 
     @property
     def scope(self) -> Scope:
-        return self.core.scope
+        return self._core.scope
 
     @property
     def vault_root(self) -> Path:
-        return self.core.vault_root
+        return self._core.vault_root
 
     @property
     def embedder(self) -> Embedder:
-        return self.core.embedder
+        return self._core.embedder
 
     @embedder.setter
     def embedder(self, value: Embedder) -> None:
-        self.core.embedder = value
+        self._core.embedder = value
 
     @property
     def enforce_sensitive(self) -> bool:
-        return self.core.enforce_sensitive
+        return self._core.enforce_sensitive
 
     @property
     def authority(self) -> str:
-        return self.core.authority
+        return self._core.authority
 
     @property
     def term_embedder(self) -> TermEmbedder | None:
-        return self.core.term_embedder
+        return self._core.term_embedder
 
     @property
     def llm(self) -> LLM | None:
         """The configured LLM client, or None (see `memoryd.llm`)."""
-        return self.review.llm
+        return self._review.llm
 
     # -- the API, part by part -------------------------------------------------------------------
 
-    get = _part("core", Core.get)
-    path_of = _part("core", Core.path_of)
-    resolve_scope = _part("core", Core.resolve_scope)
-    resolve_scope_arg = _part("core", Core.resolve_scope_arg)
-    scope_input_warning = _part("core", Core.scope_input_warning)
-    reachable_scopes = _part("core", Core.reachable_scopes)
+    get = _part("_core", Core.get)
+    path_of = _part("_core", Core.path_of)
+    resolve_scope = _part("_core", Core.resolve_scope)
+    resolve_scope_arg = _part("_core", Core.resolve_scope_arg)
+    scope_input_warning = _part("_core", Core.scope_input_warning)
+    reachable_scopes = _part("_core", Core.reachable_scopes)
 
-    memorize = _part("writer", Writer.memorize)
-    handoff = _part("writer", Writer.handoff)
-    correct = _part("writer", Writer.correct)
-    govern = _part("writer", Writer.govern)
-    restore = _part("writer", Writer.restore)
-    patch = _part("writer", Writer.patch)
-    delete = _part("writer", Writer.delete)
+    memorize = _part("_writer", Writer.memorize)
+    handoff = _part("_writer", Writer.handoff)
+    correct = _part("_writer", Writer.correct)
+    govern = _part("_writer", Writer.govern)
+    restore = _part("_writer", Writer.restore)
+    patch = _part("_writer", Writer.patch)
+    delete = _part("_writer", Writer.delete)
 
     def update(
         self, memory_id: str, *, content: str | None = None, tags: Sequence[str] | None = None,
         triggers: Sequence[str] | None = None, title: str | None = None, actor: str = "agent", reason: str | None = None,
     ) -> Atom:  # fmt: skip
         """`patch`, returning the memory as stored now."""
-        return self.writer.patch(memory_id, content=content, tags=tags, triggers=triggers, title=title, actor=actor,
+        return self._writer.patch(memory_id, content=content, tags=tags, triggers=triggers, title=title, actor=actor,
                                  reason=reason).atom  # fmt: skip
 
-    recall = _part("reader", Reader.recall)
-    search = _part("reader", Reader.search)
-    context = _part("reader", Reader.context)
-    timeline_window = _part("reader", Reader.timeline_window)
-    history = _part("reader", Reader.history)
-    verify_chain = _part("reader", Reader.verify_chain)
-    stats = _part("reader", Reader.stats)
-    export = _part("reader", Reader.export)
-    agent_brief = _part("reader", Reader.agent_brief)
-    session_context = _part("reader", Reader.session_context)
+    recall = _part("_reader", Reader.recall)
+    search = _part("_reader", Reader.search)
+    context = _part("_reader", Reader.context)
+    timeline_window = _part("_reader", Reader.timeline_window)
+    history = _part("_reader", Reader.history)
+    verify_chain = _part("_reader", Reader.verify_chain)
+    stats = _part("_reader", Reader.stats)
+    export = _part("_reader", Reader.export)
+    agent_brief = _part("_reader", Reader.agent_brief)
+    session_context = _part("_reader", Reader.session_context)
 
     def timeline(
         self, *, scope: str | None = "auto", since: str = "30d", types: Sequence[str] | None = None, limit: int = 100
     ) -> list[Atom]:
         """`timeline_window`'s memories: active memories of a scope, newest first, soft-forgotten ones left out."""
-        return self.reader.timeline_window(scope=scope, since=since, types=types, limit=limit).memories
+        return self._reader.timeline_window(scope=scope, since=since, types=types, limit=limit).memories
 
-    session_start = _part("sessions", Sessions.session_start)
-    session_end = _part("sessions", Sessions.session_end)
-    session_summary = _part("sessions", Sessions.session_summary)
-    capture_passive = _part("sessions", Sessions.capture_passive)
+    session_start = _part("_sessions", Sessions.session_start)
+    session_end = _part("_sessions", Sessions.session_end)
+    session_summary = _part("_sessions", Sessions.session_summary)
+    capture_passive = _part("_sessions", Sessions.capture_passive)
 
-    review_pending = _part("review", Review.review_pending)
-    promote = _part("review", Review.promote)
-    reject = _part("review", Review.reject)
-    judge = _part("review", Review.judge)
-    compare = _part("review", Review.compare)
-    suggest_topic_key = _part("review", Review.suggest_topic_key)
+    review_pending = _part("_review", Review.review_pending)
+    promote = _part("_review", Review.promote)
+    reject = _part("_review", Review.reject)
+    judge = _part("_review", Review.judge)
+    compare = _part("_review", Review.compare)
+    suggest_topic_key = _part("_review", Review.suggest_topic_key)
 
-    stats_detail = _part("admin", Admin.stats_detail)
-    merge_projects = _part("admin", Admin.merge_projects)
-    current_project = _part("admin", Admin.current_project)
-    doctor = _part("admin", Admin.doctor)
-    save_prompt = _part("admin", Admin.save_prompt)
-    scope_info = _part("admin", Admin.scope_info)
-    access_requests = _part("admin", Admin.access_requests)
-    mark_sensitive = _part("admin", Admin.mark_sensitive)
-    grant = _part("admin", Admin.grant)
-    request_sensitive_read = _part("admin", Admin.request_sensitive_read)
+    stats_detail = _part("_admin", Admin.stats_detail)
+    merge_projects = _part("_admin", Admin.merge_projects)
+    current_project = _part("_admin", Admin.current_project)
+    doctor = _part("_admin", Admin.doctor)
+    save_prompt = _part("_admin", Admin.save_prompt)
+    scope_info = _part("_admin", Admin.scope_info)
+    access_requests = _part("_admin", Admin.access_requests)
+    mark_sensitive = _part("_admin", Admin.mark_sensitive)
+    grant = _part("_admin", Admin.grant)
+    request_sensitive_read = _part("_admin", Admin.request_sensitive_read)
 
-    vault_check = _part("vault", VaultSync.vault_check)
-    vault_sync = _part("vault", VaultSync.vault_sync)
+    vault_check = _part("_vault", VaultSync.vault_check)
+    vault_sync = _part("_vault", VaultSync.vault_sync)
 
-    observation_state = _part("observer", Observer.observation_state)
-    observe_transcript = _part("observer", Observer.observe_transcript)
+    observation_state = _part("_observer", Observer.observation_state)
+    observe_transcript = _part("_observer", Observer.observe_transcript)
 
-    import_state = _part("importer", Importer.import_state)
-    import_jsonl = _part("importer", Importer.import_jsonl)
-    import_file = _part("importer", Importer.import_file)
+    import_state = _part("_importer", Importer.import_state)
+    import_jsonl = _part("_importer", Importer.import_jsonl)
+    import_file = _part("_importer", Importer.import_file)
 
-    recover_vault = _part("vault", VaultSync.recover_vault)
+    recover_vault = _part("_vault", VaultSync.recover_vault)
 
-    anchors = _part("anchoring", Anchors.anchors)
-    code_changes = _part("anchoring", Anchors.code_changes)
-    stale = _part("anchoring", Anchors.stale)
-    code_status = _part("anchoring", Anchors.code_status)
-    stale_checked = _part("anchoring", Anchors.stale_checked)
-    confirm_anchors = _part("anchoring", Anchors.confirm_anchors)
-    memories_for_path = _part("anchoring", Anchors.memories_for_path)
-    code_moved_since_last_session = _part("anchoring", Anchors.code_moved_since_last_session)
+    anchors = _part("_anchoring", Anchors.anchors)
+    code_changes = _part("_anchoring", Anchors.code_changes)
+    stale = _part("_anchoring", Anchors.stale)
+    code_status = _part("_anchoring", Anchors.code_status)
+    stale_checked = _part("_anchoring", Anchors.stale_checked)
+    confirm_anchors = _part("_anchoring", Anchors.confirm_anchors)
+    memories_for_path = _part("_anchoring", Anchors.memories_for_path)
+    code_moved_since_last_session = _part("_anchoring", Anchors.code_moved_since_last_session)
 
-    prompts = _part("library", Library.prompts)
-    prompt = _part("library", Library.prompt)
-    render_prompt = _part("library", Library.render_prompt)
-    resources = _part("library", Library.resources)
-    resource = _part("library", Library.resource)
-    export_markdown = _part("library", Library.export_markdown)
-    brief_resource = _part("library", Library.brief_resource)
+    prompts = _part("_library", Library.prompts)
+    prompt = _part("_library", Library.prompt)
+    render_prompt = _part("_library", Library.render_prompt)
+    resources = _part("_library", Library.resources)
+    resource = _part("_library", Library.resource)
+    export_markdown = _part("_library", Library.export_markdown)
+    brief_resource = _part("_library", Library.brief_resource)
 
-    create_token = _part("tenancy", Tenancy.create_token)
-    list_tokens = _part("tenancy", Tenancy.list_tokens)
-    revoke_token = _part("tenancy", Tenancy.revoke_token)
-    authenticate = _part("tenancy", Tenancy.authenticate)
-    create_team = _part("tenancy", Tenancy.create_team)
-    add_members = _part("tenancy", Tenancy.add_members)
-    share_scope = _part("tenancy", Tenancy.share_scope)
-    teams_overview = _part("tenancy", Tenancy.teams_overview)
+    create_token = _part("_tenancy", Tenancy.create_token)
+    list_tokens = _part("_tenancy", Tenancy.list_tokens)
+    revoke_token = _part("_tenancy", Tenancy.revoke_token)
+    authenticate = _part("_tenancy", Tenancy.authenticate)
+    create_team = _part("_tenancy", Tenancy.create_team)
+    add_members = _part("_tenancy", Tenancy.add_members)
+    share_scope = _part("_tenancy", Tenancy.share_scope)
+    teams_overview = _part("_tenancy", Tenancy.teams_overview)
 
-    console_scopes = _part("console", Console.console_scopes)
-    scope_of = _part("console", Console.scope_of)
-    request_access = _part("console", Console.request_access)
-    browse = _part("console", Console.browse)
-    decay_of = _part("console", Console.decay_of)
-    memory_detail = _part("console", Console.memory_detail)
-    decide_promotions = _part("console", Console.decide_promotions)
-    sessions_page = _part("console", Console.sessions_page)
-    session_detail = _part("console", Console.session_detail)
-    entity_graph = _part("console", Console.entity_graph)
-    entity_page = _part("console", Console.entity_page)
-    health_overview = _part("console", Console.health_overview)
+    console_scopes = _part("_console", Console.console_scopes)
+    scope_of = _part("_console", Console.scope_of)
+    request_access = _part("_console", Console.request_access)
+    browse = _part("_console", Console.browse)
+    decay_of = _part("_console", Console.decay_of)
+    memory_detail = _part("_console", Console.memory_detail)
+    decide_promotions = _part("_console", Console.decide_promotions)
+    sessions_page = _part("_console", Console.sessions_page)
+    session_detail = _part("_console", Console.session_detail)
+    entity_graph = _part("_console", Console.entity_graph)
+    entity_page = _part("_console", Console.entity_page)
+    health_overview = _part("_console", Console.health_overview)
