@@ -259,12 +259,24 @@ def calibration(rel_scores: Sequence[float], irr_scores: Sequence[float], thresh
     tp = sum(1 for s in rel_scores if s >= threshold)
     fp = sum(1 for s in irr_scores if s >= threshold)
     return {
-        "relevant": {"n": len(rel_scores), "p10": pct(rel_scores, 10), "p50": pct(rel_scores, 50), "p90": pct(rel_scores, 90)},
-        "irrelevant": {"n": len(irr_scores), "p10": pct(irr_scores, 10), "p50": pct(irr_scores, 50), "p90": pct(irr_scores, 90)},
+        "relevant": {
+            "n": len(rel_scores),
+            "p10": pct(rel_scores, 10),
+            "p50": pct(rel_scores, 50),
+            "p90": pct(rel_scores, 90),
+        },
+        "irrelevant": {
+            "n": len(irr_scores),
+            "p10": pct(irr_scores, 10),
+            "p50": pct(irr_scores, 50),
+            "p90": pct(irr_scores, 90),
+        },
         "threshold": threshold,
         "precision": tp / (tp + fp) if tp + fp else float("nan"),
         "recall_of_returned_relevant": tp / len(rel_scores) if rel_scores else float("nan"),
-        "share_of_hits_above": (tp + fp) / (len(rel_scores) + len(irr_scores)) if rel_scores or irr_scores else float("nan"),
+        "share_of_hits_above": (tp + fp) / (len(rel_scores) + len(irr_scores))
+        if rel_scores or irr_scores
+        else float("nan"),
     }
 
 

@@ -78,7 +78,9 @@ def main() -> None:
                                      input=queries, capture_output=True, text=True, env=env, check=True).stdout  # fmt: skip
                 ms = json.loads(out.strip().splitlines()[-1])
                 times[v] += ms
-                print(f"| {i + 1} | {v} | {C.med(ms):.1f} | {C.pct(ms, 95):.1f} | {os.getloadavg()[0]:.1f} |", flush=True)
+                print(
+                    f"| {i + 1} | {v} | {C.med(ms):.1f} | {C.pct(ms, 95):.1f} | {os.getloadavg()[0]:.1f} |", flush=True
+                )
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(f"\nall runs (other = {versions['other']}):")

@@ -94,7 +94,9 @@ def flood(port: int, tokens: list[str], good: str, seconds: float, clients: int)
         with httpx2.Client(timeout=30) as client:
             while time.monotonic() < stop:
                 t = time.perf_counter()
-                client.post(url, json=INIT, headers={**HEADERS, "Authorization": f"Bearer {good}", "Memoryd-Scope": SCOPE})
+                client.post(
+                    url, json=INIT, headers={**HEADERS, "Authorization": f"Bearer {good}", "Memoryd-Scope": SCOPE}
+                )
                 good_ms.append((time.perf_counter() - t) * 1000)
                 time.sleep(0.1)
 
@@ -109,8 +111,13 @@ def flood(port: int, tokens: list[str], good: str, seconds: float, clients: int)
         t.join()
     wall = time.monotonic() - t0
     attempts = sum(statuses.values())
-    return {"attempts_per_s": attempts / wall, "server_cores": (_cpu_s(pid) - cpu0) / wall, "peak_rss_mb": _rss_mb(pid),
-            "statuses": dict(sorted(statuses.items())), "good_p50_ms": statistics.median(good_ms) if good_ms else None}
+    return {
+        "attempts_per_s": attempts / wall,
+        "server_cores": (_cpu_s(pid) - cpu0) / wall,
+        "peak_rss_mb": _rss_mb(pid),
+        "statuses": dict(sorted(statuses.items())),
+        "good_p50_ms": statistics.median(good_ms) if good_ms else None,
+    }
 
 
 def main() -> None:

@@ -164,7 +164,9 @@ def truth_defs(source: bytes) -> dict[str, str] | None:
                               "header_end": None, "body_depth": None, "members": set()})  # fmt: skip
                 deco_start = None
             elif line_start and t.type == tokenize.NAME:
-                parent = stack[-1] if stack and stack[-1]["body_depth"] == depth and stack[-1]["kind"] == "class" else None
+                parent = (
+                    stack[-1] if stack and stack[-1]["body_depth"] == depth and stack[-1]["kind"] == "class" else None
+                )
                 nxt = toks[i + 1] if i + 1 < len(toks) else None
                 if parent is not None and nxt is not None and nxt.type == tokenize.OP and nxt.string in ("=", ":"):
                     parent["members"].add(t.string)
@@ -304,7 +306,9 @@ def generate(repo: Path, rng: random.Random, n: int) -> list[tuple[str, str, str
             if (path, "") in seen:
                 continue
             seen.add((path, ""))
-            out.append((f"{path} holds the {Path(path).stem.replace('_', ' ')} code; read it before changing it.", path, ""))
+            out.append(
+                (f"{path} holds the {Path(path).stem.replace('_', ' ')} code; read it before changing it.", path, "")
+            )
             continue
         path, qual, node = rng.choice(pool)
         if (path, qual) in seen:
@@ -414,7 +418,9 @@ def table(labels: list[dict[str, Any]]) -> dict[str, Any]:
                                  "precision": round(tp / (tp + fp), 3) if tp + fp else None,
                                  "recall": round(tp / (tp + fn), 3) if tp + fn else None}  # fmt: skip
     out["verdicts"] = len(labels)
-    out["disagreements"] = Counter(f"{x['truth']}→{x['system']}" for x in labels if x["truth"] != x["system"]).most_common(12)
+    out["disagreements"] = Counter(
+        f"{x['truth']}→{x['system']}" for x in labels if x["truth"] != x["system"]
+    ).most_common(12)
     return out
 
 
@@ -540,8 +546,11 @@ def rename_pass(repo: Path, settings: Any, emb: Any, commits: list[str], rng: ra
         sel = [r for r in rows if (r["kind"], r["edit"]) == key]
         followed = sum(1 for r in sel if r["system"] == "file_renamed" and r["to"] == r["new"])
         label = "real (history)" if key[0] == "real" else f"made, {int(key[1] * 100)}% of lines edited"
-        out[label] = {"renames": len(sel), "followed": followed, "other": Counter(r["system"] for r in sel
-                                                                                  if r["system"] != "file_renamed")}
+        out[label] = {
+            "renames": len(sel),
+            "followed": followed,
+            "other": Counter(r["system"] for r in sel if r["system"] != "file_renamed"),
+        }
     total = sum(v["renames"] for v in out.values())
     out["all"] = {"renames": total, "followed": sum(v["followed"] for v in out.values()),
                   "share": round(sum(v["followed"] for v in out.values()) / total, 3) if total else None}  # fmt: skip
@@ -567,7 +576,9 @@ def synthetic(args: argparse.Namespace) -> dict[str, Any]:
         d.mkdir(parents=True, exist_ok=True)
         body = "\n\n".join(f"def handle_{i}_{k}(request, limit={k}):\n    \"\"\"Handle case {k}.\"\"\"\n"
                            f"    return request.get('v{k}', limit) + {i}" for k in range(8))  # fmt: skip
-        (d / f"mod_{i}.py").write_text(f'"""Module {i}."""\n\n{body}\n\n\nclass Service{i}:\n    def run(self):\n        return {i}\n')
+        (d / f"mod_{i}.py").write_text(
+            f'"""Module {i}."""\n\n{body}\n\n\nclass Service{i}:\n    def run(self):\n        return {i}\n'
+        )
     for cmd in (["init", "-q", "-b", "main"], ["add", "-A"],
                 ["-c", "user.email=b@x", "-c", "user.name=b", "commit", "-q", "-m", "init"]):  # fmt: skip
         git(repo, *cmd)
@@ -819,7 +830,9 @@ def phrase(s: Sample, how: str, lang: str, ambiguous_bare: bool, unique_cq: bool
     return f"{last}: {doc}.", not ambiguous_bare
 
 
-def _changed(old: dict[str, tuple[str, str, str]] | None, new: dict[str, tuple[str, str, str]] | None, name: str) -> bool:
+def _changed(
+    old: dict[str, tuple[str, str, str]] | None, new: dict[str, tuple[str, str, str]] | None, name: str
+) -> bool:
     """Truth: did definition `name` (a class with its methods) change between two versions of its file?"""
     if old is None or new is None or name not in new:
         return True
@@ -893,14 +906,23 @@ def phrasing_repo(bundle: Path, lang: str, n: int, horizons: list[int], seed: in
         c: Counter[str] = Counter()
         mc: Counter[str] = Counter()
         new_src = {p: (repo / p).read_bytes() if (repo / p).exists() else None for p in old_src}
-        new_defs = {p: (None if b is None else (go_truth_defs(b) if lang == "go" else py_truth_defs(b))) for p, b in new_src.items()}
+        new_defs = {
+            p: (None if b is None else (go_truth_defs(b) if lang == "go" else py_truth_defs(b)))
+            for p, b in new_src.items()
+        }
         with Engine.open(settings, cwd=repo, embedder=emb) as engine:
             fresh = engine._anchoring.code_changes([m["id"] for m in memories])
             for m in memories:
                 s = m["sample"]
                 truth = _changed(old_defs[s.path], new_defs[s.path], s.symbol)
                 minor = False
-                if truth and lang == "python" and new_src[s.path] is not None and new_defs[s.path] and s.symbol in new_defs[s.path]:
+                if (
+                    truth
+                    and lang == "python"
+                    and new_src[s.path] is not None
+                    and new_defs[s.path]
+                    and s.symbol in new_defs[s.path]
+                ):
                     a, b = _py_noann(old_src[s.path], s.symbol), _py_noann(new_src[s.path] or b"", s.symbol)
                     minor = a is not None and a == b
                 got = fresh.get(m["id"], ("none", []))
@@ -976,8 +998,9 @@ def edit_pass(repo: Path, settings: Any, emb: Any, memories: list[dict[str, Any]
             last = s.symbol.rsplit(".", 1)[-1]
             new_name = last + "_renamed" if lang == "python" else last + "Renamed"
             definition = src[i:j]
-            renamed_def = re.sub(rf"((?:def|func)\s+(?:\([^)]*\)\s*)?){re.escape(last)}\b", rf"\g<1>{new_name}",
-                                 definition, count=1)  # the definition's own name, not a decorator's string
+            renamed_def = re.sub(
+                rf"((?:def|func)\s+(?:\([^)]*\)\s*)?){re.escape(last)}\b", rf"\g<1>{new_name}", definition, count=1
+            )  # the definition's own name, not a decorator's string
             trials = {
                 "rename": {s.path: src[:i] + renamed_def + src[j:]},
                 "move": {s.path: src[:i] + src[j:], _new_file(s.path, lang, "moved"): _wrap(definition, src, lang, s)},
@@ -1038,7 +1061,7 @@ def _other(definition: str, last: str, lang: str) -> str:
     """A different definition of the same name (a test helper, a stub)."""
     if lang == "go":
         head = definition.split("{", 1)[0]
-        return head + "{\n\tpanic(\"stub\")\n}\n"
+        return head + '{\n\tpanic("stub")\n}\n'
     first = definition.lstrip().splitlines()[0]
     indent = definition[: len(definition) - len(definition.lstrip())]
     return f"{indent}{first.strip()}\n{indent}    raise NotImplementedError('a test stub of {last}')\n"
@@ -1128,7 +1151,9 @@ def show(result: dict[str, Any]) -> None:
         for k, v in result["table"].items():
             if isinstance(v, dict):
                 print(f"{k:<20} {v['truth']:>6} {v['system']:>8} {v['precision']!s:>10} {v['recall']!s:>8}")
-        print(f"verdicts: {result['table']['verdicts']}; disagreements (truth→memoryd): {result['table']['disagreements']}")
+        print(
+            f"verdicts: {result['table']['verdicts']}; disagreements (truth→memoryd): {result['table']['disagreements']}"
+        )
         print(f"renames among the verdicts: {result['renames']}")
         print("renames followed (real ones of the whole history, and made here with edits):")
         for k, v in result["rename_pass"].items():
@@ -1136,7 +1161,9 @@ def show(result: dict[str, Any]) -> None:
                 print(f"  {k:<30} {v}")
         for r in result["rename_pass"].get("rows", []):
             if r["system"] != "file_renamed" or r["to"] != r["new"]:
-                print(f"  not followed: {r['old']} -> {r['new']} ({r['kind']}, {r['edit']}): {r['system']} {r['to'] or ''}")
+                print(
+                    f"  not followed: {r['old']} -> {r['new']} ({r['kind']}, {r['edit']}): {r['system']} {r['to'] or ''}"
+                )
         print(f"memories drifted after h commits (memoryd / truth): {result['drift_share']}")
     else:
         print(f"{result['files']} files, {result['memories']} memories; memorize p50 {result['memorize_p50_ms']} "

@@ -651,9 +651,7 @@ def main(argv=None):
         "threads_sweep": [],
         "not_benchmarked": NOT_BENCHMARKED,
     }
-    child_common = ["--data", a.data, "--latency-calls", str(a.latency_calls)] + (
-        ["--quick"] if a.quick else []
-    )
+    child_common = ["--data", a.data, "--latency-calls", str(a.latency_calls)] + (["--quick"] if a.quick else [])
     for name in names:
         ad = make_adapter(name)
         why = ad.missing()
@@ -704,9 +702,7 @@ def main(argv=None):
     print_tables(results)
     la = results["config"]
     kept = [(r["name"], r.get("_foreign_cores", 0.0)) for r in results["candidates"] if "_foreign_cores" in r]
-    kept += [
-        (r["name"] + " " + r["threads_label"], r.get("_foreign_cores", 0.0)) for r in results["threads_sweep"]
-    ]
+    kept += [(r["name"] + " " + r["threads_label"], r.get("_foreign_cores", 0.0)) for r in results["threads_sweep"]]
     worst = max(kept, key=lambda x: x[1]) if kept else ("-", 0.0)
     print(
         f"\n(load average at start {la['loadavg_at_start']}, at end {la['loadavg_at_end']}; CPU used by other "

@@ -58,23 +58,53 @@ from pathlib import Path
 from typing import Any
 
 TEMPLATES = {
-    "constraint": ["生产环境禁止直接执行 `{x}`，必须先走 migrations/{n}.sql 的迁移脚本。",
-                   "Never call `{x}()` from request handlers; it must run in the worker queue ({n}).",
-                   "部署 svc_{n} 前必須先跑 `make test`，不准跳過 {x} 的整合測試。"],
-    "preference": ["团队偏好用 pnpm 管理 {x} 的依赖，不要用 npm install（服务 {n}）。",
-                   "Prefer `{x}` fixtures over hand-made temp dirs in tests/test_{n}.py.",
-                   "我們喜歡用 {x} 寫 svc_{n} 的 CLI，輸出一律用繁體中文。"],
-    "decision": ["决定把 svc_{n} 从 {x} 切到 PostgreSQL 16，理由是事务和 JSONB。",
-                 "We decided to switch svc_{n} from {x} to dayjs because of bundle size.",
-                 "決定 svc_{n} 改用 {x} 做快取，不再使用 memcached。"],
-    "fact": ["svc_{n} 的配置文件在 config/svc_{n}.toml，端口 {p}，依赖 {x}。",
-             "The {x} client in src/clients/{x}_{n}.py retries 3 times with a 2 s backoff on port {p}.",
-             "svc_{n} 的 {x} 連線池上限是 {p}，超過會排隊。"],
-    "handoff": ["修好了 svc_{n} 的 {x} 空指针；下一步：补并发用例，风险：端口 {p} 冲突。",
-                "Fixed the {x} timeout in svc_{n}; next: load test on port {p}; risk: stale cache."],
+    "constraint": [
+        "生产环境禁止直接执行 `{x}`，必须先走 migrations/{n}.sql 的迁移脚本。",
+        "Never call `{x}()` from request handlers; it must run in the worker queue ({n}).",
+        "部署 svc_{n} 前必須先跑 `make test`，不准跳過 {x} 的整合測試。",
+    ],
+    "preference": [
+        "团队偏好用 pnpm 管理 {x} 的依赖，不要用 npm install（服务 {n}）。",
+        "Prefer `{x}` fixtures over hand-made temp dirs in tests/test_{n}.py.",
+        "我們喜歡用 {x} 寫 svc_{n} 的 CLI，輸出一律用繁體中文。",
+    ],
+    "decision": [
+        "决定把 svc_{n} 从 {x} 切到 PostgreSQL 16，理由是事务和 JSONB。",
+        "We decided to switch svc_{n} from {x} to dayjs because of bundle size.",
+        "決定 svc_{n} 改用 {x} 做快取，不再使用 memcached。",
+    ],
+    "fact": [
+        "svc_{n} 的配置文件在 config/svc_{n}.toml，端口 {p}，依赖 {x}。",
+        "The {x} client in src/clients/{x}_{n}.py retries 3 times with a 2 s backoff on port {p}.",
+        "svc_{n} 的 {x} 連線池上限是 {p}，超過會排隊。",
+    ],
+    "handoff": [
+        "修好了 svc_{n} 的 {x} 空指针；下一步：补并发用例，风险：端口 {p} 冲突。",
+        "Fixed the {x} timeout in svc_{n}; next: load test on port {p}; risk: stale cache.",
+    ],
 }
-WORDS = ["redis", "kafka", "grpc", "celery", "fastapi", "pydantic", "sqlalchemy", "httpx", "uvicorn", "solid",
-         "react", "vite", "pytest", "ruff", "mypy", "nginx", "envoy", "minio", "clickhouse", "duckdb"]
+WORDS = [
+    "redis",
+    "kafka",
+    "grpc",
+    "celery",
+    "fastapi",
+    "pydantic",
+    "sqlalchemy",
+    "httpx",
+    "uvicorn",
+    "solid",
+    "react",
+    "vite",
+    "pytest",
+    "ruff",
+    "mypy",
+    "nginx",
+    "envoy",
+    "minio",
+    "clickhouse",
+    "duckdb",
+]
 
 
 def git(cwd: Path, *args: str) -> None:
@@ -154,14 +184,16 @@ def anchor_fill(home: Path, repo: Path) -> Path:
     git(repo, "add", "-A")
     git(repo, "-c", "user.email=b@example.com", "-c", "user.name=b", "commit", "-q", "-m", "code")
     with Engine.open(Settings(home=home, embedder="hash"), cwd=repo) as engine:
-        for _i, text in enumerate([
-            "Sessions come from `get_session()` in src/auth/session.py; never call it from request handlers.",
-            "`Store.put` in src/auth/session.py overwrites existing keys without a warning.",
-            "`Store.get` returns None for unknown keys (src/auth/session.py).",
-            "src/auth/session.py must stay free of network calls: it runs inside the request lock.",
-            "Token lookups go through get_session() and must stay O(1).",
-            "The session store in src/auth/session.py is per process; restart clears it.",
-        ]):
+        for _i, text in enumerate(
+            [
+                "Sessions come from `get_session()` in src/auth/session.py; never call it from request handlers.",
+                "`Store.put` in src/auth/session.py overwrites existing keys without a warning.",
+                "`Store.get` returns None for unknown keys (src/auth/session.py).",
+                "src/auth/session.py must stay free of network calls: it runs inside the request lock.",
+                "Token lookups go through get_session() and must stay O(1).",
+                "The session store in src/auth/session.py is per process; restart clears it.",
+            ]
+        ):
             engine.memorize(text, source="user", gate="trusted")
     target.write_text(ANCHORED.replace("STORE.get(token)", "STORE[token]"))  # the code moves on
     mark.write_text("done")
@@ -208,14 +240,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=15, help="timed runs per hook, after 2 warm-up runs")
     ap.add_argument("--home", type=Path, default=Path(tempfile.gettempdir()) / "memoryd-bench-hooks",
                     help="store kept between runs (default: $TMPDIR/memoryd-bench-hooks)")  # fmt: skip
-    ap.add_argument("--via", choices=("module", "cli"), default="module",
-                    help="module: python -m memoryd.agents.hooks; cli: the memoryd executable's `hook` command")
+    ap.add_argument(
+        "--via",
+        choices=("module", "cli"),
+        default="module",
+        help="module: python -m memoryd.agents.hooks; cli: the memoryd executable's `hook` command",
+    )
     ap.add_argument("--worker", action="store_true", help="also time the detached session-end worker end to end")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    ap.add_argument("--only", action="append", default=[], metavar="TEXT",
-                    help="time only the hooks whose name contains TEXT (repeatable; the baseline always runs)")
-    ap.add_argument("--no-precompile", action="store_true",
-                    help="do not compile memoryd's modules first: time them as found (see the module docstring)")
+    ap.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="time only the hooks whose name contains TEXT (repeatable; the baseline always runs)",
+    )
+    ap.add_argument(
+        "--no-precompile",
+        action="store_true",
+        help="do not compile memoryd's modules first: time them as found (see the module docstring)",
+    )
     args = ap.parse_args(argv)
     bytecode = precompile(not args.no_precompile)
 
@@ -290,7 +334,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{result['nproc']} cpus, load {result['loadavg']}; bytecode: {bytecode}")  # fmt: skip
     print(f"{'hook':<42} {'min':>8} {'p50':>8} {'p95':>8} {'max':>8} {'cpu p50':>8}  (ms, {args.runs} runs)")
     for r in rows:
-        print(f"{r['hook']:<42} {r['min_ms']:>8} {r['p50_ms']:>8} {r['p95_ms']:>8} {r['max_ms']:>8} {r['cpu_p50_ms']:>8}")
+        print(
+            f"{r['hook']:<42} {r['min_ms']:>8} {r['p50_ms']:>8} {r['p95_ms']:>8} {r['max_ms']:>8} {r['cpu_p50_ms']:>8}"
+        )
     if worker:
         print(f"session-end worker, end to end (English fixture, e5 model): {worker['seconds']} s — {worker['log']}")
     return 0

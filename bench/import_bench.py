@@ -141,11 +141,15 @@ def main() -> None:
     print(f"memoryd import, embedder {args.embedder}, {os.cpu_count()} cores")
     print(head)
     for r in rows:
-        print(f"{r['n']:>7} {r['batch_size']:>6} {r['seconds']:>8.1f} {r['import_seconds']:>8.1f} {r['per_s']:>7.0f} "
-              f"{r['per_cpu_s'] or 0:>9.0f} {r['load_at_start']:>5.1f} {r['peak_rss_mb']:>7.0f}MB")
+        print(
+            f"{r['n']:>7} {r['batch_size']:>6} {r['seconds']:>8.1f} {r['import_seconds']:>8.1f} {r['per_s']:>7.0f} "
+            f"{r['per_cpu_s'] or 0:>9.0f} {r['load_at_start']:>5.1f} {r['peak_rss_mb']:>7.0f}MB"
+        )
         if r["imported"] != r["n"] or r["vault_files"] != r["n"]:
-            print(f"  note: imported {r['imported']}, duplicates {r['duplicates']}, rejected {r['rejected']}, "
-                  f"bad {r['bad']}, vault files {r['vault_files']}")
+            print(
+                f"  note: imported {r['imported']}, duplicates {r['duplicates']}, rejected {r['rejected']}, "
+                f"bad {r['bad']}, vault files {r['vault_files']}"
+            )
     if args.json:
         args.json.write_text(json.dumps({"embedder": args.embedder, "cores": os.cpu_count(), "runs": rows}, indent=2))
 

@@ -88,8 +88,26 @@ CMDS = ["make test-fast", "pnpm install --frozen-lockfile", "go test ./...", "ca
         "make db-up", "docker compose up redis", "kubectl rollout restart deploy/api", "npm run lint"]  # fmt: skip
 REASON_EN = ["it needs multi-row transactions", "the build got too slow", "the license changed", "the team knows it better",
              "it halves the memory use", "on-call load was too high", "the vendor ended support", "latency doubled at peak"]  # fmt: skip
-REASON_HANS = ["需要事务支持", "构建太慢", "许可证变了", "团队更熟悉", "内存占用减半", "值班压力太大", "厂商停止维护", "高峰期延迟翻倍"]
-REASON_HANT = ["需要交易支援", "建置太慢", "授權條款改了", "團隊比較熟", "記憶體用量減半", "值班壓力太大", "廠商停止維護", "尖峰延遲加倍"]
+REASON_HANS = [
+    "需要事务支持",
+    "构建太慢",
+    "许可证变了",
+    "团队更熟悉",
+    "内存占用减半",
+    "值班压力太大",
+    "厂商停止维护",
+    "高峰期延迟翻倍",
+]
+REASON_HANT = [
+    "需要交易支援",
+    "建置太慢",
+    "授權條款改了",
+    "團隊比較熟",
+    "記憶體用量減半",
+    "值班壓力太大",
+    "廠商停止維護",
+    "尖峰延遲加倍",
+]
 
 TEMPLATES = [
     "In {p}, we decided to use {t} instead of {t2} because {ren}.",
@@ -458,8 +476,18 @@ def _print_pg(results: list[dict[str, Any]]) -> None:
     rows = []
     for r in pg:
         for kind, e in r["explain"].items():
-            rows.append([r["label"], r["size"], kind, e["n"], C.fmt(e["exec_p50_ms"], 2), C.fmt(e["exec_max_ms"], 2),
-                         C.fmt(e["plan_p50_ms"], 2), f"{e['hnsw']}/{e['n']}" if kind == "vector_candidates" else ""])
+            rows.append(
+                [
+                    r["label"],
+                    r["size"],
+                    kind,
+                    e["n"],
+                    C.fmt(e["exec_p50_ms"], 2),
+                    C.fmt(e["exec_max_ms"], 2),
+                    C.fmt(e["plan_p50_ms"], 2),
+                    f"{e['hnsw']}/{e['n']}" if kind == "vector_candidates" else "",
+                ]
+            )
     print(C.table(["backend", "memories", "statement", "n", "exec p50", "exec max", "plan p50", "HNSW used"], rows))
     for r in pg:
         server = r.get("server")
@@ -468,11 +496,27 @@ def _print_pg(results: list[dict[str, Any]]) -> None:
                   f"largest process peak RSS {server['backend_hwm_mb']:.0f} MB")  # fmt: skip
     big = max(pg, key=lambda r: r["size"])
     if "vector_candidates" in big["explain"]:
-        print(f"\nslowest vector_candidates plan at {big['size']}:\n{big['explain']['vector_candidates']['slowest_plan']}")
+        print(
+            f"\nslowest vector_candidates plan at {big['size']}:\n{big['explain']['vector_candidates']['slowest_plan']}"
+        )
 
 
-SIZE_HEADERS = ["backend", "memories", "fill", "memorize p50", "p95", "(embed p50)", "recall p50", "p95",
-                "(query embed p50)", "vector search p50", "peak RSS MB", "db MB", "server PSS MB", "vault_sync s"]
+SIZE_HEADERS = [
+    "backend",
+    "memories",
+    "fill",
+    "memorize p50",
+    "p95",
+    "(embed p50)",
+    "recall p50",
+    "p95",
+    "(query embed p50)",
+    "vector search p50",
+    "peak RSS MB",
+    "db MB",
+    "server PSS MB",
+    "vault_sync s",
+]
 
 
 def _size_rows(results: list[dict[str, Any]]) -> list[list[str]]:
@@ -506,7 +550,9 @@ def _env(home: Path) -> dict[str, str]:
     return env
 
 
-async def _one_start(command: str, argv: list[str], cwd: Path, env: dict[str, str], tool: str, targs: dict) -> tuple[float, float]:
+async def _one_start(
+    command: str, argv: list[str], cwd: Path, env: dict[str, str], tool: str, targs: dict
+) -> tuple[float, float]:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -538,7 +584,9 @@ def cold_start(store_root: Path, runs: int) -> dict[str, Any]:
         for _ in range(runs):
             res["memoryd"].append(await _one_start(SERVER, [], cwd, env, "mem_search", q))
             res["memoryd-lazy-open"].append(await _one_start(PY, lazy, cwd, env, "mem_search", q))
-            res["floor"].append(await _one_start(PY, [str(HERE / "_floor_server.py")], cwd, env, "add", {"a": 1, "b": 2}))
+            res["floor"].append(
+                await _one_start(PY, [str(HERE / "_floor_server.py")], cwd, env, "add", {"a": 1, "b": 2})
+            )
 
     anyio.run(go)
     out = {}
@@ -607,7 +655,7 @@ def stages(store_root: Path, runs: int = 3, embedder: str = "e5") -> dict[str, f
     return {k: C.med(v) for k, v in acc.items()}
 
 
-OMP_PROBE = r'''
+OMP_PROBE = r"""
 import json, statistics, sys, time
 from memoryd.search.embed import E5Embedder
 e = E5Embedder()
@@ -620,7 +668,7 @@ for i in range(int(sys.argv[1])):
     t = time.perf_counter(); e.query(qs[i % 4]); tq.append((time.perf_counter() - t) * 1000)
     t = time.perf_counter(); e.passages([p]); tp.append((time.perf_counter() - t) * 1000)
 print(json.dumps({"q": tq, "p": tp}))
-'''
+"""
 
 OMP_CONFIGS = {"default": {}, "OMP_NUM_THREADS=1": {"OMP_NUM_THREADS": "1"},
                "OMP_WAIT_POLICY=passive": {"OMP_WAIT_POLICY": "passive"}}  # fmt: skip
@@ -687,21 +735,33 @@ def main() -> None:
     ap.add_argument("--skip-omp", action="store_true", help="skip the embedder thread-settings study")
     ap.add_argument("--skip-sizes", action="store_true")
     ap.add_argument("--profile", action="store_true", help="cProfile 50 recalls per size")
-    ap.add_argument("--vector-micro", action="store_true",
-                    help="only: VectorIndex.search vs a contiguous masked product at 10k and 100k random vectors")
+    ap.add_argument(
+        "--vector-micro",
+        action="store_true",
+        help="only: VectorIndex.search vs a contiguous masked product at 10k and 100k random vectors",
+    )
     ap.add_argument("--quick", action="store_true", help="500 memories, 50 queries, 5 cold runs")
-    ap.add_argument("--embedder", choices=("e5", "use"), default="use",
-                    help="model for the sizes, the stage timer and the servers (MEMORYD_EMBEDDER); default use, "
-                         "memoryd's default")
+    ap.add_argument(
+        "--embedder",
+        choices=("e5", "use"),
+        default="use",
+        help="model for the sizes, the stage timer and the servers (MEMORYD_EMBEDDER); default use, memoryd's default",
+    )
     ap.add_argument("--db", action="append", metavar="sqlite|postgresql|postgresql://…",
                     help="backend(s) for the sizes, repeatable or comma-separated (default sqlite); `postgresql` "
                          "starts a throwaway server (tests/pg.py), a URL names a server where the role may CREATE "
                          "DATABASE (one database per size, dropped after)")  # fmt: skip
     ap.add_argument("--with-postgres", action="store_true", help="same as --db sqlite,postgresql")
-    ap.add_argument("--pg-incremental-hnsw", action="store_true",
-                    help="PostgreSQL fill: keep the HNSW indexes during the bulk copy instead of building them after")
-    ap.add_argument("--pg-compare-fill", action="store_true",
-                    help="also time the PostgreSQL bulk fill with the other HNSW strategy (into a second database)")
+    ap.add_argument(
+        "--pg-incremental-hnsw",
+        action="store_true",
+        help="PostgreSQL fill: keep the HNSW indexes during the bulk copy instead of building them after",
+    )
+    ap.add_argument(
+        "--pg-compare-fill",
+        action="store_true",
+        help="also time the PostgreSQL bulk fill with the other HNSW strategy (into a second database)",
+    )
     ap.add_argument("--skip-what-if", action="store_true", help="skip the stemWord-memoized what-if (3 recall passes)")
     ap.add_argument("--json")
     ap.add_argument("--child-size", type=int, help=argparse.SUPPRESS)
@@ -796,14 +856,18 @@ def main() -> None:
             out["stages"] = stages(store_for_cold, embedder=args.embedder)
             out["importtime"] = [importtime("import memoryd.mcp.app"), importtime("import memoryd.engine"),
                                  importtime("import mcp.server.mcpserver")]  # fmt: skip
-            print(f"\n## cold start over stdio (median of {args.cold_runs}, store of {sizes[0] if not args.skip_sizes else 1000} memories)")
+            print(
+                f"\n## cold start over stdio (median of {args.cold_runs}, store of {sizes[0] if not args.skip_sizes else 1000} memories)"
+            )
             print(C.table(["server", "initialize s", "first tool call s"],
                           [["memoryd-mcp (mem_search)", C.fmt(cs["memoryd"]["initialize_s"]), C.fmt(cs["memoryd"]["first_call_s"])],
                            ["experiment: engine opened on first use", C.fmt(cs["memoryd-lazy-open"]["initialize_s"]),
                             C.fmt(cs["memoryd-lazy-open"]["first_call_s"])],
                            ["floor: 2-tool MCPServer", C.fmt(cs["floor"]["initialize_s"]), C.fmt(cs["floor"]["first_call_s"])]]))  # fmt: skip
-            print(f"initialize ratio memoryd/floor = {cs['initialize_ratio']:.2f} (target <= 1.15); "
-                  f"first mem_search {cs['memoryd']['first_call_s']:.2f} s (target <= 2.5)")
+            print(
+                f"initialize ratio memoryd/floor = {cs['initialize_ratio']:.2f} (target <= 1.15); "
+                f"first mem_search {cs['memoryd']['first_call_s']:.2f} s (target <= 2.5)"
+            )
             print("\n## where the first recall's time goes (in-process, median of 3)")
             print(C.table(["stage", "s"], [[k, C.fmt(v)] for k, v in out["stages"].items()]))
             print("\n## python -X importtime (self time by top-level package, ms)")
@@ -812,8 +876,10 @@ def main() -> None:
                       + ", ".join(f"{k} {v:.0f}" for k, v in it["self_ms_by_top_package"].items()))  # fmt: skip
             d = import_diff(out["importtime"][0], out["importtime"][2])
             out["import_diff_server_vs_floor"] = d
-            print(f"memoryd.mcp.app imports {d['n']} modules the floor does not, {d['self_ms']:.0f} ms self time: "
-                  + ", ".join(f"{k} {v:.1f}" for k, v in d["top"]))
+            print(
+                f"memoryd.mcp.app imports {d['n']} modules the floor does not, {d['self_ms']:.0f} ms self time: "
+                + ", ".join(f"{k} {v:.1f}" for k, v in d["top"])
+            )
             for it in out["importtime"]:
                 it.pop("modules")
         if not args.skip_omp:

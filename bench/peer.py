@@ -203,7 +203,9 @@ class Memoryd(System):
             extra["MEMORYD_EMBEDDER"] = self.embedder
         if self.src:  # e.g. a `git archive HEAD` copy while the checkout's src/ is being edited
             extra["PYTHONPATH"] = os.pathsep.join(p for p in (self.src, os.environ.get("PYTHONPATH")) if p)
-        return StdioServerParameters(command=MEMORYD_MCP, args=[], cwd=str(self.tmp / "project"), env=_clean_env(**extra))
+        return StdioServerParameters(
+            command=MEMORYD_MCP, args=[], cwd=str(self.tmp / "project"), env=_clean_env(**extra)
+        )
 
     async def save(self, s: ClientSession, mem_id: str, text: str, kind: str) -> None:
         r = await s.call_tool("mem_save", {"content": text, "type": MEM_TYPE.get(kind, "fact")})
@@ -257,7 +259,9 @@ class ServerMemory(System):
                                      env=_clean_env(MEMORY_FILE_PATH=str(self.tmp / "memory.jsonl")))  # fmt: skip
 
     async def save(self, s: ClientSession, mem_id: str, text: str, kind: str) -> None:
-        r = await s.call_tool("create_entities", {"entities": [{"name": mem_id, "entityType": "memory", "observations": [text]}]})
+        r = await s.call_tool(
+            "create_entities", {"entities": [{"name": mem_id, "entityType": "memory", "observations": [text]}]}
+        )
         if r.is_error:
             self.error("create_entities", r)
 
@@ -291,12 +295,16 @@ class BasicMemory(System):
         (self.tmp / "home").mkdir()
         env = _clean_env(HOME=str(self.tmp / "home"), BASIC_MEMORY_CONFIG_DIR=str(self.cfg),
                          BASIC_MEMORY_HOME=str(self.tmp / "notes"), BASIC_MEMORY_AUTO_UPDATE="false")  # fmt: skip
-        return StdioServerParameters(command=str(BM_VENV / "bin" / "basic-memory"), args=["mcp"], cwd=str(self.tmp), env=env)
+        return StdioServerParameters(
+            command=str(BM_VENV / "bin" / "basic-memory"), args=["mcp"], cwd=str(self.tmp), env=env
+        )
 
     async def save(self, s: ClientSession, mem_id: str, text: str, kind: str) -> None:
         title = re.sub(r"[^\w-]", "-", mem_id)
         self.title_to_id[title] = mem_id
-        r = await s.call_tool("write_note", {"title": title, "content": text, "directory": "memories", "output_format": "json"})
+        r = await s.call_tool(
+            "write_note", {"title": title, "content": text, "directory": "memories", "output_format": "json"}
+        )
         out = tool_json(r)
         if r.is_error or not isinstance(out, dict):
             self.error("write_note", r)
@@ -313,7 +321,9 @@ class BasicMemory(System):
     def finish(self) -> None:
         log = self.cfg / "basic-memory.log"
         text = log.read_text(errors="replace") if log.exists() else ""
-        self.notes["semantic_log"] = sorted({m.group(0)[:240] for m in re.finditer(r"(Semantic search[^\n]*|[^\n]*fastembed[^\n]*)", text)})
+        self.notes["semantic_log"] = sorted(
+            {m.group(0)[:240] for m in re.finditer(r"(Semantic search[^\n]*|[^\n]*fastembed[^\n]*)", text)}
+        )
         self.notes["log_errors"] = len(re.findall(r"\| ERROR ", text))
 
 
@@ -357,7 +367,14 @@ async def _session(sys_: System, mems: Sequence[dict[str, Any]], queries: Sequen
                 t = time.perf_counter()
                 ranked = await sys_.search(s, q["text"], name)
                 lat.append((time.perf_counter() - t) * 1000)
-                rows.append({"id": q["id"], "slice": q["slice"], "ranked": ranked, "m": C.rank_metrics(ranked, set(q["relevant"]))})
+                rows.append(
+                    {
+                        "id": q["id"],
+                        "slice": q["slice"],
+                        "ranked": ranked,
+                        "m": C.rank_metrics(ranked, set(q["relevant"])),
+                    }
+                )
             out.setdefault("rows", {})[label] = rows
             out.setdefault("query_ms", {})[label] = lat
         out["peak_rss_mb"], out["children_peak_rss_mb"] = peak_rss_mb(proc) if proc else (float("nan"), 0.0)
@@ -395,7 +412,9 @@ def print_tables(title: str, summary: dict[str, Any], groups: list[tuple[str, se
         for g, _ in groups:
             if g == "overall" or g not in summary[labels[0]]["slices"]:
                 continue
-            rows.append([g, summary[labels[0]]["slices"][g]["n"], *(C.fmt(summary[lab]["slices"][g][metric]) for lab in labels)])
+            rows.append(
+                [g, summary[labels[0]]["slices"][g]["n"], *(C.fmt(summary[lab]["slices"][g][metric]) for lab in labels)]
+            )
         print(C.table(["slice", "n", *labels], rows))
     print(f"\n## {title}: latency (ms) and memory, one MCP stdio session per server")
     print(C.table(["system", "start→init", "save p50", "save p95", "first save", "query p50", "query p95", "first query", "peak RSS MB"],
@@ -414,7 +433,9 @@ def make_systems(names: Sequence[str], tmp: Path, embedder: str | None, src: str
     for n in names:
         d = tmp / n
         d.mkdir()
-        out.append(Memoryd(d, embedder, src) if n == "memoryd" else ServerMemory(d) if n == "server-memory" else BasicMemory(d))
+        out.append(
+            Memoryd(d, embedder, src) if n == "memoryd" else ServerMemory(d) if n == "server-memory" else BasicMemory(d)
+        )
     return out
 
 
@@ -439,7 +460,14 @@ def load_locomo(conv_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]
     for n, qa in enumerate(conv["qa"]):
         rel = [d for d in locomo.evidence_ids(qa) if d in ids]
         if rel:
-            queries.append({"id": f"{conv_id}-q{n}", "slice": locomo.CATS[int(qa["category"])], "text": qa["question"], "relevant": rel})
+            queries.append(
+                {
+                    "id": f"{conv_id}-q{n}",
+                    "slice": locomo.CATS[int(qa["category"])],
+                    "text": qa["question"],
+                    "relevant": rel,
+                }
+            )
     cats = [c for c in locomo.CATS.values() if any(q["slice"] == c for q in queries)]
     # "overall" means categories 1-4, as in locomo.py; adversarial (5) is reported apart.
     return mems, queries, [(c, {c}) for c in cats] + [("overall", set(cats) - {"adversarial"})]
@@ -463,9 +491,14 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="bilingual: every 3rd query only")
     ap.add_argument("--locomo", metavar="CONV", help="also run one LoCoMo conversation, e.g. conv-26")
     ap.add_argument("--no-bilingual", action="store_true")
-    ap.add_argument("--memoryd-embedder", choices=("use", "e5", "hash"), help="MEMORYD_EMBEDDER for memoryd (default: its own)")
-    ap.add_argument("--memoryd-src", metavar="DIR",
-                    help="run memoryd-mcp with DIR (a src/ folder) first on PYTHONPATH, e.g. a `git archive HEAD` copy")
+    ap.add_argument(
+        "--memoryd-embedder", choices=("use", "e5", "hash"), help="MEMORYD_EMBEDDER for memoryd (default: its own)"
+    )
+    ap.add_argument(
+        "--memoryd-src",
+        metavar="DIR",
+        help="run memoryd-mcp with DIR (a src/ folder) first on PYTHONPATH, e.g. a `git archive HEAD` copy",
+    )
     ap.add_argument("--json")
     args = ap.parse_args()
     names = [n for n in args.systems.split(",") if n]
@@ -474,7 +507,9 @@ def main() -> None:
 
     m = C.machine()
     C.print_machine(m)
-    versions: dict[str, str] = {"memoryd": (m["versions"]["memoryd"] or "?") + (f" from {args.memoryd_src}" if args.memoryd_src else "")}
+    versions: dict[str, str] = {
+        "memoryd": (m["versions"]["memoryd"] or "?") + (f" from {args.memoryd_src}" if args.memoryd_src else "")
+    }
     if "server-memory" in names:
         node = subprocess.run(["node", "--version"], capture_output=True, text=True, check=True).stdout.strip()
         versions["server-memory"] = f"@modelcontextprotocol/server-memory {ensure_server_memory()} (node {node})"
@@ -499,7 +534,9 @@ def main() -> None:
     print(C.table(["system", "Chinese"], [[lab, CHINESE[lab]] for lab in CHINESE if lab.split()[0] in names]))
     data["wall_s"] = time.perf_counter() - t0
     data["loadavg_end"] = os.getloadavg()
-    print(f"\nwall time {data['wall_s']:.0f}s; load average at the end {tuple(round(x, 2) for x in data['loadavg_end'])}")
+    print(
+        f"\nwall time {data['wall_s']:.0f}s; load average at the end {tuple(round(x, 2) for x in data['loadavg_end'])}"
+    )
     C.write_json(args.json, data)
 
 

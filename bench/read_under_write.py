@@ -44,6 +44,7 @@ from latency import gen_queries, gen_texts  # noqa: E402
 
 MODES = ("alone", "thread", "process")
 
+
 def _engine(home: Path, cwd: Path, embedder: Any) -> Any:
     from memoryd.config import Settings
     from memoryd.engine import Engine

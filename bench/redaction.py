@@ -70,8 +70,10 @@ def main() -> None:
     redacted = sum(c["secret"] not in redact(c["text"]).text for c in secrets)
     families = {c.get("family") or c["kind"] for c in secrets}
     altered = sum(redact(c["text"]).text != c["text"] for c in corpus["benign"])
-    print(f"\nsecrets redacted {redacted}/{len(secrets)} over {len(families)} families; "
-          f"benign altered {altered}/{len(corpus['benign'])}")
+    print(
+        f"\nsecrets redacted {redacted}/{len(secrets)} over {len(families)} families; "
+        f"benign altered {altered}/{len(corpus['benign'])}"
+    )
     # issue 23: sentences agents save (bench/redaction_corpus.py) and secrets with no vendor rule, by class
     agent = json.loads((ROOT / "tests" / "data" / "redaction_benign.json").read_text(encoding="utf-8"))["texts"]
     agent_altered = sum(redact(t).text != t for t in agent)
@@ -82,8 +84,11 @@ def main() -> None:
         hit[0] += c["secret"] not in redact(c["text"]).text
         hit[1] += 1
     print(f"agent sentences altered {agent_altered}/{len(agent)}")
-    print("secrets without a vendor rule: " + ", ".join(f"{k} {a}/{n}" for k, (a, n) in by_class.items())
-          + f"; total {sum(a for a, _ in by_class.values())}/{len(structure)}")
+    print(
+        "secrets without a vendor rule: "
+        + ", ".join(f"{k} {a}/{n}" for k, (a, n) in by_class.items())
+        + f"; total {sum(a for a, _ in by_class.values())}/{len(structure)}"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps({"cost": rows, "secrets": len(secrets), "redacted": redacted,
                                                "families": len(families), "benign": len(corpus["benign"]),

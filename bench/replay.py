@@ -88,7 +88,9 @@ def build_locomo(emb: Any) -> list[dict[str, Any]]:
         texts = {a.id: a.content for a in eng.store.list_atoms(limit=-1)}
         out.append({"name": conv["sample_id"], "queries": qs, "gathered": gathered, "texts": texts})
         te.close()
-        print(f"{conv['sample_id']}: {len(texts)} atoms, {len(qs)} questions, {time.perf_counter() - t:.0f}s", flush=True)
+        print(
+            f"{conv['sample_id']}: {len(texts)} atoms, {len(qs)} questions, {time.perf_counter() - t:.0f}s", flush=True
+        )
     return out
 
 
@@ -238,7 +240,9 @@ GRID: dict[str, tuple[float, ...]] = {
 def describe(p: Any) -> str:
     from memoryd.search import rank
 
-    diff = [f"{k}={getattr(p, k)}" for k in rank.Params.__dataclass_fields__ if getattr(p, k) != getattr(rank.DEFAULT, k)]
+    diff = [
+        f"{k}={getattr(p, k)}" for k in rank.Params.__dataclass_fields__ if getattr(p, k) != getattr(rank.DEFAULT, k)
+    ]
     return ", ".join(diff) or "defaults"
 
 
@@ -246,7 +250,9 @@ def grid() -> list[Any]:
     """The parameter settings LOO chooses among (few parameters, coarse steps around the defaults)."""
     from memoryd.search import rank
 
-    return [replace(rank.DEFAULT, **dict(zip(GRID, values, strict=False))) for values in itertools.product(*GRID.values())]
+    return [
+        replace(rank.DEFAULT, **dict(zip(GRID, values, strict=False))) for values in itertools.product(*GRID.values())
+    ]
 
 
 def evaluate(d: dict[str, Any], params: Any) -> dict[str, Any]:
@@ -307,8 +313,10 @@ def cmd_eval(args: argparse.Namespace) -> None:
     print("LOO per held-out conversation:")
     for held in names:
         m = loo[held]
-        print(f"  {held} (n={counts[held]}): R@1 {m['any@1']:.3f} R@5 {m['any@5']:.3f} R@10 {m['any@10']:.3f} "
-              f"MRR {m['mrr']:.3f} | all-dev defaults on it: R@10 {base['locomo_per_conv'][held]['any@10']:.3f}")
+        print(
+            f"  {held} (n={counts[held]}): R@1 {m['any@1']:.3f} R@5 {m['any@5']:.3f} R@10 {m['any@10']:.3f} "
+            f"MRR {m['mrr']:.3f} | all-dev defaults on it: R@10 {base['locomo_per_conv'][held]['any@10']:.3f}"
+        )
     top = sorted(ok or results, key=lambda pr: -(pr[1]["locomo"]["any@10"] + pr[1]["locomo"]["mrr"]))[:8]
     print("best settings on all 7 conversations (keeping the bilingual targets):")
     for p, r in top:
@@ -407,8 +415,10 @@ def _line(r: dict[str, Any]) -> str:
     if "bilingual" in r:
         parts.append(f"bil R@5 {r['bilingual']['any@5']:.3f} xl {r['bilingual_xling']['any@5']:.3f}")
     if "entneg" in r:
-        parts.append(f"entneg R@5 {r['entneg']['any@5']:.3f}"
-                     + "".join(f" b{k[8:]} {v['any@5']:.3f}" for k, v in r.items() if k.startswith("entneg_b")))
+        parts.append(
+            f"entneg R@5 {r['entneg']['any@5']:.3f}"
+            + "".join(f" b{k[8:]} {v['any@5']:.3f}" for k, v in r.items() if k.startswith("entneg_b"))
+        )
     return " | ".join(parts)
 
 

@@ -357,7 +357,10 @@ def bench_long_run(home: Path, repo: Path, calls: int) -> dict[str, Any]:
 
 
 def table(res: dict[str, Any]) -> str:
-    rows = ["| where a person waits | per-process (today's path) | daemon warm | target | met |", "|---|---|---|---|---|"]
+    rows = [
+        "| where a person waits | per-process (today's path) | daemon warm | target | met |",
+        "|---|---|---|---|---|",
+    ]
     if "hooks" not in res:
         return "\n".join([*rows, _cli_row(res["cli"])])
     for name, r in res["hooks"].items():
@@ -388,8 +391,10 @@ def table(res: dict[str, Any]) -> str:
 
 def _cli_row(cli: dict[str, Any]) -> str:
     pp, dd = cli["per-process"], cli["daemon"]
-    return (f"| CLI `memoryd recall` (p50, {dd['runs']} runs; answered {dd['answered']} / {pp['answered']}) | "
-            f"{pp['p50_s']:.2f} s | {dd['p50_s']:.2f} s | | |")
+    return (
+        f"| CLI `memoryd recall` (p50, {dd['runs']} runs; answered {dd['answered']} / {pp['answered']}) | "
+        f"{pp['p50_s']:.2f} s | {dd['p50_s']:.2f} s | | |"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

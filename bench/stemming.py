@@ -83,8 +83,10 @@ def main() -> None:
     rows = [
         ("snowball pure-python, uncached", _time(pure.stemWord, words)),
         ("snowball pure-python, lru_cache + lock (warm)", _time(cached, words)),
-        (f"snowballstemmer.stemmer('english') = {type(packaged).__module__}.{type(packaged).__name__}",
-         _time(packaged.stemWord, words)),
+        (
+            f"snowballstemmer.stemmer('english') = {type(packaged).__module__}.{type(packaged).__name__}",
+            _time(packaged.stemWord, words),
+        ),
     ]
     import memoryd.search.tokenize as tok
 
@@ -109,16 +111,27 @@ def main() -> None:
     print(f"{'stemmer':<70} {'µs/word':>8} {'words/s':>12}")
     for name, secs in rows:
         print(f"{name:<70} {secs / len(words) * 1e6:>8.2f} {len(words) / secs:>12,.0f}")
-    for name, secs in (("memoryd tokens() over every text", tok_s),
-                       ("  the same with the former stem (pure-python + lru_cache + lock)", old_s)):
+    for name, secs in (
+        ("memoryd tokens() over every text", tok_s),
+        ("  the same with the former stem (pure-python + lru_cache + lock)", old_s),
+    ):
         print(f"{name:<70} {secs / len(texts) * 1e6:>8.1f} µs/text  {len(texts) / secs:,.0f} texts/s")
     if args.json:
-        args.json.write_text(json.dumps({
-            "machine": machine(), "texts": len(texts), "words": len(words),
-            "stemmers": [{"name": n, "seconds": s, "us_per_word": s / len(words) * 1e6} for n, s in rows],
-            "tokens_seconds": tok_s, "tokens_us_per_text": tok_s / len(texts) * 1e6,
-            "former_tokens_seconds": old_s, "former_tokens_us_per_text": old_s / len(texts) * 1e6,
-        }, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "machine": machine(),
+                    "texts": len(texts),
+                    "words": len(words),
+                    "stemmers": [{"name": n, "seconds": s, "us_per_word": s / len(words) * 1e6} for n, s in rows],
+                    "tokens_seconds": tok_s,
+                    "tokens_us_per_text": tok_s / len(texts) * 1e6,
+                    "former_tokens_seconds": old_s,
+                    "former_tokens_us_per_text": old_s / len(texts) * 1e6,
+                },
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

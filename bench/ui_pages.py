@@ -38,9 +38,9 @@ TAGS = ["db", "frontend", "ci", "infra", "security", "perf", "docs", "api"]
 SOURCES = ["user", "agent", "agent", "importer", "openclaw"]
 
 
-
 def _iso(d: datetime) -> str:
     return d.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
 
 def _repo(path: Path, remote: str) -> Path:
     path.mkdir(parents=True)
@@ -195,8 +195,12 @@ def main() -> None:
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--json")
-    ap.add_argument("--embedder", default="use", choices=("use", "hash"),
-                    help="hash: no model (quick runs; search then has no semantic signal)")
+    ap.add_argument(
+        "--embedder",
+        default="use",
+        choices=("use", "hash"),
+        help="hash: no model (quick runs; search then has no semantic signal)",
+    )
     ap.add_argument("--keep", help="fill into this folder and keep it (one size); reused if already filled")
     args = ap.parse_args()
     from memoryd.config import Settings

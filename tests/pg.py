@@ -218,8 +218,9 @@ def _reachable(install: Path) -> bool:
     return subprocess.run(cmd, capture_output=True, check=False).returncode == 0
 
 
-def start_server(install: Path | None = None, *, timeout: float = 60.0,
-                 settings: dict[str, str] | None = None) -> PgServer:
+def start_server(
+    install: Path | None = None, *, timeout: float = 60.0, settings: dict[str, str] | None = None
+) -> PgServer:
     """initdb + postgres in a fresh temp dir; returns once the server accepts connections.
 
     `settings` override the defaults (a replication primary: `wal_level`, `max_wal_senders`)."""

@@ -159,24 +159,38 @@ def test_unchanged_code_is_current_and_unanchored_memories_have_no_field(engine:
 
 def test_symbol_body_changed(engine: Engine, code: Path) -> None:
     a = save(engine, "Sessions come from `get_session()` in auth/session.py")
-    (code / "auth" / "session.py").write_text(SESSION_PY.replace("return STORE.get(token)", "return STORE.get(token.strip())"))
+    (code / "auth" / "session.py").write_text(
+        SESSION_PY.replace("return STORE.get(token)", "return STORE.get(token.strip())")
+    )
     head = git(code, "rev-parse", "--short=7", "HEAD")
     fresh, found = engine.code_changes([a])[a]
     assert fresh == "code_changed" and [(c.kind, c.path, c.symbol, c.since) for c in found] == [
-        ("symbol_changed", "auth/session.py", "get_session", head)]
+        ("symbol_changed", "auth/session.py", "get_session", head)
+    ]
     assert found[0].detail == f"the definition of get_session (auth/session.py) changed since {head}"
     # Layout and comments are not changes.
-    (code / "auth" / "session.py").write_text(SESSION_PY.replace("    return STORE.get(token)", "    # cached\n    return STORE.get(  token )"))
+    (code / "auth" / "session.py").write_text(
+        SESSION_PY.replace("    return STORE.get(token)", "    # cached\n    return STORE.get(  token )")
+    )
     assert changes(engine, a) == ("current", [])
 
 
 def test_symbol_removed_and_symbol_moved(engine: Engine, code: Path) -> None:
     a = save(engine, "`Store.put` in auth/session.py overwrites existing keys")
     b = save(engine, "Sessions come from `get_session()`")
-    (code / "auth" / "session.py").write_text(SESSION_PY.replace("    def put(self, key, value):\n        self.data[key] = value\n\n", ""))
-    (code / "auth" / "lookup.py").write_text('def get_session(token):\n    """Look a session up by its token."""\n    return STORE.get(token)\n')
-    (code / "auth" / "session.py").write_text((code / "auth" / "session.py").read_text().replace(
-        'def get_session(token):\n    """Look a session up by its token."""\n    return STORE.get(token)\n', ""))
+    (code / "auth" / "session.py").write_text(
+        SESSION_PY.replace("    def put(self, key, value):\n        self.data[key] = value\n\n", "")
+    )
+    (code / "auth" / "lookup.py").write_text(
+        'def get_session(token):\n    """Look a session up by its token."""\n    return STORE.get(token)\n'
+    )
+    (code / "auth" / "session.py").write_text(
+        (code / "auth" / "session.py")
+        .read_text()
+        .replace(
+            'def get_session(token):\n    """Look a session up by its token."""\n    return STORE.get(token)\n', ""
+        )
+    )
     git(code, "add", "-A")  # word searches are cached per index state (and for 30 s): a move is seen once staged
     assert changes(engine, a) == ("code_changed", [("symbol_removed", "Store.put", None)])
     assert changes(engine, b) == ("code_changed", [("symbol_moved", "get_session", "auth/lookup.py")])
@@ -289,7 +303,8 @@ def test_a_rename_edited_past_gits_similarity_is_followed_by_its_definitions(eng
     assert changes(engine, a) == ("code_changed", [("file_renamed", None, "shop/billing_core.py")])
     fresh, found = engine.code_changes([b])[b]
     assert fresh == "code_changed" and [(c.kind, c.path, c.symbol) for c in found] == [
-        ("symbol_changed", "shop/billing_core.py", "apply_discount")]
+        ("symbol_changed", "shop/billing_core.py", "apply_discount")
+    ]
 
 
 def test_a_heavily_edited_rename_with_two_candidates_is_a_deletion(engine: Engine, code: Path) -> None:
@@ -378,6 +393,7 @@ def test_recall_logs_its_hits_after_drift_and_refuses_bad_input_before_any_work(
     from memoryd.models import Scope
 
     save(engine, "Sessions are looked up by token in `get_session()` in auth/session.py")
+
     def logged() -> list[dict[str, Any]]:
         return engine.store.recalls(scope_hashes=[engine.scope.scope_hash], since=datetime(2000, 1, 1, tzinfo=UTC),
                                     until=None, limit=100)  # fmt: skip
@@ -433,10 +449,14 @@ def test_confirm_reanchors_to_head_with_an_audit_event(engine: Engine, code: Pat
 def test_stale_confirm_drops_what_is_gone_and_stays_in_scope(engine: Engine, code: Path, settings: Settings,
                                                              tmp_path: Path, embedder: object) -> None:  # fmt: skip
     a = save(engine, "`Store.put` and `Store.get` in auth/session.py share one dict")
-    (code / "auth" / "session.py").write_text(SESSION_PY.replace("    def put(self, key, value):\n        self.data[key] = value\n\n", ""))
+    (code / "auth" / "session.py").write_text(
+        SESSION_PY.replace("    def put(self, key, value):\n        self.data[key] = value\n\n", "")
+    )
     anchors = engine.confirm_anchors(a, reason="get still holds", actor="cli")
     assert {x.ref for x in anchors} == {"auth/session.py", "auth/session.py::Store.get"}
-    assert "dropped auth/session.py::Store.put (gone: no definition with the same name or body)" in (engine.history(a)[-1].reason or "")
+    assert "dropped auth/session.py::Store.put (gone: no definition with the same name or body)" in (
+        engine.history(a)[-1].reason or ""
+    )
     with pytest.raises(Conflict, match="has no code anchors"):
         engine.confirm_anchors(save(engine, "Deploys happen on Fridays after review"))
     with pytest.raises(NotFound, match="no atom with id 'nope'"):
@@ -578,7 +598,9 @@ def test_file_hook_adds_anchored_memories_once(engine: Engine, code: Path, setti
     assert f"[fact {a}] Sessions come from" in ctx["additionalContext"]
     assert "⚠ code changed: the definition of get_session (auth/session.py) changed since" in ctx["additionalContext"]
     assert run_hook("pre-tool-use", hook_payload(code, "auth/session.py", tool="Edit"), settings=settings).stdout == ""
-    other = run_hook("pre-tool-use", hook_payload(code, "auth/session.py", session="sess-2", tool="Write"), settings=settings)
+    other = run_hook(
+        "pre-tool-use", hook_payload(code, "auth/session.py", session="sess-2", tool="Write"), settings=settings
+    )
     assert a in other.stdout  # another session sees it again
     for path in ("web/app.ts", "/etc/hosts", "", "x" * 5000):
         assert run_hook("pre-tool-use", hook_payload(code, path, session="sess-3"), settings=settings).stdout == ""
@@ -599,7 +621,9 @@ def test_file_hook_respects_budget_and_sensitive_scopes(engine: Engine, code: Pa
     assert run_hook("pre-tool-use", hook_payload(code, "auth/session.py", session="s8"), settings=settings).stdout == ""
 
 
-def test_file_hook_reads_postgresql(engine: Engine, code: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_file_hook_reads_postgresql(
+    engine: Engine, code: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if not settings.db:
         pytest.skip("PostgreSQL variant of test_file_hook_adds_anchored_memories_once")
     monkeypatch.setenv("MEMORYD_DB", settings.db)
@@ -635,13 +659,20 @@ def test_the_file_hook_and_the_prompt_recall_never_inject_a_memory_twice(
     engine: Engine, code: Path, settings: Settings, embedder: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _hook_env(monkeypatch, settings)
-    a = save(engine, "Sessions are looked up by `get_session()` in auth/session.py, which returns None for unknown tokens")
+    a = save(
+        engine, "Sessions are looked up by `get_session()` in auth/session.py, which returns None for unknown tokens"
+    )
     settings = settings.model_copy(update={"prompt_min_score": 0.0})
     # the prompt recall first: the file hook of the same session adds nothing more
     assert a in _prompt(code, "How are sessions looked up by token?", "s-a", settings, embedder)
-    assert _context(run_hook("pre-tool-use", hook_payload(code, "auth/session.py", session="s-a"), settings=settings)) == ""
+    assert (
+        _context(run_hook("pre-tool-use", hook_payload(code, "auth/session.py", session="s-a"), settings=settings))
+        == ""
+    )
     # the file hook first: the prompt recall of that session leaves the memory out
-    assert a in _context(run_hook("pre-tool-use", hook_payload(code, "auth/session.py", session="s-b"), settings=settings))
+    assert a in _context(
+        run_hook("pre-tool-use", hook_payload(code, "auth/session.py", session="s-b"), settings=settings)
+    )
     assert a not in _prompt(code, "How are sessions looked up by token?", "s-b", settings, embedder)
     # one record per session, naming the hook that injected each memory
     from memoryd.injected import InjectedRecord
@@ -664,14 +695,21 @@ def test_what_the_brief_showed_is_not_added_again_when_its_file_is_opened(
     opened = _context(run_hook("pre-tool-use", hook_payload(code, "auth/session.py", session="s-c"), settings=settings))
     assert moved in opened and d not in opened
     # the brief's "code changed" section claims what it lists too
-    (code / "auth" / "session.py").write_text(SESSION_PY.replace("self.data[key] = value", "self.data.setdefault(key, value)"))
+    (code / "auth" / "session.py").write_text(
+        SESSION_PY.replace("self.data[key] = value", "self.data.setdefault(key, value)")
+    )
     brief = _context(run_hook("session-start", start.replace('"s-c"', '"s-d"'), settings=settings,
                               embedder=embedder))  # type: ignore[arg-type]  # fmt: skip
     assert f"({moved})" in brief and "We decided sessions come from" in brief
-    assert _context(run_hook("pre-tool-use", hook_payload(code, "auth/session.py", session="s-d"), settings=settings)) == ""
+    assert (
+        _context(run_hook("pre-tool-use", hook_payload(code, "auth/session.py", session="s-d"), settings=settings))
+        == ""
+    )
 
 
-def test_memories_for_path_claims_in_the_shared_record_and_a_raced_claim_is_left_out(engine: Engine, code: Path) -> None:
+def test_memories_for_path_claims_in_the_shared_record_and_a_raced_claim_is_left_out(
+    engine: Engine, code: Path
+) -> None:
     from memoryd.anchors.filectx import FileMemory, compose_once
     from memoryd.injected import InjectedRecord
 
@@ -751,7 +789,9 @@ def test_the_hooks_git_reading_matches_git(code: Path, tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     for where in (code, code / "auth", tmp_path / "wt" / "auth", tmp_path / "plain"):
         fast, slow = GitRepo.find(where), GitRepo.discover(where)
-        assert (fast and (fast.root, fast.git_dir, fast.common_dir)) == (slow and (slow.root, slow.git_dir, slow.common_dir))
+        assert (fast and (fast.root, fast.git_dir, fast.common_dir)) == (
+            slow and (slow.root, slow.git_dir, slow.common_dir)
+        )
         if fast is not None:
             assert repository_scope_hash(fast.root, fast.origin_url() or "") == infer_scope(where).scope_hash
     git(code, "remote", "set-url", "origin", "https://github.com/acme/other.git")

@@ -43,14 +43,14 @@ def detect_types(values):
 def _hash(text):
     return hash(text)
 '''
-UTILS_PY = '''class Progress:
+UTILS_PY = """class Progress:
     def update(self, n):
         self.n += n
-'''
-TEST_PY = '''def detect_types(values):
+"""
+TEST_PY = """def detect_types(values):
     return []
-'''
-FLAG_GO = '''package pflag
+"""
+FLAG_GO = """package pflag
 
 type FlagSet struct {
 \tname string
@@ -66,7 +66,7 @@ func Parse() {}
 func (f *FlagSet) Parse(args []string) error {
 \treturn nil
 }
-'''
+"""
 
 
 @pytest.fixture
@@ -125,7 +125,9 @@ def test_ambiguous_and_missing_names_are_reported_with_candidates(engine: Engine
 
 
 def test_explicit_qualified_anchor_resolves_and_a_wrong_one_says_why(engine: Engine, pkg: Path) -> None:
-    r = engine.memorize("rows go in batches", source="user", gate="trusted", anchors=["sqlite_utils.db.Table.insert_all"])
+    r = engine.memorize(
+        "rows go in batches", source="user", gate="trusted", anchors=["sqlite_utils.db.Table.insert_all"]
+    )
     assert r.anchors == ["sqlite_utils/db.py::Table.insert_all"]
     from memoryd.errors import InvalidInput
 
@@ -158,7 +160,9 @@ def test_a_different_definition_of_the_same_name_elsewhere_is_not_a_move(engine:
     db.write_text(DB_PY.replace("def detect_types(values):\n    return [type(v).__name__ for v in values]\n", ""))
     (pkg / "sqlite_utils" / "types.py").write_text("def detect_types(values):\n    return None\n")
     assert changes(engine, a) == ("code_changed", [("symbol_removed", "detect_types", None)])
-    (pkg / "sqlite_utils" / "types.py").write_text("def detect_types(values):\n    return [type(v).__name__ for v in values]\n")
+    (pkg / "sqlite_utils" / "types.py").write_text(
+        "def detect_types(values):\n    return [type(v).__name__ for v in values]\n"
+    )
     commit(pkg, "the same definition now")  # a new repository state: searched verdicts are not reused
     assert changes(engine, a) == ("code_changed", [("symbol_moved", "detect_types", "sqlite_utils/types.py")])
 

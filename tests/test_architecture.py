@@ -36,8 +36,19 @@ SURFACES = {
 }
 # Modules below the engine that every layer may share: data types, settings, errors, limits, and
 # surface-neutral helpers that hold no business logic.
-SHARED = {"memoryd", "config", "errors", "models", "limits", "scope", "scope_key", "extras", "http_security", "injected",
-          "stamps"}
+SHARED = {
+    "memoryd",
+    "config",
+    "errors",
+    "models",
+    "limits",
+    "scope",
+    "scope_key",
+    "extras",
+    "http_security",
+    "injected",
+    "stamps",
+}
 # Internals: what only the engine (and the layers below it) may import.
 INTERNALS = {"storage", "search", "text", "anchors", "vault", "formats", "llm"}
 
@@ -78,9 +89,7 @@ def _walk(node: ast.AST, *, skip_type_checking: bool) -> Iterator[ast.AST]:
         yield from _walk(child, skip_type_checking=skip_type_checking)
 
 
-def _import_sites(
-    path: Path, *, runtime_only: bool = False, text: str | None = None
-) -> set[tuple[str, str | None]]:
+def _import_sites(path: Path, *, runtime_only: bool = False, text: str | None = None) -> set[tuple[str, str | None]]:
     """(module, imported name or None) for every import in `path`, lazy ones inside functions included."""
     tree = ast.parse(path.read_text() if text is None else text)
     out: set[tuple[str, str | None]] = set()

@@ -27,8 +27,9 @@ with Engine.open(Settings(home=home), cwd=cwd, embedder=HashEmbedder()) as e:
 def test_parallel_writers_lose_nothing(tmp_path: Path, repo: Path) -> None:
     home = tmp_path / "home"
     procs = [
-        subprocess.Popen([sys.executable, "-c", WRITER, str(home), str(repo), str(w), "40"], stdout=subprocess.PIPE,
-                         text=True)  # fmt: skip
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(home), str(repo), str(w), "40"], stdout=subprocess.PIPE, text=True
+        )  # fmt: skip
         for w in range(4)
     ]
     acked: list[str] = []

@@ -92,6 +92,7 @@ def test_browse_by_decay_state(engine: Engine) -> None:
     _age(engine, stale, 200)
     _age(engine, gone, 300)
     _age(engine, rule, 1000)  # hard constraints never go past stale
+
     def ids(state: str) -> set[str]:
         return {x.id for x in engine.browse(BrowseQuery(decay=state)).atoms}
 
@@ -259,6 +260,9 @@ def test_search_without_a_scope_covers_every_readable_scope_and_says_so(engine: 
 def _search_every_scope(engine: Engine, far: str | None, near: str | None, other_name: str) -> None:
     page = engine.browse(BrowseQuery(q="invoices archived cold storage"))
     assert far in {h.atom.id for h in page.hits or []} and near in {h.atom.id for h in page.hits or []}
-    assert page.search_scope == f"every readable scope ({', '.join(sorted({engine.scope.name, other_name, engine.scope.global_scope().name}))})"  # noqa: E501
+    assert (
+        page.search_scope
+        == f"every readable scope ({', '.join(sorted({engine.scope.name, other_name, engine.scope.global_scope().name}))})"
+    )  # noqa: E501
     only = engine.browse(BrowseQuery(q="invoices archived cold storage", scope=engine.scope.scope_hash))
     assert far not in {h.atom.id for h in only.hits or []} and only.search_scope == f"{engine.scope.name} + global"

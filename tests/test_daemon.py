@@ -413,7 +413,10 @@ def test_a_configuration_the_daemon_cannot_serve_is_refused_as_before(d: D) -> N
     r = subprocess.run([MCP], input="", env=env, cwd=d.repo, capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and r.stdout == ""
     lines = r.stderr.strip().splitlines()
-    assert "the daemon exited at start (memoryd daemon: MEMORYD_BRIEF_MAX_CHARS: Input should be a valid integer" in lines[0]
+    assert (
+        "the daemon exited at start (memoryd daemon: MEMORYD_BRIEF_MAX_CHARS: Input should be a valid integer"
+        in lines[0]
+    )
     assert lines[-1].startswith("memoryd-mcp: MEMORYD_BRIEF_MAX_CHARS: Input should be a valid integer")
     assert not _daemons(d.home)
 
@@ -601,7 +604,11 @@ def _daemons_under(base: Path) -> list[int]:
     found = []
     for p in Path("/proc").iterdir():
         try:
-            if p.name.isdigit() and os.readlink(p / "cwd").startswith(str(base)) and b"memoryd.daemon" in (p / "cmdline").read_bytes():
+            if (
+                p.name.isdigit()
+                and os.readlink(p / "cwd").startswith(str(base))
+                and b"memoryd.daemon" in (p / "cmdline").read_bytes()
+            ):
                 found.append(int(p.name))
         except OSError:
             continue

@@ -209,7 +209,9 @@ def test_the_operator_endpoint_refuses_what_it_does_not_serve(h: Home) -> None:
         return info.value
 
     e = error({"v": 1, "method": "close", "args": {}})  # an Engine method the CLI does not call
-    assert (e.status, e.code) == (404, "not_found") and e.message.startswith("no operator method 'close'; the daemon serves")
+    assert (e.status, e.code) == (404, "not_found") and e.message.startswith(
+        "no operator method 'close'; the daemon serves"
+    )
     e = error({"v": 2, "method": "stats"})
     assert (e.code, e.message) == ("invalid_input", "operator call version 2; this daemon speaks 1")
     e = error({"v": 1, "method": "stats", "args": ["x"]})

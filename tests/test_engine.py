@@ -144,7 +144,9 @@ def test_confirm_and_demote_change_epistemic(engine: Engine) -> None:
 
 def test_replace_supersedes_and_only_head_can_be_replaced(engine: Engine) -> None:
     old = engine.memorize("主資料庫用 MongoDB 6，文件模型方便迭代").atom_id
-    r = engine.correct(old, "replace", "v3 已遷移到 PostgreSQL", new_content="主資料庫用 PostgreSQL 16，替換原 MongoDB 方案")
+    r = engine.correct(
+        old, "replace", "v3 已遷移到 PostgreSQL", new_content="主資料庫用 PostgreSQL 16，替換原 MongoDB 方案"
+    )
     assert r.effect == "applied" and r.new_atom_id
     assert engine.get(old).status == "superseded" and engine.get(old).superseded_by == r.new_atom_id
     assert engine.get(r.new_atom_id).supersedes == old
@@ -196,7 +198,9 @@ def test_quarantine_hides_and_restore_brings_back(engine: Engine) -> None:
 def test_seal_and_derive_lesson(engine: Engine) -> None:
     a = engine.memorize("The prod API key is sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD, rotate monthly").atom_id
     assert "sk-proj-abcdefghijklmnop" not in engine.get(a).content
-    r = engine.govern(a, "derive_lesson", "原文包含洩露的 API key", lesson_content="不要在程式碼或記憶中硬編碼 API key，使用環境變數")
+    r = engine.govern(
+        a, "derive_lesson", "原文包含洩露的 API key", lesson_content="不要在程式碼或記憶中硬編碼 API key，使用環境變數"
+    )
     assert r.effect == "applied" and r.lesson_atom_id
     assert engine.get(a).status == "sealed"
     lesson = engine.get(r.lesson_atom_id)
@@ -328,7 +332,10 @@ def test_explicit_global_scope_via_sdk(engine: Engine) -> None:
 def test_two_engines_on_one_store_see_each_others_vector_changes(
     settings: Settings, repo: Path, embedder: object
 ) -> None:
-    with Engine.open(settings, cwd=repo, embedder=embedder) as a, Engine.open(settings, cwd=repo, embedder=embedder) as b:  # type: ignore[arg-type]
+    with (
+        Engine.open(settings, cwd=repo, embedder=embedder) as a,
+        Engine.open(settings, cwd=repo, embedder=embedder) as b,
+    ):  # type: ignore[arg-type]
         mid = a.memorize("The cache layer uses Redis 7 with a 5 minute TTL").atom_id
         assert b.recall("Redis cache TTL").hits[0].atom.id == mid  # b catches up with a's insert
         a.update(mid, content="Sessions are stored in DynamoDB with on-demand capacity")

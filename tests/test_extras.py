@@ -50,8 +50,9 @@ def test_a_postgresql_url_without_psycopg_is_refused(monkeypatch: pytest.MonkeyP
     settings = Settings(home=tmp_path, db="postgresql://me@127.0.0.1:1/memoryd")
     with pytest.raises(MissingExtra) as exc:
         Engine.open(settings, cwd=tmp_path, embedder=HashEmbedder())
-    assert "MEMORYD_DB=postgresql://… needs the memoryd[postgres] extra (psycopg, psycopg_pool is not installed)" in str(
-        exc.value
+    assert (
+        "MEMORYD_DB=postgresql://… needs the memoryd[postgres] extra (psycopg, psycopg_pool is not installed)"
+        in str(exc.value)
     )
     assert "pipx inject memoryd psycopg[binary] psycopg-pool" in exc.value.message
 

@@ -245,8 +245,10 @@ def test_a_malformed_lines_message_is_whole_and_names_the_limit(engine: Engine, 
                     json.dumps({"content": "y" * (LIMITS["content"][0] + 1)}) + "\n", encoding="utf-8")  # fmt: skip
     r = engine.import_file(path)
     reasons = [p["reason"] for p in r.problems]
-    assert reasons == [f"tags[0] is {top + 5} characters; the limit is {top}",
-                       f"content is {LIMITS['content'][0] + 1} characters; the limit is {LIMITS['content'][0]}"]
+    assert reasons == [
+        f"tags[0] is {top + 5} characters; the limit is {top}",
+        f"content is {LIMITS['content'][0] + 1} characters; the limit is {LIMITS['content'][0]}",
+    ]
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -324,11 +326,14 @@ def test_basic_memory_reads_notes_as_its_own_parser_does(engine: Engine) -> None
     assert got["The nightly build runs at 02:00 UTC"].title == "unclosed-frontmatter"
     reasons = {p["origin"]: p["reason"] for p in r.problems}
     assert reasons["notes/broken-frontmatter.md: frontmatter"].startswith(
-        "frontmatter is not valid YAML (while scanning a quoted scalar")
+        "frontmatter is not valid YAML (while scanning a quoted scalar"
+    )
     assert reasons["notes/broken-frontmatter.md: frontmatter"].endswith(
-        "); the note is read without it, titled by its file name")
+        "); the note is read without it, titled by its file name"
+    )
     assert reasons["notes/unclosed-frontmatter.md: frontmatter"] == (
-        "the frontmatter opened by --- on line 1 is never closed; the note is read as plain markdown")
+        "the frontmatter opened by --- on line 1 is never closed; the note is read as plain markdown"
+    )
     assert r.bad == 2 and r.rejected == 0 and r.duplicates == 0
     # given: coffee 6, search design 1 prose + 4 observations + 4 relations, broken 1, unclosed 2 = 18
     assert r.imported == len(got) == 18
@@ -355,8 +360,19 @@ def test_basic_memory_observation_rules(line: str, expected: tuple[Any, ...]) ->
     assert _bm_observation(content) == expected
 
 
-@pytest.mark.parametrize("line", ["- [ ] task #t", "- [x] done #t", "- [-] dropped #t", "- [00:01:12] no tag",
-                                  "- [X] upper task", "- [link](https://x.org)", "- [[Only A Link]]", "- plain"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "- [ ] task #t",
+        "- [x] done #t",
+        "- [-] dropped #t",
+        "- [00:01:12] no tag",
+        "- [X] upper task",
+        "- [link](https://x.org)",
+        "- [[Only A Link]]",
+        "- plain",
+    ],
+)
 def test_basic_memory_non_observations(line: str) -> None:
     from memoryd.formats.basic_memory import _bm_is_observation
 
@@ -387,7 +403,10 @@ def test_basic_memory_tags_and_frontmatter_shapes(tmp_path: Path) -> None:
     assert _bm_tags(["#x", " y ", 3, None, "x"]) == ["x", "y", "3"]
     assert _bm_tags(None) == []
     assert _bm_split("---\n- a\n- b\n---\nbody\n") == (
-        {}, "body\n", "frontmatter is not a YAML mapping of fields; the note is read without it")
+        {},
+        "body\n",
+        "frontmatter is not a YAML mapping of fields; the note is read without it",
+    )
     meta, body, problem = _bm_split("---\ntitle: T\ntags: a, b\n---\n\n# T\n")
     assert (meta, problem) == ({"title": "T", "tags": "a, b"}, None) and body.strip() == "# T"
     assert _bm_split("no frontmatter\n") == ({}, "no frontmatter\n", None)

@@ -73,7 +73,9 @@ def log_text(settings: Settings) -> str:
 # -- session-start -------------------------------------------------------------------------------------
 
 
-def test_session_start_on_an_empty_store_prints_the_short_guide(settings: Settings, repo: Path, embedder: E5Embedder) -> None:
+def test_session_start_on_an_empty_store_prints_the_short_guide(
+    settings: Settings, repo: Path, embedder: E5Embedder
+) -> None:
     ctx = context_of(run_hook("session-start", payload("session-start", repo, source="startup"), settings=settings,
                               embedder=embedder))  # fmt: skip
     assert ctx.startswith("[memoryd · acme/widgets]")
@@ -106,7 +108,9 @@ def test_session_start_brief_is_bounded_in_the_memories_language_with_pending_co
 
 
 def test_the_context_is_cut_at_line_boundaries_keeping_the_pending_count() -> None:
-    body = "\n".join(["## 约束", *(f"- 约定 {i}：必须用 v{i}。 (01M8VKR9WNNTQBXJKQD6PRGNBV)" for i in range(20)), "待审核：3 条"])
+    body = "\n".join(
+        ["## 约束", *(f"- 约定 {i}：必须用 v{i}。 (01M8VKR9WNNTQBXJKQD6PRGNBV)" for i in range(20)), "待审核：3 条"]
+    )
     out = fit_lines("[memoryd · a/b]", body, 200, "待审核：3 条")
     assert len(out) <= 200 and out.endswith("\n…\n待审核：3 条")
     assert all(line in body.splitlines() for line in out.splitlines()[1:-2])
@@ -137,13 +141,21 @@ def prompt_context(out: hooks.HookOutput) -> str:
 
 
 def ask(repo: Path, prompt: str, settings: Settings, embedder: Any, session_id: str = "s-1") -> str:
-    return prompt_context(run_hook("user-prompt-submit", payload("user-prompt-submit", repo, session_id=session_id,
-                                                                 prompt=prompt), settings=settings, embedder=embedder))
+    return prompt_context(
+        run_hook(
+            "user-prompt-submit",
+            payload("user-prompt-submit", repo, session_id=session_id, prompt=prompt),
+            settings=settings,
+            embedder=embedder,
+        )
+    )
 
 
 def test_a_prompt_gets_its_relevant_memories_once_per_session(eng: Any, settings: Settings, repo: Path,
                                                                embedder: Any) -> None:  # fmt: skip
-    inv = eng.memorize("The billing service stores invoices in PostgreSQL 16; MongoDB was rejected.", source="user").atom_id
+    inv = eng.memorize(
+        "The billing service stores invoices in PostgreSQL 16; MongoDB was rejected.", source="user"
+    ).atom_id
     eng.memorize("Frontend components are written in Solid, not React.", source="user", type="decision")
     eng.memorize("Deploys go out on Tuesdays through `make release`.", source="user")
     ctx = ask(repo, "Where do we store invoices, and in which database?", settings, embedder)
@@ -211,13 +223,28 @@ def test_a_second_pre_tool_use_handler_shares_the_dispatch_and_the_injected_reco
 
     def file_memories(p: dict[str, Any], s: Settings | None) -> dict[str, Any] | None:
         fresh = hooks._claim(s, p, ["01ANCHORED0000000000000001", "01ANCHORED0000000000000002"], "pre-tool-use:file")
-        return {"additionalContext": "memories of " + p["tool_input"]["file_path"] + ": " + ", ".join(fresh)} if fresh else None
+        return (
+            {"additionalContext": "memories of " + p["tool_input"]["file_path"] + ": " + ", ".join(fresh)}
+            if fresh
+            else None
+        )
 
     def deny_env(p: dict[str, Any], s: Settings | None) -> dict[str, Any] | None:
-        return {"permissionDecision": "deny", "permissionDecisionReason": "no .env"} if p["tool_input"]["file_path"].endswith(".env") else None
+        return (
+            {"permissionDecision": "deny", "permissionDecisionReason": "no .env"}
+            if p["tool_input"]["file_path"].endswith(".env")
+            else None
+        )
 
-    monkeypatch.setattr(hooks, "PRE_TOOL_USE", [*hooks.PRE_TOOL_USE, hooks.ToolHandler("stub", lambda t: t == "Read", file_memories),
-                                                hooks.ToolHandler("env", lambda t: t == "Read", deny_env)])
+    monkeypatch.setattr(
+        hooks,
+        "PRE_TOOL_USE",
+        [
+            *hooks.PRE_TOOL_USE,
+            hooks.ToolHandler("stub", lambda t: t == "Read", file_memories),
+            hooks.ToolHandler("env", lambda t: t == "Read", deny_env),
+        ],
+    )
 
     def read(path: str) -> dict[str, Any]:
         out = run_hook("pre-tool-use", payload("pre-tool-use", repo, tool_name="Read", tool_input={"file_path": path}),
@@ -243,7 +270,10 @@ def updated_input(out: hooks.HookOutput, decision: str = "allow") -> dict[str, A
     # Claude Code's documented pairing: a rewrite comes with a decision (the user's deny/ask rules still win,
     # tests/clients/test_claude_code_hooks.py checks both with the real CLI).
     assert data["permissionDecision"] == decision
-    assert data["permissionDecisionReason"] == "memoryd: scope pinned to acme/widgets (inferred from the working directory)"
+    assert (
+        data["permissionDecisionReason"]
+        == "memoryd: scope pinned to acme/widgets (inferred from the working directory)"
+    )
     return data["updatedInput"]
 
 
@@ -255,14 +285,25 @@ def pre(repo: Path, tool: str, tool_input: Any) -> hooks.HookOutput:
 def test_pre_tool_use_overrides_the_hmg_scope_with_the_inferred_one(repo: Path) -> None:
     from memoryd.scope import infer_scope
 
-    got = updated_input(pre(repo, "mcp__hmg__memory_recall",
-                            {"query": "数据库", "max_results": 5, "scope": {"tenant_id": "x", "repository": "other"}}))
+    got = updated_input(
+        pre(
+            repo,
+            "mcp__hmg__memory_recall",
+            {"query": "数据库", "max_results": 5, "scope": {"tenant_id": "x", "repository": "other"}},
+        )
+    )
     s = infer_scope(repo)
-    assert got == {"query": "数据库", "max_results": 5, "scope": {
-        "tenant_id": s.tenant_id, "workspace": "acme", "repository": "widgets", "branch": "main"}}
+    assert got == {
+        "query": "数据库",
+        "max_results": 5,
+        "scope": {"tenant_id": s.tenant_id, "workspace": "acme", "repository": "widgets", "branch": "main"},
+    }
     assert updated_input(pre(repo, "mcp__hmg__memory_memorize", {"content": "x"}))["scope"]["repository"] == "widgets"
     # already right: the same answer, so approval does not depend on what the agent passed
-    assert updated_input(pre(repo, "mcp__hmg__memory_recall", {"query": "q", "scope": got["scope"]}))["scope"] == got["scope"]
+    assert (
+        updated_input(pre(repo, "mcp__hmg__memory_recall", {"query": "q", "scope": got["scope"]}))["scope"]
+        == got["scope"]
+    )
     # destructive: the person confirms the rewritten input
     assert updated_input(pre(repo, "mcp__hmg__memory_govern", {"target_atom": "a", "action": "seal", "reason": "r"}),
                          "ask")["scope"]["repository"] == "widgets"  # fmt: skip
@@ -270,7 +311,9 @@ def test_pre_tool_use_overrides_the_hmg_scope_with_the_inferred_one(repo: Path) 
 
 
 def test_pre_tool_use_pins_mem_scopes_to_auto_unless_global(repo: Path) -> None:
-    assert updated_input(pre(repo, "mcp__memoryd__mem_save", {"content": "c", "scope": "acme/other"}))["scope"] == "auto"
+    assert (
+        updated_input(pre(repo, "mcp__memoryd__mem_save", {"content": "c", "scope": "acme/other"}))["scope"] == "auto"
+    )
     assert updated_input(pre(repo, "mcp__memoryd__mem_search", {"query": "q"})) == {"query": "q", "scope": "auto"}
     assert updated_input(pre(repo, "mcp__memoryd__mem_search", {"query": "q", "scope": "global"}))["scope"] == "global"
     assert updated_input(pre(repo, "mcp__memoryd__mem_timeline", {"scope": "auto"})) == {"scope": "auto"}
@@ -289,7 +332,9 @@ def test_pre_tool_use_knows_the_plugin_servers_tool_names(repo: Path) -> None:
     assert pre(repo, "mcp__plugin_other_github__mem_search", {"query": "q"}).stdout == ""
 
 
-@pytest.mark.parametrize("tool", ["Bash", "Edit", "mcp__github__search", "mcp__memoryd", "mcp__memoryd_x__mem_save", ""])
+@pytest.mark.parametrize(
+    "tool", ["Bash", "Edit", "mcp__github__search", "mcp__memoryd", "mcp__memoryd_x__mem_save", ""]
+)
 def test_pre_tool_use_ignores_other_tools(repo: Path, tool: str) -> None:
     out = pre(repo, tool, {"command": "ls", "scope": "evil"})
     assert out == hooks.HookOutput()
@@ -310,7 +355,9 @@ def test_the_scoped_tool_lists_match_the_servers_input_schemas() -> None:
         return {t.name for t in await mcp.list_tools() if t.annotations and t.annotations.destructive_hint}
 
     scoped_all = hooks.HMG_SCOPED | hooks.MEM_SCOPED | hooks.MEM_REVIEW_SCOPED
-    assert (asyncio.run(destructive("hmg")) | asyncio.run(destructive("memoryd"))) & scoped_all == hooks.DESTRUCTIVE_SCOPED
+    assert (
+        asyncio.run(destructive("hmg")) | asyncio.run(destructive("memoryd"))
+    ) & scoped_all == hooks.DESTRUCTIVE_SCOPED
 
 
 # -- transcripts -> observations -------------------------------------------------------------------------------
@@ -323,7 +370,9 @@ def test_extraction_keeps_statements_and_drops_questions_logs_code_and_briefs() 
         Message("user", "- 决定从 React 切到 Solid，理由是性能+体积 (01JTZ5K8Q2W3E4R5T6Y7V8X9Z0)", 2),
         Message("user", "```\nalways = never()\n```\nok", 3),
         Message("user", "if (x) { always(); } else { never(); } return [a, b];", 4),
-        Message("assistant", "I'll always check this first.\nThe root cause was a stale lock file in .git/index.lock.", 5),
+        Message(
+            "assistant", "I'll always check this first.\nThe root cause was a stale lock file in .git/index.lock.", 5
+        ),
         Message("user", "以后都不要直接改 main 分支。这样可以吗？", 6),
     ]
     got = [(c.role, c.text) for c in extract_candidates(msgs)]
@@ -366,12 +415,30 @@ def test_a_long_transcript_is_summarised_from_its_ends(tmp_path: Path, monkeypat
 
     monkeypatch.setattr(observations, "SUMMARY_WINDOW", 2000)
     path = tmp_path / "long.jsonl"
-    rows = [{"type": "user", "message": {"role": "user", "content": "Port the billing job to Rust."},
-             "timestamp": "2026-05-01T08:00:00.000Z"}]
-    rows += [{"type": "assistant", "message": {"role": "assistant", "content": [
-        {"type": "text", "text": f"Step {i}: moved module billing_{i} and its tests over to the new crate."},
-        {"type": "tool_use", "id": f"t{i}", "name": "Edit", "input": {"file_path": f"/r/src/b{i}.rs"}}]},
-        "timestamp": "2026-05-01T09:00:00.000Z"} for i in range(200)]
+    rows = [
+        {
+            "type": "user",
+            "message": {"role": "user", "content": "Port the billing job to Rust."},
+            "timestamp": "2026-05-01T08:00:00.000Z",
+        }
+    ]
+    rows += [
+        {
+            "type": "assistant",
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "text",
+                        "text": f"Step {i}: moved module billing_{i} and its tests over to the new crate.",
+                    },
+                    {"type": "tool_use", "id": f"t{i}", "name": "Edit", "input": {"file_path": f"/r/src/b{i}.rs"}},
+                ],
+            },
+            "timestamp": "2026-05-01T09:00:00.000Z",
+        }
+        for i in range(200)
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert path.stat().st_size > 4000
     summary = observations.summarize_transcript(path)
@@ -393,8 +460,10 @@ def test_session_end_holds_every_observation_for_review_and_writes_a_handoff(
     assert texts == {
         "We always run pytest-xdist with `-n auto` in CI, so tests must never share one SQLite file.",
         "prefer the `tmp_path` fixture over tempfile.mkdtemp() — don't use /tmp directly in tests.",
-        ("The root cause was that every xdist worker shared /tmp/app.db; each test now gets its own database under "
-         "`tmp_path`."),
+        (
+            "The root cause was that every xdist worker shared /tmp/app.db; each test now gets its own database under "
+            "`tmp_path`."
+        ),
     }
     assert all(p.origin == "observation" and a.status == "pending" and a.source == "transcript" for p, a in pending)
     assert all(eng.path_of(a) is None for _, a in pending)  # no markdown file until promoted
@@ -468,7 +537,9 @@ def test_a_session_that_wrote_its_own_handoff_gets_none_from_the_hook(
              defer=False)  # fmt: skip
     assert not eng.store.list_atoms(types=["handoff"], limit=-1)
     assert {a.content for _, a in eng.review_pending(limit=50)} == {
-        "我們決定改用 PostgreSQL 16，不再使用 MySQL。", "連線池一律用 pgbouncer 的 transaction 模式。"}
+        "我們決定改用 PostgreSQL 16，不再使用 MySQL。",
+        "連線池一律用 pgbouncer 的 transaction 模式。",
+    }
     assert "the session wrote its own handoff" in log_text(settings)
 
 
@@ -478,8 +549,19 @@ def test_a_clear_win_from_a_transcript_still_waits_for_review(
     text = "Always run `make test` before pushing; CI uses pytest -n auto with pytest-timeout 300 in tests/."
     assert eng.memorize(text + " (direct)", source="user", gate="review").status == "active"  # a normal save would be
     path = tmp_path / "t.jsonl"
-    path.write_text(json.dumps({"type": "user", "sessionId": "s-9", "message": {"role": "user", "content": text},
-                                "uuid": "u1", "parentUuid": None, "timestamp": "2026-05-12T10:00:00.000Z"}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "type": "user",
+                "sessionId": "s-9",
+                "message": {"role": "user", "content": text},
+                "uuid": "u1",
+                "parentUuid": None,
+                "timestamp": "2026-05-12T10:00:00.000Z",
+            }
+        )
+        + "\n"
+    )
     report = eng.observe_transcript(path, "s-9", final=False)
     assert report.held == 1 and report.candidates[0]["status"] == "pending"
     [(promotion, atom)] = [(p, a) for p, a in eng.review_pending(limit=50) if a.content == text]
@@ -529,12 +611,16 @@ def test_unknown_events_and_internal_errors_exit_zero_with_the_error_logged(tmp_
     assert "no transcript at" in text
 
 
-def test_a_slow_hook_is_abandoned_within_its_budget(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, repo: Path) -> None:
+def test_a_slow_hook_is_abandoned_within_its_budget(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, repo: Path
+) -> None:
     monkeypatch.setattr(hooks, "PRE_TOOL_USE_BUDGET", 0.3)
     monkeypatch.setattr(hooks, "_pre_tool_use", lambda p, s: time.sleep(5) or "late")
     settings = Settings(home=tmp_path / "home")
     started = time.perf_counter()
-    out = run_hook("pre-tool-use", payload("pre-tool-use", repo, tool_name="mcp__hmg__memory_recall"), settings=settings)
+    out = run_hook(
+        "pre-tool-use", payload("pre-tool-use", repo, tool_name="mcp__hmg__memory_recall"), settings=settings
+    )
     assert out == hooks.HookOutput() and time.perf_counter() - started < 2
     assert "gave up after 0.3s" in log_text(settings)
 

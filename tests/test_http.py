@@ -38,7 +38,9 @@ async def test_loopback_http_serves_the_tools(tmp_path: Path) -> None:
                 await s.initialize()
                 names = [t.name for t in (await s.list_tools()).tools]
                 assert "memory_recall" in names
-                r = await s.call_tool("memory_memorize", {"content": "HTTP clients must send the bearer token on every request"})
+                r = await s.call_tool(
+                    "memory_memorize", {"content": "HTTP clients must send the bearer token on every request"}
+                )
                 assert r.structured_content and r.structured_content["effect"] == "applied"
 
 

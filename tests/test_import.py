@@ -182,7 +182,12 @@ def test_export_import_round_trip(engine: Engine, settings: Settings, tmp_path: 
         other = Settings(home=tmp_path / "fresh", db=None)
     with Engine.open(other, cwd=repo, embedder=engine.embedder) as fresh:
         r = fresh.import_jsonl(dump)
-        assert (r.imported, r.bad, r.rejected, r.ignored) == (3, 0, 0, n - 3)  # events, quarantined, tombstoned, pending
+        assert (r.imported, r.bad, r.rejected, r.ignored) == (
+            3,
+            0,
+            0,
+            n - 3,
+        )  # events, quarantined, tombstoned, pending
         assert shape(fresh) == shape(engine)
         assert not {a.id for a in active(fresh)} & {k.atom_id for k in keep}  # new ids
         assert all(len(fresh.history(a.id)) == 1 for a in active(fresh))  # new create events only
@@ -199,8 +204,14 @@ def test_cli_import_progress_summary_and_errors(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setenv("MEMORYD_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("MEMORYD_EMBEDDER", "hash")
     repo = make_repo(tmp_path / "widgets")
-    src = write_jsonl(tmp_path / "in.jsonl", [{"content": "Lint runs with ruff and mypy --strict in CI"}, "oops",
-                                              {"content": "Releases are tagged vX.Y.Z from main", "type": "fact"}])
+    src = write_jsonl(
+        tmp_path / "in.jsonl",
+        [
+            {"content": "Lint runs with ruff and mypy --strict in CI"},
+            "oops",
+            {"content": "Releases are tagged vX.Y.Z from main", "type": "fact"},
+        ],
+    )
 
     def cli(*args: str, code: int = 0) -> Any:
         r = runner.invoke(app, [*args, "--cwd", str(repo)])
@@ -217,7 +228,7 @@ def test_cli_import_progress_summary_and_errors(tmp_path: Path, monkeypatch: pyt
     assert "error [invalid_input]: batch_size must be a positive integer, got 0" in cli(
         "import", str(src), "--batch-size", "0", code=2).output  # fmt: skip
     assert "unknown gate 'hold'" in cli("import", str(src), "--gate", "hold", code=2).output
-    assert "Only \"content\" is required" in runner.invoke(app, ["import", "--help"]).output.replace("only", "Only")
+    assert 'Only "content" is required' in runner.invoke(app, ["import", "--help"]).output.replace("only", "Only")
     blocked = write_jsonl(tmp_path / "b.jsonl", [{"content": "The API gateway times out after 30 s", "type": "fact"},
                                                  {"content": "Never deploy on Fridays", "type": "warning"}])  # fmt: skip
     with Engine.open(Settings(), cwd=repo, embedder=HashEmbedder()) as e:

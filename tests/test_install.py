@@ -92,8 +92,10 @@ def test_project_install_into_an_empty_project_and_back(home: Path, project: Pat
         text = (project / name).read_text(encoding="utf-8")
         assert str(project.parent) not in text and "/.venv/" not in text and sys.executable not in text
     assert sorted(tree(project)) == [".claude", ".claude/settings.json", ".mcp.json"]
-    assert {c.backup for c in report.changes} == {str(_backup_path(project / ".mcp.json")),
-                                                  str(_backup_path(project / ".claude" / "settings.json"))}
+    assert {c.backup for c in report.changes} == {
+        str(_backup_path(project / ".mcp.json")),
+        str(_backup_path(project / ".claude" / "settings.json")),
+    }
     assert all(Path(c.backup).read_bytes() == ABSENT_MARK and Path(c.backup).parent == data_root / "install-backups"
                for c in report.changes if c.backup)  # fmt: skip
     assert any("enabledMcpjsonServers" in n for n in report.notes)  # how to approve, not approved silently
@@ -110,7 +112,11 @@ def test_project_install_into_an_empty_project_and_back(home: Path, project: Pat
 def test_project_scope_refuses_machine_paths_and_says_what_is_not_on_path(
     home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for kw in ({"command": MCP}, {"hook_command": f"{sys.executable} -m memoryd.agents.hooks"}, {"command": "~/bin/memoryd-mcp"}):
+    for kw in (
+        {"command": MCP},
+        {"hook_command": f"{sys.executable} -m memoryd.agents.hooks"},
+        {"command": "~/bin/memoryd-mcp"},
+    ):
         with pytest.raises(InvalidInput) as exc:
             install_claude("project", home=home, project_dir=project, **kw)  # type: ignore[arg-type]
         assert "is a path on this machine" in exc.value.message and "--scope user" in exc.value.message
@@ -118,7 +124,8 @@ def test_project_scope_refuses_machine_paths_and_says_what_is_not_on_path(
     monkeypatch.setenv("PATH", str(project))  # neither command can be found
     report = install_claude("project", home=home, project_dir=project)
     assert [n for n in report.notes if "is not on PATH here" in n] == [
-        n for n in report.notes if n.startswith(("'memoryd-mcp' is not on PATH", "'memoryd' is not on PATH"))]
+        n for n in report.notes if n.startswith(("'memoryd-mcp' is not on PATH", "'memoryd' is not on PATH"))
+    ]
     assert len([n for n in report.notes if "is not on PATH here" in n]) == 2
     relative = install_claude("project", home=home, project_dir=project, command="./tools/memoryd-mcp")
     assert load(project / ".mcp.json")["mcpServers"]["memoryd"]["command"] == "./tools/memoryd-mcp" and relative.changed
@@ -263,14 +270,20 @@ def test_the_plugin_registers_the_same_hooks_as_the_install(home: Path, project:
     assert matchers(installed["PreToolUse"]) == ["mcp__memoryd__.*", FILE_TOOLS_MATCHER]
     assert FILE_TOOLS_MATCHER.split("|") == list(FILE_TOOLS)
     claude("project", home, project)  # again: no second entry for either matcher
-    assert matchers(load(project / ".claude" / "settings.json")["hooks"]["PreToolUse"]) == matchers(installed["PreToolUse"])
+    assert matchers(load(project / ".claude" / "settings.json")["hooks"]["PreToolUse"]) == matchers(
+        installed["PreToolUse"]
+    )
 
 
 def test_an_existing_memoryd_entry_is_replaced_and_comes_back_on_uninstall(home: Path, project: Path) -> None:
     old = {"mcpServers": {"memoryd": {"command": "/old/venv/bin/memoryd-mcp", "args": []}}}
     (project / ".mcp.json").write_text(json.dumps(old), encoding="utf-8")
     (project / ".claude").mkdir()
-    stale = {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "/old/venv/bin/memoryd hook session-start"}]}]}}
+    stale = {
+        "hooks": {
+            "SessionStart": [{"hooks": [{"type": "command", "command": "/old/venv/bin/memoryd hook session-start"}]}]
+        }
+    }
     (project / ".claude" / "settings.json").write_text(json.dumps(stale), encoding="utf-8")
     before = tree(project)
     claude("project", home, project)

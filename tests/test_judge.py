@@ -225,9 +225,7 @@ class _Server:
             "id": "chatcmpl-1",
             "object": "chat.completion",
             "model": "tiny",
-            "choices": [
-                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
-            ],
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
         }
         self.replies.append((status, json.dumps(completion)))
 

@@ -44,8 +44,15 @@ def test_scores_are_in_unit_range_and_best_first() -> None:
 def test_a_common_entity_is_weak_evidence_next_to_a_unique_name() -> None:
     prom = "entity:library:Prometheus"
     common = [
-        rank.Candidate(atom_id=f"p{i:02d}", cos=None, terms=frozenset(tokens(f"svc{i} exposes Prometheus metrics")),
-                       entities=(prom,), status="active", type="fact", decay=1.0)  # fmt: skip
+        rank.Candidate(
+            atom_id=f"p{i:02d}",
+            cos=None,
+            terms=frozenset(tokens(f"svc{i} exposes Prometheus metrics")),
+            entities=(prom,),
+            status="active",
+            type="fact",
+            decay=1.0,
+        )  # fmt: skip
         for i in range(30)
     ]
     target = _c(99, "billing-exporter serves its metrics on port 9464")
@@ -61,8 +68,15 @@ def _nginx_store() -> tuple[list[rank.Candidate], rank.Query]:
     (high cosine); the answer names the rare service only, in other words (low cosine)."""
     nginx = "entity:library:Nginx"
     common = [
-        rank.Candidate(atom_id=f"n{i:02d}", cos=0.55, terms=frozenset(tokens(f"nginx caches svc{i} responses for {i} minutes")),
-                       entities=(nginx,), status="active", type="fact", decay=1.0)  # fmt: skip
+        rank.Candidate(
+            atom_id=f"n{i:02d}",
+            cos=0.55,
+            terms=frozenset(tokens(f"nginx caches svc{i} responses for {i} minutes")),
+            entities=(nginx,),
+            status="active",
+            type="fact",
+            decay=1.0,
+        )  # fmt: skip
         for i in range(30)
     ]
     target = _c(99, "The reverse proxy in front of tilecache keeps map tiles for one hour.", cos=0.25)

@@ -347,7 +347,9 @@ def no_secret(root: Path) -> None:
         assert SECRET.encode() not in data, name
 
 
-def test_install_claude_remote_project_registers_connect_and_no_hooks(places: tuple[Path, Path], tmp_path: Path) -> None:
+def test_install_claude_remote_project_registers_connect_and_no_hooks(
+    places: tuple[Path, Path], tmp_path: Path
+) -> None:
     from memoryd.agents.install import install_claude, uninstall_claude
 
     home, project = places
@@ -422,7 +424,9 @@ def test_install_codex_remote_keeps_the_users_env_vars(places: tuple[Path, Path]
 
     home, _ = places
     (tmp_path / "codex").mkdir()
-    (tmp_path / "codex" / "config.toml").write_text('[mcp_servers.memoryd]\ncommand = "x"\nenv_vars = ["HTTPS_PROXY"]\n')
+    (tmp_path / "codex" / "config.toml").write_text(
+        '[mcp_servers.memoryd]\ncommand = "x"\nenv_vars = ["HTTPS_PROXY"]\n'
+    )
     report = install_codex(home, tmp_path / "codex", command="/opt/bin/memoryd", remote=[URL], token_env=VAR)
     table = tomllib.loads((tmp_path / "codex" / "config.toml").read_text())["mcp_servers"]["memoryd"]
     assert table["env_vars"] == ["HTTPS_PROXY", VAR]
@@ -465,7 +469,9 @@ def test_install_remote_project_scope_refuses_a_path_on_this_machine(places: tup
 
     home, project = places
     with pytest.raises(InvalidInput, match="is a path on this machine"):
-        install_claude("project", home=home, project_dir=project, command="/opt/bin/memoryd", remote=[URL], token_env=VAR)
+        install_claude(
+            "project", home=home, project_dir=project, command="/opt/bin/memoryd", remote=[URL], token_env=VAR
+        )
 
 
 def test_the_install_command_line_takes_remote_and_token_env(tmp_path: Path) -> None:

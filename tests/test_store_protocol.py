@@ -62,13 +62,17 @@ class _Strict:
 
     def __getattr__(self, name: str) -> Any:
         if name not in self._allowed:
-            raise AssertionError(f"the engine used {self._what}.{name}, which the {self._what} protocol does not declare")
+            raise AssertionError(
+                f"the engine used {self._what}.{name}, which the {self._what} protocol does not declare"
+            )
         self.used.add(name)
         return getattr(self._inner, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name not in self._allowed:
-            raise AssertionError(f"the engine set {self._what}.{name}, which the {self._what} protocol does not declare")
+            raise AssertionError(
+                f"the engine set {self._what}.{name}, which the {self._what} protocol does not declare"
+            )
         setattr(self._inner, name, value)
 
 
@@ -86,7 +90,6 @@ class StrictStore(_Strict):
         self.tx_used.update(strict.used)
 
 
-
 def _session(e: Engine, tmp_path: Path) -> None:
     """A bit of everything an agent, a person and a server do."""
     a = e.memorize("We decided to use PostgreSQL 16 for the billing service's main database", source="user").atom_id
@@ -101,7 +104,9 @@ def _session(e: Engine, tmp_path: Path) -> None:
     e.timeline_window(since="30d")
     e.patch(a, tags=["db"], title="main database")
     e.update(a, content="We decided to use PostgreSQL 17 for the billing service's main database")
-    new = e.correct(a, "replace", "upgraded", new_content="The billing service runs on PostgreSQL 18 since May").new_atom_id
+    new = e.correct(
+        a, "replace", "upgraded", new_content="The billing service runs on PostgreSQL 18 since May"
+    ).new_atom_id
     assert new
     e.correct(new, "confirm_necessary", "checked")
     b = e.memorize("The cache layer uses Redis 7 with a 5 minute TTL", source="user").atom_id
@@ -185,8 +190,17 @@ def _session(e: Engine, tmp_path: Path) -> None:
     e.brief_resource()
     e.export_markdown(tmp_path / "notes")
     graph = tmp_path / "memory.jsonl"
-    graph.write_text(json.dumps({"type": "entity", "name": "billing", "entityType": "service",
-                                 "observations": ["The billing service retries webhooks three times"]}) + "\n")
+    graph.write_text(
+        json.dumps(
+            {
+                "type": "entity",
+                "name": "billing",
+                "entityType": "service",
+                "observations": ["The billing service retries webhooks three times"],
+            }
+        )
+        + "\n"
+    )
     e.import_file(graph)
     e.recover_vault()
     e.warm()

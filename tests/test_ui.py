@@ -225,13 +225,23 @@ async def test_pages_render_and_actions_leave_audit_events(web: httpx2.AsyncClie
     assert atom.content == "We use PostgreSQL 17 for the main database" and atom.tags == ["db", "core"]
     last = console.history(a)[-1]
     assert (last.action, last.actor, last.reason) == ("update", "console", "upgraded")
-    r = await web.post(f"/memories/{a}/correct", headers=ORIGIN, data={
-        "_csrf": csrf, "action": "replace", "new_content": "We use PostgreSQL 18 for the main database", "reason": "again"})
+    r = await web.post(
+        f"/memories/{a}/correct",
+        headers=ORIGIN,
+        data={
+            "_csrf": csrf,
+            "action": "replace",
+            "new_content": "We use PostgreSQL 18 for the main database",
+            "reason": "again",
+        },
+    )
     new = r.headers["location"].split("?")[0].rsplit("/", 1)[1]
     assert console.get(new).supersedes == a and console.history(a)[-1].action == "superseded"
     r = await web.post("/review", headers=ORIGIN, data={"_csrf": csrf, "single": f"promote:{held.promotion_id}"})
     assert r.status_code == 303 and "promoted: #" in _notice((await web.get(r.headers["location"])).text)
-    assert console.history(held.atom_id)[-1].action == "promote" and console.history(held.atom_id)[-1].actor == "console"
+    assert (
+        console.history(held.atom_id)[-1].action == "promote" and console.history(held.atom_id)[-1].actor == "console"
+    )
 
 
 async def test_action_errors_say_what_is_wrong(web: httpx2.AsyncClient, console: Engine) -> None:
@@ -242,18 +252,39 @@ async def test_action_errors_say_what_is_wrong(web: httpx2.AsyncClient, console:
         return await web.post(path, headers=ORIGIN, data={"_csrf": csrf, **data})
 
     cases = [
-        (f"/memories/{a}/edit", {"content": "x", "reason": ""}, 400, "reason is required: say why you edit this memory"),
-        (f"/memories/{a}/edit", {"content": "Releases are tagged vX.Y.Z from the main branch", "reason": "r"}, 400,
-         "nothing to update"),
+        (
+            f"/memories/{a}/edit",
+            {"content": "x", "reason": ""},
+            400,
+            "reason is required: say why you edit this memory",
+        ),
+        (
+            f"/memories/{a}/edit",
+            {"content": "Releases are tagged vX.Y.Z from the main branch", "reason": "r"},
+            400,
+            "nothing to update",
+        ),
         (f"/memories/{a}/correct", {"action": "demolish", "reason": "r"}, 409, "unknown action &#39;demolish&#39;"),
         (f"/memories/{a}/correct", {"action": "replace", "reason": "r"}, 409, "new_content is required for replace"),
         (f"/memories/{a}/correct", {"action": "negate", "reason": " "}, 409, "reason is required"),
-        (f"/memories/{a}/govern", {"action": "tombstone", "reason": "r"}, 400,
-         "tombstoning destroys the content: tick the box to confirm"),
-        (f"/memories/{a}/govern", {"action": "restore", "reason": "r"}, 409,
-         "atom is active; only quarantined atoms restore"),
-        (f"/memories/{a}/govern", {"action": "derive_lesson", "reason": "r"}, 409,
-         "lesson_content is required for derive_lesson"),
+        (
+            f"/memories/{a}/govern",
+            {"action": "tombstone", "reason": "r"},
+            400,
+            "tombstoning destroys the content: tick the box to confirm",
+        ),
+        (
+            f"/memories/{a}/govern",
+            {"action": "restore", "reason": "r"},
+            409,
+            "atom is active; only quarantined atoms restore",
+        ),
+        (
+            f"/memories/{a}/govern",
+            {"action": "derive_lesson", "reason": "r"},
+            409,
+            "lesson_content is required for derive_lesson",
+        ),
         ("/memories/NOPE/correct", {"action": "negate", "reason": "r"}, 404, "no atom with id &#39;NOPE&#39;"),
         (f"/memories/{a}/explode", {"reason": "r"}, 404, "no action &#39;explode&#39;"),
         ("/review", {"action": "promote"}, 400, "select at least one promotion"),
@@ -310,7 +341,9 @@ async def test_locked_scope_is_refused_and_access_can_only_be_requested(
     assert "promote" not in [e.action for e in console.history(held.atom_id)]
     r = await web.post("/health/request-access", headers=ORIGIN,
                        data={"_csrf": csrf, "scope_hash": locked, "reason": "need the payroll date"})  # fmt: skip
-    assert "ask the user to run `memoryd scope grant --minutes 30`" in _notice((await web.get(r.headers["location"])).text)
+    assert "ask the user to run `memoryd scope grant --minutes 30`" in _notice(
+        (await web.get(r.headers["location"])).text
+    )
     assert console.store.access_requests()[-1]["reason"] == "need the payroll date"
     assert [e.action for e in console.store.events(secret)] == ["create"]
 
@@ -366,7 +399,9 @@ def test_memoryd_ui_refuses_other_addresses_without_a_long_token(tmp_path: Path)
     env = server_env(tmp_path / "home", MEMORYD_EMBEDDER="hash")
     r = subprocess.run([MEMORYD, "ui", "--no-browser", "--host", "0.0.0.0", "--port", "0"], env=env,
                        capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
-    assert r.returncode == 2 and "memoryd ui: binding 0.0.0.0 needs MEMORYD_TOKEN set (at least 32 characters)" in r.stderr
+    assert (
+        r.returncode == 2 and "memoryd ui: binding 0.0.0.0 needs MEMORYD_TOKEN set (at least 32 characters)" in r.stderr
+    )
     r = subprocess.run([MEMORYD, "ui", "--no-browser", "--port", "0"], env={**env, "MEMORYD_TOKEN": "short"},
                        capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
     assert r.returncode == 2 and "MEMORYD_TOKEN is 5 characters; use at least 32" in r.stderr

@@ -120,8 +120,12 @@ def _seed(e: Engine, other: Engine) -> dict[str, Any]:
     e.recall("why does login fail")
     e.handoff("Fixed the login.py null pointer in get_session(); next: integration tests for the refresh path")
     e.session_end(s.id, "Fixed the login bug; tests pending")
-    ids["pool2"] = e.correct(ids["pool"], "replace", "pgbouncer was resized",
-                             "The PostgreSQL connection pool is 40 connections in production (pgbouncer)").new_atom_id
+    ids["pool2"] = e.correct(
+        ids["pool"],
+        "replace",
+        "pgbouncer was resized",
+        "The PostgreSQL connection pool is 40 connections in production (pgbouncer)",
+    ).new_atom_id
     held = [e.memorize(text, gate="hold") for text in (
         "maybe cache sessions in redis for the login path",
         "the flaky test in test_login.py might be a timing issue",
@@ -292,12 +296,16 @@ def test_keyboard_screen_reader_and_narrow_layouts(playwright_browser: Any, cons
         assert page.evaluate("document.activeElement.id") == "main"
         first = console.ids["promotions"][0]
         button = page.locator(f"button[name=single][value='promote:{first}']")
-        assert button.get_attribute("aria-label") == f"Promote #{first}: maybe cache sessions in redis for the login path"
+        assert (
+            button.get_attribute("aria-label") == f"Promote #{first}: maybe cache sessions in redis for the login path"
+        )
         assert page.get_by_role("button", name=f"Reject #{first}: maybe cache sessions").count() == 1
         assert page.locator("table.review tbody tr .repo").first.inner_text() == "acme/widgets"
         context.close()
         for width, scale, name in ((390, 1, "narrow-390"), (640, 2, "zoom-200")):  # 1280 px at 200% = 640 CSS px
-            context = playwright_browser.new_context(viewport={"width": width, "height": 844}, device_scale_factor=scale)
+            context = playwright_browser.new_context(
+                viewport={"width": width, "height": 844}, device_scale_factor=scale
+            )
             page = context.new_page()
             page.goto(console.url)
             for path in ("/memories", "/review", f"/memories/{long_id}", "/health"):
@@ -325,13 +333,18 @@ def test_correction_form_speaks_plainly_and_a_replace_retitles(page: Any, consol
         assert page.locator(f"{form} select[name=action]").input_value() == ""
         assert page.locator(f"{form} select[name=action] option").first.inner_text() == "Choose…"
     labels = page.locator("#correct select[name=action] option").all_inner_texts()
-    assert "It is wrong: mark it false (negate)" in labels and "It is a rule that must always hold (confirm_necessary)" in labels
+    assert (
+        "It is wrong: mark it false (negate)" in labels
+        and "It is a rule that must always hold (confirm_necessary)" in labels
+    )
     page.fill("#correct input[name=reason]", "no action chosen")
     page.click("#correct button[type=submit]")  # the browser refuses the form: nothing happens
     assert page.url.endswith(f"/memories/{old}")
     page.screenshot(path=str(shots / "correct-form.png"), full_page=True)
     page.select_option("#correct select[name=action]", "replace")
-    page.fill("#correct textarea[name=new_content]", "Invoices are uploaded to the customer portal on the first working day")
+    page.fill(
+        "#correct textarea[name=new_content]", "Invoices are uploaded to the customer portal on the first working day"
+    )
     page.fill("#correct input[name=new_tags]", "billing, portal")
     page.fill("#correct input[name=reason]", "we stopped emailing invoices")
     page.click("#correct button[type=submit]")
@@ -448,7 +461,9 @@ def hostile(tmp_path_factory: pytest.TempPathFactory, embedder: UseEmbedder) -> 
             tx.link(a, f"entity:file:{XSS}", "mentions")
             tx.link(b, f"entity:file:{XSS}", "mentions")
         ids = {"a": a, "b": b, "session": s.id, "held": held.atom_id}
-    with Engine.open(Settings(home=home), cwd=make_repo(root / "vault", remote="git@github.com:acme/vault.git"), embedder=embedder) as other:
+    with Engine.open(
+        Settings(home=home), cwd=make_repo(root / "vault", remote="git@github.com:acme/vault.git"), embedder=embedder
+    ) as other:
         other.memorize("The vault unseal keys are split between three people", source="user")
         other.mark_sensitive(True)
         other.request_sensitive_read(XSS)  # the reason is shown on the Health page

@@ -158,8 +158,9 @@ def test_console_search_is_not_a_recall(settings: Settings, tmp_path: Path) -> N
         assert [h.atom.id for h in hits] == [atom_id]
     with _engine(home, repo) as e:  # closing flushed any access time; nothing was recorded
         assert e._core.get(atom_id).last_accessed_at is None
-        assert e._core.store.recalls(scope_hashes=[e._core.scope.scope_hash], since=_epoch(), until=None,
-                                    limit=10) == []
+        assert (
+            e._core.store.recalls(scope_hashes=[e._core.scope.scope_hash], since=_epoch(), until=None, limit=10) == []
+        )
         e.recall("release branch deploys")
     with _engine(home, repo) as e:  # an agent's recall does count
         assert e._core.get(atom_id).last_accessed_at is not None

@@ -173,13 +173,9 @@ def test_unicode_is_written_as_is(tmp_path: Path) -> None:
 
 def test_times_are_rfc3339_utc_strings() -> None:
     plus8 = timezone(timedelta(hours=8))
-    atom = make_atom(
-        created_at=datetime(2026, 3, 1, 18, 0, tzinfo=plus8), updated_at=datetime(2026, 3, 1, 10, 0)
-    )
+    atom = make_atom(created_at=datetime(2026, 3, 1, 18, 0, tzinfo=plus8), updated_at=datetime(2026, 3, 1, 10, 0))
     fm = yaml.safe_load(vault.render(atom).split("---\n")[1])
-    assert (
-        fm["created"] == "2026-03-01T10:00:00.000000Z"
-    )  # converted to UTC, quoted: a string, not a timestamp
+    assert fm["created"] == "2026-03-01T10:00:00.000000Z"  # converted to UTC, quoted: a string, not a timestamp
     assert fm["updated"] == "2026-03-01T10:00:00.000000Z"  # naive means UTC
     assert isinstance(fm["created"], str)
 
@@ -374,9 +370,7 @@ def test_read_rejects_unreadable_files(tmp_path: Path) -> None:
 
 
 def test_unquoted_timestamps_and_extra_keys_are_accepted(tmp_path: Path) -> None:
-    text = (
-        f"---\nid: {ID_B}\ntype: fact\ncreated: 2026-03-01T18:00:00+08:00\ntags:\naliases: [x]\n---\n\nbody\n"
-    )
+    text = f"---\nid: {ID_B}\ntype: fact\ncreated: 2026-03-01T18:00:00+08:00\ntags:\naliases: [x]\n---\n\nbody\n"
     fm = vault.read(write(tmp_path / "x.md", text)).frontmatter
     assert fm["created"] == "2026-03-01T10:00:00.000000Z"
     assert fm["tags"] == []
@@ -406,8 +400,7 @@ def test_relative_path_layout_and_stability() -> None:
     assert vault.relative_path(make_atom(id=ID_B)) != rel
     other_scope = Scope(tenant_id="local", workspace="acme", repository="gadgets")
     assert (
-        vault.relative_path(make_atom(scope=other_scope, scope_hash=other_scope.scope_hash)).parts[0]
-        != (rel.parts[0])
+        vault.relative_path(make_atom(scope=other_scope, scope_hash=other_scope.scope_hash)).parts[0] != (rel.parts[0])
     )
 
 
@@ -504,9 +497,7 @@ def test_scan_returns_good_files_and_errors_without_touching_anything(tmp_path: 
         write(root / ".obsidian" / "workspace.md", "a dot dir"),
         write(root / "prompts" / "system.md", "a prompt, not a memory"),
     ]
-    nested_prompts = write(
-        root / "x" / "prompts" / "nested.md", "---\nid: nope\n---\nb\n"
-    )  # only top-level skipped
+    nested_prompts = write(root / "x" / "prompts" / "nested.md", "---\nid: nope\n---\nb\n")  # only top-level skipped
     snapshot = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
     files, errors = vault.scan(root)
@@ -530,9 +521,7 @@ def test_scan_missing_or_empty_root(tmp_path: Path) -> None:
 
 def test_scan_finds_what_write_wrote_for_every_type(tmp_path: Path) -> None:
     ids = ["01J9Z3Q6X0ABCDEFGHJKMNPQ" + f"{i:02d}" for i in range(len(ATOM_TYPES))]
-    atoms = [
-        make_atom(id=i, type=t, content=f"memory of type {t}") for i, t in zip(ids, ATOM_TYPES, strict=True)
-    ]
+    atoms = [make_atom(id=i, type=t, content=f"memory of type {t}") for i, t in zip(ids, ATOM_TYPES, strict=True)]
     for atom in atoms:
         save(tmp_path, atom)
     files, errors = vault.scan(tmp_path)

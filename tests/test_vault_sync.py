@@ -77,7 +77,9 @@ def test_a_missing_vault_is_written_again_not_taken_for_deletions(engine: Engine
 def test_new_file_becomes_a_memory(engine: Engine) -> None:
     new = engine.vault_root / "notes" / "deploy.md"
     new.parent.mkdir(parents=True)
-    new.write_text("---\ntype: playbook\ntitle: 部署\ntags: [ops]\n---\n\n部署前先跑 make test，再用 make release 打 tag\n")
+    new.write_text(
+        "---\ntype: playbook\ntitle: 部署\ntags: [ops]\n---\n\n部署前先跑 make test，再用 make release 打 tag\n"
+    )
     [imported] = engine.vault_sync()["imported"]
     atom = engine.get(imported["memory_id"])
     assert (atom.type, atom.title, atom.tags, atom.source) == ("playbook", "部署", ["ops"], "vault")

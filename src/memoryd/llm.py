@@ -68,9 +68,7 @@ def parse_json_object(text: str, who: str = "the LLM") -> dict[str, Any]:
 
 
 class AnthropicLLM:
-    def __init__(
-        self, api_key: str, model: str = DEFAULT_ANTHROPIC_MODEL, timeout: float = TIMEOUT_S
-    ) -> None:
+    def __init__(self, api_key: str, model: str = DEFAULT_ANTHROPIC_MODEL, timeout: float = TIMEOUT_S) -> None:
         self.name = f"anthropic:{model}"
         self.model = model
         self._api_key = api_key
@@ -111,9 +109,7 @@ def _http_module() -> Any:
 
 
 class OpenAICompatibleLLM:
-    def __init__(
-        self, base_url: str, model: str, api_key: str | None = None, timeout: float = TIMEOUT_S
-    ) -> None:
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = TIMEOUT_S) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.name = f"openai-compatible:{model}@{self.base_url}"

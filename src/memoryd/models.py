@@ -53,8 +53,9 @@ CORRECT_ACTIONS: tuple[str, ...] = CorrectAction.__args__  # type: ignore[attr-d
 GOVERN_ACTIONS: tuple[str, ...] = GovernAction.__args__  # type: ignore[attr-defined]
 
 Freshness = Literal["current", "code_changed"]
-ChangeKind = Literal["file_deleted", "file_renamed", "file_changed", "symbol_changed", "symbol_removed", "symbol_moved",
-                     "symbol_renamed"]
+ChangeKind = Literal[
+    "file_deleted", "file_renamed", "file_changed", "symbol_changed", "symbol_removed", "symbol_moved", "symbol_renamed"
+]
 
 GLOBAL_REPOSITORY = "*"
 
@@ -156,8 +157,11 @@ class CodeChange(BaseModel):
     since: str | None = Field(None, description="The commit the anchor was taken at (abbreviated).")
     to: str | None = Field(None, description="Where it went (file_renamed, symbol_moved, symbol_renamed).")
     new_symbol: str | None = Field(None, description="symbol_renamed: the name the same body has now.")
-    aspect: str | None = Field(None, description="symbol_changed: signature, body, members (a class's methods), "
-                               "annotation_only or docstring_only (the last two leave the memory current).")
+    aspect: str | None = Field(
+        None,
+        description="symbol_changed: signature, body, members (a class's methods), "
+        "annotation_only or docstring_only (the last two leave the memory current).",
+    )
     detail: str = Field(description="The change in words.")
 
 

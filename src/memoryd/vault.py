@@ -211,7 +211,7 @@ def atom_frontmatter(atom: Atom) -> dict[str, Any]:
     }
 
 
-_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 _FAST_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -518,9 +518,7 @@ def iter_scan(
         walk_errors.clear()
         here = Path(dirpath)
         at_top = here == root
-        dirnames[:] = sorted(
-            d for d in dirnames if not d.startswith(".") and not (at_top and d in SKIPPED_TOP_DIRS)
-        )
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and not (at_top and d in SKIPPED_TOP_DIRS))
         for name in sorted(filenames):
             if name.startswith(".") or not name.endswith(".md"):
                 continue

@@ -48,8 +48,14 @@ class FakeModel:
             _sse("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
             _sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
             _sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
-            _sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-                                   "usage": {"output_tokens": 5}}),  # fmt: skip
+            _sse(
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop, "stop_sequence": None},
+                    "usage": {"output_tokens": 5},
+                },
+            ),  # fmt: skip
             _sse("message_stop", {"type": "message_stop"}),
         ]
         return events

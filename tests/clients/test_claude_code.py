@@ -109,7 +109,13 @@ def test_user_scope_install_of_both_profiles_connects_and_uninstalls(c: Claude) 
     assert status["hmg"] == f"{ON_PATH} --profile hmg - ✔ Connected"
     assert status["broken"].startswith("/bin/false  - ✘ Failed to connect")
     got = c.claude("mcp", "get", "hmg")
-    for line in ("Scope: User config", "Status: ✔ Connected", "Type: stdio", f"Command: {ON_PATH}", "Args: --profile hmg"):
+    for line in (
+        "Scope: User config",
+        "Status: ✔ Connected",
+        "Type: stdio",
+        f"Command: {ON_PATH}",
+        "Args: --profile hmg",
+    ):
         assert line in got, got
     c.memoryd("uninstall", "claude", "--scope", "user")
     c.memoryd("uninstall", "claude", "--scope", "user", "--profile", "hmg")
@@ -119,7 +125,16 @@ def test_user_scope_install_of_both_profiles_connects_and_uninstalls(c: Claude) 
 def test_http_registration_connects_and_the_token_is_enforced(c: Claude) -> None:
     with http_server(c.home.parent / "data", c.repo, MEMORYD_TOKEN="s3cret-s3cret-s3cret-s3cret-s3cret-0") as port:
         url = f"http://127.0.0.1:{port}/mcp"
-        c.claude("mcp", "add", "--transport", "http", "memoryd-http", url, "--header", "Authorization: Bearer s3cret-s3cret-s3cret-s3cret-s3cret-0")
+        c.claude(
+            "mcp",
+            "add",
+            "--transport",
+            "http",
+            "memoryd-http",
+            url,
+            "--header",
+            "Authorization: Bearer s3cret-s3cret-s3cret-s3cret-s3cret-0",
+        )
         c.claude("mcp", "add", "--transport", "http", "memoryd-noauth", url)
         status = c.status()
         got = c.claude("mcp", "get", "memoryd-http")

@@ -40,8 +40,11 @@ def test_hooks_and_tools_of_a_real_claude_run_go_through_the_daemon(tmp_path: Pa
     s.env["MEMORYD_DAEMON"] = "on"
     try:
         with s.engine(s.repo) as e:
-            e.memorize("The billing service stores invoices in PostgreSQL 16; MongoDB was rejected.", source="user",
-                       type="fact")  # a fact: not in the brief, so the prompt hook adds it
+            e.memorize(
+                "The billing service stores invoices in PostgreSQL 16; MongoDB was rejected.",
+                source="user",
+                type="fact",
+            )  # a fact: not in the brief, so the prompt hook adds it
         r = subprocess.run([MEMORYD, "daemon", "start"], env=s.env, capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
         # Warm: the first recall waits for the model (the hook's budget is for a warm daemon).

@@ -46,7 +46,9 @@ def test_the_plugin_installs_from_the_local_marketplace_and_its_server_and_hooks
     s.ask(model, "LIST-PENDING")
     text = json.dumps(model.tool_results, ensure_ascii=False)
     assert "Widgets deploys with the Helm charts" in text and "Gadgets" not in text, text
-    assert "SessionStart hook additional context: [memoryd · acme/widgets]" in json.dumps(model.requests[0], ensure_ascii=False)
+    assert "SessionStart hook additional context: [memoryd · acme/widgets]" in json.dumps(
+        model.requests[0], ensure_ascii=False
+    )
 
     assert "Successfully uninstalled" in s.claude("plugin", "uninstall", "memoryd@memoryd")
     assert "plugin:memoryd" not in s.claude("mcp", "list")

@@ -49,7 +49,9 @@ def test_conformance_scenarios(tmp_path: Path) -> None:
             assert [c for c in checks if c["status"] not in ("SUCCESS", "INFO")] == [], name
         for name in UNDECLARED:
             (check,) = scenario(tmp_path, env, url, name)
-            assert check["status"] == "FAILURE" and check["errorMessage"] == "Failed: MCP error -32601: Method not found"
+            assert (
+                check["status"] == "FAILURE" and check["errorMessage"] == "Failed: MCP error -32601: Method not found"
+            )
 
 
 @pytest.mark.parametrize("args", [["--profile", "hmg"], ["--admin"]], ids=["hmg", "memoryd-admin"])

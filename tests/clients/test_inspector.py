@@ -99,7 +99,9 @@ def test_stdio_lists_every_surface_and_calls_a_tool_of_each(inspector: Inspector
     rc, out, _ = inspector.call(inspector.stdio_target(), "mem_save",
                                 {"content": "Release branches are cut every second Monday", "type": "decision"})  # fmt: skip
     assert rc == 0 and out["result"]["structuredContent"]["status"] == "saved"
-    rc, out, _ = inspector.call(inspector.stdio_target("--profile", "hmg"), "memory_recall", {"query": "release branches"})
+    rc, out, _ = inspector.call(
+        inspector.stdio_target("--profile", "hmg"), "memory_recall", {"query": "release branches"}
+    )
     assert rc == 0 and "second Monday" in out["result"]["structuredContent"]["atoms"][0]["content"]  # same store
 
 

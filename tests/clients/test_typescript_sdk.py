@@ -30,9 +30,7 @@ EXPECTED_TOOLS = {"hmg": HMG_TOOLS, "memoryd": AGENT_TOOLS, "memoryd-admin": AGE
 
 
 @contextmanager
-def sdk_target(
-    transport: str, data: Path, repo: Path, env: dict[str, str], *args: str
-) -> Iterator[dict[str, Any]]:
+def sdk_target(transport: str, data: Path, repo: Path, env: dict[str, str], *args: str) -> Iterator[dict[str, Any]]:
     """What sdk_client.mjs connects to: `memoryd-mcp ARGS` spawned by the SDK, or one on HTTP for the block."""
     if transport == "stdio":
         yield {"transport": "stdio", "command": SERVER, "args": list(args), "cwd": str(repo), "env": env}
@@ -99,7 +97,9 @@ def test_error_cases(tmp_path: Path, where: tuple[Path, Path, dict[str, str]]) -
         saved, unknown, bad_range, missing, not_found, bad_since = out["steps"]
         assert not saved["isError"] and saved["structuredContent"]["status"] == "saved"
         assert unknown["isError"] and "no_such_tool" in unknown["text"]
-        assert bad_range["isError"] and "top_k" in bad_range["text"] and "greater than or equal to 1" in bad_range["text"]
+        assert (
+            bad_range["isError"] and "top_k" in bad_range["text"] and "greater than or equal to 1" in bad_range["text"]
+        )
         assert missing["isError"] and "content" in missing["text"] and "required" in missing["text"].lower()
         # Tool errors carry text only: the SDK validates structured content even on errors.
         assert not_found["isError"] and not_found["structuredContent"] is None and "error" not in not_found

@@ -50,9 +50,11 @@ async def test_memoryd_profile_anchors_filters_and_freshness(where: tuple[Path, 
         ctx = await ok(s, "mem_context", {"memory_id": plain["memory_id"]})
         assert ctx["before"][0]["freshness"] == "code_changed" and "freshness" not in ctx["anchor"]
         assert (await err(s, "mem_search", {"query": "x", "path": "a" * 4097})).startswith(
-            "invalid_input: path is 4097 characters; the limit is 4096")
+            "invalid_input: path is 4097 characters; the limit is 4096"
+        )
         assert (await err(s, "mem_save", {"content": "x is y", "anchors": ["nope.py"]})).startswith(
-            "invalid_input: anchors[0] 'nope.py': no such file in the working tree")
+            "invalid_input: anchors[0] 'nope.py': no such file in the working tree"
+        )
 
 
 async def test_hmg_profile_keeps_its_contract_and_gains_optional_fields(where: tuple[Path, Path]) -> None:
@@ -70,9 +72,11 @@ async def test_hmg_profile_keeps_its_contract_and_gains_optional_fields(where: t
         gone = {h["atom_id"]: h for h in hits}[pinned["atom_id"]]
         assert gone["freshness"] == "code_changed" and gone["code_changes"][0]["kind"] == "symbol_removed"
         assert (await err(s, "memory_recall", {"query": "x", "symbol": "a\x00b"})).startswith(
-            "invalid_input: symbol holds a NUL character")
+            "invalid_input: symbol holds a NUL character"
+        )
         assert (await err(s, "memory_recall", {"query": "x", "symbol": "a\x01b"})).startswith(
-            "invalid_input: symbol contains control characters")
+            "invalid_input: symbol contains control characters"
+        )
         fixed = await ok(s, "memory_correct", {"target_atom": r["atom_id"], "action": "confirm_actual",
                                                "reason": "still how it works"})  # fmt: skip
         assert fixed == {"effect": "applied", "target_atom": r["atom_id"]}

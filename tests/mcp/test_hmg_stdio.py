@@ -123,7 +123,13 @@ async def test_recall_argument_errors(where: tuple[Path, Path]) -> None:
 
 async def test_every_correct_action_and_rejection(where: tuple[Path, Path]) -> None:
     async with hmg_session(*where) as s:
-        a = (await call(s, "memory_memorize", {"content": "The flaky test is probably caused by the shared tmp dir in conftest.py"}))["atom_id"]
+        a = (
+            await call(
+                s,
+                "memory_memorize",
+                {"content": "The flaky test is probably caused by the shared tmp dir in conftest.py"},
+            )
+        )["atom_id"]
         for action in ("confirm_actual", "confirm_necessary", "demote"):
             r = await call(s, "memory_correct", {"target_atom": a, "action": action, "reason": "checked"})
             assert r == {"effect": "applied", "target_atom": a}
@@ -131,7 +137,9 @@ async def test_every_correct_action_and_rejection(where: tuple[Path, Path]) -> N
                                              "new_content": "The flaky test was caused by the shared tmp dir in conftest.py"})  # fmt: skip
         assert r["effect"] == "applied" and r["new_atom_id"] and "reason" not in r
         new = r["new_atom_id"]
-        stale = await call(s, "memory_correct", {"target_atom": a, "action": "replace", "reason": "x", "new_content": "y z w"})
+        stale = await call(
+            s, "memory_correct", {"target_atom": a, "action": "replace", "reason": "x", "new_content": "y z w"}
+        )
         assert stale["effect"] == "rejected" and "superseded" in stale["reason"] and "new_atom_id" not in stale
         missing = await call(s, "memory_correct", {"target_atom": new, "action": "replace", "reason": "x"})
         assert missing["reason"] == "new_content is required for replace"
@@ -179,7 +187,9 @@ async def test_every_govern_action_and_rejection(where: tuple[Path, Path]) -> No
         assert "unknown action 'burn'" in bad["reason"]
         unknown = await call(s, "memory_govern", {"target_atom": "01JNOTANATOM", "action": "seal", "reason": "x"})
         assert "no atom with id" in unknown["reason"]
-        r = await call(s, "memory_recall", {"query": "deploy keys staging cluster Heron API key", "include_negated": True})
+        r = await call(
+            s, "memory_recall", {"query": "deploy keys staging cluster Heron API key", "include_negated": True}
+        )
         assert {x["atom_id"] for x in r["atoms"]}.isdisjoint(ids)
         lesson_hit = await call(s, "memory_recall", {"query": "硬編碼 API key"})
         assert lesson_hit["atoms"][0]["atom_id"] == lesson["lesson_atom_id"]
@@ -190,7 +200,14 @@ async def test_handoff_and_stats(where: tuple[Path, Path]) -> None:
         st0 = await call(s, "memory_stats")
         assert set(st0) == {"atoms", "edges", "indexes", "snapshot_version"}
         assert set(st0["indexes"]) == {"semantic", "keyword", "temporal", "categorical"}
-        h = await call(s, "memory_handoff", {"summary": "修復了 login.py 的空指標問題，根因是 get_session() 返回 None。下一步：補整合測試。", "source": "agent"})
+        h = await call(
+            s,
+            "memory_handoff",
+            {
+                "summary": "修復了 login.py 的空指標問題，根因是 get_session() 返回 None。下一步：補整合測試。",
+                "source": "agent",
+            },
+        )
         assert h["effect"] == "applied" and h["atom_id"] and set(h) == {"atom_id", "effect"}
         empty = await call(s, "memory_handoff", {"summary": "  "})
         assert empty == {"effect": "rejected", "reason": "summary is empty"}

@@ -24,8 +24,12 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.mark.parametrize(("args", "names"), [(("--profile", "hmg"), HMG_TOOLS), (("--admin",), AGENT_TOOLS + ADMIN_TOOLS)])
-async def test_every_tool_has_a_title_and_every_annotation(tmp_path: Path, args: tuple[str, ...], names: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("args", "names"), [(("--profile", "hmg"), HMG_TOOLS), (("--admin",), AGENT_TOOLS + ADMIN_TOOLS)]
+)
+async def test_every_tool_has_a_title_and_every_annotation(
+    tmp_path: Path, args: tuple[str, ...], names: list[str]
+) -> None:
     async with open_session("stdio", tmp_path / "home", make_repo(tmp_path / "w"), *args) as s:
         tools = (await s.list_tools()).tools
     assert [t.name for t in tools] == names
@@ -47,7 +51,10 @@ async def test_saved_prompts_are_served_with_their_arguments(transport: str, tmp
         await ok(s, "mem_save_prompt", {"name": "handoff", "content": "Write a handoff for {{this}} session."})
         prompts = {p.name: p for p in (await s.list_prompts()).prompts}
         assert list(prompts) == ["dura-extract", "handoff"]
-        assert [(a.name, a.required) for a in prompts["dura-extract"].arguments or []] == [("text", True), ("lang", True)]
+        assert [(a.name, a.required) for a in prompts["dura-extract"].arguments or []] == [
+            ("text", True),
+            ("lang", True),
+        ]
         assert prompts["dura-extract"].description == "Score DURA for: {text}"
         got = await s.get_prompt("dura-extract", {"text": "用 {PostgreSQL} 16", "lang": "zh"})
         assert got.messages[0].role == "user"
@@ -62,7 +69,11 @@ async def test_saved_prompts_are_served_with_their_arguments(transport: str, tmp
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_memories_and_the_brief_are_resources_within_the_scope_boundary(transport: str, tmp_path: Path) -> None:
-    home, repo, other = tmp_path / "home", make_repo(tmp_path / "w"), make_repo(tmp_path / "o", remote="git@x:acme/o.git")
+    home, repo, other = (
+        tmp_path / "home",
+        make_repo(tmp_path / "w"),
+        make_repo(tmp_path / "o", remote="git@x:acme/o.git"),
+    )
     async with open_session(transport, home, other) as s:
         theirs = (await ok(s, "mem_save", {"content": "Repository o keeps its deploy keys in Vault kv/o.",
                                             "type": "fact"}))["memory_id"]  # fmt: skip

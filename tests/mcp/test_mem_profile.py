@@ -160,16 +160,24 @@ async def test_session_tools(transport: str, where: tuple[Path, Path]) -> None:
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_judge_and_compare(transport: str, where: tuple[Path, Path]) -> None:
     async with open_session(transport, *where) as s:
-        old = (await ok(s, "mem_save", {"content": "前端框架用 React 18，配合 Redux 管理状态", "type": "decision"}))["memory_id"]
+        old = (await ok(s, "mem_save", {"content": "前端框架用 React 18，配合 Redux 管理状态", "type": "decision"}))[
+            "memory_id"
+        ]
         verdict = await ok(s, "mem_judge", {"new_text": "前端改用 Solid，不再使用 React", "old_memory_id": old})
         assert verdict["judgment"]["type"] == "supersedes" and verdict["source"] == "heuristic"
         assert verdict["band"] in ("auto", "review") and 0 <= verdict["judgment"]["confidence"] <= 1
-        unrelated = await ok(s, "mem_judge", {"new_text": "Backups run nightly at 02:00 UTC to S3", "old_memory_id": old})
+        unrelated = await ok(
+            s, "mem_judge", {"new_text": "Backups run nightly at 02:00 UTC to S3", "old_memory_id": old}
+        )
         assert unrelated["judgment"]["type"] == "unrelated" and unrelated["band"] == "ignore"
-        new = (await ok(s, "mem_save", {"content": "前端框架改用 Solid 1.9，不再使用 React", "type": "decision"}))["memory_id"]
+        new = (await ok(s, "mem_save", {"content": "前端框架改用 Solid 1.9，不再使用 React", "type": "decision"}))[
+            "memory_id"
+        ]
         cmp = await ok(s, "mem_compare", {"memory_id_a": old, "memory_id_b": new})
         assert cmp["a"]["memory_id"] == old and cmp["b"]["memory_id"] == new
-        assert any(line.startswith("-") for line in cmp["diff_lines"]) and any(line.startswith("+") for line in cmp["diff_lines"])
+        assert any(line.startswith("-") for line in cmp["diff_lines"]) and any(
+            line.startswith("+") for line in cmp["diff_lines"]
+        )
         assert cmp["judgment"]["type"] == "supersedes"
         assert "not_found" in await err(s, "mem_judge", {"new_text": "x y z", "old_memory_id": "nope"})
         assert "not_found" in await err(s, "mem_compare", {"memory_id_a": old, "memory_id_b": "nope"})
@@ -243,7 +251,9 @@ async def test_admin_tools(transport: str, where: tuple[Path, Path], tmp_path: P
         assert (await ok(s, "mem_stats", {"scope": old_hash}))["total"] == 2  # dry run changed nothing
         done = await ok(s, "mem_merge_projects", {"scope_a": cur["scope_hash"], "scope_b": old_hash, "dry_run": False})
         assert (done["moved"], done["deduped"]) == (1, 1)
-        assert "same scope" in await err(s, "mem_merge_projects", {"scope_a": cur["scope_hash"], "scope_b": "acme/widgets"})
+        assert "same scope" in await err(
+            s, "mem_merge_projects", {"scope_a": cur["scope_hash"], "scope_b": "acme/widgets"}
+        )
         found = await ok(s, "mem_search", {"query": "Bazel remote caching"})
         assert "Bazel 7" in found["results"][0]["content_preview"]
         doctor = await ok(s, "mem_doctor", {})

@@ -83,14 +83,16 @@ class Host:
     def memoryd(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         return self.run(MEMORYD, *args, timeout=timeout)
 
-    def turn(self, message: str, *, agent: str = "main", session: str | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def turn(
+        self, message: str, *, agent: str = "main", session: str | None = None
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """One `openclaw agent --local` turn: its JSON result and the requests the model received in it."""
         start = len(self.model.requests)
         session = session or f"s{time.monotonic_ns()}"
         r = self.openclaw("agent", "--local", "--agent", agent, "--session-id", session, "--message", message,
                           "--json", "--timeout", "180")  # fmt: skip
         assert r.returncode == 0, f"openclaw agent failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
-        out = json.loads(r.stdout[r.stdout.index("{"):])
+        out = json.loads(r.stdout[r.stdout.index("{") :])
         self.last_stderr = r.stderr
         return out, self.model.requests[start:]
 
@@ -135,13 +137,17 @@ class Host:
         info = json.loads((self.data / "daemon.json").read_text())
         return str(info["socket"])
 
-    def api(self, path: str, body: dict[str, Any] | None = None, *, scope: dict[str, str] | None = None) -> tuple[int, Any]:
+    def api(
+        self, path: str, body: dict[str, Any] | None = None, *, scope: dict[str, str] | None = None
+    ) -> tuple[int, Any]:
         conn = UnixHTTP(self.socket())
         headers = {"Content-Type": "application/json", "Memoryd-Version": "tests; api=1",
                    "Memoryd-Client": json.dumps({"host": "cli", "agent": "tests"})}  # fmt: skip
         if scope is not None:
             headers["Memoryd-Scope"] = json.dumps(scope)
-        conn.request("POST" if body is not None else "GET", path, json.dumps(body) if body is not None else None, headers)
+        conn.request(
+            "POST" if body is not None else "GET", path, json.dumps(body) if body is not None else None, headers
+        )
         resp = conn.getresponse()
         data = json.loads(resp.read() or b"{}")
         conn.close()

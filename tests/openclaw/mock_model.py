@@ -93,7 +93,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         r = self.model.reply(body)
         if "tool" in r:
-            call = {"id": r["id"], "type": "function", "function": {"name": r["tool"], "arguments": json.dumps(r["args"])}}
+            call = {
+                "id": r["id"],
+                "type": "function",
+                "function": {"name": r["tool"], "arguments": json.dumps(r["args"])},
+            }
             message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
             finish = "tool_calls"
         else:

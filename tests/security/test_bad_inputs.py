@@ -30,7 +30,14 @@ from ._util import answer, env_for, person, session
 
 pytestmark = pytest.mark.anyio
 CODES = ("invalid_input: ", "not_found: ", "conflict: ")
-DUMP_MARKS = ("validation error for", "errors.pydantic.dev", "input_value", "Traceback", "type=", "Error executing tool")
+DUMP_MARKS = (
+    "validation error for",
+    "errors.pydantic.dev",
+    "input_value",
+    "Traceback",
+    "type=",
+    "Error executing tool",
+)
 MB = "q" * 1_000_000
 
 
@@ -139,11 +146,11 @@ RAW_LINES = [
     b'{"jsonrpc":"2.0","id":%d}',
     b'{"jsonrpc":"2.0","id":%d,"method":5}',
     b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":"nope"}',
-    b'[]',
-    b'[1, 2]',
+    b"[]",
+    b"[1, 2]",
     b'"just a string %d"',
-    b'not json at all %d',
-    b'\xff\xfe\xfd %d',
+    b"not json at all %d",
+    b"\xff\xfe\xfd %d",
 ]
 
 
@@ -164,8 +171,20 @@ def _raw_probe(settings: Settings, cwd: Path) -> list[tuple[bytes, bytes | None]
         return p.stdout.readline() if ready else None
 
     try:
-        send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}).encode())
+        send(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {},
+                        "clientInfo": {"name": "t", "version": "0"},
+                    },
+                }
+            ).encode()
+        )
         assert recv() is not None
         send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
         out = []
@@ -232,8 +251,10 @@ async def test_bad_inputs_get_stable_codes_and_never_hang(settings: Settings, tm
             problems.append((line[:80], "raw", "validation dump", reply[:200]))
     total = len(cases) + len(RAW_LINES)
     with capsys.disabled():
-        print(f"\nbad inputs tried: {total} ({len(cases)} tool calls, {len(RAW_LINES)} raw lines); "
-              f"answered {answered + len(raw) - 1 - len(hangs)}, hangs {len(hangs)}, dumps/unclean {len(problems)}")
+        print(
+            f"\nbad inputs tried: {total} ({len(cases)} tool calls, {len(RAW_LINES)} raw lines); "
+            f"answered {answered + len(raw) - 1 - len(hangs)}, hangs {len(hangs)}, dumps/unclean {len(problems)}"
+        )
     assert total >= 98
     assert not hangs, hangs
     assert not problems, problems

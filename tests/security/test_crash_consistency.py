@@ -124,8 +124,11 @@ def test_kill_minus_9_never_loses_or_invents(settings: Settings, tmp_path: Path,
         acks = [ln for ln in lines if ln[0] == "ack"]
         killed_after_ack += bool(lines) and lines[-1][0] == "ack"
         # restart: what a server does at start (recovery + vault sync), then look
-        with Engine.open(settings, cwd=repo, embedder=HashEmbedder(), authority="operator") if run % 10 == 9 \
-                else _Same(checker) as e:  # a fresh process's engine now and then, the same one otherwise
+        with (
+            Engine.open(settings, cwd=repo, embedder=HashEmbedder(), authority="operator")
+            if run % 10 == 9
+            else _Same(checker) as e
+        ):  # a fresh process's engine now and then, the same one otherwise
             report = e.vault_sync()
             actual = _state(e)
             expected: dict[str, tuple[str, str] | None] = dict(base)
@@ -136,7 +139,9 @@ def test_kill_minus_9_never_loses_or_invents(settings: Settings, tmp_path: Path,
                 want, got = expected.get(atom_id), actual.get(atom_id)
                 if want == got:
                     continue
-                related = inflight is not None and (atom_id == inflight[2] or (got is not None and inflight[3] in got[1]))
+                related = inflight is not None and (
+                    atom_id == inflight[2] or (got is not None and inflight[3] in got[1])
+                )
                 if related:
                     continue  # the one operation in flight may or may not have committed
                 history = [" ".join(ln) for ln in lines if atom_id in ln]
@@ -163,7 +168,9 @@ def test_kill_minus_9_never_loses_or_invents(settings: Settings, tmp_path: Path,
                 problems.append(("chain", run, chain.problem))
     checker.close()
     with capsys.disabled():
-        print(f"\nkill -9 runs: {runs} ({'postgresql' if settings.db else 'sqlite'}), lost {lost}, invented "
-              f"{invented}, spurious sync events {spurious}, killed right after an ack {killed_after_ack}")
+        print(
+            f"\nkill -9 runs: {runs} ({'postgresql' if settings.db else 'sqlite'}), lost {lost}, invented "
+            f"{invented}, spurious sync events {spurious}, killed right after an ack {killed_after_ack}"
+        )
     assert runs >= (50 if not settings.db else 10)
     assert not problems, problems[:10]

@@ -41,6 +41,7 @@ async def test_off_loopback_bind_checks_host_origin_token_and_scheme(tmp_path: P
     with http_server(tmp_path / "home", tmp_path, *args, host="0.0.0.0", MEMORYD_TOKEN=TOKEN) as port:
         url = f"http://127.0.0.1:{port}/mcp"
         async with httpx2.AsyncClient() as client:
+
             async def post(**headers: str) -> httpx2.Response:
                 return await client.post(url, json=INIT, headers={**HEADERS, **headers})
 
@@ -85,7 +86,9 @@ async def test_token_comparison_is_constant_time(monkeypatch: pytest.MonkeyPatch
 async def test_bad_bodies_get_a_json_rpc_error(tmp_path: Path) -> None:
     with http_server(tmp_path / "home", tmp_path) as port:
         url = f"http://127.0.0.1:{port}/mcp"
-        call = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"mem_search","arguments":{"query":"%s"}}}'
+        call = (
+            b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"mem_search","arguments":{"query":"%s"}}}'
+        )
         async with httpx2.AsyncClient(timeout=20) as client:
             r = await client.post(url, content=call % b"a\xff\xfeb", headers=HEADERS)
             assert r.status_code == 400 and r.json()["error"]["code"] == -32700 and r.json()["id"] == 7
@@ -128,7 +131,11 @@ async def test_the_console_and_the_transport_decide_alike() -> None:
     for name, guarded in surfaces.items():
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=guarded), base_url="http://x") as c:
             for host, origin, auth, allowed in cases:
-                headers = {"Host": host, **({"Origin": origin} if origin else {}), **({"Authorization": auth} if auth else {})}
+                headers = {
+                    "Host": host,
+                    **({"Origin": origin} if origin else {}),
+                    **({"Authorization": auth} if auth else {}),
+                }
                 r = await c.get("/health", headers=headers)
                 assert (r.status_code < 400) == allowed, (name, host, origin, auth, r.status_code)
                 if not allowed and "evil" in host + (origin or ""):

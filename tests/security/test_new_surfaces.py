@@ -129,7 +129,9 @@ def test_console_form_fields_follow_the_limits_table(engine: Engine) -> None:
     with pytest.raises(InvalidInput, match="title is 201 characters"):
         console.update(atom, title="t" * 201, actor="console")
     console.update(atom, title=f"deploy with {GITHUB}", actor="console", reason=f"pasted {DSN}")
-    assert GITHUB not in (console.get(atom).title or "") and all(DSN not in (e.reason or "") for e in console.history(atom))
+    assert GITHUB not in (console.get(atom).title or "") and all(
+        DSN not in (e.reason or "") for e in console.history(atom)
+    )
 
 
 def test_the_console_acts_as_the_person_with_sensitive_scopes_locked(
@@ -194,7 +196,10 @@ async def test_prompts_and_resources_keep_the_limits_redaction_and_scope(setting
         assert "hunter2secret" not in hand.messages[0].content.text  # type: ignore[union-attr]
         for args, message in (
             ({f"a{i}": "x" for i in range(LIMITS["prompt_args"][0] + 1)}, "arguments has 33 items; the limit is 32"),
-            ({"service": "x" * (LIMITS["prompt_arg"][0] + 1)}, "argument service is 8001 characters; the limit is 8000"),
+            (
+                {"service": "x" * (LIMITS["prompt_arg"][0] + 1)},
+                "argument service is 8001 characters; the limit is 8000",
+            ),
         ):
             with pytest.raises(MCPError) as exc:
                 await s.get_prompt("deploy", args)
@@ -218,7 +223,9 @@ async def test_prompts_and_resources_keep_the_limits_redaction_and_scope(setting
 def test_imported_texts_are_bounded_and_redacted(engine: Engine, settings: Settings, tmp_path: Path) -> None:
     folder = tmp_path / "notes"
     folder.mkdir()
-    (folder / "long.md").write_text("---\ntitle: " + "T" * 300 + "\ntags: [ops]\n---\n\nDeploys use blue-green switches.\n")
+    (folder / "long.md").write_text(
+        "---\ntitle: " + "T" * 300 + "\ntags: [ops]\n---\n\nDeploys use blue-green switches.\n"
+    )
     (folder / "secret.md").write_text(f"---\ntitle: Staging {GITHUB}\ntags: [ops]\n---\n\nStaging uses {DSN}.\n")
     (folder / "tags.md").write_text("---\ntitle: Tags\ntags: [" + "x" * 100 + "]\n---\n\nThe cache is Redis 7.\n")
     report = engine.import_file(folder, format="basic-memory")

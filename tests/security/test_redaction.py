@@ -51,8 +51,10 @@ def test_corpus_size_and_figures(capsys: pytest.CaptureFixture[str]) -> None:
     redacted = [c for c in SECRETS if c["secret"] not in redact(c["text"]).text]
     changed = [t for t in BENIGN if redact(t).text != t]
     with capsys.disabled():
-        print(f"\nsecrets redacted {len(redacted)}/{len(SECRETS)} over {len(families)} families; "
-              f"benign altered {len(changed)}/{len(BENIGN)}")
+        print(
+            f"\nsecrets redacted {len(redacted)}/{len(SECRETS)} over {len(families)} families; "
+            f"benign altered {len(changed)}/{len(BENIGN)}"
+        )
     assert len(SECRETS) >= 80 and len(families) >= 35 and {"en", "zh"} <= langs
     assert len(BENIGN) >= 80
     assert len(redacted) == len(SECRETS), [c["text"] for c in SECRETS if c not in redacted]
@@ -100,7 +102,9 @@ def _stored_bytes(settings: Settings) -> list[tuple[str, bytes]]:
     return out
 
 
-def test_no_secret_reaches_any_stored_byte(settings: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_secret_reaches_any_stored_byte(
+    settings: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     repo = make_repo(tmp_path / "widgets")
     pool = iter([c for c in SECRETS if "\n" not in c["secret"]] * 3)
 

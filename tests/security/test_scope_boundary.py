@@ -100,12 +100,16 @@ async def test_cross_repository_ids_are_not_found_on_every_id_tool(
     for target in (m1, a["pending"], a["quarantined"]):
         for action in ("negate", "confirm_actual", "confirm_necessary", "demote"):
             args = {"action": action, "reason": "from beta"}
-            hmg.append(("memory_correct", {"target_atom": target, **args}, {"target_atom": ghost, **args}, target, ghost))
+            hmg.append(
+                ("memory_correct", {"target_atom": target, **args}, {"target_atom": ghost, **args}, target, ghost)
+            )
         args = {"action": "replace", "reason": "from beta", "new_content": "Alpha uses MySQL 8 now"}
         hmg.append(("memory_correct", {"target_atom": target, **args}, {"target_atom": ghost, **args}, target, ghost))
         for action in ("quarantine", "seal", "tombstone"):
             args = {"action": action, "reason": "from beta"}
-            hmg.append(("memory_govern", {"target_atom": target, **args}, {"target_atom": ghost, **args}, target, ghost))
+            hmg.append(
+                ("memory_govern", {"target_atom": target, **args}, {"target_atom": ghost, **args}, target, ghost)
+            )
         args = {"action": "derive_lesson", "reason": "from beta", "lesson_content": "Never trust alpha's pool size"}
         hmg.append(("memory_govern", {"target_atom": target, **args}, {"target_atom": ghost, **args}, target, ghost))
 
@@ -119,17 +123,25 @@ async def test_cross_repository_ids_are_not_found_on_every_id_tool(
                 if tool.startswith("memory_"):
                     leak_free = leak_free and kind == "ok" and got is not None and got["effect"] == "rejected"
                 elif tool in ("mem_promote", "mem_reject") and "promotion_ids" in real_args:
-                    leak_free = leak_free and kind == "ok" and got is not None and not (got.get("promoted") or
-                                                                                     got.get("rejected"))
+                    leak_free = (
+                        leak_free
+                        and kind == "ok"
+                        and got is not None
+                        and not (got.get("promoted") or got.get("rejected"))
+                    )
                 else:
-                    leak_free = leak_free and kind == "error" and got is not None and got["text"].startswith("not_found: ")
+                    leak_free = (
+                        leak_free and kind == "error" and got is not None and got["text"].startswith("not_found: ")
+                    )
                 if leak_free:
                     refused += 1
                 else:
                     failures.append((tool, real_args, kind, got, missing))
     total = len(mem) + len(hmg)
     with capsys.disabled():
-        print(f"\ncross-repository by-id attempts refused: {refused}/{total} ({settings.db and 'postgresql' or 'sqlite'})")
+        print(
+            f"\ncross-repository by-id attempts refused: {refused}/{total} ({settings.db and 'postgresql' or 'sqlite'})"
+        )
     assert not failures, failures
     assert refused == total
     with person(settings, alpha) as e:
@@ -174,7 +186,12 @@ async def test_sensitive_scope_refuses_reads_writes_and_governance_without_a_gra
         async with session(settings, vault, *profile) as sess:
             for tool, args in calls:
                 kind, got = await answer(sess, tool, args)
-                if kind == "rpc" and got and got["code"] == -32001 and got["message"].startswith("AuthorizationRequired: "):
+                if (
+                    kind == "rpc"
+                    and got
+                    and got["code"] == -32001
+                    and got["message"].startswith("AuthorizationRequired: ")
+                ):
                     refused += 1
                 else:
                     failures.append((tool, kind, got))
@@ -215,7 +232,9 @@ def test_engine_methods_by_id_respect_the_boundary(settings: Settings, tmp_path:
             agent.session_end(a["session"], "closed")
         assert agent.review_pending(scope="global") == []  # A's promotion is not listed from B
         done, skipped = agent.promote([a["promotion"]])
-        assert done == [] and skipped == [{"promotion_id": a["promotion"], "reason": f"no promotion with id {a['promotion']}"}]
+        assert done == [] and skipped == [
+            {"promotion_id": a["promotion"], "reason": f"no promotion with id {a['promotion']}"}
+        ]
         # the person reaches every scope by id
         assert alpha_person.get(a["m1"]).id == a["m1"]
     with person(settings, beta) as op:

@@ -26,7 +26,10 @@ async def test_a_foreign_scope_argument_gets_a_warning_saying_where_it_went(sett
     async with session(settings, repo) as s:
         for tool, args in (
             ("mem_save", {"content": "Deploys run nightly from main with Argo CD", "scope": "acme/other"}),
-            ("mem_capture_passive", {"content": "Mirrors sync hourly", "source": "mirror", "scope": "0123abcd0123abcd"}),
+            (
+                "mem_capture_passive",
+                {"content": "Mirrors sync hourly", "source": "mirror", "scope": "0123abcd0123abcd"},
+            ),
             ("mem_search", {"query": "deploys", "scope": "acme/other"}),
             ("mem_timeline", {"scope": "evil/repo"}),
             ("mem_session_start", {"title": "x", "scope": "evil/repo"}),

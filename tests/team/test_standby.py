@@ -204,7 +204,8 @@ def test_read_urls_lists_and_libpq_multi_host_strings() -> None:
     assert [conninfo_to_dict(d) for d in got] == [
         {"host": "h1", "port": "5433", "user": "u", "dbname": "mem", "sslmode": "prefer"},
         {"host": "h2", "port": "5434", "user": "u", "dbname": "mem", "sslmode": "prefer"},
-        {"host": "h3", "user": "u", "dbname": "mem"}, {"host": "h4", "port": "6000", "user": "u", "dbname": "mem"},
+        {"host": "h3", "user": "u", "dbname": "mem"},
+        {"host": "h4", "port": "6000", "user": "u", "dbname": "mem"},
     ]  # one standby per host; target_session_attrs is the router's business (docs/TEAM.md)
     with pytest.raises(StorageError) as err:
         read_targets(["postgresql://u@h1:1,h2:2,h3:3/mem?port=1,2"])
@@ -228,9 +229,11 @@ def test_db_read_flag_errors(pair: Pair, tmp_path: Path) -> None:
         "memoryd-mcp: --db-read needs --team: hot standbys serve a team server's reads (a person's own memoryd "
         "reads its own store)")  # fmt: skip
     assert _exits(home, "--team", "--db-read", read) == (
-        "memoryd-mcp: --db-read needs a PostgreSQL primary for the writes: --db postgresql://… (or MEMORYD_DB)")
+        "memoryd-mcp: --db-read needs a PostgreSQL primary for the writes: --db postgresql://… (or MEMORYD_DB)"
+    )
     assert _exits(home, "--team", "--db", dsn, "--db-read", f"{read},mysql://u:secret@h/db") == (
-        "memoryd-mcp: --db-read mysql://… is not a postgresql://… URL of a hot standby of --db")
+        "memoryd-mcp: --db-read mysql://… is not a postgresql://… URL of a hot standby of --db"
+    )
     primary_as_standby = _exits(home, "--team", "--db", dsn, "--db-read", dsn, MEMORYD_EMBEDDER="hash")
     assert primary_as_standby.startswith("memoryd-mcp: memoryd could not open its store: --db-read 127.0.0.1:")
     assert "is not a hot standby (pg_is_in_recovery() is false there: a primary?)" in primary_as_standby
@@ -248,7 +251,12 @@ class _Person:
 
     async def call(self, client: httpx2.AsyncClient, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         self.n += 1
-        body = {"jsonrpc": "2.0", "id": self.n, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+        body = {
+            "jsonrpc": "2.0",
+            "id": self.n,
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments},
+        }
         r = await client.post(self.url, json=body, headers=self.headers)
         assert r.status_code == 200, (tool, r.status_code, r.text[:300])
         result = r.json()["result"]
@@ -292,9 +300,11 @@ def test_team_replicas_read_on_the_standby_and_survive_its_kill(pair: Pair, tmp_
             until = time.monotonic() + seconds
             tasks = [person(p, until) for p in who]
             if kill_at is not None:
+
                 async def killer() -> None:
                     await asyncio.sleep(kill_at)
                     await asyncio.to_thread(pair.standby.kill)
+
                 tasks.append(killer())
             await asyncio.gather(*tasks)
 

@@ -41,6 +41,8 @@ def test_operator_commands(tmp_path: Path) -> None:
     assert local.returncode == 2 and "cannot be shared" in local.stderr
     assert run(home, "team", "list").stdout.splitlines() == ["core: alice, bob", "acme/api -> core"]
     assert json.loads(run(home, "team", "list", "--json").stdout) == {
-        "teams": {"core": ["alice", "bob"]}, "shares": [{"repository": "acme/api", "team": "core"}]}
+        "teams": {"core": ["alice", "bob"]},
+        "shares": [{"repository": "acme/api", "team": "core"}],
+    }
     verify = json.loads(run(home, "verify", "--json").stdout)
     assert verify["ok"] and verify["events"] == 6  # 2 tokens, 1 team, 2 members, 1 share

@@ -91,7 +91,11 @@ async def session(team: Team, who: str, repo: str = "acme/api", replica: str = "
     headers = {"Authorization": f"Bearer {team.tokens[who]}", "Memoryd-Scope": scope_header(repo)}
     client = httpx2.AsyncClient(headers=headers, timeout=120)
     url = f"http://127.0.0.1:{team.ports[replica]}/mcp"
-    async with client, streamable_http_client(url, http_client=client) as (read, write), ClientSession(read, write) as s:
+    async with (
+        client,
+        streamable_http_client(url, http_client=client) as (read, write),
+        ClientSession(read, write) as s,
+    ):
         await s.initialize()
         yield s
 
@@ -111,7 +115,9 @@ async def ok(s: ClientSession, tool: str, args: dict[str, Any] | None = None) ->
 
 async def raw(team: Team, headers: dict[str, str], replica: str = "a") -> httpx2.Response:
     async with httpx2.AsyncClient(timeout=60) as client:
-        return await client.post(f"http://127.0.0.1:{team.ports[replica]}/mcp", json=INIT, headers={**HEADERS, **headers})
+        return await client.post(
+            f"http://127.0.0.1:{team.ports[replica]}/mcp", json=INIT, headers={**HEADERS, **headers}
+        )
 
 
 # -- the isolation matrix ------------------------------------------------------------------------
@@ -122,19 +128,27 @@ async def test_isolation_matrix(team: Team) -> None:
     async with session(team, "alice", "acme/api") as s:
         shared = (await ok(s, "mem_save", {"content": "The api deploys with blue-green releases on Fridays",
                                            "type": "decision"}))["memory_id"]  # fmt: skip
-        shared2 = (await ok(s, "mem_save", {"content": "The api rate limiter allows 300 requests per minute"}))["memory_id"]
-        shared_del = (await ok(s, "mem_save", {"content": "The api staging database is refreshed every Monday"}))["memory_id"]
+        shared2 = (await ok(s, "mem_save", {"content": "The api rate limiter allows 300 requests per minute"}))[
+            "memory_id"
+        ]
+        shared_del = (await ok(s, "mem_save", {"content": "The api staging database is refreshed every Monday"}))[
+            "memory_id"
+        ]
         shared_pending = await ok(s, "mem_save", {"content": grey})
         assert shared_pending["status"] == "pending"
     async with session(team, "alice", "acme/web") as s:
-        private = (await ok(s, "mem_save", {"content": "The web frontend secret roadmap ships the redesign in May"}))["memory_id"]
+        private = (await ok(s, "mem_save", {"content": "The web frontend secret roadmap ships the redesign in May"}))[
+            "memory_id"
+        ]
         global_ = (await ok(s, "mem_save", {"content": "Alice prefers terse commit messages in the imperative",
                                             "type": "preference", "scope": "global"}))["memory_id"]  # fmt: skip
         private_pending = await ok(s, "mem_save", {"content": "Right now the build is red"})
         assert private_pending["status"] == "pending"
         session_id = (await ok(s, "mem_session_start", {"title": "web redesign"}))["session_id"]
     async with session(team, "carol", "acme/api") as s:
-        carols = (await ok(s, "mem_save", {"content": "Carol's api notes: the billing exporter runs hourly"}))["memory_id"]
+        carols = (await ok(s, "mem_save", {"content": "Carol's api notes: the billing exporter runs hourly"}))[
+            "memory_id"
+        ]
 
     texts = {shared: "blue-green releases Fridays", private: "secret roadmap redesign May",
              global_: "terse commit messages imperative", carols: "billing exporter runs hourly"}  # fmt: skip
@@ -165,8 +179,10 @@ async def test_isolation_matrix(team: Team) -> None:
                                ("mem_compare", {"memory_id_a": target, "memory_id_b": target})]:  # fmt: skip
                 is_error, _, text = await call(s, tool, args)
                 check(f"{tag} {tool}", is_error and text.startswith("not_found:"))
-            for tool, args in [("mem_session_summary", {"session_id": session_id}),
-                               ("mem_session_end", {"session_id": session_id, "summary": "ended by someone else"})]:
+            for tool, args in [
+                ("mem_session_summary", {"session_id": session_id}),
+                ("mem_session_end", {"session_id": session_id, "summary": "ended by someone else"}),
+            ]:
                 is_error, _, text = await call(s, tool, args)
                 check(f"{tag} {tool}", is_error and text.startswith("not_found:"))
             try:
@@ -199,7 +215,9 @@ async def test_isolation_matrix(team: Team) -> None:
                                ("memory_govern", {"target_atom": target, "action": "tombstone", "reason": "x"}),
                                ("memory_govern", {"target_atom": target, "action": "seal", "reason": "x"})]:  # fmt: skip
                 out = await ok(s, tool, args)
-                check(f"{tag} {tool} {args['action']}", out["effect"] == "rejected" and "no atom" in (out["reason"] or ""))
+                check(
+                    f"{tag} {tool} {args['action']}", out["effect"] == "rejected" and "no atom" in (out["reason"] or "")
+                )
             stats = await ok(s, "memory_stats")
             mine = await _own_counts(team, who, repo)
             check(f"{tag} memory_stats", stats["atoms"] == mine)
@@ -231,7 +249,9 @@ async def test_isolation_matrix(team: Team) -> None:
         timeline = await ok(s, "mem_timeline", {"limit": 1000})
         works("bob mem_timeline", shared in {m["memory_id"] for m in timeline["memories"]})
         pending = await ok(s, "mem_review_pending", {"limit": 100})
-        works("bob mem_review_pending", shared_pending["promotion_id"] in {p["promotion_id"] for p in pending["pending"]})
+        works(
+            "bob mem_review_pending", shared_pending["promotion_id"] in {p["promotion_id"] for p in pending["pending"]}
+        )
         promoted = await ok(s, "mem_promote", {"promotion_ids": [shared_pending["promotion_id"]]})
         works("bob mem_promote", promoted["promoted"] == [shared_pending["promotion_id"]])
         updated = await ok(s, "mem_update", {"memory_id": shared2, "tags": ["limits"]})
@@ -330,7 +350,9 @@ async def test_token_rights_read_only_and_repositories(team: Team) -> None:
     async with session(team, "alice-ro", "acme/api", replica="h") as s:
         is_error, _, text = await call(s, "memory_memorize", {"content": "Read-only tokens must not write via HMG"})
         assert is_error and text.startswith("forbidden: this token is read-only")
-    r = await raw(team, {"Authorization": f"Bearer {team.tokens['alice-api']}", "Memoryd-Scope": scope_header("acme/web")})
+    r = await raw(
+        team, {"Authorization": f"Bearer {team.tokens['alice-api']}", "Memoryd-Scope": scope_header("acme/web")}
+    )
     assert r.status_code == 403 and r.json() == {"error": "forbidden",
                                                  "message": "this token may act in acme/api, not in acme/web"}  # fmt: skip
     async with session(team, "alice-api", "acme/api") as s:
@@ -428,8 +450,10 @@ async def test_http_edge_cases_are_refused_cleanly(team: Team) -> None:
             headers = [*base.items(), (name, second), *HEADERS.items()]
             r = await client.post(url, json=INIT, headers=headers)
             assert r.status_code == 400, r.text
-            assert r.json() == {"error": "invalid_input",
-                                "message": f"the request has 2 {name.lower()} headers; send exactly one"}
+            assert r.json() == {
+                "error": "invalid_input",
+                "message": f"the request has 2 {name.lower()} headers; send exactly one",
+            }
     async with session(team, "alice") as s:
         saved = await ok(s, "mem_save", {"content": "The api's health check lives at /healthz", "type": "fact"})
         assert saved.get("path") is None and str(team.home) not in json.dumps(saved)

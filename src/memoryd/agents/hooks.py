@@ -450,7 +450,9 @@ def _user_prompt(payload: dict[str, Any], settings: Settings | None, embedder: E
         model = MODELS.get(settings.embedder, HashEmbedder)
         inner = make_embedder(settings.embedder) if settings.prompt_model_wait > 0 else None
         embedder = _DeadlineEmbedder(inner, model, deadline)
-    with _opened(engine) or Engine.open(settings, cwd=_cwd(payload), embedder=embedder, enforce_sensitive=True) as engine:
+    with _opened(engine) or Engine.open(
+        settings, cwd=_cwd(payload), embedder=embedder, enforce_sensitive=True
+    ) as engine:
         try:
             hits = engine.recall(prompt, max_results=20, types=types).hits
         except AuthorizationRequired:
@@ -498,7 +500,7 @@ def _split_tool(tool_name: str) -> tuple[str, str] | None:
     for the server of a Claude Code plugin (memoryd's plugin: `mcp__plugin_memoryd_memoryd__mem_save`)."""
     if not tool_name.startswith("mcp__"):
         return None
-    server, sep, tool = tool_name[len("mcp__"):].partition("__")
+    server, sep, tool = tool_name[len("mcp__") :].partition("__")
     if server.startswith("plugin_"):
         server = next((s for s in SERVERS if server.endswith(f"_{s}") and len(server) > len(f"plugin__{s}")), "")
     if not sep or server not in SERVERS:
@@ -577,7 +579,9 @@ def _pre_tool_use(payload: dict[str, Any], settings: Settings | None = None) -> 
             merged["updatedInput"] = out["updatedInput"]
             payload = {**payload, "tool_input": out["updatedInput"]}
         decision = out.get("permissionDecision")
-        if decision in _STRICTNESS and _STRICTNESS[decision] >= _STRICTNESS.get(merged.get("permissionDecision", ""), 0):
+        if decision in _STRICTNESS and _STRICTNESS[decision] >= _STRICTNESS.get(
+            merged.get("permissionDecision", ""), 0
+        ):
             merged["permissionDecision"] = decision
             if out.get("permissionDecisionReason"):
                 merged["permissionDecisionReason"] = out["permissionDecisionReason"]
@@ -674,7 +678,9 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     worker = "--worker" in args
     args = [a for a in args if a != "--worker"]
-    if args[:1] == ["hook"]:  # `python -m memoryd.agents.hooks hook <event>`, as `memoryd install --hook-command` writes it
+    if args[:1] == [
+        "hook"
+    ]:  # `python -m memoryd.agents.hooks hook <event>`, as `memoryd install --hook-command` writes it
         args = args[1:]
     event = args[0] if args else ""
     _LogToFile(event).install()

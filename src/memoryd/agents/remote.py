@@ -260,8 +260,13 @@ class Forwarder:
             else:
                 self._emit(response.read().decode("utf-8"), answered, is_init=is_init, sink=sink)
         except ValueError as exc:  # JSON or UTF-8
-            self._fail([i for i in ids if json.dumps(i) not in answered], HTTP_ERROR,
-                       f"memoryd connect: {url} answered with something that is not JSON-RPC ({exc})", None, sink)
+            self._fail(
+                [i for i in ids if json.dumps(i) not in answered],
+                HTTP_ERROR,
+                f"memoryd connect: {url} answered with something that is not JSON-RPC ({exc})",
+                None,
+                sink,
+            )
             return
         missing = [i for i in ids if json.dumps(i) not in answered]
         if missing:
@@ -344,8 +349,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         ".com/mcp; more than one: replicas, tried in order when one cannot be reached")  # fmt: skip
     parser.add_argument("--url", action="append", default=[], dest="more_urls", metavar="URL",
                         help="another replica (repeatable; same as more URL arguments)")  # fmt: skip
-    parser.add_argument("--token-env", required=True, metavar="VAR",
-                        help="the NAME of the environment variable that holds the token (e.g. MEMORYD_TEAM_TOKEN)")
+    parser.add_argument(
+        "--token-env",
+        required=True,
+        metavar="VAR",
+        help="the NAME of the environment variable that holds the token (e.g. MEMORYD_TEAM_TOKEN)",
+    )
     parser.add_argument("--cwd", metavar="DIR", help="infer the scope from DIR instead of the working directory")
     parser.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
                         help="how long to wait for one answer (default: 120)")  # fmt: skip
@@ -369,8 +378,10 @@ def check_target(urls: list[str], token_env: str) -> None:
             raise RemoteError("a URL holds a user name or password (not repeated here); the token goes in the "
                               "environment variable --token-env names, never in the URL")  # fmt: skip
     if not _ENV_NAME.match(token_env) or _looks_like_a_token(token_env):
-        raise RemoteError("--token-env takes the NAME of an environment variable (letters, digits, _), not the "
-                          "token itself; e.g. `export MEMORYD_TEAM_TOKEN=…` then `--token-env MEMORYD_TEAM_TOKEN`")
+        raise RemoteError(
+            "--token-env takes the NAME of an environment variable (letters, digits, _), not the "
+            "token itself; e.g. `export MEMORYD_TEAM_TOKEN=…` then `--token-env MEMORYD_TEAM_TOKEN`"
+        )
 
 
 def _looks_like_a_token(name: str) -> bool:

@@ -38,7 +38,7 @@ _MEMO_MAX = 50_000
 
 
 def freshness(anchors: Sequence[Anchor], changes: Sequence[Change]) -> str | None:
-    """"code_changed", "current", or None for a memory without anchors."""
+    """ "code_changed", "current", or None for a memory without anchors."""
     if not anchors:
         return None
     return "code_changed" if any(not c.minor for c in changes) else "current"
@@ -99,7 +99,12 @@ class DriftChecker:
         self._memo[key] = (st, stamp, to_stat, bucket if searched else None, change)
         return change
 
-    def check_anchor(self, a: Anchor, file_paths: set[str] = frozenset(), symbol_paths: set[str] = frozenset()) -> Change | None:  # type: ignore[assignment]
+    def check_anchor(
+        self,
+        a: Anchor,
+        file_paths: set[str] = frozenset(),  # type: ignore[assignment]
+        symbol_paths: set[str] = frozenset(),  # type: ignore[assignment]
+    ) -> Change | None:
         """The change of one anchor; `file_paths`/`symbol_paths`: the paths of the memory's other anchors."""
         since = a.commit[:7] if a.commit else None
         if a.kind == "file":

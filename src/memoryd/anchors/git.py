@@ -307,8 +307,10 @@ class GitRepo:
 
         def compute() -> list[str]:
             globs = [f"*{s}" for s in suffixes]
-            pattern = (r"(^|[^A-Za-z0-9_])(def|class|func|fn|type|struct|interface|enum|trait|function|record)"
-                       r"[[:space:]]+(\([^)]*\)[[:space:]]*)?" + word + r"([^A-Za-z0-9_]|$)")
+            pattern = (
+                r"(^|[^A-Za-z0-9_])(def|class|func|fn|type|struct|interface|enum|trait|function|record)"
+                r"[[:space:]]+(\([^)]*\)[[:space:]]*)?" + word + r"([^A-Za-z0-9_]|$)"
+            )
             out = _run(self.root, "grep", "-l", "-z", "-E", "-I", "--untracked", "-e", pattern, "--", *globs)
             if out is None or out.returncode not in (0, 1):
                 return []

@@ -12,7 +12,12 @@ __all__ = ["CHANGE_KINDS", "MINOR_ASPECTS", "Anchor", "Change"]
 
 # What can happen to an anchor; `file_changed` only for a file whose memory anchors no symbol in it.
 CHANGE_KINDS = (
-    "file_deleted", "file_renamed", "file_changed", "symbol_changed", "symbol_removed", "symbol_moved",
+    "file_deleted",
+    "file_renamed",
+    "file_changed",
+    "symbol_changed",
+    "symbol_removed",
+    "symbol_moved",
     "symbol_renamed",
 )
 # What a `symbol_changed` was (`Change.aspect`); the first two do not make a memory stale.
@@ -71,8 +76,12 @@ class Change(NamedTuple):
         if self.kind == "file_changed":
             return f"{self.path} changed{since}"
         if self.kind == "symbol_changed":
-            how = {"annotation_only": " (type annotations only)", "docstring_only": " (docstring only)",
-                   "signature": " (its signature)", "members": " (inside its methods)"}.get(self.aspect or "", "")
+            how = {
+                "annotation_only": " (type annotations only)",
+                "docstring_only": " (docstring only)",
+                "signature": " (its signature)",
+                "members": " (inside its methods)",
+            }.get(self.aspect or "", "")
             return f"the definition of {what} changed{how}{since}"
         if self.kind == "symbol_renamed":
             where = f" in {self.to}" if self.to and self.to != self.path else ""
@@ -82,4 +91,9 @@ class Change(NamedTuple):
         return f"{self.symbol} moved from {self.path} to {self.to}{since}"
 
     def key(self) -> tuple[str, str, str, str]:
-        return (self.kind, self.path, self.symbol or "", (self.to or "") + (f"::{self.new_symbol}" if self.new_symbol else ""))
+        return (
+            self.kind,
+            self.path,
+            self.symbol or "",
+            (self.to or "") + (f"::{self.new_symbol}" if self.new_symbol else ""),
+        )

@@ -115,7 +115,6 @@ def _names_in(text: str) -> tuple[list[str], list[str]]:
     return strong, [w for w in weak if w not in strong]
 
 
-
 class AnchorError(ValueError):
     """An explicit anchor that does not resolve; the message says which and why."""
 
@@ -257,7 +256,9 @@ class Resolver:
             return True
         if lang == "go":
             directory = rel.rsplit("/", 1)[0] if "/" in rel else ""
-            if directory and (directory == want or directory.endswith("/" + prefix[-1]) or directory.rsplit("/", 1)[-1] == prefix[-1]):
+            if directory and (
+                directory == want or directory.endswith("/" + prefix[-1]) or directory.rsplit("/", 1)[-1] == prefix[-1]
+            ):
                 return True
             return prefix[-1] == self._go_package(rel)
         return False
@@ -386,7 +387,9 @@ class Resolver:
                 if lang is None:
                     raise AnchorError(f"{where}: {rel} is not a source file memoryd can read symbols from")
                 if not parser_available(lang):
-                    raise AnchorError(f"{where}: symbols in {lang} files need the code extra: pip install 'memoryd[code]'")
+                    raise AnchorError(
+                        f"{where}: symbols in {lang} files need the code extra: pip install 'memoryd[code]'"
+                    )
                 found = self.symbol_in(rel, symbol, commit=commit, origin="explicit")
                 if not found:
                     raise AnchorError(f"{where}: {rel} defines no {symbol}")

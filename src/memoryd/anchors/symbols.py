@@ -380,7 +380,11 @@ def _ts_fp(node: Any, source: bytes) -> str:
         if body is not None:
             for child in body.named_children:
                 name = _ts_name(child, source) if (child.type in _FUNCTIONS or child.type in _CONTAINERS) else None
-                if name is None and child.type in ("field_declaration", "public_field_definition", "property_signature"):
+                if name is None and child.type in (
+                    "field_declaration",
+                    "public_field_definition",
+                    "property_signature",
+                ):
                     own = child.child_by_field_name("name") or child.child_by_field_name("property")
                     name = _text(own, source) if own is not None else None
                 if name:

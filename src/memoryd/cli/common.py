@@ -40,10 +40,12 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", is_eager=True,
-                                          callback=_print_version)] = False,  # fmt: skip
+    version: Annotated[
+        bool, typer.Option("--version", help="Print the version and exit.", is_eager=True, callback=_print_version)
+    ] = False,  # fmt: skip
 ) -> None:
     """Local-first long-term memory for AI coding agents."""
+
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 CwdOpt = Annotated[Path | None, typer.Option("--cwd", help="Act for this directory's scope (default: here).")]

@@ -99,10 +99,17 @@ app.add_typer(team_app, name="team")
 def token_create(
     tenant: Annotated[str, typer.Option("--tenant", help="The person the token acts for (letters, digits, ._@+-).")],
     expires: Annotated[str, typer.Option("--expires", help="Lifetime: 90d, 12h, 2w, 1y, or never.")] = "90d",
-    read_only: Annotated[bool, typer.Option("--read-only", help="Searches and reads only; every write refused.")] = False,
-    scope: Annotated[list[str] | None, typer.Option(
-        "--scope", help="A repository (WORKSPACE/REPOSITORY) the token may act in, or `global` for the person's "
-                    "global scope; repeatable. A limited token reaches global only if named. Default: all.")] = None,
+    read_only: Annotated[
+        bool, typer.Option("--read-only", help="Searches and reads only; every write refused.")
+    ] = False,
+    scope: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--scope",
+            help="A repository (WORKSPACE/REPOSITORY) the token may act in, or `global` for the person's "
+            "global scope; repeatable. A limited token reaches global only if named. Default: all.",
+        ),
+    ] = None,
     label: Annotated[str, typer.Option("--label", help="A note shown by `token list` (e.g. the laptop).")] = "",
     json_: JsonOpt = False,
 ) -> None:

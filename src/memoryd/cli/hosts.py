@@ -18,15 +18,22 @@ uninstall_app = typer.Typer(help="Take out exactly what `memoryd install` added.
 app.add_typer(install_app, name="install")
 app.add_typer(uninstall_app, name="uninstall")
 
-ProfileOpt = Annotated[str, typer.Option("--profile", help="memoryd (mem_* tools) or hmg (memory_* tools, server 'hmg').")]
+ProfileOpt = Annotated[
+    str, typer.Option("--profile", help="memoryd (mem_* tools) or hmg (memory_* tools, server 'hmg').")
+]
 ClaudeScopeOpt = Annotated[str, typer.Option(
     "--scope", help="project: <dir>/.mcp.json and <dir>/.claude/settings.json; user: ~/.claude.json and "
                     "~/.claude/settings.json.")]  # fmt: skip
 ProjectOpt = Annotated[Path | None, typer.Option("--project-dir", help="The project (default: here).")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")]
-CommandOpt = Annotated[str | None, typer.Option(
-    "--command", help="The memoryd-mcp executable to register (default: for a user-scope file the one next to "
-                      "this memoryd, for a shared project file `memoryd-mcp` on PATH).")]
+CommandOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--command",
+        help="The memoryd-mcp executable to register (default: for a user-scope file the one next to "
+        "this memoryd, for a shared project file `memoryd-mcp` on PATH).",
+    ),
+]
 RemoteOpt = Annotated[list[str] | None, typer.Option(
     "--remote", help="A team server's MCP URL: register `memoryd connect URL --token-env VAR` instead of a local "
                      "store, no hooks (repeat for replicas, tried in order).")]  # fmt: skip
@@ -51,9 +58,14 @@ def install_claude_cmd(
     profile: ProfileOpt = "memoryd",
     project_dir: ProjectOpt = None,
     command: CommandOpt = None,
-    hook_command: Annotated[str | None, typer.Option(
-        "--hook-command", help="Shell prefix the hooks run as `<prefix> hook <event>` (default: user scope this "
-                               "memoryd, project scope `memoryd` on PATH).")] = None,
+    hook_command: Annotated[
+        str | None,
+        typer.Option(
+            "--hook-command",
+            help="Shell prefix the hooks run as `<prefix> hook <event>` (default: user scope this "
+            "memoryd, project scope `memoryd` on PATH).",
+        ),
+    ] = None,
     remote: RemoteOpt = None,
     token_env: TokenEnvOpt = None,
     dry_run: DryRunOpt = False,
@@ -89,9 +101,13 @@ def install_codex_cmd(
     profile: ProfileOpt = "memoryd",
     codex_home: CodexHomeOpt = None,
     command: CommandOpt = None,
-    hooks: Annotated[bool, typer.Option(
-        "--hooks", help="Also add memoryd's hooks to $CODEX_HOME/hooks.json (brief, prompt recall, scope pin, "
-                        "transcripts).")] = False,
+    hooks: Annotated[
+        bool,
+        typer.Option(
+            "--hooks",
+            help="Also add memoryd's hooks to $CODEX_HOME/hooks.json (brief, prompt recall, scope pin, transcripts).",
+        ),
+    ] = False,
     remote: RemoteOpt = None,
     token_env: TokenEnvOpt = None,
     dry_run: DryRunOpt = False,
@@ -122,10 +138,16 @@ def uninstall_codex_cmd(
 @install_app.command("claude-desktop")
 def install_claude_desktop_cmd(
     profile: ProfileOpt = "memoryd",
-    project_dir: Annotated[Path | None, typer.Option(
-        "--project-dir", help="The folder whose scope Claude Desktop's memoryd serves (default: your home).")] = None,
-    config: Annotated[Path | None, typer.Option(
-        "--config", help="claude_desktop_config.json to edit (default: Claude Desktop's, for this OS).")] = None,
+    project_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--project-dir", help="The folder whose scope Claude Desktop's memoryd serves (default: your home)."
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", help="claude_desktop_config.json to edit (default: Claude Desktop's, for this OS)."),
+    ] = None,
     command: CommandOpt = None,
     dry_run: DryRunOpt = False,
     json_: JsonOpt = False,
@@ -156,8 +178,12 @@ OpenClawOpt = Annotated[str, typer.Option("--openclaw", help="OpenClaw's CLI (de
 @install_app.command("openclaw")
 def install_openclaw_cmd(
     openclaw: OpenClawOpt = "openclaw",
-    plugin: Annotated[Path | None, typer.Option("--plugin", help="The built plugin (default: integrations/openclaw).")] = None,
-    command: Annotated[str | None, typer.Option("--command", help="The memoryd the plugin starts the daemon with.")] = None,
+    plugin: Annotated[
+        Path | None, typer.Option("--plugin", help="The built plugin (default: integrations/openclaw).")
+    ] = None,
+    command: Annotated[
+        str | None, typer.Option("--command", help="The memoryd the plugin starts the daemon with.")
+    ] = None,
     dry_run: DryRunOpt = False,
     json_: JsonOpt = False,
 ) -> None:
@@ -168,15 +194,21 @@ def install_openclaw_cmd(
 
 
 @uninstall_app.command("openclaw")
-def uninstall_openclaw_cmd(openclaw: OpenClawOpt = "openclaw", dry_run: DryRunOpt = False, json_: JsonOpt = False) -> None:
+def uninstall_openclaw_cmd(
+    openclaw: OpenClawOpt = "openclaw", dry_run: DryRunOpt = False, json_: JsonOpt = False
+) -> None:
     """Remove memoryd's OpenClaw plugin and put the memory slot and memory-core back as they were."""
     from ..agents.install import uninstall_openclaw
 
     _report(lambda: uninstall_openclaw(openclaw, dry_run=dry_run), json_)
 
 
-CursorScopeOpt = Annotated[str, typer.Option(
-    "--scope", help="user: ~/.cursor/mcp.json; project: <dir>/.cursor/mcp.json (shared: memoryd-mcp on PATH).")]
+CursorScopeOpt = Annotated[
+    str,
+    typer.Option(
+        "--scope", help="user: ~/.cursor/mcp.json; project: <dir>/.cursor/mcp.json (shared: memoryd-mcp on PATH)."
+    ),
+]
 
 
 @install_app.command("cursor")
@@ -245,14 +277,24 @@ def migrate(
 @app.command()
 def ui(
     port: Annotated[int, typer.Option("--port", "-p", help="Port to listen on (0 = any free one).")] = 8767,
-    host: Annotated[str | None, typer.Option("--host", help="Address to bind (default: a new loopback address "
-                                                            "127.x.y.z per run, so no other local page shares the "
-                                                            "console's cookie); anything but loopback needs "
-                                                            "MEMORYD_TOKEN (at least 32 characters).")] = None,  # fmt: skip
+    host: Annotated[
+        str | None,
+        typer.Option(
+            "--host",
+            help="Address to bind (default: a new loopback address "
+            "127.x.y.z per run, so no other local page shares the "
+            "console's cookie); anything but loopback needs "
+            "MEMORYD_TOKEN (at least 32 characters).",
+        ),
+    ] = None,  # fmt: skip
     no_browser: Annotated[bool, typer.Option("--no-browser", help="Do not open a browser.")] = False,
-    allowed_host: Annotated[list[str] | None, typer.Option(
-        "--allowed-host", help="A host name the browser may use (repeatable; default: the bind address and "
-                               "localhost).")] = None,  # fmt: skip
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            help="A host name the browser may use (repeatable; default: the bind address and localhost).",
+        ),
+    ] = None,  # fmt: skip
     cwd: CwdOpt = None,
 ) -> None:
     """Serve the web console: browse, search, review, correct, govern and audit memories.
@@ -286,16 +328,21 @@ def connect(ctx: typer.Context) -> None:
 
 
 @app.command("hook")
-def hook(event: Annotated[str, typer.Argument(
-        help="session-start | user-prompt-submit | pre-tool-use | session-end | pre-compact")]) -> None:
+def hook(
+    event: Annotated[
+        str, typer.Argument(help="session-start | user-prompt-submit | pre-tool-use | session-end | pre-compact")
+    ],
+) -> None:
     """Run one Claude Code hook: its JSON on stdin, its answer on stdout; always exits 0 (errors go to hooks.log)."""
     from ..agents import hooks
 
     raise typer.Exit(hooks.main([event]))
 
 
-daemon_app = typer.Typer(help="The resident memoryd: one warm process per data home that every surface talks to.",
-                         **_PLAIN)  # type: ignore[arg-type]
+daemon_app = typer.Typer(
+    help="The resident memoryd: one warm process per data home that every surface talks to.",
+    **_PLAIN,  # type: ignore[arg-type]
+)
 app.add_typer(daemon_app, name="daemon")
 
 
@@ -350,7 +397,7 @@ def daemon_logs(lines: Annotated[int, typer.Option("--lines", "-n", help="How ma
     except FileNotFoundError:
         typer.echo(f"memoryd daemon: no log yet ({path})")
         return
-    for line in text.splitlines()[-max(1, lines):]:
+    for line in text.splitlines()[-max(1, lines) :]:
         typer.echo(line)
 
 

@@ -16,15 +16,21 @@ if TYPE_CHECKING:
     from ..engine import Engine
 
 
-
 @app.command()
 def memorize(
     content: Annotated[str, typer.Argument(help="The memory, one self-contained sentence.")],
     source: Annotated[str, typer.Option(help="user / agent / a custom source.")] = "user",
-    type: Annotated[str | None, typer.Option("--type", help="decision, preference, fact, … (default: inferred)")] = None,
-    anchor: Annotated[list[str] | None, typer.Option(
-        "--anchor", help="Tie it to code: PATH, PATH::Class.method or a symbol (repeatable; files and symbols "
-                         "the text names are anchored anyway).")] = None,
+    type: Annotated[
+        str | None, typer.Option("--type", help="decision, preference, fact, … (default: inferred)")
+    ] = None,
+    anchor: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--anchor",
+            help="Tie it to code: PATH, PATH::Class.method or a symbol (repeatable; files and symbols "
+            "the text names are anchored anyway).",
+        ),
+    ] = None,
     json_: JsonOpt = False,
     cwd: CwdOpt = None,
 ) -> None:
@@ -41,7 +47,9 @@ def recall(
     query: Annotated[str, typer.Argument(help="What to look for (noun phrases work best).")],
     max_results: Annotated[int, typer.Option("--max-results", "-n", help="How many results.")] = 10,
     include_negated: Annotated[bool, typer.Option(help="Include memories marked false.")] = False,
-    path: Annotated[str | None, typer.Option("--path", help="Only memories anchored to this file or directory.")] = None,
+    path: Annotated[
+        str | None, typer.Option("--path", help="Only memories anchored to this file or directory.")
+    ] = None,
     symbol: Annotated[str | None, typer.Option("--symbol", help="Only memories anchored to this symbol.")] = None,
     json_: JsonOpt = False,
     cwd: CwdOpt = None,
@@ -139,7 +147,9 @@ def history(
     token memoryd authenticated (team server; the daemon's client and session)."""
     from ..engine.core import split_actor
 
-    events = [_attributed(e.model_dump(mode="json"), split_actor(e.actor)) for e in _run(cwd, lambda e: e.history(atom_id))]
+    events = [
+        _attributed(e.model_dump(mode="json"), split_actor(e.actor)) for e in _run(cwd, lambda e: e.history(atom_id))
+    ]
     _emit(events, json_, lambda: "\n".join(
         f"{e['at']}  {e['action']:<13} by {_one_line(e['source'])}"
         + (f"  [person {_one_line(e['person'])}, token {_one_line(e['token'])}]" if e["person"] else "")
@@ -177,10 +187,16 @@ def brief(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
 
 @app.command()
 def export(
-    output: Annotated[Path | None, typer.Argument(
-        help="JSONL file to write (default: stdout); with --format markdown, the folder to write.")] = None,
-    format: Annotated[str, typer.Option(
-        "--format", help="jsonl: every atom and audit event; markdown: the active memories as linked notes.")] = "jsonl",
+    output: Annotated[
+        Path | None,
+        typer.Argument(help="JSONL file to write (default: stdout); with --format markdown, the folder to write."),
+    ] = None,
+    format: Annotated[
+        str,
+        typer.Option(
+            "--format", help="jsonl: every atom and audit event; markdown: the active memories as linked notes."
+        ),
+    ] = "jsonl",
     cwd: CwdOpt = None,
 ) -> None:
     """Export every atom and audit event as JSON lines, or the memories as a markdown folder.
@@ -212,17 +228,28 @@ def export(
 @app.command("import")
 def import_(
     file: Annotated[Path, typer.Argument(help="JSON-lines file (format above), or another tool's export (--format).")],
-    format: Annotated[str, typer.Option(
-        "--format", help="auto (detect) | jsonl | server-memory (Anthropic's memory.jsonl graph) | mem0 (export "
-                         "JSON) | openmemory (export zip, memories.json or memories.jsonl.gz) | basic-memory (a folder "
-                         "of notes) | memoryd-markdown (a `memoryd export --format markdown` folder). .gz files are "
-                         "read decompressed.")] = "auto",
-    gate: Annotated[str, typer.Option(help="trusted (no DURA gate) | admit (junk rejected) | review (grey zone "
-                                           "held as pending).")] = "trusted",  # fmt: skip
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Lines per batch: one model call and one "
-                                                                 "transaction each.")] = 256,  # fmt: skip
-    source: Annotated[str | None, typer.Option(
-        help="Source of lines that name none (default: import; for other tools' exports, the tool's name).")] = None,
+    format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="auto (detect) | jsonl | server-memory (Anthropic's memory.jsonl graph) | mem0 (export "
+            "JSON) | openmemory (export zip, memories.json or memories.jsonl.gz) | basic-memory (a folder "
+            "of notes) | memoryd-markdown (a `memoryd export --format markdown` folder). .gz files are "
+            "read decompressed.",
+        ),
+    ] = "auto",
+    gate: Annotated[
+        str, typer.Option(help="trusted (no DURA gate) | admit (junk rejected) | review (grey zone held as pending).")
+    ] = "trusted",  # fmt: skip
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", help="Lines per batch: one model call and one transaction each.")
+    ] = 256,  # fmt: skip
+    source: Annotated[
+        str | None,
+        typer.Option(
+            help="Source of lines that name none (default: import; for other tools' exports, the tool's name)."
+        ),
+    ] = None,
     json_: JsonOpt = False,
     cwd: CwdOpt = None,
 ) -> None:

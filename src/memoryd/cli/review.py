@@ -13,7 +13,6 @@ if TYPE_CHECKING:
     from ..engine import Engine
 
 
-
 @app.command()
 def review(
     limit: Annotated[int, typer.Option("--limit", "-n")] = 10, json_: JsonOpt = False, cwd: CwdOpt = None
@@ -36,8 +35,11 @@ def promote(
 ) -> None:
     """Approve pending saves."""
     done, skipped = _run(cwd, lambda e: e.promote(ids or [], auto_high=auto_high, threshold=threshold, actor="cli"))
-    _emit({"promoted": done, "skipped": skipped}, json_,
-          lambda: f"promoted: {done}" + "".join(f"\nskipped #{s['promotion_id']}: {s['reason']}" for s in skipped))
+    _emit(
+        {"promoted": done, "skipped": skipped},
+        json_,
+        lambda: f"promoted: {done}" + "".join(f"\nskipped #{s['promotion_id']}: {s['reason']}" for s in skipped),
+    )
 
 
 @app.command()
@@ -46,8 +48,11 @@ def reject(
 ) -> None:
     """Reject pending saves (no file; the audit record stays)."""
     done, skipped = _run(cwd, lambda e: e.reject(ids, actor="cli"))
-    _emit({"rejected": done, "skipped": skipped}, json_,
-          lambda: f"rejected: {done}" + "".join(f"\nskipped #{s['promotion_id']}: {s['reason']}" for s in skipped))
+    _emit(
+        {"rejected": done, "skipped": skipped},
+        json_,
+        lambda: f"rejected: {done}" + "".join(f"\nskipped #{s['promotion_id']}: {s['reason']}" for s in skipped),
+    )
 
 
 @app.command()
@@ -66,11 +71,16 @@ def timeline(
 
 
 @app.command()
-def show(atom_id: Annotated[str, typer.Argument(help="Memory id.")], json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
+def show(
+    atom_id: Annotated[str, typer.Argument(help="Memory id.")], json_: JsonOpt = False, cwd: CwdOpt = None
+) -> None:
     """One memory with its file path and history."""
+
     def run(e: Engine) -> dict[str, Any]:
         a = e.get(atom_id)
-        fresh, changes = e.code_changes([a.id]).get(a.id, (None, [])) if a.scope_hash == e.scope.scope_hash else (None, [])
+        fresh, changes = (
+            e.code_changes([a.id]).get(a.id, (None, [])) if a.scope_hash == e.scope.scope_hash else (None, [])
+        )
         return {"memory": a.model_dump(mode="json"), "path": str(e.path_of(a) or ""),
                 "anchors": [x.ref for x in e.anchors(a.id)], "freshness": fresh,
                 "code_changes": [c.model_dump(exclude_none=True) for c in changes],
@@ -88,14 +98,17 @@ def show(atom_id: Annotated[str, typer.Argument(help="Memory id.")], json_: Json
 
 @app.command()
 def stale(
-    confirm: Annotated[str | None, typer.Option("--confirm", help="Memory id: it still holds; re-anchor it to the "
-                                                "code as it is now (audited).")] = None,
+    confirm: Annotated[
+        str | None,
+        typer.Option("--confirm", help="Memory id: it still holds; re-anchor it to the code as it is now (audited)."),
+    ] = None,
     reason: Annotated[str | None, typer.Option("--reason", "-r", help="Why it still holds (with --confirm).")] = None,
     json_: JsonOpt = False,
     cwd: CwdOpt = None,
 ) -> None:
     """Memories of this repository whose anchored code changed (deleted, renamed, edited, moved, gone)."""
     if confirm:
+
         def run_confirm(e: Any) -> dict[str, Any]:
             anchors = e.confirm_anchors(confirm, reason=reason, actor="cli")
             return {"memory_id": confirm, "anchors": [a.ref for a in anchors]}

@@ -223,8 +223,12 @@ class Client:
         except TimeoutError:
             raise DaemonError(504, "timeout", f"the daemon did not answer {path} within {timeout:g} s") from None
         except (OSError, ValueError) as exc:
-            raise DaemonError(502, "daemon_unreachable", f"the connection to the daemon broke before its answer to "
-                              f"{path} ({type(exc).__name__}: {exc}); the request may or may not have been applied") from None
+            raise DaemonError(
+                502,
+                "daemon_unreachable",
+                f"the connection to the daemon broke before its answer to "
+                f"{path} ({type(exc).__name__}: {exc}); the request may or may not have been applied",
+            ) from None
 
     def raw(self, method: str, path: str, body: bytes | None = None, *, scope: dict[str, Any] | str | None = None,
             timeout: float = 30.0, extra: dict[str, str] | None = None) -> tuple[int, bytes, dict[str, str]]:  # fmt: skip
@@ -254,7 +258,9 @@ class Client:
         try:
             answer = json.loads(data) if data else {}
         except ValueError:
-            raise DaemonError(status, "internal", f"the daemon answered {path} with something that is not JSON") from None
+            raise DaemonError(
+                status, "internal", f"the daemon answered {path} with something that is not JSON"
+            ) from None
         if status >= 400:
             err = answer.get("error") if isinstance(answer, dict) else None
             if isinstance(err, dict):
@@ -343,7 +349,9 @@ class Client:
         self.started = True
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                raise DaemonUnavailable(f"the daemon exited at start ({_last_line(log, size) or f'code {proc.returncode}'})")
+                raise DaemonUnavailable(
+                    f"the daemon exited at start ({_last_line(log, size) or f'code {proc.returncode}'})"
+                )
             if self.health(timeout=1.0) is not None:
                 return
             time.sleep(0.01)

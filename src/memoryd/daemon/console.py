@@ -99,7 +99,9 @@ class Consoles:
             time.sleep(KEEP)
             now = time.monotonic()
             with self._lock:
-                late = [(i, self._servers[i][0]) for i, t in self._kept.items() if now - t > LEASE and i in self._servers]
+                late = [
+                    (i, self._servers[i][0]) for i, t in self._kept.items() if now - t > LEASE and i in self._servers
+                ]
             for console_id, server in late:
                 log.warning("console %s: its memoryd ui stopped renewing it; closing it", console_id)
                 server.should_exit = True

@@ -116,7 +116,9 @@ class _Stdio:
                                         f"{err.get('message')}")  # fmt: skip
             return
         if answer is None:
-            self.fail(ids, UNREACHABLE, f"memoryd-mcp: the daemon answered HTTP {status} with something that is not JSON")
+            self.fail(
+                ids, UNREACHABLE, f"memoryd-mcp: the daemon answered HTTP {status} with something that is not JSON"
+            )
             return
         self.write(data)
 

@@ -358,7 +358,7 @@ class Daemon:
             await self._error(send, "version_skew", skew)
             return
         if path.startswith("/mcp/"):
-            profile = path[len("/mcp/"):].strip("/")
+            profile = path[len("/mcp/") :].strip("/")
             app = self.apps.get(profile)
             if app is None:
                 await self._error(send, "not_found", f"no MCP profile {profile!r}; expected memoryd or hmg")
@@ -389,7 +389,7 @@ class Daemon:
         if not isinstance(body, dict):
             await self._error(send, "invalid_input", "the body must be a JSON object")
             return
-        name = path[len("/v1/"):]
+        name = path[len("/v1/") :]
         try:
             answer = await anyio.to_thread.run_sync(self._dispatch, name, headers, body)
         except _ClientError as exc:
@@ -409,7 +409,7 @@ class Daemon:
         from .api import ENDPOINTS
 
         if name.startswith("hook/"):
-            return self._hook(name[len("hook/"):], headers, body)
+            return self._hook(name[len("hook/") :], headers, body)
         if name == "operator":
             from .operator import run
 

@@ -54,8 +54,21 @@ from .writes import Writer
 
 # What surfaces use besides `Engine`: embedders for a hook's own model choice, the fused score of a
 # signal set (a hook's score bar without the semantic signal), the language of a text.
-__all__ = ["MODELS", "PLACEHOLDERS", "Embedder", "Engine", "HashEmbedder", "IssuedToken", "Principal", "TokenInfo",
-           "atom_frontmatter", "fused", "language", "make_embedder", "visible_content"]
+__all__ = [
+    "MODELS",
+    "PLACEHOLDERS",
+    "Embedder",
+    "Engine",
+    "HashEmbedder",
+    "IssuedToken",
+    "Principal",
+    "TokenInfo",
+    "atom_frontmatter",
+    "fused",
+    "language",
+    "make_embedder",
+    "visible_content",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -149,8 +162,16 @@ class Engine:
         """This engine's store, models and scope, acting for someone else (the web console served beside
         the MCP tools: a person, where the tools act for an agent). Close the original, not this view."""
         c = self._core
-        core = Core(c.settings, c.store, c.embedder, c.scope, authority=authority, enforce_sensitive=enforce_sensitive,
-                    term_embedder=c.term_embedder, vault_lock=c.vault_lock)  # one lock per vault within the process
+        core = Core(
+            c.settings,
+            c.store,
+            c.embedder,
+            c.scope,
+            authority=authority,
+            enforce_sensitive=enforce_sensitive,
+            term_embedder=c.term_embedder,
+            vault_lock=c.vault_lock,
+        )  # one lock per vault within the process
         return type(self)(c.settings, c.store, c.embedder, c.scope, core=core)
 
     def for_request(self, principal: Principal, scope_header: object) -> Self:

@@ -28,7 +28,18 @@ _PROMPT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 class Admin:
-    def __init__(self, core: Core, review: Review, vault: VaultSync, *, memories: MemoryReads, outbox: OutboxReads, access: AccessReads, reports: Reports, maintenance: Maintenance) -> None:
+    def __init__(
+        self,
+        core: Core,
+        review: Review,
+        vault: VaultSync,
+        *,
+        memories: MemoryReads,
+        outbox: OutboxReads,
+        access: AccessReads,
+        reports: Reports,
+        maintenance: Maintenance,
+    ) -> None:
         self.memories = memories
         self.outbox = outbox
         self.access = access
@@ -78,7 +89,9 @@ class Admin:
             raise InvalidInput(f"scope name {value!r} is ambiguous; pass one of the hashes {named}")
         raise NotFound(f"no scope {value!r} holds memories (pass a scope_hash from mem_stats or mem_current_project)")
 
-    def merge_projects(self, scope_a: str, scope_b: str, *, dry_run: bool = True, actor: str = "admin") -> dict[str, Any]:
+    def merge_projects(
+        self, scope_a: str, scope_b: str, *, dry_run: bool = True, actor: str = "admin"
+    ) -> dict[str, Any]:
         """Merge scope_b into scope_a: move its memories, deduplicating exact copies. One transaction."""
         with self.core.as_system():
             return self._merge_projects(scope_a, scope_b, dry_run=dry_run, actor=actor)

@@ -102,8 +102,13 @@ class Anchors:
             raise InvalidInput("anchors are only kept for memories of this repository, not global ones")
         checker = self.checker()
         if checker is None:
-            why = "code anchors are turned off (MEMORYD_ANCHORS)" if not self.core.settings.anchors else (
-                f"{self.core.scope.root or 'this directory'} is not in a git working tree, so code anchors are off")
+            why = (
+                "code anchors are turned off (MEMORYD_ANCHORS)"
+                if not self.core.settings.anchors
+                else (
+                    f"{self.core.scope.root or 'this directory'} is not in a git working tree, so code anchors are off"
+                )
+            )
             raise InvalidInput(why)
         try:
             return checker.resolver.explicit(refs)
@@ -319,7 +324,9 @@ class Anchors:
         if rel is None or checker is None:
             return FileContext(path=path, text="")
         self.core.guard_read(self.core.scope.scope_hash, self.core.scope.name)
-        ids = self.memories.anchored_atoms(scope_hashes=[self.core.scope.scope_hash], statuses=["active"], path=rel, limit=50)
+        ids = self.memories.anchored_atoms(
+            scope_hashes=[self.core.scope.scope_hash], statuses=["active"], path=rel, limit=50
+        )
         record_file = InjectedRecord(self.core.settings.home, session_id) if session_id else None
         seen = record_file.ids() if record_file is not None else set()
         ids = [i for i in ids if i not in seen]

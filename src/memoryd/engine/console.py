@@ -85,8 +85,9 @@ class MemoryPage(BaseModel):
     hits: list[Hit] | None = Field(None, description="Search results (with score and signals) when q was given.")
     next_before: str | None = None
     total: int | None = Field(None, description="How many memories match (listing only); COUNT_CAP + 1 means more.")
-    search_scope: str | None = Field(None, description="What a search covered: '<scope> + global', or every "
-                                                       "readable scope with their names.")
+    search_scope: str | None = Field(
+        None, description="What a search covered: '<scope> + global', or every readable scope with their names."
+    )
 
 
 class ScopeInfo(BaseModel):
@@ -165,7 +166,18 @@ class HealthOverview(BaseModel):
 class Console:
     """The console's pages over the other parts (reads through `Reader`, decisions through `Review`)."""
 
-    def __init__(self, core: Core, reader: Reader, review: Review, admin: Admin, *, memories: MemoryReads, audit: AuditReads, access: AccessReads, reports: Reports) -> None:
+    def __init__(
+        self,
+        core: Core,
+        reader: Reader,
+        review: Review,
+        admin: Admin,
+        *,
+        memories: MemoryReads,
+        audit: AuditReads,
+        access: AccessReads,
+        reports: Reports,
+    ) -> None:
         self.memories = memories
         self.audit = audit
         self.access = access
@@ -399,7 +411,9 @@ class Console:
         wrote = [a for a in self.reports.browse_atoms(f) if a.id != own.id]
         handoffs = [a for a in wrote if a.type == "handoff"]
         recalls = []
-        logged = self.reports.recalls(scope_hashes=[session.scope_hash], since=session.started_at, until=end, limit=limit)
+        logged = self.reports.recalls(
+            scope_hashes=[session.scope_hash], since=session.started_at, until=end, limit=limit
+        )
         atoms = self.memories.get_atoms({i for r in logged for i in r["hits"]})
         for r in logged:
             recalls.append(Recall(at=r["at"], hits=[atoms[i] for i in r["hits"] if i in atoms]))

@@ -24,8 +24,17 @@ from ..storage.base import Store, StoreTx
 from ..text.redact import redact
 from .tracked import FilePlan, TrackedTx, check_source, plan_file, publish, split_actor
 
-__all__ = ["AUTHORITIES", "PLACEHOLDERS", "Core", "TrackedTx", "check_source", "clean", "shown", "split_actor",
-           "visible_content"]
+__all__ = [
+    "AUTHORITIES",
+    "PLACEHOLDERS",
+    "Core",
+    "TrackedTx",
+    "check_source",
+    "clean",
+    "shown",
+    "split_actor",
+    "visible_content",
+]
 
 log = logging.getLogger("memoryd")
 
@@ -294,8 +303,10 @@ class Core:
         own = self.scope
         if scope in (None, "", "auto", own.scope_hash, own.name, own.repository):
             return own, None
-        return own, (f"scope {shown(scope)} names another scope; an agent acts only on this repository "
-                     f"({own.name}, scope_hash {own.scope_hash}) or \"global\", so this call used {own.name}")
+        return own, (
+            f"scope {shown(scope)} names another scope; an agent acts only on this repository "
+            f'({own.name}, scope_hash {own.scope_hash}) or "global", so this call used {own.name}'
+        )
 
     def scope_input_warning(self, given: dict[str, object] | None) -> str | None:
         """A warning when an HMG `scope` input names another tenant, workspace or repository."""
@@ -305,9 +316,11 @@ class Core:
         for key, mine in (("tenant_id", own.tenant_id), ("workspace", own.workspace), ("repository", own.repository)):
             value = given.get(key)
             if value not in (None, "", mine):
-                return (f"scope.{key} {shown(value)} differs from this repository's ({mine!r}); the scope is "
-                        f"inferred from the working directory, so this call used {own.name} "
-                        f"(scope_hash {own.scope_hash})")
+                return (
+                    f"scope.{key} {shown(value)} differs from this repository's ({mine!r}); the scope is "
+                    f"inferred from the working directory, so this call used {own.name} "
+                    f"(scope_hash {own.scope_hash})"
+                )
         return None
 
     @property

@@ -445,13 +445,13 @@ class Importer:
         if kind == "event":
             return _Line(number, ignored="export audit event")
         if kind not in (None, "atom"):
-            return _Line(number, problem=f"unknown kind {kind!r}; expected \"atom\" (an export line) or none")
+            return _Line(number, problem=f'unknown kind {kind!r}; expected "atom" (an export line) or none')
         if kind == "atom" and obj.get("status", "active") != "active":
             return _Line(number, ignored=f"export atom with status {obj.get('status')}")
         if "content" not in obj:
-            return _Line(number, problem="missing \"content\"")
+            return _Line(number, problem='missing "content"')
         if not isinstance(obj["content"], str):
-            return _Line(number, problem="\"content\" must be a string")
+            return _Line(number, problem='"content" must be a string')
         try:
             for name in ("type", "title", "source"):
                 if obj.get(name) is not None and not isinstance(obj[name], str):
@@ -489,7 +489,9 @@ class Importer:
                 try:
                     update[name] = datetime.fromisoformat(keep[key])
                 except ValueError:
-                    batch.not_carried[f"unreadable {key} timestamp"] = batch.not_carried.get(f"unreadable {key} timestamp", 0) + 1
+                    batch.not_carried[f"unreadable {key} timestamp"] = (
+                        batch.not_carried.get(f"unreadable {key} timestamp", 0) + 1
+                    )
         for key in ("epistemic", "polarity"):
             if keep.get(key):
                 update[key] = keep[key]
@@ -508,4 +510,4 @@ class Importer:
                 return Scope.model_validate(value)
             except ValidationError as exc:
                 raise ValueError(f"scope is not a valid scope object: {exc.errors()[0]['msg']}") from exc
-        raise ValueError(f"scope must be \"global\" or omitted, got {value!r}")
+        raise ValueError(f'scope must be "global" or omitted, got {value!r}')

@@ -83,8 +83,10 @@ def migrate(src: str, dst: str, *, settings: Settings, cwd: Path | None = None, 
         source.close()
         target.close()
     checked = 0
-    with Engine.open(lite_settings, cwd=cwd, authority="operator") as lite, \
-            Engine.open(pg_settings, cwd=cwd, embedder=lite.embedder, authority="operator") as pg:
+    with (
+        Engine.open(lite_settings, cwd=cwd, authority="operator") as lite,
+        Engine.open(pg_settings, cwd=cwd, embedder=lite.embedder, authority="operator") as pg,
+    ):
         for atom in lite.store.list_atoms(statuses=["active"], limit=samples):
             query = " ".join(atom.content.split()[:8])[:80]
             want = [h.atom.id for h in lite.recall(query, max_results=3, scope=atom.scope).hits]

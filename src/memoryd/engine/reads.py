@@ -36,11 +36,18 @@ class SessionContext(NamedTuple):
     text: str  # the session-start context
     shown: list[str] | None  # the memories it shows (None: the sensitive-scope notice, no memories)
 
+
 # Soft-forgotten memories rank lower but are never dropped from recall.
 _DECAY_WEIGHT = {"fresh": 1.0, "stale": 0.95, "soft_forgotten": 0.85}
 _LABELS = {  # the brief's section titles and pending line, in the language of its memories
-    "en": ("Latest handoff", "Constraints", "Preferences", "Recent decisions", "Pending review: {n}",
-           "Code changed since the last session"),
+    "en": (
+        "Latest handoff",
+        "Constraints",
+        "Preferences",
+        "Recent decisions",
+        "Pending review: {n}",
+        "Code changed since the last session",
+    ),
     "zh": ("最近交接", "约束", "偏好", "近期决策", "待审核：{n} 条", "上次会话以来代码已变"),
     "zh-Hant": ("最近交接", "約束", "偏好", "近期決策", "待審核：{n} 條", "上次會話以來程式碼已變"),
 }
@@ -59,7 +66,16 @@ _GUIDE = (
 class Reader:
     """Every read of memories; agent surfaces get the sensitive-scope check through `Core.guard_read`."""
 
-    def __init__(self, core: Core, anchors: Anchors, *, memories: MemoryReads, index: IndexReads, audit: AuditReads, reports: Reports) -> None:
+    def __init__(
+        self,
+        core: Core,
+        anchors: Anchors,
+        *,
+        memories: MemoryReads,
+        index: IndexReads,
+        audit: AuditReads,
+        reports: Reports,
+    ) -> None:
         self.memories = memories
         self.index = index
         self.audit = audit
@@ -110,9 +126,13 @@ class Reader:
         scored = scored[:max_results]
         atoms = self.memories.get_atoms(atom_id for _, atom_id, _ in scored)  # full atoms for the hits only
         hits = [
-            Hit(atom=atoms[atom_id], score=score, signals={k: round(v, 4) for k, v in signals.items()},
+            Hit(
+                atom=atoms[atom_id],
+                score=score,
+                signals={k: round(v, 4) for k, v in signals.items()},
                 freshness=drift[atom_id][0] if atom_id in drift else None,
-                code_changes=(drift[atom_id][1] or None) if atom_id in drift else None)  # fmt: skip
+                code_changes=(drift[atom_id][1] or None) if atom_id in drift else None,
+            )  # fmt: skip
             for score, atom_id, signals in scored
             if atom_id in atoms  # deleted between the two reads
         ]
@@ -392,7 +412,9 @@ def verify_chain(audit: AuditReads, memories: MemoryReads) -> ChainReport:
     for atom_id, expected in last_content.items():
         atom = atoms.get(atom_id)
         if atom is not None and atom.status != "tombstoned" and content_hash(atom.content) != expected:
-            return ChainReport(ok=False, events=len(events), problem=f"atom {atom_id} content differs from its audit chain")
+            return ChainReport(
+                ok=False, events=len(events), problem=f"atom {atom_id} content differs from its audit chain"
+            )
     return ChainReport(ok=True, events=len(events))
 
 

@@ -46,7 +46,7 @@ class Review:
         if scope == "auto":
             return [self.core.scope.scope_hash]
         if reach is not None and scope not in reach:
-            raise NotFound(f"no scope {scope!r} within reach (pass \"auto\" or \"global\")")
+            raise NotFound(f'no scope {scope!r} within reach (pass "auto" or "global")')
         return [scope]
 
     def review_pending(

@@ -24,7 +24,9 @@ class Sessions:
         self.core = core
         self.writer = writer
 
-    def session_start(self, *, scope: str | Scope | None = "auto", source: str = "manual", title: str | None = None) -> Session:
+    def session_start(
+        self, *, scope: str | Scope | None = "auto", source: str = "manual", title: str | None = None
+    ) -> Session:
         """Open a session: a `session` memory that `session_end` later completes."""
         check_text("title", title)
         check_text("source", source)

@@ -172,7 +172,9 @@ class VaultSync:
                                 reason="edited on disk")  # fmt: skip
                 report["edited"].append({"path": str(f.path), "memory_id": atom.id, "new_memory_id": new_id})
             elif (tags, triggers, title) != (atom.tags, atom.triggers, atom.title):
-                self.writer.patch(atom.id, tags=tags, triggers=triggers, title=title, actor="vault", reason="edited on disk")
+                self.writer.patch(
+                    atom.id, tags=tags, triggers=triggers, title=title, actor="vault", reason="edited on disk"
+                )
                 report["retagged"].append({"path": str(f.path), "memory_id": atom.id})
             else:  # only formatting changed: write our rendering back and record its digest
                 with self.core.write() as tx:

@@ -76,7 +76,6 @@ class Writer:
         self.core = core
         self.anchors = anchors
 
-
     # -- building, storing and indexing an atom (every part that writes goes through these) ----------
 
     def new_atom(
@@ -232,7 +231,11 @@ class Writer:
         if atom.status == "pending" and d is not None:
             promotion_id = tx.records.insert_promotion(atom_id=atom.id, scope_hash=atom.scope_hash, origin=draft.origin,
                                                scores=d.as_dict(), reasoning=d.reasoning)  # fmt: skip
-            why = f"every {draft.origin} waits for review" if draft.gate == "hold" else "the DURA score is in the grey zone"
+            why = (
+                f"every {draft.origin} waits for review"
+                if draft.gate == "hold"
+                else "the DURA score is in the grey zone"
+            )
             return MemorizeResult(atom_id=atom.id, effect="applied", status="pending", promotion_id=promotion_id,
                                   dura=dura, reason=f"held for review: {why} ({d.reasoning})", anchors=refs,
                                   anchor_note=draft.anchor_note)  # fmt: skip

@@ -52,7 +52,16 @@ from .common import FORMATS, GZIP_MAGIC, MAX_DECOMPRESSED, ZIP_MAGIC, Record
 from .json_exports import _mem0, _openmemory, _server_memory
 from .markdown import _is_memoryd_markdown, _memoryd_markdown, entity_label, write_markdown
 
-__all__ = ["FORMATS", "MAX_DECOMPRESSED", "Record", "detect", "entity_label", "read_bytes", "read_records", "write_markdown"]
+__all__ = [
+    "FORMATS",
+    "MAX_DECOMPRESSED",
+    "Record",
+    "detect",
+    "entity_label",
+    "read_bytes",
+    "read_records",
+    "write_markdown",
+]
 
 
 def _gunzip(raw: bytes, path: Path) -> bytes:

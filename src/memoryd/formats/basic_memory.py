@@ -31,7 +31,7 @@ def _frontmatter(text: str) -> tuple[dict[str, Any], str]:
         meta = yaml.safe_load(text[3:end]) or {}
     except yaml.YAMLError:
         meta = {}
-    rest = text[end + 4:]
+    rest = text[end + 4 :]
     return (meta if isinstance(meta, dict) else {}), rest.split("\n", 1)[1] if "\n" in rest else ""
 
 
@@ -66,7 +66,7 @@ def _bm_observation(content: str) -> tuple[str | None, str, list[str], str | Non
         content = empty.group(1).strip()
     context = None
     if content.endswith(")") and (start := content.rfind("(")) != -1:
-        context, content = content[start + 1:-1].strip(), content[:start].strip()
+        context, content = content[start + 1 : -1].strip(), content[:start].strip()
     tags = [t for part in content.split() if part.startswith("#") for t in part.split("#") if t]
     return category, content, tags, context
 
@@ -87,10 +87,10 @@ def _bm_relation(content: str) -> tuple[str, str, str | None] | None:
         rel_type = before
     start = content.find("[[")
     end = content.find("]]", start + 2)
-    target = content[start + 2:end].strip()
+    target = content[start + 2 : end].strip()
     if not rel_type or not target:
         return None
-    after = content[end + 2:].strip()
+    after = content[end + 2 :].strip()
     if not after:
         return rel_type, target, None
     depth = 0
@@ -152,7 +152,7 @@ def _basic_memory(folder: Path) -> Iterator[Record]:
             continue
         text = text.removeprefix("\ufeff").replace("\x00", "")
         meta, body, problem = _bm_split(text)
-        first = text[:text.rfind(body)].count("\n") + 1 if body else 1  # the file line of the body's first line
+        first = text[: text.rfind(body)].count("\n") + 1 if body else 1  # the file line of the body's first line
         if problem:
             yield Record({"problem": problem}, f"{rel}: frontmatter")
         raw_title = _bm_text(meta.get("title"))

@@ -28,7 +28,6 @@ class Record:
     dropped: tuple[str, ...] = ()
 
 
-
 def _title(text: str) -> str:
     """A title derived from a name (an entity, a note, a relation), cut to the limits table's `title`: a long
     name must not cost the memory, which a title over the limit would (the write path rejects it)."""

@@ -53,12 +53,12 @@ def _mem0(path: Path, raw: bytes | None = None) -> Iterator[Record]:
         raise InvalidInput(f"{path} is not a mem0 export (JSON): {exc}") from exc
     items = data.get("results", data.get("memories")) if isinstance(data, dict) else data
     if not isinstance(items, list):
-        raise InvalidInput(f"{path}: expected a list of memories (\"results\" or \"memories\", or a JSON list)")
+        raise InvalidInput(f'{path}: expected a list of memories ("results" or "memories", or a JSON list)')
     # mem0 with a graph store: get_all() returns {"results": [...], "relations": [{"source", "relationship",
     # "target"}]}; each relation becomes the memory "<source> <relationship> <target>", as server-memory's do.
     relations = data.get("relations") if isinstance(data, dict) else None
     if relations is not None and not isinstance(relations, list):
-        yield Record({"problem": "\"relations\" is not a list; no relation imported"}, f"{path.name}: relations")
+        yield Record({"problem": '"relations" is not a list; no relation imported'}, f"{path.name}: relations")
         relations = []
     for i, rel in enumerate(relations or [], 1):
         origin = f"{path.name}: relation {i}"

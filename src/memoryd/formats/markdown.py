@@ -53,8 +53,8 @@ def _memoryd_markdown(folder: Path) -> Iterator[Record]:
             continue
         rest = "\n".join(lines[3:])
         cut = rest.rfind("\n## Related\n\n")
-        if cut >= 0 and all(line.startswith("- ") for line in rest[cut + 13:].strip().split("\n")):
-            rest = rest[:cut + 1]
+        if cut >= 0 and all(line.startswith("- ") for line in rest[cut + 13 :].strip().split("\n")):
+            rest = rest[: cut + 1]
         content = rest[:-1] if rest.endswith("\n") else rest
         aliases = meta.get("aliases") if isinstance(meta.get("aliases"), list) else []
         keep = {k: str(meta[k]) for k in _KEEP if meta.get(k) is not None}
@@ -74,7 +74,7 @@ _UNSAFE = re.compile(r'[\\/:*?"<>|#^\[\]\n\r\t]+')
 def _name(text: str, limit: int = 60) -> str:
     """A file name Obsidian can link to: no path or link syntax characters, bounded length."""
     clean = _UNSAFE.sub(" ", " ".join(text.split())).strip(" .")
-    return (clean[:limit].rstrip(" .") or "untitled")
+    return clean[:limit].rstrip(" .") or "untitled"
 
 
 def entity_label(entity_id: str) -> tuple[str, str]:

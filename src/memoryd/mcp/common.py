@@ -26,8 +26,19 @@ if TYPE_CHECKING:
     from ..config import Settings
     from ..engine import Engine
 
-__all__ = ["AUTHORIZATION_REQUIRED", "REQUEST_ENGINE", "EngineHandle", "RequestHandle", "ScopeInput", "Tool", "call",
-           "describe_validation", "register_tools", "result", "tool"]
+__all__ = [
+    "AUTHORIZATION_REQUIRED",
+    "REQUEST_ENGINE",
+    "EngineHandle",
+    "RequestHandle",
+    "ScopeInput",
+    "Tool",
+    "call",
+    "describe_validation",
+    "register_tools",
+    "result",
+    "tool",
+]
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -129,7 +140,9 @@ class RequestHandle(EngineHandle):
     def get(self) -> Engine:
         engine = REQUEST_ENGINE.get()
         if engine is None:
-            raise MemorydError("this request carries no identity (a team server answers only authenticated HTTP requests)")
+            raise MemorydError(
+                "this request carries no identity (a team server answers only authenticated HTTP requests)"
+            )
         return engine
 
     def close(self) -> None:

@@ -16,12 +16,15 @@ if TYPE_CHECKING:
 
 __all__ = ["TOOLS", "TOOL_NAMES", "register"]
 
+
 class MemorizeOut(BaseModel):
     atom_id: str | None = Field(None, description="ULID of the atom; the existing one when deduplicated.")
     effect: Literal["applied", "no_op", "rejected"]
     reason: str | None = Field(None, description="Why it was deduplicated or rejected (absent when applied).")
     deduped_with: str | None = Field(None, description="The existing atom's id (no_op only).")
-    warning: str | None = Field(None, description="Set when the scope input named another repository: where the call went.")
+    warning: str | None = Field(
+        None, description="Set when the scope input named another repository: where the call went."
+    )
 
 
 class RecalledAtom(BaseModel):
@@ -38,7 +41,9 @@ class RecalledAtom(BaseModel):
 
 class RecallOut(BaseModel):
     atoms: list[RecalledAtom] = Field(description="Best match first.")
-    warning: str | None = Field(None, description="Set when the scope input named another repository: where the call went.")
+    warning: str | None = Field(
+        None, description="Set when the scope input named another repository: where the call went."
+    )
 
 
 class CorrectOut(BaseModel):
@@ -46,7 +51,9 @@ class CorrectOut(BaseModel):
     target_atom: str
     new_atom_id: str | None = Field(None, description="The replacement atom (replace only).")
     reason: str | None = Field(None, description="Why it was rejected (rejected only).")
-    warning: str | None = Field(None, description="Set when the scope input named another repository: where the call went.")
+    warning: str | None = Field(
+        None, description="Set when the scope input named another repository: where the call went."
+    )
 
 
 class GovernOut(BaseModel):
@@ -54,14 +61,18 @@ class GovernOut(BaseModel):
     target_atom: str
     lesson_atom_id: str | None = Field(None, description="The lesson atom (derive_lesson only).")
     reason: str | None = Field(None, description="Why it was rejected (rejected only).")
-    warning: str | None = Field(None, description="Set when the scope input named another repository: where the call went.")
+    warning: str | None = Field(
+        None, description="Set when the scope input named another repository: where the call went."
+    )
 
 
 class HandoffOut(BaseModel):
     atom_id: str | None = None
     effect: Literal["applied", "rejected"]
     reason: str | None = None
-    warning: str | None = Field(None, description="Set when the scope input named another repository: where the call went.")
+    warning: str | None = Field(
+        None, description="Set when the scope input named another repository: where the call went."
+    )
 
 
 class Indexes(BaseModel):
@@ -79,7 +90,9 @@ class StatsOut(BaseModel):
 
 
 _SCOPE = Field(description="Injected by the host; the scope is inferred (a different one is answered with a warning).")
-_ANCHORS = Field(description="Optional: code it is about beyond what it names: 'path', 'path::Class.method' or 'Symbol'.")
+_ANCHORS = Field(
+    description="Optional: code it is about beyond what it names: 'path', 'path::Class.method' or 'Symbol'."
+)
 _PATH = Field(description="Optional: only memories anchored to this file or directory of the repository.")
 _SYMBOL = Field(description="Optional: only memories anchored to this symbol, e.g. Table.insert_all or insert_all.")
 
@@ -99,7 +112,9 @@ def _given(scope: ScopeInput | None) -> dict[str, object] | None:
 def memory_memorize(
     engine: Engine,
     content: Annotated[str, Field(description="The memory, one self-contained sentence.")],
-    source: Annotated[str | None, Field(description="user (the user said it) / agent (you concluded it) / custom.")] = None,
+    source: Annotated[
+        str | None, Field(description="user (the user said it) / agent (you concluded it) / custom.")
+    ] = None,
     scope: Annotated[ScopeInput | None, _SCOPE] = None,
     anchors: Annotated[list[str] | None, _ANCHORS] = None,
 ) -> MemorizeOut:
@@ -114,7 +129,8 @@ def memory_memorize(
     "Search long-term memory for this repository and your global preferences. Use noun phrases that keep "
     "key entities (people, projects, technologies, file names), not chatty questions. One call is usually "
     "enough: keyword, semantic and entity signals are combined.",
-    read_only=True, idempotent=True,
+    read_only=True,
+    idempotent=True,
 )
 def memory_recall(
     engine: Engine,
@@ -132,9 +148,15 @@ def memory_recall(
                          symbol=symbol).hits  # fmt: skip
     return RecallOut(
         atoms=[
-            RecalledAtom(atom_id=h.atom.id, content=visible_content(h.atom), score=h.score,
-                         created_at=h.atom.created_at, source=h.atom.source, freshness=h.freshness,
-                         code_changes=h.code_changes)  # fmt: skip
+            RecalledAtom(
+                atom_id=h.atom.id,
+                content=visible_content(h.atom),
+                score=h.score,
+                created_at=h.atom.created_at,
+                source=h.atom.source,
+                freshness=h.freshness,
+                code_changes=h.code_changes,
+            )  # fmt: skip
             for h in hits
         ],
         warning=warning,

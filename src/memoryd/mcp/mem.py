@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 __all__ = ["ADMIN", "ADMIN_TOOLS", "AGENT", "AGENT_TOOLS", "register"]
 
 MemType = Literal["session", "decision", "preference", "fact", "playbook", "warning"]
-ScopeArg = Annotated[str, Field(description='"auto" = this repository (from the working directory), "global" = all your projects.')]
+ScopeArg = Annotated[
+    str, Field(description='"auto" = this repository (from the working directory), "global" = all your projects.')
+]
 
 
 # -- output models ---------------------------------------------------------------------------
@@ -31,7 +33,9 @@ class SaveOut(BaseModel):
     promotion_id: int | None = Field(None, description="For pending saves: approve with mem_promote.")
     deduped_with: str | None = None
     reasoning: str | None = Field(None, description="DURA scores and cues (pending / rejected).")
-    warning: str | None = Field(None, description="Set when the scope argument named another repository: where the call went.")
+    warning: str | None = Field(
+        None, description="Set when the scope argument named another repository: where the call went."
+    )
     anchors: list[str] | None = Field(None, description="Code it is anchored to: path or path::symbol.")
     anchor_note: str | None = Field(None, description="Why the code it names was not anchored.")
 
@@ -80,7 +84,9 @@ class Result(Preview):
 
 class SearchOut(BaseModel):
     results: list[Result]
-    warning: str | None = Field(None, description="Set when the scope argument named another repository: where the call went.")
+    warning: str | None = Field(
+        None, description="Set when the scope argument named another repository: where the call went."
+    )
 
 
 class ContextOut(BaseModel):
@@ -92,13 +98,17 @@ class ContextOut(BaseModel):
 class TimelineOut(BaseModel):
     memories: list[Preview]
     since: datetime
-    warning: str | None = Field(None, description="Set when the scope argument named another repository: where the call went.")
+    warning: str | None = Field(
+        None, description="Set when the scope argument named another repository: where the call went."
+    )
 
 
 class SessionStartOut(BaseModel):
     session_id: str
     path: str | None = None
-    warning: str | None = Field(None, description="Set when the scope argument named another repository: where the call went.")
+    warning: str | None = Field(
+        None, description="Set when the scope argument named another repository: where the call went."
+    )
 
 
 class SessionEndOut(BaseModel):
@@ -177,7 +187,9 @@ class AccessRequestOut(BaseModel):
     scope_hash: str
     status: Literal["pending", "granted", "not_needed"]
     message: str
-    warning: str | None = Field(None, description="Set when the scope argument named another repository: where the call went.")
+    warning: str | None = Field(
+        None, description="Set when the scope argument named another repository: where the call went."
+    )
 
 
 class StatsDetailOut(BaseModel):
@@ -257,9 +269,13 @@ def mem_save(
     tags: Annotated[list[str] | None, Field(description="Labels, e.g. ['frontend'].")] = None,
     triggers: Annotated[list[str] | None, Field(description="Words that should recall it.")] = None,
     title: Annotated[str | None, Field(description="Short title.")] = None,
-    anchors: Annotated[list[str] | None, Field(
-        description="Optional: code it is about beyond what it names: 'path', 'path::Class.method' or 'Symbol'. "
-                    "Files and symbols named in the content are anchored anyway.")] = None,
+    anchors: Annotated[
+        list[str] | None,
+        Field(
+            description="Optional: code it is about beyond what it names: 'path', 'path::Class.method' or 'Symbol'. "
+            "Files and symbols named in the content are anchored anyway."
+        ),
+    ] = None,
 ) -> SaveOut:
     target, warning = e.resolve_scope_arg(scope)
     r = e.memorize(content, source="agent", type=type, title=title, tags=tags or [], triggers=triggers or [],
@@ -289,8 +305,11 @@ def mem_update(
     return UpdateOut(memory_id=r.atom.id, status="updated", path=r.path, updated_fields=r.updated_fields)
 
 
-@tool("Delete memory",
-      "Delete a memory for good: its markdown file and its row (an audit event remains).", destructive=True)
+@tool(
+    "Delete memory",
+    "Delete a memory for good: its markdown file and its row (an audit event remains).",
+    destructive=True,
+)
 def mem_delete(e: Engine, memory_id: str) -> DeleteOut:
     path = e.delete(memory_id)
     return DeleteOut(memory_id=memory_id, deleted=True, path=path or None)
@@ -319,7 +338,9 @@ def mem_search(
     types: list[MemType] | None = None,
     entity_ids: list[str] | None = None,
     path: Annotated[str | None, Field(description="Only memories anchored to this file or directory.")] = None,
-    symbol: Annotated[str | None, Field(description="Only memories anchored to this symbol, e.g. Table.insert_all.")] = None,
+    symbol: Annotated[
+        str | None, Field(description="Only memories anchored to this symbol, e.g. Table.insert_all.")
+    ] = None,
 ) -> SearchOut:
     target, warning = e.resolve_scope_arg(scope)
     hits = e.search(query, scope=target, top_k=top_k, types=types, entity_ids=entity_ids, path=path,
@@ -332,11 +353,14 @@ def mem_search(
     ], warning=warning)  # fmt: skip
 
 
-@tool("Memory context",
-      "The memories saved just before and after one memory, in the same scope.", read_only=True, idempotent=True)
+@tool(
+    "Memory context",
+    "The memories saved just before and after one memory, in the same scope.",
+    read_only=True,
+    idempotent=True,
+)
 def mem_context(
-    e: Engine,
-    memory_id: str, neighbors: Annotated[int, Field(ge=0, le=50, description="How many on each side.")] = 3
+    e: Engine, memory_id: str, neighbors: Annotated[int, Field(ge=0, le=50, description="How many on each side.")] = 3
 ) -> ContextOut:
     before, anchor, after = e.context(memory_id, neighbors=neighbors)
     drift = e.code_changes([a.id for a in (*before, anchor, *after) if a.scope_hash == e.scope.scope_hash])
@@ -359,8 +383,9 @@ def mem_timeline(
     return TimelineOut(memories=[_preview(a) for a in t.memories], since=t.since, warning=warning)
 
 
-@tool("Start session",
-      "Open a session record at the start of an agent session; keep the session_id for mem_session_end.")
+@tool(
+    "Start session", "Open a session record at the start of an agent session; keep the session_id for mem_session_end."
+)
 def mem_session_start(
     e: Engine,
     scope: ScopeArg = "auto",
@@ -372,8 +397,11 @@ def mem_session_start(
     return SessionStartOut(session_id=s.id, path=_path(e, e.get(s.id)), warning=warning)
 
 
-@tool("End session",
-      "Close a session with its summary. Idempotent: a second call keeps the first summary.", idempotent=True)
+@tool(
+    "End session",
+    "Close a session with its summary. Idempotent: a second call keeps the first summary.",
+    idempotent=True,
+)
 def mem_session_end(e: Engine, session_id: str, summary: str) -> SessionEndOut:
     s, closed = e.session_end(session_id, summary)
     return SessionEndOut(session_id=s.id, status="closed" if closed else "already_closed", summary=s.summary)
@@ -406,9 +434,13 @@ def mem_capture_passive(
                    warning=warning)  # fmt: skip
 
 
-@tool("Judge new text",
-      "Judge whether new_text supersedes, contradicts, duplicates or refines an existing memory. Applies "
-      "nothing: band auto (≥0.85) / review / ignore tells you how sure it is.", read_only=True, idempotent=True)
+@tool(
+    "Judge new text",
+    "Judge whether new_text supersedes, contradicts, duplicates or refines an existing memory. Applies "
+    "nothing: band auto (≥0.85) / review / ignore tells you how sure it is.",
+    read_only=True,
+    idempotent=True,
+)
 def mem_judge(e: Engine, new_text: str, old_memory_id: str) -> JudgeOut:
     j, band = e.judge(new_text, old_memory_id)
     return JudgeOut(judgment=_judgment(j), band=band, source=j.source)
@@ -467,8 +499,7 @@ def mem_reject(e: Engine, promotion_ids: list[int]) -> RejectOut:
       "Ask the user for a time-limited grant to read a sensitive scope (after an AuthorizationRequired "
       "error). Say what you need and why; the user grants it from the memoryd CLI.")  # fmt: skip
 def mem_request_sensitive_read(
-    e: Engine,
-    reason: Annotated[str, Field(description="What you need to read and why.")], scope: ScopeArg = "auto"
+    e: Engine, reason: Annotated[str, Field(description="What you need to read and why.")], scope: ScopeArg = "auto"
 ) -> AccessRequestOut:
     target, warning = e.resolve_scope_arg(scope)
     return AccessRequestOut(**e.request_sensitive_read(reason, scope=target), warning=warning)
@@ -506,8 +537,7 @@ def mem_doctor(e: Engine) -> DoctorOut:
 @tool("Save prompt", "Store a prompt template as <data_root>/prompts/<name>.md (overwrites a prompt of the same name).",
       idempotent=True)  # fmt: skip
 def mem_save_prompt(
-    e: Engine,
-    name: Annotated[str, Field(description="File name: letters, digits, '.', '_' or '-'.")], content: str
+    e: Engine, name: Annotated[str, Field(description="File name: letters, digits, '.', '_' or '-'.")], content: str
 ) -> PromptOut:
     return PromptOut(name=name, path=str(e.save_prompt(name, content)))
 

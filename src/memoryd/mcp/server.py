@@ -126,9 +126,15 @@ class MemorydServer(MCPServer[Any]):
     async def list_prompts(self) -> list[MCPPrompt]:
         prompts = await self._run(lambda e: e.prompts())
         return [
-            MCPPrompt(name=p.name, title=p.name, description=p.description or None,
-                      arguments=[MCPPromptArgument(name=a, description=f"Fills {{{a}}} in the prompt.", required=True)
-                                 for a in p.arguments])  # fmt: skip
+            MCPPrompt(
+                name=p.name,
+                title=p.name,
+                description=p.description or None,
+                arguments=[
+                    MCPPromptArgument(name=a, description=f"Fills {{{a}}} in the prompt.", required=True)
+                    for a in p.arguments
+                ],
+            )  # fmt: skip
             for p in prompts
         ]
 
@@ -170,10 +176,10 @@ class MemorydServer(MCPServer[Any]):
         text = str(uri)
         if text == BRIEF_URI:
             return [ReadResourceContents(content=await self._run(lambda e: e.brief_resource()), mime_type=MARKDOWN)]
-        if not text.startswith(MEMORY_PREFIX) or not text[len(MEMORY_PREFIX):]:
+        if not text.startswith(MEMORY_PREFIX) or not text[len(MEMORY_PREFIX) :]:
             raise ResourceNotFoundError(f"not_found: unknown resource {text!r}; memoryd serves {BRIEF_URI} and "
                                         f"{MEMORY_PREFIX}<memory id>")  # fmt: skip
-        atom_id = text[len(MEMORY_PREFIX):]
+        atom_id = text[len(MEMORY_PREFIX) :]
         return [ReadResourceContents(content=await self._run(lambda e: e.resource(atom_id)), mime_type=MARKDOWN)]
 
 

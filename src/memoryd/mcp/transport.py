@@ -48,7 +48,9 @@ def _first_surrogate(value: Any, path: str = "") -> tuple[str, str] | None:
 
 def _id_of(obj: Any) -> Any:
     rid = obj.get("id") if isinstance(obj, dict) else None
-    return rid if isinstance(rid, str | int) and not isinstance(rid, bool) and SURROGATE.search(str(rid)) is None else None
+    return (
+        rid if isinstance(rid, str | int) and not isinstance(rid, bool) and SURROGATE.search(str(rid)) is None else None
+    )
 
 
 def error_reply(rid: Any, code: int, message: str) -> bytes:
@@ -76,7 +78,9 @@ def check_message(data: bytes) -> tuple[bytes | None, str | None]:
         return error_reply(None, PARSE_ERROR, f"Parse error: invalid_input: the message is not JSON ({where})"), None
     items = obj if isinstance(obj, list) else [obj]
     if not items or not all(isinstance(o, dict) for o in items):
-        return error_reply(None, INVALID_REQUEST, "Invalid Request: invalid_input: a JSON-RPC message is an object"), None
+        return error_reply(
+            None, INVALID_REQUEST, "Invalid Request: invalid_input: a JSON-RPC message is an object"
+        ), None
     for o in items:
         hit = _first_surrogate(o)
         if hit is not None:
@@ -229,7 +233,9 @@ def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify
             return
         if token is not None:
             if not bearer_ok(headers.get(b"authorization"), token):
-                await send_json(send, 401, b'{"error": "unauthorized"}', [(b"www-authenticate", b'Bearer realm="memoryd"')])
+                await send_json(
+                    send, 401, b'{"error": "unauthorized"}', [(b"www-authenticate", b'Bearer realm="memoryd"')]
+                )
                 return
         if post_only and scope.get("method") != "POST":
             message = ("this server is stateless: send JSON-RPC requests with POST (there is no event stream to "
@@ -244,7 +250,9 @@ def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify
                 extra = [(b"www-authenticate", b'Bearer realm="memoryd"')] if who.status == 401 else []
                 if who.retry_after is not None:
                     extra.append((b"retry-after", str(who.retry_after).encode()))
-                await send_json(send, who.status, json.dumps({"error": who.error, "message": who.message}).encode(), extra)
+                await send_json(
+                    send, who.status, json.dumps({"error": who.error, "message": who.message}).encode(), extra
+                )
                 return
             scope = {**scope, "memoryd.engine": who}
         if scope.get("method") != "POST":

@@ -170,15 +170,49 @@ _TIME_TERMS = frozenset(
         "yesterday today tomorrow tonight ago last next week weeks weekend month months year years recently recent "
         "earlier later soon since before after first monday tuesday wednesday thursday friday saturday sunday"
     )
-) | {"昨天", "今天", "明天", "上周", "下周", "上个", "下个", "去年", "今年", "明年", "最近", "之前", "以前", "之后", "周末"}
+) | {
+    "昨天",
+    "今天",
+    "明天",
+    "上周",
+    "下周",
+    "上个",
+    "下个",
+    "去年",
+    "今年",
+    "明年",
+    "最近",
+    "之前",
+    "以前",
+    "之后",
+    "周末",
+}
 _NEG_QUERY = re.compile(
     r"\b(?:not|never|no longer|against|reject\w*|stop(?:ped)?|drop(?:ped)?|avoid\w*|bann?(?:ed)?|instead)\b|n't\b"
     r"|不|没|别|禁止|放弃|弃用|拒绝|避免",
     re.I,
 )
 _NEG_TERMS = frozenset(
-    tokens("not no never don didn won isn aren doesn wasn weren shouldn cannot rejected dropped avoid banned against instead")
-) | {"不用", "不要", "不再", "不能", "不是", "没有", "别用", "放弃", "弃用", "禁止", "拒绝", "避免", "不会", "不得", "严禁"}
+    tokens(
+        "not no never don didn won isn aren doesn wasn weren shouldn cannot rejected dropped avoid banned against instead"
+    )
+) | {
+    "不用",
+    "不要",
+    "不再",
+    "不能",
+    "不是",
+    "没有",
+    "别用",
+    "放弃",
+    "弃用",
+    "禁止",
+    "拒绝",
+    "避免",
+    "不会",
+    "不得",
+    "严禁",
+}
 
 
 _LATIN_WORD = re.compile(r"[a-z0-9]")
@@ -195,7 +229,9 @@ def _names(q: Query, groups: list[list[tuple[str, float]]], df: Mapping[str, int
     return [g[0][0] for g in groups if _LATIN_WORD.match(g[0][0]) and 1 <= df.get(g[0][0], 0) <= limit]
 
 
-def features(q: Query, cands: Sequence[Candidate], stats: tuple[int, Mapping[str, int]], p: Params = DEFAULT) -> Features:
+def features(
+    q: Query, cands: Sequence[Candidate], stats: tuple[int, Mapping[str, int]], p: Params = DEFAULT
+) -> Features:
     idf_power = p.idf_power
     total, df = stats
     n = len(cands)
@@ -269,7 +305,9 @@ def fused(signals: Mapping[str, float], p: Params = DEFAULT) -> float:
     """The fused score of one memory with these signal values (absent = 0), before cues and decay: e.g.
     the most a recall without a query vector can give (`{"keyword": 1.0}`)."""
     semantic = max(p.w_sem * signals.get("semantic", 0.0), p.w_en * signals.get("semantic_en", 0.0))
-    miss = (1.0 - p.w_kw * signals.get("keyword", 0.0)) * (1.0 - semantic) * (1.0 - p.w_ent * signals.get("entity", 0.0))
+    miss = (
+        (1.0 - p.w_kw * signals.get("keyword", 0.0)) * (1.0 - semantic) * (1.0 - p.w_ent * signals.get("entity", 0.0))
+    )
     return min(1.0, 1.0 - miss)
 
 

@@ -65,7 +65,7 @@ def to_simplified(text: str) -> str:
 
 
 def language(sample: str) -> str:
-    """"en", "zh" or "zh-Hant": the language labels written for this text should be in (CJK under 15%
+    """ "en", "zh" or "zh-Hant": the language labels written for this text should be in (CJK under 15%
     of its characters, counted double, is English)."""
     compact = "".join(sample.split())
     if not compact or len(_CJK_CHAR.findall(compact)) * 2 < len(compact) * 0.3:

@@ -40,7 +40,13 @@ log = logging.getLogger(__name__)
 ANN_MIN = 20_000  # live vectors before the HNSW graph is built
 EXACT_MAX = 20_000  # in-scope vectors that are still searched exactly (a few ms on 2 cores)
 _BUILD_CHUNK = 8192  # rows copied per step of a graph build
-_ANN_PARAMS: dict[str, Any] = {"metric": "cos", "dtype": "i8", "connectivity": 16, "expansion_add": 64, "expansion_search": 96}
+_ANN_PARAMS: dict[str, Any] = {
+    "metric": "cos",
+    "dtype": "i8",
+    "connectivity": 16,
+    "expansion_add": 64,
+    "expansion_search": 96,
+}
 
 
 _ann_warned = False
@@ -53,8 +59,12 @@ def _ann_available(live: int) -> bool:
         return True
     if not _ann_warned:
         _ann_warned = True
-        log.warning("%d vectors: the HNSW graph needs the memoryd[ann] extra (usearch is not installed), so vector "
-                    "search stays exact (correct, slower on large scopes); %s", live, hint("ann"))
+        log.warning(
+            "%d vectors: the HNSW graph needs the memoryd[ann] extra (usearch is not installed), so vector "
+            "search stays exact (correct, slower on large scopes); %s",
+            live,
+            hint("ann"),
+        )
     return False
 
 

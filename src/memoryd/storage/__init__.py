@@ -26,12 +26,18 @@ def open_store(settings: Settings) -> Store:
         require("postgres", "MEMORYD_DB=postgresql://…")
         from .postgres import PostgresStore  # psycopg loads only when PostgreSQL is used
 
-        return PostgresStore(settings.db, busy_timeout_ms=settings.busy_timeout_ms,
-                             read_dsns=[settings.db_read] if settings.db_read else (),
-                             read_wait_ms=settings.read_wait_ms, read_max_lag_ms=settings.read_max_lag_ms)
+        return PostgresStore(
+            settings.db,
+            busy_timeout_ms=settings.busy_timeout_ms,
+            read_dsns=[settings.db_read] if settings.db_read else (),
+            read_wait_ms=settings.read_wait_ms,
+            read_max_lag_ms=settings.read_max_lag_ms,
+        )
     if settings.db_read:
-        raise StorageError("MEMORYD_DB_READ (--db-read) names PostgreSQL hot standbys: it needs a PostgreSQL "
-                           "primary in MEMORYD_DB (--db postgresql://…)")
+        raise StorageError(
+            "MEMORYD_DB_READ (--db-read) names PostgreSQL hot standbys: it needs a PostgreSQL "
+            "primary in MEMORYD_DB (--db postgresql://…)"
+        )
     from .sqlite import SqliteStore
 
     return SqliteStore(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms, ann_min=settings.ann_min)

@@ -43,7 +43,11 @@ class AnchorReader:
 
         now = datetime.now(UTC)
         for (expires,) in self._rows("SELECT expires_at FROM grants WHERE scope_hash = ?", (scope_hash,)):
-            when = expires if isinstance(expires, datetime) else datetime.fromisoformat(str(expires).replace("Z", "+00:00"))
+            when = (
+                expires
+                if isinstance(expires, datetime)
+                else datetime.fromisoformat(str(expires).replace("Z", "+00:00"))
+            )
             if when > now:
                 return False
         return True
@@ -72,8 +76,17 @@ class AnchorReader:
             atom_ids,
         ):
             out.setdefault(r[0], []).append(
-                Anchor(path=r[1], symbol=r[2], kind=r[3], lang=r[4], commit=r[5], blob=r[6], fingerprint=r[7],
-                       line=r[8], origin=r[9])  # fmt: skip
+                Anchor(
+                    path=r[1],
+                    symbol=r[2],
+                    kind=r[3],
+                    lang=r[4],
+                    commit=r[5],
+                    blob=r[6],
+                    fingerprint=r[7],
+                    line=r[8],
+                    origin=r[9],
+                )  # fmt: skip
             )
         return out
 

@@ -75,8 +75,10 @@ class SqliteDialect(Dialect):
         if not terms:
             return exact, [tag]
         # the keyword index narrows to atoms holding the tag's terms; json_each decides
-        return (f"a.seq IN (SELECT rowid FROM atom_fts WHERE atom_fts MATCH ?) AND {exact}",
-                [" AND ".join(f'"{t}"' for t in terms), tag])
+        return (
+            f"a.seq IN (SELECT rowid FROM atom_fts WHERE atom_fts MATCH ?) AND {exact}",
+            [" AND ".join(f'"{t}"' for t in terms), tag],
+        )
 
     def translate_error(self, exc: Exception, where: str) -> StorageError:
         code = getattr(exc, "sqlite_errorcode", None)
@@ -300,7 +302,8 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         mass: dict[int, float] = {}
         for term in present:
             for (rowid,) in self._rows(
-                "SELECT rowid FROM atom_fts WHERE atom_fts MATCH ? ORDER BY rowid DESC LIMIT ?", (f'"{term}"', limit * 4)
+                "SELECT rowid FROM atom_fts WHERE atom_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+                (f'"{term}"', limit * 4),
             ):
                 mass[rowid] = mass.get(rowid, 0.0) + weight[term]
         best = sorted(mass, key=lambda r: (-mass[r], -r))[: limit * 4]

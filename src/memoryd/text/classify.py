@@ -115,8 +115,23 @@ SHI_WORDS = set(
 )
 # "when I ran …": a past event, not a condition.
 NARRATIVE_WHEN = r"when (?:the )?\w+ (?:\w+ed|was|were|ran|did|had|got|broke|went|made|saw|came|took)\b"
-EMBEDDING_VERBS = {"check", "see", "verify", "ask", "know", "sure", "wonder", "test", "determine",
-                   "unsure", "unclear", "whether", "decide", "remember", "as"}
+EMBEDDING_VERBS = {
+    "check",
+    "see",
+    "verify",
+    "ask",
+    "know",
+    "sure",
+    "wonder",
+    "test",
+    "determine",
+    "unsure",
+    "unclear",
+    "whether",
+    "decide",
+    "remember",
+    "as",
+}
 
 SUB_EN_INITIAL = (
     r"because|since|although|though|even if|even though|even when|so that|"

@@ -339,9 +339,7 @@ def _load_lexicon() -> tuple[dict[str, _Form], re.Pattern[str]]:
             exact = bare if form[0] in "=~" else None
             forms[bare.lower()] = _Form(canonical, exact, form[0] == "~")
     alternatives = "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))
-    pattern = re.compile(
-        rf"(?<![A-Za-z0-9_\-./@$])(?:{alternatives})(?![A-Za-z0-9_+#\-]|\.[A-Za-z0-9])", re.I
-    )
+    pattern = re.compile(rf"(?<![A-Za-z0-9_\-./@$])(?:{alternatives})(?![A-Za-z0-9_+#\-]|\.[A-Za-z0-9])", re.I)
     return forms, pattern
 
 
@@ -358,19 +356,13 @@ _FILE = re.compile(
 )
 _CALL = re.compile(rf"(?<![A-Za-z0-9_.$@])({_IDENT}(?:\.{_IDENT})*)\(([^()\n]{{0,60}})\)")
 _BACKTICK = re.compile(rf"`({_IDENT}(?:\.{_IDENT})*)`")
-_PIN = re.compile(
-    r"(?<![A-Za-z0-9_\-./@])([A-Za-z][A-Za-z0-9_.\-]*?)(?:\[[\w,]+\])?(?:==|>=|<=|~=|!=|<|>|@\^?~?)\d"
-)
+_PIN = re.compile(r"(?<![A-Za-z0-9_\-./@])([A-Za-z][A-Za-z0-9_.\-]*?)(?:\[[\w,]+\])?(?:==|>=|<=|~=|!=|<|>|@\^?~?)\d")
 # Not an e-mail, an npm scope (@types/node) or a decorator (@pytest.fixture, @app.get(…)).
-_HANDLE = re.compile(
-    r"(?<![A-Za-z0-9_.@])@([A-Za-z][A-Za-z0-9_\-]{1,38})(?![A-Za-z0-9_\-]*(?:[/(@]|\.[A-Za-z]))"
-)
+_HANDLE = re.compile(r"(?<![A-Za-z0-9_.@])@([A-Za-z][A-Za-z0-9_\-]{1,38})(?![A-Za-z0-9_\-]*(?:[/(@]|\.[A-Za-z]))")
 _NAME = r"[A-Z][a-z]+(?: [A-Z][a-z]+)?"
 _PERSON_AFTER = re.compile(rf"(?<![A-Za-z0-9_\-])({_NAME})(?= (?:{PERSON_AFTER_EN})\b)")
 _HANDLE_AFTER_EN = re.compile(rf"^\s*([a-z][a-z0-9_\-]{{2,30}})(?= (?:{PERSON_AFTER_EN})\b)")
-_HANDLE_AFTER_ZH = re.compile(
-    rf"(?<![A-Za-z0-9_\-.@])([A-Za-z][A-Za-z0-9_\-]{{1,30}})\s*(?={PERSON_AFTER_ZH})"
-)
+_HANDLE_AFTER_ZH = re.compile(rf"(?<![A-Za-z0-9_\-.@])([A-Za-z][A-Za-z0-9_\-]{{1,30}})\s*(?={PERSON_AFTER_ZH})")
 _PERSON_BEFORE = re.compile(rf"(?i:\b(?:{PERSON_BEFORE_EN})) ({_NAME})\b")
 _SENTENCE_START = re.compile(r"(?:^\s*|[.!?:;]\s+|\n\s*(?:[-*]\s+)?)$")
 _FOLLOWED_BY_VERSION_OR_CJK = re.compile(rf"\s*(?:v?\d|[{_CJK}])")

@@ -46,8 +46,17 @@ from memoryd.search.tokenize import tokens
 from memoryd.text.classify import classify
 from memoryd.text.entities import extract_entities
 
-__all__ = ["JUDGE_SYSTEM", "TOPIC_SYSTEM", "Judgment", "JudgmentType", "band", "judge",
-           "heuristic_topic_key", "judge_heuristic", "suggest_topic_key"]
+__all__ = [
+    "JUDGE_SYSTEM",
+    "TOPIC_SYSTEM",
+    "Judgment",
+    "JudgmentType",
+    "band",
+    "judge",
+    "heuristic_topic_key",
+    "judge_heuristic",
+    "suggest_topic_key",
+]
 
 JudgmentType = Literal["supersedes", "contradicts", "duplicates", "refines", "unrelated"]
 TYPES = get_args(JudgmentType)
@@ -75,7 +84,9 @@ CONDITION = (
 # Technologies that fill the same slot, so one can replace another ("现在用 Solid" vs "前端用 React").
 CATEGORIES = {
     kind.strip(): set(members.lower().split(","))
-    for kind, _, members in (group.partition(":") for group in """
+    for kind, _, members in (
+        group.partition(":")
+        for group in """
     frontend framework:React,Vue,Angular,Svelte,Solid,Next.js,Nuxt,SvelteKit,Remix,Astro,jQuery,htmx;
     database:PostgreSQL,MySQL,SQLite,MongoDB,MariaDB,Cassandra,DynamoDB,CockroachDB,Supabase,Firebase;
     search engine:Elasticsearch,OpenSearch,Meilisearch,Typesense,Qdrant,Milvus,pgvector,FAISS;
@@ -86,12 +97,15 @@ CATEGORIES = {
     CI service:GitHub Actions,GitLab CI,Jenkins,CircleCI,Travis CI; bundler:Vite,webpack,esbuild,Rollup;
     hosting:Heroku,Vercel,Netlify,AWS,GCP,Azure,Cloudflare,AWS Lambda; auth provider:Auth0,Keycloak;
     ORM:SQLAlchemy,Prisma,TypeORM,Sequelize,Drizzle,Hibernate; state library:Redux,Zustand;
-    CSS framework:Tailwind CSS,Bootstrap""".split(";"))
+    CSS framework:Tailwind CSS,Bootstrap""".split(";")
+    )
 }
 
 # zh → English words for topic keys, "zh:en" pairs; Traditional/Taiwan forms (資料庫, 連線池, 快取,
 # 日誌, 權限, 測試 …) fold to the Simplified key first.
-GLOSSARY = dict(pair.split(":") for pair in """
+GLOSSARY = dict(
+    pair.split(":")
+    for pair in """
     前端:frontend 后端:backend 数据库:database 部署:deploy 测试:testing 单测:testing 连接池:connection-pool
     决策:decision 迁移:migration 切换:migration 缓存:cache 日志:logging 权限:auth 鉴权:auth 认证:auth
     登录:login 配置:config 环境变量:env-vars 依赖:dependencies 包管理:packaging 版本:version 发布:release
@@ -100,12 +114,16 @@ GLOSSARY = dict(pair.split(":") for pair in """
     代码审查:code-review 代码检查:lint 文档:docs 格式:format 错误:errors 重试:retry 超时:timeout
     并发:concurrency 线程:threads 容器:container 服务器:server 密钥:secrets 会话:session 搜索:search
     向量:vector 状态管理:state-management 路由:routing 样式:styling 组件:components 脚本:scripts
-    定时任务:cron 生产环境:production 预发:staging 钩子:hooks""".split())
+    定时任务:cron 生产环境:production 预发:staging 钩子:hooks""".split()
+)
 # English words folded onto one key word, so "switched"/"migrated" key like 切换/迁移.
-EN_KEY_WORDS = dict(pair.split(":") for pair in """
+EN_KEY_WORDS = dict(
+    pair.split(":")
+    for pair in """
     switch:migration switched:migration migrate:migration migrated:migration moved:migration
     replaced:migration decided:decision tests:testing test:testing logs:logging deploys:deploy
-    deployed:deploy deployment:deploy caching:cache authentication:auth permissions:auth""".split())
+    deployed:deploy deployment:deploy caching:cache authentication:auth permissions:auth""".split()
+)
 EN_STOP = frozenset(
     """a an and are as at be been by can do does for from has have how i if in into is it its of
     on or our should that the their then there these this to too use used uses using via was we
@@ -214,8 +232,9 @@ def judge_heuristic(new_text: str, old_text: str) -> Judgment:
     """Judge NEW against OLD by the rules in the module docstring."""
 
     def result(type_: JudgmentType, confidence: float, reason: str) -> Judgment:
-        return Judgment(type=type_, confidence=round(min(max(confidence, 0.0), 1.0), 2),
-                        reason=reason, source="heuristic")
+        return Judgment(
+            type=type_, confidence=round(min(max(confidence, 0.0), 1.0), 2), reason=reason, source="heuristic"
+        )
 
     if _canon(new_text) == _canon(old_text):
         return result("duplicates", 0.97, "Same text once punctuation, spacing, case and script are ignored.")

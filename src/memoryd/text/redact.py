@@ -43,8 +43,13 @@ _OWN_TOKENS = [
 # Its OpenAI regex is left out: it backtracks quadratically on long "sk-sk-..." runs, and
 # the openai_key rule above covers those keys.
 _DS_PLUGINS = [  # (module, class, kind, how many of its regexes, keywords that must occur for them to run)
-    ("aws", "AWSKeyDetector", "aws_access_key", 1, ("akia", "asia", "abia", "acca", "a3t", "agpa", "aida", "aroa",
-                                                    "aipa", "anpa", "anva", "apka")),
+    (
+        "aws",
+        "AWSKeyDetector",
+        "aws_access_key",
+        1,
+        ("akia", "asia", "abia", "acca", "a3t", "agpa", "aida", "aroa", "aipa", "anpa", "anva", "apka"),
+    ),
     ("github_token", "GitHubTokenDetector", "github_token", None, ("gh",)),
     ("gitlab_token", "GitLabTokenDetector", "gitlab_token", None, ("gl", "gr1348941")),
     ("slack", "SlackDetector", "slack_token", 1, ("xox",)),
@@ -61,34 +66,54 @@ _DS_PLUGINS = [  # (module, class, kind, how many of its regexes, keywords that 
 # Secrets recognised by their context; only the group named v is the secret.
 _Q = r"[\"'`“”‘’]?"
 _CONTEXT_RULES = [
-    ("connection_string",
-     r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s:/@]*:(?P<v>[^\s/]+)@[\w.-]+(?::\d+)?(?![\w.@-])"),
+    ("connection_string", r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s:/@]*:(?P<v>[^\s/]+)@[\w.-]+(?::\d+)?(?![\w.@-])"),
     ("azure_storage_key", r"\b(?:AccountKey|SharedAccessKey)=(?P<v>[A-Za-z0-9+/]{20,}={0,2})"),
-    ("secret_assignment", r"[?&](?:sig|X-Amz-Signature|X-Goog-Signature|Signature|access_token|token|api_key|apikey|key)"
-                   r"=(?P<v>[A-Za-z0-9%+/._~-]{16,})"),
+    (
+        "secret_assignment",
+        r"[?&](?:sig|X-Amz-Signature|X-Goog-Signature|Signature|access_token|token|api_key|apikey|key)"
+        r"=(?P<v>[A-Za-z0-9%+/._~-]{16,})",
+    ),
     # a value named first, its use as a secret after: "用 Xk9!pq2 作为数据库密码", "use Xk9!pq2 as the password"
-    ("password", r"(?:用|以|拿|把)\s*[\"'`“‘]?(?P<v>(?=\S*[A-Za-z])(?=\S*\d)[!-~]{6,64}?)[\"'`”’]?\s*"
-                 r"(?:作为|作為|当作|當作|当|當|做为|做為|设为|設為)\S{0,8}?(?:密码|密碼|口令|密钥|密鑰|令牌|token)"),
-    ("password", r"(?i:\buse\s+)[\"'`]?(?P<v>(?=\S*[A-Za-z])(?=\S*\d)[!-~]{6,64}?)[\"'`]?\s+(?i:as\s+(?:the\s+|our\s+|a\s+|an\s+)?"
-                 r"(?:[\w-]+\s+)?(?:password|passphrase|passcode|token|secret|api\s+key))"),
+    (
+        "password",
+        r"(?:用|以|拿|把)\s*[\"'`“‘]?(?P<v>(?=\S*[A-Za-z])(?=\S*\d)[!-~]{6,64}?)[\"'`”’]?\s*"
+        r"(?:作为|作為|当作|當作|当|當|做为|做為|设为|設為)\S{0,8}?(?:密码|密碼|口令|密钥|密鑰|令牌|token)",
+    ),
+    (
+        "password",
+        r"(?i:\buse\s+)[\"'`]?(?P<v>(?=\S*[A-Za-z])(?=\S*\d)[!-~]{6,64}?)[\"'`]?\s+(?i:as\s+(?:the\s+|our\s+|a\s+|an\s+)?"
+        r"(?:[\w-]+\s+)?(?:password|passphrase|passcode|token|secret|api\s+key))",
+    ),
     ("slack_webhook", r"hooks\.slack\.com/services/(?P<v>T\w+/B\w+/\w+)"),
     ("bearer_token", r"\b[Bb]earer\s+(?P<v>(?=[\w.~+/-]*\d)[\w.~+/-]{12,}=*)"),
-    ("authorization_header",
-     r"(?i:\bAuthorization)[\"']?\s*[:=]\s*[\"']?(?:Basic|Token|Bot|Digest|ApiKey)\s+(?P<v>[\w.~+/-]{8,}=*)"),
+    (
+        "authorization_header",
+        r"(?i:\bAuthorization)[\"']?\s*[:=]\s*[\"']?(?:Basic|Token|Bot|Digest|ApiKey)\s+(?P<v>[\w.~+/-]{8,}=*)",
+    ),
     ("basic_auth", r"\bcurl\b[^\n]{0,300}?\s(?:-u|--user)[ =]?['\"]?[^\s:'\"]+:(?P<v>[^\s'\"]+)"),
     ("password", r"\bmysql\w*\b[^\n]{0,300}?\s-p['\"]?(?P<v>[^\s'\"]+)"),
     # "the password is X" only when X mixes letters and digits, so prose stays untouched
-    ("password",
-     r"(?:(?i:\b(?:password|passwd|passphrase)\s+(?:is|was)):?|(?:密码|密碼|口令)(?:是|为|為))"
-     rf"\s*{_Q}(?P<v>(?=\S*[A-Za-z])(?=\S*\d)[!-~]{{6,}})"),
+    (
+        "password",
+        r"(?:(?i:\b(?:password|passwd|passphrase)\s+(?:is|was)):?|(?:密码|密碼|口令)(?:是|为|為))"
+        rf"\s*{_Q}(?P<v>(?=\S*[A-Za-z])(?=\S*\d)[!-~]{{6,}})",
+    ),
     ("password", rf"(?:密碼|密码|口令|密鑰|密钥|秘钥|秘鑰)[ \t]*[：:=][ \t]*{_Q}(?P<v>[!-~]{{1,512}})"),
 ]
 
 # keywords of each context rule above, in order (a rule runs only when one occurs, lower-cased)
 _CONTEXT_KEYWORDS: list[tuple[str, ...]] = [
-    ("://",), ("accountkey=", "sharedaccesskey="), ("sig=", "signature=", "token=", "key="),
-    ("作为", "作為", "当", "當", "做为", "做為", "设为", "設為"), ("use ",), ("hooks.slack.com",), ("bearer",),
-    ("authorization",), ("curl",), ("mysql",), ("password", "passwd", "passphrase", "密码", "密碼", "口令"),
+    ("://",),
+    ("accountkey=", "sharedaccesskey="),
+    ("sig=", "signature=", "token=", "key="),
+    ("作为", "作為", "当", "當", "做为", "做為", "设为", "設為"),
+    ("use ",),
+    ("hooks.slack.com",),
+    ("bearer",),
+    ("authorization",),
+    ("curl",),
+    ("mysql",),
+    ("password", "passwd", "passphrase", "密码", "密碼", "口令"),
     ("密碼", "密码", "口令", "密鑰", "密钥", "秘钥", "秘鑰"),
 ]
 _ASSIGN_KEYWORDS = ("pass", "pwd", "secret", "token", "key", "auth", "credential")
@@ -103,29 +128,183 @@ _ASSIGN = re.compile(
 _ALNUM = re.compile(r"[A-Za-z0-9]")
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_-]*")
 _SPLIT_KEY = re.compile(r"[_.\-]+|(?<=[a-z0-9])(?=[A-Z])")
-_KEY_QUALIFIERS = {"api", "access", "private", "secret", "signing", "encryption", "master", "account",
-                   "auth", "client", "service", "app", "license"}
+_KEY_QUALIFIERS = {
+    "api",
+    "access",
+    "private",
+    "secret",
+    "signing",
+    "encryption",
+    "master",
+    "account",
+    "auth",
+    "client",
+    "service",
+    "app",
+    "license",
+}
 # A secret word followed by one of these names metadata about the secret, not the secret.
 _NOT_SECRET_SUFFIX = {
-    "file", "path", "dir", "url", "uri", "endpoint", "length", "len", "min", "max", "type", "name", "id",
-    "ids", "field", "policy", "expiry", "expires", "expiration", "ttl", "timeout", "count", "prompt", "env",
-    "var", "header", "label", "format", "regex", "pattern", "hint", "rotation", "reset", "location", "store",
-    "provider", "mode", "method", "manager", "cmd", "command", "helper", "hash", "hashed", "hashers",
-    "strength", "required", "enabled", "size", "limit", "budget", "usage", "kind", "source", "ref", "arn",
-    "version", "stdin", "validators", "scheme",
+    "file",
+    "path",
+    "dir",
+    "url",
+    "uri",
+    "endpoint",
+    "length",
+    "len",
+    "min",
+    "max",
+    "type",
+    "name",
+    "id",
+    "ids",
+    "field",
+    "policy",
+    "expiry",
+    "expires",
+    "expiration",
+    "ttl",
+    "timeout",
+    "count",
+    "prompt",
+    "env",
+    "var",
+    "header",
+    "label",
+    "format",
+    "regex",
+    "pattern",
+    "hint",
+    "rotation",
+    "reset",
+    "location",
+    "store",
+    "provider",
+    "mode",
+    "method",
+    "manager",
+    "cmd",
+    "command",
+    "helper",
+    "hash",
+    "hashed",
+    "hashers",
+    "strength",
+    "required",
+    "enabled",
+    "size",
+    "limit",
+    "budget",
+    "usage",
+    "kind",
+    "source",
+    "ref",
+    "arn",
+    "version",
+    "stdin",
+    "validators",
+    "scheme",
     # a thing named after the secret it handles (`auth-gateway`, `secret-rotator`, `TOKEN_REFRESH_INTERVAL`)
-    "gateway", "service", "svc", "proxy", "server", "rotator", "worker", "job", "handler", "middleware", "module",
-    "plugin", "controller", "validator", "generator", "parser", "cache", "pool", "factory", "backend", "frontend",
-    "router", "test", "tests", "spec", "flow", "check", "refresh", "interval", "leeway", "lifetime", "bucket",
+    "gateway",
+    "service",
+    "svc",
+    "proxy",
+    "server",
+    "rotator",
+    "worker",
+    "job",
+    "handler",
+    "middleware",
+    "module",
+    "plugin",
+    "controller",
+    "validator",
+    "generator",
+    "parser",
+    "cache",
+    "pool",
+    "factory",
+    "backend",
+    "frontend",
+    "router",
+    "test",
+    "tests",
+    "spec",
+    "flow",
+    "check",
+    "refresh",
+    "interval",
+    "leeway",
+    "lifetime",
+    "bucket",
 }
 _STOPWORDS = {
-    "none", "null", "nil", "true", "false", "yes", "required", "optional", "string", "bytes", "integer",
-    "bool", "boolean", "text", "secret", "password", "token", "redacted", "hidden", "masked", "empty",
-    "undefined", "unset", "missing", "example", "placeholder", "dummy", "bearer", "basic", "oauth",
-    "oauth2", "include", "omit", "same-origin", "environment", "vault", "keychain", "keyring", "sops",
-    "the", "see", "use", "via", "from", "stored", "rotated", "expired", "expires", "must", "should",
-    "will", "never", "always", "enabled", "disabled", "your", "here", "flag", "option", "argument",
-    "parameter", "field", "variable", "value", "prompt",
+    "none",
+    "null",
+    "nil",
+    "true",
+    "false",
+    "yes",
+    "required",
+    "optional",
+    "string",
+    "bytes",
+    "integer",
+    "bool",
+    "boolean",
+    "text",
+    "secret",
+    "password",
+    "token",
+    "redacted",
+    "hidden",
+    "masked",
+    "empty",
+    "undefined",
+    "unset",
+    "missing",
+    "example",
+    "placeholder",
+    "dummy",
+    "bearer",
+    "basic",
+    "oauth",
+    "oauth2",
+    "include",
+    "omit",
+    "same-origin",
+    "environment",
+    "vault",
+    "keychain",
+    "keyring",
+    "sops",
+    "the",
+    "see",
+    "use",
+    "via",
+    "from",
+    "stored",
+    "rotated",
+    "expired",
+    "expires",
+    "must",
+    "should",
+    "will",
+    "never",
+    "always",
+    "enabled",
+    "disabled",
+    "your",
+    "here",
+    "flag",
+    "option",
+    "argument",
+    "parameter",
+    "field",
+    "variable",
+    "value",
+    "prompt",
 }
 _REFERENCE = re.compile(
     r"[A-Za-z_][\w.]*[(\[]"  # call or subscript: getpass(), os.environ[...]
@@ -147,12 +326,22 @@ _ARMOUR = (
 )
 _STRUCTURE = [  # (kind, keywords (lower-case, any), pattern); group v (else the whole match) is the secret
     # a PuTTY key file (.ppk, any version): header to MAC
-    ("private_key", ("putty-user-key-file",),
-     re.compile(r"PuTTY-User-Key-File-\d+:.*?Private-Lines: *\d+(?:\s*[A-Za-z0-9+/=]{8,})*(?:\s*Private-MAC: *[0-9a-fA-F]+)?",
-                re.S)),
+    (
+        "private_key",
+        ("putty-user-key-file",),
+        re.compile(
+            r"PuTTY-User-Key-File-\d+:.*?Private-Lines: *\d+(?:\s*[A-Za-z0-9+/=]{8,})*(?:\s*Private-MAC: *[0-9a-fA-F]+)?",
+            re.S,
+        ),
+    ),
     # PKCS#12 / PKCS#8 DER in base64 (MII…) named as a key store or private key (a certificate alone is public)
-    ("private_key", (".p12", ".pfx", "pkcs", "keystore", ".jks", "private key", "privatekey"),
-     re.compile(r"(?i:\.p12|\.pfx|pkcs ?#? ?(?:12|8)|keystore|\.jks|private ?key)[^\n]{0,60}?(?P<v>MII[A-Za-z0-9+/]{40,}={0,2})")),
+    (
+        "private_key",
+        (".p12", ".pfx", "pkcs", "keystore", ".jks", "private key", "privatekey"),
+        re.compile(
+            r"(?i:\.p12|\.pfx|pkcs ?#? ?(?:12|8)|keystore|\.jks|private ?key)[^\n]{0,60}?(?P<v>MII[A-Za-z0-9+/]{40,}={0,2})"
+        ),
+    ),
     # a JSON Web Key's private members (RSA d p q dp dq qi, EC/OKP d, symmetric k)
     ("private_key", ('"kty"',), re.compile(r'"(?:d|p|q|dp|dq|qi|k)"\s*:\s*"(?P<v>[A-Za-z0-9_-]{16,})"')),
 ]
@@ -227,8 +416,27 @@ def _rules() -> list[Rule]:
 # -- context: a secret word or a provider, an assignment, a random-looking value ------------------
 
 # after the key: a few words (`auth token`, `_API_KEY`), a separator, an optional quote, the value
-_NOUNS = ("token", "key", "secret", "password", "passwd", "passphrase", "pwd", "sid", "credential", "creds",
-          "密钥", "密鑰", "秘钥", "令牌", "密码", "密碼", "口令", "凭证", "憑證")
+_NOUNS = (
+    "token",
+    "key",
+    "secret",
+    "password",
+    "passwd",
+    "passphrase",
+    "pwd",
+    "sid",
+    "credential",
+    "creds",
+    "密钥",
+    "密鑰",
+    "秘钥",
+    "令牌",
+    "密码",
+    "密碼",
+    "口令",
+    "凭证",
+    "憑證",
+)
 _AFTER_NOUN = "(?:" + "|".join(f"(?<=(?i:{n}))" if n.isascii() else f"(?<={n})" for n in _NOUNS) + ")"
 # after the key: a few words (`auth token`, `_API_KEY`), a separator, an optional quote, the value (not
 # itself a `name=value`); a bare space separates only right after a secret noun ("auth token 5f9d…")
@@ -318,8 +526,22 @@ def _context_key(words: frozenset[str]) -> re.Pattern[str]:
 
 
 # "key" alone names too many things (primary, cache, sort, public keys): it counts only after one of these
-_SECRET_KEY_QUALIFIERS = _KEY_QUALIFIERS | {"deploy", "signing", "webhook", "ssh", "gpg", "pgp", "hmac", "jwt",
-                                            "session", "admin", "root", "shared", "encryption", "decryption"}
+_SECRET_KEY_QUALIFIERS = _KEY_QUALIFIERS | {
+    "deploy",
+    "signing",
+    "webhook",
+    "ssh",
+    "gpg",
+    "pgp",
+    "hmac",
+    "jwt",
+    "session",
+    "admin",
+    "root",
+    "shared",
+    "encryption",
+    "decryption",
+}
 
 
 def _weak_key(text: str, key: re.Match[str]) -> bool:

@@ -318,7 +318,6 @@ def _count_cap() -> int:
     return COUNT_CAP
 
 
-
 def _retitle(e: Any, atom_id: str, form: dict[str, str], reason: str) -> None:
     """After a replace from the console: the new memory's title and tags follow its new text (issue 25)."""
     atom = e.get(atom_id)
@@ -326,6 +325,7 @@ def _retitle(e: Any, atom_id: str, form: dict[str, str], reason: str) -> None:
     tags = _list(form.get("new_tags")) if "new_tags" in form else list(atom.tags)
     if title != (atom.title or "") or list(tags or []) != list(atom.tags):
         e.update(atom_id, title=title, tags=tags, actor=ACTOR, reason=f"title and tags for the replaced text: {reason}")
+
 
 def _opt(value: str | None) -> str | None:
     value = (value or "").strip()

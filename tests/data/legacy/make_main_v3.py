@@ -59,12 +59,24 @@ def build(home: Path, db: str | None, work: Path) -> None:
     settings = Settings(home=home, db=db)
     with Engine.open(settings, cwd=widgets, embedder=HashEmbedder()) as e:
         pg = e.memorize("本專案用 PostgreSQL 16 做主資料庫，不用 MongoDB", source="user", type="decision").atom_id
-        e.memorize("Never push directly to main; open a pull request for every change to login.py",
-                   source="user", type="warning", tags=["git", "review"], triggers=["push"], title="No direct pushes")
-        e.memorize("Always answer in Traditional Chinese with English identifiers", source="user",
-                   type="preference", scope=e.scope.global_scope())
+        e.memorize(
+            "Never push directly to main; open a pull request for every change to login.py",
+            source="user",
+            type="warning",
+            tags=["git", "review"],
+            triggers=["push"],
+            title="No direct pushes",
+        )
+        e.memorize(
+            "Always answer in Traditional Chinese with English identifiers",
+            source="user",
+            type="preference",
+            scope=e.scope.global_scope(),
+        )
         port = e.memorize("The API server listens on port 8080 in every environment", source="user").atom_id
-        e.correct(port, "replace", "moved behind the proxy", new_content="The API server listens on port 9090 behind nginx")
+        e.correct(
+            port, "replace", "moved behind the proxy", new_content="The API server listens on port 9090 behind nginx"
+        )
         fri = e.memorize("Deploys happen on Fridays after the release review", source="user").atom_id
         e.correct(fri, "negate", "we stopped Friday deploys")
         tmp = e.memorize("The staging box is rebooted every night at 03:00 by cron", source="user").atom_id
@@ -86,8 +98,17 @@ def build(home: Path, db: str | None, work: Path) -> None:
             "main": MAIN,
             "tenant": TENANT,
             "events": len(e.store.events()),
-            "atoms": {a.id: {"status": a.status, "type": a.type, "scope_hash": a.scope_hash, "content": a.content,
-                             "title": a.title, "tags": a.tags} for a in atoms},
+            "atoms": {
+                a.id: {
+                    "status": a.status,
+                    "type": a.type,
+                    "scope_hash": a.scope_hash,
+                    "content": a.content,
+                    "title": a.title,
+                    "tags": a.tags,
+                }
+                for a in atoms
+            },
         }
         if not db:
             e.store._execute("PRAGMA wal_checkpoint(TRUNCATE)")  # type: ignore[attr-defined]

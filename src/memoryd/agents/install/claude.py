@@ -67,7 +67,10 @@ def _hook_group(event: str, exe: str, profile: str) -> dict[str, Any]:
 
 def _file_group(exe: str) -> dict[str, Any]:
     name, timeout = HOOK_EVENTS["PreToolUse"]
-    return {"matcher": FILE_TOOLS_MATCHER, "hooks": [{"type": "command", "command": f"{exe} hook {name}", "timeout": timeout}]}
+    return {
+        "matcher": FILE_TOOLS_MATCHER,
+        "hooks": [{"type": "command", "command": f"{exe} hook {name}", "timeout": timeout}],
+    }
 
 
 def _is_file_group(group: Any) -> bool:
@@ -230,14 +233,16 @@ def _approval_notes(name: str, scope: str, home: Path, project_dir: Path) -> lis
         if d.get("enableAllProjectMcpServers") is True or name in (d.get("enabledMcpjsonServers") or []):
             return [f"the project server {name!r} is already approved ({path})"]
     local = project_dir / ".claude" / "settings.local.json"
-    return [(
-        f"Claude Code asks before starting servers from {project_dir / '.mcp.json'} (`claude mcp list` shows "
-        f"'Pending approval'): run `claude` in {project_dir} and approve {name!r} at the prompt (or in /mcp), "
-        f"or add \"enabledMcpjsonServers\": [\"{name}\"] to {user_settings} (it then counts in every project; "
-        f"\"enableAllProjectMcpServers\": true there approves every project's servers). The same setting in "
-        f"{local} counts only once you have trusted the folder (accepted the trust dialog of `claude` there). "
-        "memoryd does not change that setting for you."
-    )]
+    return [
+        (
+            f"Claude Code asks before starting servers from {project_dir / '.mcp.json'} (`claude mcp list` shows "
+            f"'Pending approval'): run `claude` in {project_dir} and approve {name!r} at the prompt (or in /mcp), "
+            f'or add "enabledMcpjsonServers": ["{name}"] to {user_settings} (it then counts in every project; '
+            f'"enableAllProjectMcpServers": true there approves every project\'s servers). The same setting in '
+            f"{local} counts only once you have trusted the folder (accepted the trust dialog of `claude` there). "
+            "memoryd does not change that setting for you."
+        )
+    ]
 
 
 def install_claude(
@@ -302,7 +307,9 @@ def install_claude(
         report.notes.append(f"Claude Code rewrites {mcp_path} while it runs: if it was open, quit it and check that "
                             f"mcpServers.{profile} is still there (`claude mcp list`)")  # fmt: skip
     if profile == "hmg":
-        report.notes.append("the tools appear as mcp__hmg__memory_* (memorize, recall, correct, govern, handoff, stats)")
+        report.notes.append(
+            "the tools appear as mcp__hmg__memory_* (memorize, recall, correct, govern, handoff, stats)"
+        )
     if report.changed and not dry_run:
         report.notes.append("restart Claude Code (or run /mcp and /hooks) to pick the changes up")
     return report
@@ -333,10 +340,12 @@ def both_scopes_notes(scope: str, profile: str, home: Path, project_dir: Path) -
     found = _scope_has(other, profile, home, project_dir)
     if not found:
         return []
-    return [f"memoryd ({profile}) is installed in both the project and the user scope for {project_dir}: also in "
-            f"{', '.join(found)}. Claude Code then shows the server in two scopes and runs both sets of hooks (each "
-            f"event twice). Keep one: `memoryd uninstall claude --scope user` (keep the project's, which teammates "
-            f"share) or `memoryd uninstall claude --project-dir {shlex.quote(str(project_dir))}` (keep your own)"]
+    return [
+        f"memoryd ({profile}) is installed in both the project and the user scope for {project_dir}: also in "
+        f"{', '.join(found)}. Claude Code then shows the server in two scopes and runs both sets of hooks (each "
+        f"event twice). Keep one: `memoryd uninstall claude --scope user` (keep the project's, which teammates "
+        f"share) or `memoryd uninstall claude --project-dir {shlex.quote(str(project_dir))}` (keep your own)"
+    ]
 
 
 def _scoped_command(scope: str, command: str | None, name: str, path: Path, what: str, *,

@@ -98,7 +98,7 @@ def _pop_trailing_comments(table: Any) -> list[Any]:
     if first is None:
         return []
     moved = [item for _, item in trailing[first:]]
-    del body[n + first:]
+    del body[n + first :]
     return moved
 
 
@@ -203,15 +203,19 @@ def install_codex(
     if hooks:
         hooks_path = path.with_name("hooks.json")
         exe, exe_file = _hook_executable(command, hook_command)
-        plans.append(_plan_install_json(hooks_path, lambda d: _add_hooks(hooks_path, d, exe, profile, file_tools=False)))
+        plans.append(
+            _plan_install_json(hooks_path, lambda d: _add_hooks(hooks_path, d, exe, profile, file_tools=False))
+        )
     report.changes = [_apply(p, dry_run=dry_run, notes=report.notes) for p in plans]
     report.notes += _missing_note(command, "the memoryd executable" if remote else "the MCP server executable")
     report.notes += [] if explicit else _absolute_note(command, "the MCP server")
     if remote:
         assert token_env is not None
         report.notes += _remote_notes(token_env, "Codex")
-    report.notes.append("Codex starts MCP servers in the session's working directory, so the scope follows the "
-                        "repository you run codex in" + ("" if hooks or remote else "; --hooks adds memoryd's hooks too"))
+    report.notes.append(
+        "Codex starts MCP servers in the session's working directory, so the scope follows the "
+        "repository you run codex in" + ("" if hooks or remote else "; --hooks adds memoryd's hooks too")
+    )
     if report.changed and not dry_run:
         report.notes.append("restart Codex to pick the server up (`/mcp` lists it)")
     return report

@@ -129,9 +129,11 @@ def _absolute_note(command: str, what: str) -> list[str]:
     """For a user file given an absolute path because the command on PATH is not this install's."""
     if not os.path.isabs(command) or not Path(command).exists():
         return []
-    return [f"{what} is registered as {command}: `{Path(command).name}` on PATH is not this install, so the entry "
-            "names this environment's path, which breaks if it moves or is reinstalled; `uv tool install` / "
-            "`pipx install` put the command on PATH (then install again)"]
+    return [
+        f"{what} is registered as {command}: `{Path(command).name}` on PATH is not this install, so the entry "
+        "names this environment's path, which breaks if it moves or is reinstalled; `uv tool install` / "
+        "`pipx install` put the command on PATH (then install again)"
+    ]
 
 
 def _guard_absent(hook_command: str) -> str:
