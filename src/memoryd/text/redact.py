@@ -128,184 +128,35 @@ _ASSIGN = re.compile(
 _ALNUM = re.compile(r"[A-Za-z0-9]")
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_-]*")
 _SPLIT_KEY = re.compile(r"[_.\-]+|(?<=[a-z0-9])(?=[A-Z])")
-_KEY_QUALIFIERS = {
-    "api",
-    "access",
-    "private",
-    "secret",
-    "signing",
-    "encryption",
-    "master",
-    "account",
-    "auth",
-    "client",
-    "service",
-    "app",
-    "license",
-}
+_KEY_QUALIFIERS = frozenset(
+    """
+    api access private secret signing encryption master account auth client service app license
+    """.split()
+)
 # A secret word followed by one of these names metadata about the secret, not the secret.
-_NOT_SECRET_SUFFIX = {
-    "file",
-    "path",
-    "dir",
-    "url",
-    "uri",
-    "endpoint",
-    "length",
-    "len",
-    "min",
-    "max",
-    "type",
-    "name",
-    "id",
-    "ids",
-    "field",
-    "policy",
-    "expiry",
-    "expires",
-    "expiration",
-    "ttl",
-    "timeout",
-    "count",
-    "prompt",
-    "env",
-    "var",
-    "header",
-    "label",
-    "format",
-    "regex",
-    "pattern",
-    "hint",
-    "rotation",
-    "reset",
-    "location",
-    "store",
-    "provider",
-    "mode",
-    "method",
-    "manager",
-    "cmd",
-    "command",
-    "helper",
-    "hash",
-    "hashed",
-    "hashers",
-    "strength",
-    "required",
-    "enabled",
-    "size",
-    "limit",
-    "budget",
-    "usage",
-    "kind",
-    "source",
-    "ref",
-    "arn",
-    "version",
-    "stdin",
-    "validators",
-    "scheme",
+_NOT_SECRET_SUFFIX = frozenset(
+    """
+    file path dir url uri endpoint length len min max type name id ids field policy expiry expires expiration
+    ttl timeout count prompt env var header label format regex pattern hint rotation reset location store
+    provider mode method manager cmd command helper hash hashed hashers strength required enabled size limit
+    budget usage kind source ref arn version stdin validators scheme
+    """.split()
     # a thing named after the secret it handles (`auth-gateway`, `secret-rotator`, `TOKEN_REFRESH_INTERVAL`)
-    "gateway",
-    "service",
-    "svc",
-    "proxy",
-    "server",
-    "rotator",
-    "worker",
-    "job",
-    "handler",
-    "middleware",
-    "module",
-    "plugin",
-    "controller",
-    "validator",
-    "generator",
-    "parser",
-    "cache",
-    "pool",
-    "factory",
-    "backend",
-    "frontend",
-    "router",
-    "test",
-    "tests",
-    "spec",
-    "flow",
-    "check",
-    "refresh",
-    "interval",
-    "leeway",
-    "lifetime",
-    "bucket",
-}
-_STOPWORDS = {
-    "none",
-    "null",
-    "nil",
-    "true",
-    "false",
-    "yes",
-    "required",
-    "optional",
-    "string",
-    "bytes",
-    "integer",
-    "bool",
-    "boolean",
-    "text",
-    "secret",
-    "password",
-    "token",
-    "redacted",
-    "hidden",
-    "masked",
-    "empty",
-    "undefined",
-    "unset",
-    "missing",
-    "example",
-    "placeholder",
-    "dummy",
-    "bearer",
-    "basic",
-    "oauth",
-    "oauth2",
-    "include",
-    "omit",
-    "same-origin",
-    "environment",
-    "vault",
-    "keychain",
-    "keyring",
-    "sops",
-    "the",
-    "see",
-    "use",
-    "via",
-    "from",
-    "stored",
-    "rotated",
-    "expired",
-    "expires",
-    "must",
-    "should",
-    "will",
-    "never",
-    "always",
-    "enabled",
-    "disabled",
-    "your",
-    "here",
-    "flag",
-    "option",
-    "argument",
-    "parameter",
-    "field",
-    "variable",
-    "value",
-    "prompt",
-}
+    + """
+    gateway service svc proxy server rotator worker job handler middleware module plugin controller validator
+    generator parser cache pool factory backend frontend router test tests spec flow check refresh interval
+    leeway lifetime bucket
+    """.split()
+)
+_STOPWORDS = frozenset(
+    """
+    none null nil true false yes required optional string bytes integer bool boolean text secret password token
+    redacted hidden masked empty undefined unset missing example placeholder dummy bearer basic oauth oauth2
+    include omit same-origin environment vault keychain keyring sops the see use via from stored rotated expired
+    expires must should will never always enabled disabled your here flag option argument parameter field
+    variable value prompt
+    """.split()
+)
 _REFERENCE = re.compile(
     r"[A-Za-z_][\w.]*[(\[]"  # call or subscript: getpass(), os.environ[...]
     r"|(?:[A-Za-z_][a-z]*(?:_[A-Za-z]+)*|[A-Z][A-Z0-9_]*)(?:\.(?:[A-Za-z_][a-z]*(?:_[A-Za-z]+)*|[A-Z][A-Z0-9_]*))+$"
