@@ -15,7 +15,7 @@ import pytest
 from memoryd.agents.hooks import run_hook
 from memoryd.config import Settings
 from memoryd.engine import Engine
-from memoryd.errors import Conflict, InvalidInput, NotFound
+from memoryd.errors import Conflict, InvalidInput, NotFound, Rejected
 
 from .conftest import git, make_repo
 
@@ -469,7 +469,8 @@ def test_stale_confirm_drops_what_is_gone_and_stays_in_scope(engine: Engine, cod
         with pytest.raises(NotFound, match=f"no atom with id '{a}'"):
             e2.anchors(a)
         assert e2.stale() == [] and e2.memories_for_path(str(code / "auth" / "session.py")).text == ""
-        assert e2.correct(a, "confirm_actual", "from elsewhere").effect == "rejected"
+        with pytest.raises(Rejected, match=f"no atom with id '{a}'"):
+            e2.correct(a, "confirm_actual", "from elsewhere")
         assert {x.ref for x in engine.anchors(a)} == {"auth/session.py", "auth/session.py::Store.get"}  # untouched
     engine.govern(a, "quarantine", "review")
     with pytest.raises(Conflict, match="only active or pending"):

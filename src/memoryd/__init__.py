@@ -25,6 +25,7 @@ __all__ = [
     "MemorydError",
     "MissingExtra",
     "NotFound",
+    "Rejected",
     "Scope",
     "Settings",
     "StorageBusy",
@@ -38,9 +39,9 @@ __all__ = [
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..config import Settings
-    from ..engine import Engine
-    from ..errors import (
+    from .config import Settings
+    from .engine import Engine
+    from .errors import (
         AuthorizationRequired,
         Conflict,
         Forbidden,
@@ -49,19 +50,20 @@ if TYPE_CHECKING:
         MemorydError,
         MissingExtra,
         NotFound,
+        Rejected,
         StorageBusy,
         StorageError,
         TooManyAttempts,
         Unauthorized,
     )
-    from ..models import Scope
-    from ..scope import infer_scope
+    from .models import Scope
+    from .scope import infer_scope
 
 _LAZY = {
     "Engine": "engine", "Settings": "config", "Scope": "models", "infer_scope": "scope",
     **{name: "errors" for name in (
         "AuthorizationRequired", "Conflict", "Forbidden", "IntegrityError", "InvalidInput", "MemorydError", "MissingExtra",
-        "NotFound", "StorageBusy", "StorageError", "TooManyAttempts", "Unauthorized",
+        "NotFound", "Rejected", "StorageBusy", "StorageError", "TooManyAttempts", "Unauthorized",
     )},
 }  # fmt: skip
 

@@ -4,6 +4,7 @@
     ├── InvalidInput        code="invalid_input"      bad arguments from a caller
     ├── NotFound            code="not_found"          no atom/session/promotion with that id
     ├── Conflict            code="conflict"           the target is in the wrong state
+    ├── Rejected            code="rejected"           the write path refused the text or the change (with why)
     ├── AuthorizationRequired code="authorization_required"  sensitive scope without a grant
     ├── Unauthorized        code="unauthorized"       no valid token (team server: missing, unknown, revoked, expired)
     ├── Forbidden           code="forbidden"          the token's rights do not cover this (read-only, another repository)
@@ -31,6 +32,7 @@ __all__ = [
     "MemorydError",
     "MissingExtra",
     "NotFound",
+    "Rejected",
     "StorageBusy",
     "StorageError",
     "TooManyAttempts",
@@ -67,6 +69,20 @@ class Conflict(MemorydError):
     code = "conflict"
     status = 409
     exit_code = 4
+
+
+class Rejected(MemorydError):
+    """The write path refused a save, correction, governance action or handoff: empty or unstorable text, a
+    field over its limit, not worth keeping (the admission gate: `dura` holds its scores), a change that does
+    not apply to the memory's state. The seed's tools answer it as their `effect: "rejected"` result."""
+
+    code = "rejected"
+    status = 422
+    exit_code = 4
+
+    def __init__(self, message: str, *, dura: dict[str, float] | None = None) -> None:
+        super().__init__(message)
+        self.dura = dura
 
 
 class AuthorizationRequired(MemorydError):

@@ -46,7 +46,7 @@ ATOM_TYPES: tuple[str, ...] = AtomType.__args__  # type: ignore[attr-defined]
 Epistemic = Literal["actual", "necessary", "possible"]
 Polarity = Literal["affirmative", "negative", "conditional"]
 Status = Literal["active", "negated", "superseded", "quarantined", "sealed", "tombstoned", "pending"]
-Effect = Literal["applied", "no_op", "rejected"]
+Effect = Literal["applied", "no_op"]  # a refusal is raised (errors.Rejected), not returned
 CorrectAction = Literal["negate", "confirm_actual", "confirm_necessary", "demote", "replace"]
 GovernAction = Literal["quarantine", "seal", "tombstone", "derive_lesson"]
 CORRECT_ACTIONS: tuple[str, ...] = CorrectAction.__args__  # type: ignore[attr-defined]
@@ -195,23 +195,20 @@ class RecallResult(BaseModel):
 
 
 class CorrectResult(BaseModel):
-    effect: Literal["applied", "rejected"]
+    effect: Literal["applied"]
     target_atom: str
     new_atom_id: str | None = None
-    reason: str | None = None
 
 
 class GovernResult(BaseModel):
-    effect: Literal["applied", "rejected"]
+    effect: Literal["applied"]
     target_atom: str
     lesson_atom_id: str | None = None
-    reason: str | None = None
 
 
 class HandoffResult(BaseModel):
-    atom_id: str | None = None
-    effect: Literal["applied", "rejected"]
-    reason: str | None = None
+    atom_id: str
+    effect: Literal["applied"]
 
 
 class IndexCoverage(BaseModel):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memoryd.engine import Engine
-from memoryd.errors import InvalidInput
+from memoryd.errors import InvalidInput, Rejected
 from memoryd.limits import LIMITS, markdown_table
 
 README = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
@@ -54,5 +54,6 @@ def test_memorize_field_limits_are_rejections_with_reasons(engine: Engine) -> No
         ({"triggers": ["y"] * 33}, "triggers has 33 items; the limit is 32"),
         ({"source": "s" * 65}, "source is 65 characters; the limit is 64"),
     ):
-        r = engine.memorize(text, **kwargs)  # type: ignore[arg-type]
-        assert r.effect == "rejected" and r.reason == needle, (kwargs.keys(), r.reason)
+        with pytest.raises(Rejected) as caught:
+            engine.memorize(text, **kwargs)  # type: ignore[arg-type]
+        assert caught.value.message == needle, (kwargs.keys(), caught.value.message)

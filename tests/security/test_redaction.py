@@ -177,11 +177,12 @@ def test_no_secret_reaches_any_stored_byte(
 
 def test_error_messages_never_echo_a_secret(engine: Engine) -> None:
     """Error texts are logged by the MCP SDK: an id that is really a token comes back redacted."""
-    from memoryd.errors import NotFound
+    from memoryd.errors import NotFound, Rejected
 
     token = "ghp_" + "Zq8x3Lm2" * 4 + "Ab12"
     with pytest.raises(NotFound) as exc:
         engine.get(token)
     assert token not in exc.value.message and "[REDACTED]" in exc.value.message
-    r = engine.correct(token, "negate", "r")
-    assert r.reason is not None and token not in r.reason
+    with pytest.raises(Rejected) as refused:
+        engine.correct(token, "negate", "r")
+    assert token not in refused.value.message and "[REDACTED]" in refused.value.message

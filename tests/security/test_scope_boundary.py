@@ -8,6 +8,7 @@ A sensitive scope without a grant refuses reads, writes and governance alike.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from ulid import ULID
 
 from memoryd.config import Settings
 from memoryd.engine import Engine
-from memoryd.errors import AuthorizationRequired, NotFound
+from memoryd.errors import AuthorizationRequired, NotFound, Rejected
 from memoryd.search.embed import HashEmbedder
 
 from ..conftest import make_repo
@@ -214,8 +215,8 @@ def test_engine_methods_by_id_respect_the_boundary(settings: Settings, tmp_path:
     with Engine.open(settings, cwd=beta, embedder=HashEmbedder()) as agent, person(settings, alpha) as alpha_person:
         assert agent.authority == "agent"
         ghost = str(ULID())
-        r = agent.restore(a["quarantined"], "from beta")
-        assert r.effect == "rejected" and r.reason == f"no atom with id {a['quarantined']!r}"
+        with pytest.raises(Rejected, match=re.escape(f"no atom with id {a['quarantined']!r}")):
+            agent.restore(a["quarantined"], "from beta")
         for fn in (agent.history, agent.get):
             with pytest.raises(NotFound) as real:
                 fn(a["m1"])

@@ -94,7 +94,7 @@ def test_reads_on_the_standby_writes_on_the_primary_and_each_person_reads_their_
     with Engine.open(Settings(home=home, db=dsn, db_read=read), embedder=HashEmbedder(), authority="operator",
                      cwd=home) as op:  # fmt: skip
         tokens = {p: op.create_token(p, label=p).token for p in ("alice", "bob")}
-        store = op.core.store
+        store = op._core.store
         assert isinstance(store, PostgresStore)
         engines = {p: op.for_request(op.authenticate(t), SCOPE) for p, t in tokens.items()}
         served0 = store.read_status()["standbys"][0]["served"]
@@ -141,7 +141,7 @@ def test_a_paused_standby_is_skipped_for_newer_writes_then_leaves_and_rejoins(pa
     with Engine.open(settings, embedder=HashEmbedder(), authority="operator", cwd=home) as op, \
             psycopg.connect(pair.standby.dsn(), autocommit=True) as admin:  # fmt: skip
         tokens = {p: op.create_token(p, label=p).token for p in ("alice", "bob")}
-        store = op.core.store
+        store = op._core.store
         assert isinstance(store, PostgresStore)
         alice, bob = (op.for_request(op.authenticate(tokens[p]), SCOPE) for p in ("alice", "bob"))
         bob.recall("anything")

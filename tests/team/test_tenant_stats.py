@@ -67,7 +67,7 @@ def test_another_tenants_writes_move_no_score_and_no_version(op: Engine) -> None
     # probed words, and alice's words and entities
     bob = op.for_request(op.authenticate(op.create_token("bob").token), header("acme/api"))
     bob_elsewhere = op.for_request(op.authenticate(op.create_token("bob").token), header("acme/secret"))
-    everyone = [*alice.core.recall_scopes(), *bob.core.recall_scopes(), *bob_elsewhere.core.recall_scopes()]
+    everyone = [*alice._core.recall_scopes(), *bob._core.recall_scopes(), *bob_elsewhere._core.recall_scopes()]
     terms = [tokens(w, query=True)[0] for w in ("orion", "zephyr")]
     df_before = op.store.term_stats(terms, scope_hashes=everyone)
     for i, text in enumerate(BOB):
@@ -95,11 +95,11 @@ def test_scoped_statistics_count_only_those_scopes(op: Engine) -> None:
     alice.memorize("orion billing export", type="fact")
     for i in range(3):
         bob.memorize(f"orion takeover memo {i}", type="fact")
-    scopes = alice.core.recall_scopes()
+    scopes = alice._core.recall_scopes()
     orion, takeover, billing = (tokens(w, query=True)[0] for w in ("orion", "takeover", "billing"))  # indexed forms
     total, df = op.store.term_stats([orion, takeover, billing], scope_hashes=scopes)
     assert (total, df) == (1, {orion: 1, takeover: 0, billing: 1})
-    total, df = op.store.term_stats([orion, takeover], scope_hashes=bob.core.recall_scopes())
+    total, df = op.store.term_stats([orion, takeover], scope_hashes=bob._core.recall_scopes())
     assert (total, df) == (3, {orion: 3, takeover: 3})
     assert op.store.term_stats([orion], scope_hashes=[])[1] == {orion: 0}  # no scope: nothing counts
     assert op.store.snapshot_version([]) == 0

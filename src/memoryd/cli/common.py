@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar, cast
 
 import typer
 
-from ..errors import EXIT_CODES, MemorydError
+from ..errors import EXIT_CODES, MemorydError, Rejected
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from ..engine import Engine
 
 T = TypeVar("T")
@@ -121,6 +123,19 @@ def _emit(data: Any, as_json: bool, human: Callable[[], str]) -> None:
         typer.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
     else:
         typer.echo(human())
+
+
+def _change(cwd: Path | None, fn: Callable[[Engine], BaseModel], **shown: object) -> dict[str, Any]:
+    """A write's result as the CLI prints it. A refusal (the engine raises `Rejected`) prints like a result,
+    `{"effect": "rejected", …shown, "reason": …}`, and `_effect_exit` then exits 4."""
+
+    def run(e: Engine) -> dict[str, Any]:
+        try:
+            return fn(e).model_dump(exclude_none=True)
+        except Rejected as exc:
+            return {"effect": "rejected", **shown, "reason": exc.message, **({"dura": exc.dura} if exc.dura else {})}
+
+    return _run(cwd, run)
 
 
 def _effect_exit(data: dict[str, Any]) -> None:

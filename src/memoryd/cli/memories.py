@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..errors import EXIT_CODES, InvalidInput, MemorydError
-from .common import CwdOpt, JsonOpt, _effect_exit, _emit, _fail, _local_engine, _run, app
+from .common import CwdOpt, JsonOpt, _change, _effect_exit, _emit, _fail, _local_engine, _run, app
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from ..engine import Engine
 
 
@@ -35,7 +37,7 @@ def memorize(
     cwd: CwdOpt = None,
 ) -> None:
     """Save a memory through the full write path (redaction, dedup, admission, code anchors)."""
-    r = _run(cwd, lambda e: e.memorize(content, source=source, type=type, anchors=anchor)).model_dump(exclude_none=True)
+    r = _change(cwd, lambda e: e.memorize(content, source=source, type=type, anchors=anchor))
     _emit(r, json_, lambda: f"{r['effect']}: {r.get('atom_id', '-')}" + (f"  ({r['reason']})" if "reason" in r else "")
           + (f"\nanchored to: {', '.join(r['anchors'])}" if r.get("anchors") else "")
           + (f"\nnot anchored: {r['anchor_note']}" if r.get("anchor_note") else ""))  # fmt: skip
@@ -86,8 +88,8 @@ def correct(
     cwd: CwdOpt = None,
 ) -> None:
     """Correct a memory; the old version stays in the audit chain."""
-    r = _run(cwd, lambda e: e.correct(target_atom, action, reason, new_content, actor="cli")).model_dump(
-        exclude_none=True
+    r = _change(
+        cwd, lambda e: e.correct(target_atom, action, reason, new_content, actor="cli"), target_atom=target_atom
     )
     _emit(r, json_, lambda: f"{r['effect']}: {r['target_atom']}" + (f" → {r['new_atom_id']}" if "new_atom_id" in r
           else "") + (f"  ({r['reason']})" if "reason" in r else ""))  # fmt: skip
@@ -105,12 +107,12 @@ def govern(
 ) -> None:
     """Quarantine, seal, tombstone, derive a lesson from, or restore a memory."""
 
-    def run(e: Engine) -> Any:
+    def run(e: Engine) -> BaseModel:
         if action == "restore":
             return e.restore(target_atom, reason, actor="cli")
         return e.govern(target_atom, action, reason, lesson_content, actor="cli")
 
-    r = _run(cwd, run).model_dump(exclude_none=True)
+    r = _change(cwd, run, target_atom=target_atom)
     _emit(r, json_, lambda: f"{r['effect']}: {r['target_atom']}" + (f" → lesson {r['lesson_atom_id']}"
           if "lesson_atom_id" in r else "") + (f"  ({r['reason']})" if "reason" in r else ""))  # fmt: skip
     _effect_exit(r)
@@ -124,7 +126,7 @@ def handoff(
     cwd: CwdOpt = None,
 ) -> None:
     """Write a session handoff."""
-    r = _run(cwd, lambda e: e.handoff(summary, source=source)).model_dump(exclude_none=True)
+    r = _change(cwd, lambda e: e.handoff(summary, source=source))
     _emit(r, json_, lambda: f"{r['effect']}: {r.get('atom_id', '-')}" + (f"  ({r['reason']})" if "reason" in r else ""))
     _effect_exit(r)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, Rejected
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -61,14 +61,17 @@ def recall(engine: Engine, body: dict[str, Any]) -> dict[str, Any]:
     return {"items": [_item(h.atom, h.score) for h in hits]}
 
 
-_EFFECT = {"applied": "created", "no_op": "duplicate", "rejected": "rejected"}
+_EFFECT = {"applied": "created", "no_op": "duplicate"}
 
 
 def memorize(engine: Engine, body: dict[str, Any]) -> dict[str, Any]:
     _known(body, {"content", "type", "title", "tags", "source"})
     content = _str(body, "content", required=True)
-    result = engine.memorize(content or "", source=_str(body, "source") or "agent", type=_str(body, "type"),
-                             title=_str(body, "title"), tags=_strs(body, "tags") or (), gate="admit")  # fmt: skip
+    try:
+        result = engine.memorize(content or "", source=_str(body, "source") or "agent", type=_str(body, "type"),
+                                 title=_str(body, "title"), tags=_strs(body, "tags") or (), gate="admit")  # fmt: skip
+    except Rejected as exc:  # the admission gate's answer (docs/LOCAL_API.md), not an error
+        return {"id": None, "effect": "rejected", "reason": exc.message}
     effect = _EFFECT[result.effect]
     if result.effect == "applied" and result.status == "pending":
         effect = "pending"  # held for review (the grey zone of the admission gate)
@@ -85,11 +88,11 @@ def forget(engine: Engine, body: dict[str, Any]) -> dict[str, Any]:
     memory_id = _str(body, "id", required=True) or ""
     reason = _str(body, "reason") or "forgotten through the local API"
     engine.get(memory_id)  # NotFound (404) for an unknown id or one out of this scope's reach
-    result = engine.govern(memory_id, "tombstone", reason)
-    out: dict[str, Any] = {"id": memory_id, "effect": "forgotten" if result.effect == "applied" else "rejected"}
-    if result.reason:
-        out["reason"] = result.reason
-    return out
+    try:
+        engine.govern(memory_id, "tombstone", reason)
+    except Rejected as exc:
+        return {"id": memory_id, "effect": "rejected", "reason": exc.message}
+    return {"id": memory_id, "effect": "forgotten"}
 
 
 def brief(engine: Engine, body: dict[str, Any]) -> dict[str, Any]:

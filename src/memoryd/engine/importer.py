@@ -43,7 +43,7 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, Rejected
 from ..limits import check_text
 from ..models import Atom, MemorizeResult, Scope
 from ..stamps import norm_hash
@@ -362,19 +362,20 @@ class Importer:
         fields = dict(line.fields)
         for kind in line.dropped:
             batch.not_carried[kind] = batch.not_carried.get(kind, 0) + 1
-        r = self.writer.prepare(fields.pop("content"), gate=gate, actor=source, origin="import", batch=seen,
-                                **fields)  # fmt: skip
+        try:
+            r = self.writer.prepare(fields.pop("content"), gate=gate, actor=source, origin="import", batch=seen,
+                                    **fields)  # fmt: skip
+        except Rejected as exc:
+            batch.counts["rejected"] += 1
+            batch.problems.append({"line": number, "kind": "rejected", "reason": exc.message})
+            return
         if line.keep and isinstance(r, Draft):
             kept = self._kept(r.atom, line.keep, batch)
             if kept is not r.atom:
                 seen[(kept.scope_hash, norm_hash(kept.content))] = kept
                 r.atom = kept
-        if isinstance(r, MemorizeResult):
-            if r.effect == "no_op":
-                batch.counts["duplicates"] += 1
-            else:
-                batch.counts["rejected"] += 1
-                batch.problems.append({"line": number, "kind": "rejected", "reason": r.reason})
+        if isinstance(r, MemorizeResult):  # a duplicate
+            batch.counts["duplicates"] += 1
             return
         batch.drafts.append(r)
 

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, Rejected
 from ..models import MemorizeResult
 from ..search.tokenize import language
 from ..storage.base import MemoryReads
@@ -376,13 +376,17 @@ class Observer:
                     report.end = cand.offset
                     report.truncated = True
                     break
-                r = self._memorize_held(cand, source=source, session_id=session_id)
+                try:
+                    r = self._memorize_held(cand, source=source, session_id=session_id)
+                except Rejected as exc:
+                    report.candidates.append({"text": cand.text, "role": cand.role, "effect": "rejected",
+                                              "reason": exc.message})  # fmt: skip
+                    report.rejected += 1
+                    continue
                 entry = {"text": cand.text, "role": cand.role, "effect": r.effect, "status": r.status,
                          "atom_id": r.atom_id, "promotion_id": r.promotion_id, "reason": r.reason}  # fmt: skip
                 report.candidates.append({k: v for k, v in entry.items() if v is not None})
-                if r.effect == "rejected":
-                    report.rejected += 1
-                elif r.effect == "no_op":
+                if r.effect == "no_op":
                     report.duplicates += 1
                 else:
                     report.held += 1
@@ -452,11 +456,12 @@ class Observer:
                 report.handoff_reason = "already written for this session"
                 return
         text = _handoff_text(summary, int(state.get("held_total", 0)), session_id)
-        r = self.writer.handoff(text, source=source)
-        if r.effect == "applied":
-            state["handoff_atom_id"] = report.handoff_atom_id = r.atom_id
+        try:
+            r = self.writer.handoff(text, source=source)
+        except Rejected as exc:
+            report.handoff_reason = exc.message
         else:
-            report.handoff_reason = r.reason
+            state["handoff_atom_id"] = report.handoff_atom_id = r.atom_id
 
 
 def _clip(text: str, n: int) -> str:

@@ -18,6 +18,7 @@ import hashlib
 from typing import Any
 
 from .. import vault
+from ..errors import Rejected
 from ..models import Scope
 from ..storage.base import MemoryReads, OutboxReads, VaultRecord
 from ..text.redact import redact
@@ -162,9 +163,10 @@ class VaultSync:
             title = redact(fm["title"]).text if isinstance(fm.get("title"), str) else fm.get("title")
             assert f.body is not None  # edited = its digest changed, so it was parsed
             if clean(f.body) != atom.content:
-                r = self.writer.correct(atom.id, "replace", "edited on disk", f.body, actor="vault")
-                if r.effect != "applied":
-                    report["broken"].append({"path": str(f.path), "error": r.reason})
+                try:
+                    r = self.writer.correct(atom.id, "replace", "edited on disk", f.body, actor="vault")
+                except Rejected as exc:
+                    report["broken"].append({"path": str(f.path), "error": exc.message})
                     continue
                 new_id = r.new_atom_id or atom.id
                 if (tags, triggers, title) != (atom.tags, atom.triggers, atom.title):
@@ -188,13 +190,14 @@ class VaultSync:
         for f in plan["imported"]:
             assert f.body is not None  # unknown files are always parsed
             fm = f.frontmatter
-            saved = self.writer.memorize(
-                f.body, source="vault", type=fm.get("type") or "fact", title=fm.get("title"),
-                tags=[str(t) for t in fm.get("tags") or []], triggers=[str(t) for t in fm.get("triggers") or []],
-                gate="trusted", actor="vault", scope=self._scope_from_frontmatter(fm),
-            )  # fmt: skip
-            if saved.effect == "rejected":
-                report["broken"].append({"path": str(f.path), "error": saved.reason})
+            try:
+                saved = self.writer.memorize(
+                    f.body, source="vault", type=fm.get("type") or "fact", title=fm.get("title"),
+                    tags=[str(t) for t in fm.get("tags") or []], triggers=[str(t) for t in fm.get("triggers") or []],
+                    gate="trusted", actor="vault", scope=self._scope_from_frontmatter(fm),
+                )  # fmt: skip
+            except Rejected as exc:
+                report["broken"].append({"path": str(f.path), "error": exc.message})
                 continue
             if saved.atom_id and self.core.path_of(self.memories.get_atoms([saved.atom_id])[saved.atom_id]) != f.path:
                 vault.remove(f.path)  # its content now lives in the memory's own file

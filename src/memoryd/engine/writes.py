@@ -6,12 +6,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from ulid import ULID
 
 from .. import vault
 from ..anchors.model import Anchor
-from ..errors import Conflict, InvalidInput, NotFound
+from ..errors import Conflict, InvalidInput, NotFound, Rejected
 from ..limits import LIMITS, check_text, check_texts
 from ..models import (
     ATOM_TYPES,
@@ -178,7 +179,7 @@ class Writer:
         try:
             self.check_fields(title=title, tags=tags, triggers=triggers, source=source)
         except InvalidInput as exc:
-            return MemorizeResult(effect="rejected", reason=exc.message)
+            raise Rejected(exc.message) from None
         problem = core.validate_content(content)
         if problem is None and type is not None and type not in ATOM_TYPES:
             problem = f"unknown type {type!r}; expected one of {', '.join(ATOM_TYPES)}"
@@ -187,7 +188,7 @@ class Writer:
         if problem is None and (not isinstance(source, str) or not source.strip()):
             problem = "source must be a non-empty string"
         if problem is not None:
-            return MemorizeResult(effect="rejected", reason=problem)
+            raise Rejected(problem)
         scope = scope or core.scope
         core.reach_scope(scope)
         explicit = self.anchors.explicit(anchors, scope.scope_hash)
@@ -210,7 +211,7 @@ class Writer:
         if gate != "trusted":
             d = score_dura(text, source=source, entity_count=len(entities))
             if d.average < core.settings.dura_reject_below:
-                return MemorizeResult(effect="rejected", reason=f"not worth keeping: {d.reasoning}", dura=d.as_dict())
+                raise Rejected(f"not worth keeping: {d.reasoning}", dura=d.as_dict())
             if gate == "hold" or (gate == "review" and d.average < core.settings.dura_pending_below):
                 status = "pending"
         atom = self.new_atom(text, type=kind, source=source, scope=scope, status=status, title=title, tags=tags,
@@ -249,7 +250,7 @@ class Writer:
         if problem is None and not (isinstance(source, str) and len(source) <= LIMITS["source"][0]):
             problem = f"source must be a string of at most {LIMITS['source'][0]} characters"
         if problem is not None:
-            return HandoffResult(effect="rejected", reason=problem)
+            raise Rejected(problem)
         scope = scope or self.core.scope
         self.core.reach_scope(scope)
         atom = self.new_atom(clean(summary), type="handoff", source=source, scope=scope)
@@ -261,33 +262,33 @@ class Writer:
     def correct(
         self, atom_id: str, action: str, reason: str, new_content: str | None = None, *, actor: str = "agent"
     ) -> CorrectResult:
-        """Apply an append-only correction; refusals come back as effect "rejected"."""
+        """Apply an append-only correction. Raises Rejected (with why) when it does not apply."""
 
-        def reject(why: str) -> CorrectResult:
-            return CorrectResult(effect="rejected", target_atom=atom_id, reason=why)
+        def reject(why: str) -> NoReturn:
+            raise Rejected(why)
 
         core = self.core
         if action not in CORRECT_ACTIONS:
-            return reject(f"unknown action {action!r}; expected one of {', '.join(CORRECT_ACTIONS)}")
+            reject(f"unknown action {action!r}; expected one of {', '.join(CORRECT_ACTIONS)}")
         if (problem := _reason_problem(reason)) is not None:
-            return reject(problem)
+            reject(problem)
         atom = core.find_atom(atom_id)
         if atom is None:
-            return reject(f"no atom with id {shown(atom_id)}")
+            reject(f"no atom with id {shown(atom_id)}")
         if atom.status == "superseded":
-            return reject(f"atom is superseded by {atom.superseded_by}; correct the head of the chain instead")
+            reject(f"atom is superseded by {atom.superseded_by}; correct the head of the chain instead")
         if atom.status not in ("active", "pending"):
-            return reject(f"atom is {atom.status}; only active atoms can be corrected")
+            reject(f"atom is {atom.status}; only active atoms can be corrected")
         reason = redact(reason.strip()).text
         if action == "replace":
             if new_content is None:
-                return reject("new_content is required for replace")
+                reject("new_content is required for replace")
             problem = core.validate_content(new_content, "new_content")
             if problem is not None:
-                return reject(problem)
+                reject(problem)
             text = clean(new_content)
             if normalize(text) == normalize(atom.content):
-                return reject("new_content is identical to the current content")
+                reject("new_content is identical to the current content")
             new = self.new_atom(text, type=atom.type, source=atom.source, scope=atom.scope, title=atom.title,
                                 tags=atom.tags, triggers=atom.triggers, supersedes=atom.id)  # fmt: skip
             code, _ = self.anchors.auto(new, self.anchors.carried(atom))
@@ -301,7 +302,7 @@ class Writer:
                 tx.append_event(atom_id=atom.id, actor=actor, action="superseded", reason=reason, content=None)
             return CorrectResult(effect="applied", target_atom=atom.id, new_atom_id=new.id)
         if new_content is not None:
-            return reject(f"new_content is only accepted with replace, not {action}")
+            reject(f"new_content is only accepted with replace, not {action}")
         fields: AtomUpdate
         if action == "negate":  # (a negated atom was refused above: only active atoms are corrected)
             fields = {"status": "negated"}
@@ -320,26 +321,26 @@ class Writer:
     def govern(
         self, atom_id: str, action: str, reason: str, lesson_content: str | None = None, *, actor: str = "agent"
     ) -> GovernResult:
-        """Quarantine, seal, tombstone or derive a lesson; refusals come back as "rejected"."""
+        """Quarantine, seal, tombstone or derive a lesson. Raises Rejected (with why) when it does not apply."""
 
-        def reject(why: str) -> GovernResult:
-            return GovernResult(effect="rejected", target_atom=atom_id, reason=why)
+        def reject(why: str) -> NoReturn:
+            raise Rejected(why)
 
         core = self.core
         if action not in GOVERN_ACTIONS:
-            return reject(f"unknown action {action!r}; expected one of {', '.join(GOVERN_ACTIONS)}")
+            reject(f"unknown action {action!r}; expected one of {', '.join(GOVERN_ACTIONS)}")
         if (problem := _reason_problem(reason)) is not None:
-            return reject(problem)
+            reject(problem)
         atom = core.find_atom(atom_id)
         if atom is None:
-            return reject(f"no atom with id {shown(atom_id)}")
+            reject(f"no atom with id {shown(atom_id)}")
         if atom.status == "tombstoned":
-            return reject("atom is tombstoned; nothing is left to govern")
+            reject("atom is tombstoned; nothing is left to govern")
         reason = redact(reason.strip()).text
         if action in ("quarantine", "seal"):
             hidden: tuple[Status, ...] = ("quarantined", "sealed") if action == "quarantine" else ("sealed",)
             if atom.status in hidden:
-                return reject(f"atom is already {atom.status}")
+                reject(f"atom is already {atom.status}")
             with core.write() as tx:
                 tx.update_atom(atom.id, status="quarantined" if action == "quarantine" else "sealed",
                                prior_status=atom.status)  # fmt: skip
@@ -352,10 +353,10 @@ class Writer:
                 tx.append_event(atom_id=atom.id, actor=actor, action="tombstone", reason=reason, content=None)
             return GovernResult(effect="applied", target_atom=atom.id)
         if lesson_content is None:  # derive_lesson
-            return reject("lesson_content is required for derive_lesson")
+            reject("lesson_content is required for derive_lesson")
         problem = core.validate_content(lesson_content, "lesson_content")
         if problem is not None:
-            return reject(problem)
+            reject(problem)
         lesson = self.new_atom(clean(lesson_content), type="lesson", source=actor, scope=atom.scope)
         vector = self.embed(lesson.content)
         with core.write() as tx:
@@ -370,13 +371,11 @@ class Writer:
         """Bring a quarantined atom back to the state it had before (SDK and CLI only)."""
         atom = self.core.find_atom(atom_id)
         if atom is None:
-            return GovernResult(effect="rejected", target_atom=atom_id, reason=f"no atom with id {shown(atom_id)}")
+            raise Rejected(f"no atom with id {shown(atom_id)}")
         if atom.status != "quarantined":
-            return GovernResult(
-                effect="rejected", target_atom=atom_id, reason=f"atom is {atom.status}; only quarantined atoms restore"
-            )
+            raise Rejected(f"atom is {atom.status}; only quarantined atoms restore")
         if (problem := _reason_problem(reason)) is not None:
-            return GovernResult(effect="rejected", target_atom=atom_id, reason=problem)
+            raise Rejected(problem)
         with self.core.write() as tx:
             tx.update_atom(atom.id, status=atom.prior_status or "active", prior_status=None)
             tx.append_event(atom_id=atom.id, actor=actor, action="restore", reason=redact(reason.strip()).text,

@@ -315,7 +315,11 @@ def _serve_http(mcp: MCPServer[Any], host: str, port: int, token: str | None, al
         async def with_console(scope: Any, receive: Any, send: Any) -> None:
             path = scope.get("path", "")
             if scope["type"] == "http" and (path == "/ui" or path.startswith("/ui/")):
-                scope = {**scope, "root_path": scope.get("root_path", "") + "/ui", "path": path if path != "/ui" else "/ui/"}
+                scope = {
+                    **scope,
+                    "root_path": scope.get("root_path", "") + "/ui",
+                    "path": path if path != "/ui" else "/ui/",
+                }
                 await console(scope, receive, send)
                 return
             await mcp_app(scope, receive, send)

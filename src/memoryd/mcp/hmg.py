@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, Field
 
+from ..errors import Rejected
 from ..models import CodeChange, Freshness
 from .common import EngineHandle, ScopeInput, register_tools, tool
 
@@ -119,7 +120,10 @@ def memory_memorize(
     anchors: Annotated[list[str] | None, _ANCHORS] = None,
 ) -> MemorizeOut:
     warning = engine.scope_input_warning(_given(scope))
-    r = engine.memorize(content, source=source or "agent", gate="admit", anchors=anchors)
+    try:
+        r = engine.memorize(content, source=source or "agent", gate="admit", anchors=anchors)
+    except Rejected as exc:
+        return MemorizeOut(effect="rejected", reason=exc.message, warning=warning)
     return MemorizeOut(atom_id=r.atom_id, effect=r.effect, reason=r.reason, deduped_with=r.deduped_with,
                        warning=warning)  # fmt: skip
 
@@ -177,7 +181,11 @@ def memory_correct(
     new_content: Annotated[str | None, Field(description="The corrected memory (replace only).")] = None,
     scope: Annotated[ScopeInput | None, Field(description="Inherited from the target atom; ignored.")] = None,
 ) -> CorrectOut:
-    r = engine.correct(target_atom, action, reason, new_content)
+    try:
+        r = engine.correct(target_atom, action, reason, new_content)
+    except Rejected as exc:  # the seed's refusal is a result: effect "rejected" with the reason
+        return CorrectOut(effect="rejected", target_atom=target_atom, reason=exc.message,
+                          warning=engine.scope_input_warning(_given(scope)))  # fmt: skip
     return CorrectOut(**r.model_dump(), warning=engine.scope_input_warning(_given(scope)))
 
 
@@ -196,7 +204,11 @@ def memory_govern(
     lesson_content: Annotated[str | None, Field(description="The lesson (derive_lesson only).")] = None,
     scope: Annotated[ScopeInput | None, Field(description="Inherited from the target atom; ignored.")] = None,
 ) -> GovernOut:
-    r = engine.govern(target_atom, action, reason, lesson_content)
+    try:
+        r = engine.govern(target_atom, action, reason, lesson_content)
+    except Rejected as exc:
+        return GovernOut(effect="rejected", target_atom=target_atom, reason=exc.message,
+                         warning=engine.scope_input_warning(_given(scope)))  # fmt: skip
     return GovernOut(**r.model_dump(), warning=engine.scope_input_warning(_given(scope)))
 
 
@@ -213,7 +225,10 @@ def memory_handoff(
     scope: Annotated[ScopeInput | None, _SCOPE] = None,
 ) -> HandoffOut:
     warning = engine.scope_input_warning(_given(scope))
-    return HandoffOut(**engine.handoff(summary, source=source or "agent").model_dump(), warning=warning)
+    try:
+        return HandoffOut(**engine.handoff(summary, source=source or "agent").model_dump(), warning=warning)
+    except Rejected as exc:
+        return HandoffOut(effect="rejected", reason=exc.message, warning=warning)
 
 
 @tool("Stats", "Store overview: atom and edge counts, index coverage, snapshot version. Rarely needed.",

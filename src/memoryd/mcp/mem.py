@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, Field
 
+from ..errors import Rejected
 from ..models import CodeChange, Freshness
 from .common import EngineHandle, register_tools, tool
 
@@ -278,10 +279,11 @@ def mem_save(
     ] = None,
 ) -> SaveOut:
     target, warning = e.resolve_scope_arg(scope)
-    r = e.memorize(content, source="agent", type=type, title=title, tags=tags or [], triggers=triggers or [],
-                   gate="review", scope=target, anchors=anchors)  # fmt: skip
-    if r.effect == "rejected":
-        return SaveOut(status="rejected", reasoning=r.reason, warning=warning)
+    try:
+        r = e.memorize(content, source="agent", type=type, title=title, tags=tags or [], triggers=triggers or [],
+                       gate="review", scope=target, anchors=anchors)  # fmt: skip
+    except Rejected as exc:  # the seed's answer for junk: a result with the reasoning, not an error
+        return SaveOut(status="rejected", reasoning=exc.message, warning=warning)
     if r.effect == "no_op":
         return SaveOut(status="duplicate", memory_id=r.atom_id, path=r.path, deduped_with=r.deduped_with,
                        warning=warning)  # fmt: skip
@@ -425,10 +427,11 @@ def mem_capture_passive(
     triggers: list[str] | None = None,
 ) -> SaveOut:
     target, warning = e.resolve_scope_arg(scope)
-    r = e.capture_passive(content, source=source, scope=target, type=type, tags=tags or [],
-                          triggers=triggers or [])  # fmt: skip
-    if r.effect == "rejected":
-        return SaveOut(status="rejected", reasoning=r.reason, warning=warning)
+    try:
+        r = e.capture_passive(content, source=source, scope=target, type=type, tags=tags or [],
+                              triggers=triggers or [])  # fmt: skip
+    except Rejected as exc:
+        return SaveOut(status="rejected", reasoning=exc.message, warning=warning)
     status: Literal["saved", "duplicate"] = "duplicate" if r.effect == "no_op" else "saved"
     return SaveOut(status=status, memory_id=r.atom_id, path=r.path, deduped_with=r.deduped_with,
                    warning=warning)  # fmt: skip

@@ -21,7 +21,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..engine import visible_content
-from ..errors import InvalidInput, MemorydError
+from ..errors import InvalidInput, MemorydError, Rejected
 from ..models import ATOM_TYPES, CORRECT_ACTIONS, GOVERN_ACTIONS, CorrectResult, GovernResult
 from .security import CSRF_FIELD, bidi_visible
 
@@ -177,10 +177,10 @@ def build_app(engine: Engine | Callable[[], Engine]) -> Starlette:
                                                   actor=ACTOR))  # fmt: skip
             else:
                 raise HTTPException(404, f"no action {kind!r}")
-            if r.effect == "rejected":
-                return await memory(request, error=f"{action} rejected: {r.reason}", status=409, form=form)
             target = getattr(r, "new_atom_id", None) or getattr(r, "lesson_atom_id", None) or atom_id
             return redirect(request, f"/memories/{target}", "ok", f"{action} applied to {atom_id}.")
+        except Rejected as exc:
+            return await memory(request, error=f"{action} rejected: {exc.message}", status=409, form=form)
         except InvalidInput as exc:
             return await memory(request, error=exc.message, status=400, form=form)
 
