@@ -90,7 +90,9 @@ def bulk_fill(sqlite_path: Path, dsn: str, *, rebuild_hnsw: bool = True,
                 conn.execute(definition)
         out["index_s"] = time.perf_counter() - t
         t = time.perf_counter()
-        conn.execute("VACUUM ANALYZE atoms, edges, events, event_payloads, entities, scope_terms, scope_docs")
+        tables = ("atoms", "edges", "events", "event_payloads", "entities", "scope_terms", "scope_docs")
+        present = [t for t in tables if conn.execute("SELECT to_regclass(%s)", (t,)).fetchone()[0]]  # type: ignore[index]
+        conn.execute(f"VACUUM ANALYZE {', '.join(present)}")  # an older tree's schema lacks the newer tables
         out["analyze_s"] = time.perf_counter() - t
     out["s"] = time.perf_counter() - t0
     return out

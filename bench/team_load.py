@@ -127,7 +127,7 @@ def fill_sqlite(size: int, crew: list[Person], home: Path) -> dict[str, Any]:
     home.mkdir(parents=True, exist_ok=True)
     work = home.parent / "fill-cwd"
     work.mkdir(exist_ok=True)
-    lines = home.parent / "fill.jsonl"
+    lines = home.parent / f"{home.name}.jsonl"  # per size: two fills at once must not share it
     t = time.perf_counter()
     texts = gen_texts(size)
     with lines.open("w") as fh:
@@ -610,6 +610,80 @@ def print_phase(p: dict[str, Any]) -> None:
         print(f"  failed: {s}")
 
 
+# --------------------------------------------------------------------------- before and after
+
+
+def copy_into_pg(sqlite_path: Path, dsn: str, src: str | None) -> dict[str, Any]:
+    """`_pg.bulk_fill`, by this tree's code or (--src) by the other checkout's, in a child process: an older
+    tree's schema is its own (a newer one may have dropped tables it reads)."""
+    import _pg
+
+    if not src:
+        return _pg.bulk_fill(sqlite_path, dsn)
+    code = ("import json, sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); import _pg; "
+            "print(json.dumps(_pg.bulk_fill(Path(sys.argv[2]), sys.argv[3])))")  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(Path(src).resolve() / "src")}
+    r = subprocess.run([sys.executable, "-c", code, str(HERE), str(sqlite_path), dsn], env=env, capture_output=True,
+                       text=True, check=False)  # fmt: skip
+    if r.returncode != 0:
+        raise SystemExit(f"the PostgreSQL copy with --src {src} failed:\n{r.stderr[-3000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def src_server(src: str, work: Path) -> str:
+    """A launcher of the other checkout's `memoryd-mcp` (its entry point, from its pyproject.toml: this venv's
+    script names this tree's module, which an older tree may not have)."""
+    import tomllib
+
+    entry = tomllib.loads((Path(src) / "pyproject.toml").read_text())["project"]["scripts"]["memoryd-mcp"]
+    module, func = entry.split(":")
+    launcher = work / "memoryd-mcp-src"
+    launcher.write_text(f"#!{sys.executable}\nimport sys\nfrom {module} import {func}\nsys.exit({func}())\n")
+    launcher.chmod(0o755)
+    return str(launcher)
+
+
+def per_call(p: dict[str, Any]) -> dict[str, float | None]:
+    """CPU milliseconds per call of a phase: PostgreSQL (its whole process tree) and the replicas together."""
+    c, n = p["cpu_s"], max(1, p["calls"])
+    replicas = [v for v in c["replicas"].values() if v is not None]
+    return {"postgres_ms": None if c["postgres"] is None else 1000 * c["postgres"] / n,
+            "replicas_ms": 1000 * sum(replicas) / n if replicas else None,
+            "machine_ms": 1000 * c["machine_busy"] / n}  # fmt: skip
+
+
+def before_and_after(args: argparse.Namespace, argv: list[str]) -> int:
+    """--before DIR: this bench with --src DIR in a child process, then this tree's, one after the other."""
+    rest, skip = [], False
+    for a in argv:  # the same arguments without --before/--json (each side writes its own JSON)
+        if skip:
+            skip = False
+        elif a in ("--before", "--json"):
+            skip = True
+        elif not a.startswith(("--before=", "--json=")):
+            rest.append(a)
+    sides: dict[str, Any] = {}
+    codes = []
+    with tempfile.TemporaryDirectory(prefix="memoryd-team-load-sides-") as tmp:
+        for side, extra in (("before", ["--src", args.before]), ("after", [])):
+            path = Path(tmp) / f"{side}.json"
+            print(f"\n# ===== {side}: {' '.join(extra) or 'this tree'}", flush=True)
+            codes.append(subprocess.run([sys.executable, __file__, *rest, *extra, "--json", str(path)], check=False).returncode)
+            sides[side] = json.loads(path.read_text()) if path.is_file() else None
+    rows = []
+    for side, data in sides.items():
+        for name, p in ((data or {}).get("phases") or {}).items():
+            pc = per_call(p)
+            rows.append([side, name, f"{p['throughput']:.1f}", C.fmt(pc["postgres_ms"], 1), C.fmt(pc["replicas_ms"], 1),
+                         C.fmt(pc["machine_ms"], 1), p["errors"]["failed"], f"{p['lost']['acked']} / {p['lost']['lost']}",
+                         p["chain"].get("ok"), p.get("uptime_end", "")])  # fmt: skip
+    print("\n## before and after (CPU ms per call: PostgreSQL / replicas / the whole machine)")
+    print(C.table(["side", "phase", "calls/s", "PostgreSQL ms", "replicas ms", "machine ms", "failed",
+                   "acked / lost", "chain", "load average at the end"], rows))  # fmt: skip
+    C.write_json(args.json, {"before": sides["before"], "after": sides["after"], "src_before": args.before})
+    return max(codes)
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -634,6 +708,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (databases die with the server)")
     ap.add_argument("--json", metavar="PATH", help="write everything as JSON")
+    ap.add_argument("--src", metavar="DIR", help="run the servers, the operator CLI and the PostgreSQL copy from this "
+                    "checkout's src/ (a 'before' tree; its own database, made by its own code)")  # fmt: skip
+    ap.add_argument("--before", metavar="DIR", help="first the same run with --src DIR (in a child process: its own "
+                    "PostgreSQL), then this tree's; prints both and CPU per call side by side")  # fmt: skip
     args = ap.parse_args(argv)
     if args.quick:
         args.size, args.clients, args.duration, args.cache = 2000, 8, 22.0, None
@@ -642,13 +720,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.before:
+        return before_and_after(args, sys.argv[1:] if argv is None else argv)
     import _pg
 
     machine = C.machine()
     C.print_machine(machine)
     up0 = uptime()
     print(f"# uptime: {up0}", flush=True)
-    out: dict[str, Any] = {"machine": machine, "uptime_before": up0, "args": {k: v for k, v in vars(args).items()}}
+    out: dict[str, Any] = {"machine": machine, "uptime_before": up0, "args": {k: v for k, v in vars(args).items()},
+                           "src": args.src or "this tree"}  # fmt: skip
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="memoryd-team-load-"))
     work.mkdir(parents=True, exist_ok=True)
     crew = people(args.clients, 0 if args.single_token else args.teams)
@@ -665,7 +746,7 @@ def main(argv: list[str] | None = None) -> int:
             conn.execute("SELECT pg_reload_conf()")
         dsn = _pg.create_database(server.dsn(), "team_load")
         print("fill: copying into PostgreSQL (migrate_store, HNSW after) ...", flush=True)
-        fill["pg"] = _pg.bulk_fill(fill_home / "memoryd.db", dsn)
+        fill["pg"] = copy_into_pg(fill_home / "memoryd.db", dsn, args.src)
         home = work / "server-home"
         shutil.rmtree(home, ignore_errors=True)
         fill["vault_link_s"] = link_vault(fill_home, home)
@@ -678,6 +759,10 @@ def main(argv: list[str] | None = None) -> int:
         cwd.mkdir(exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_") and k != "ANTHROPIC_API_KEY"}
         env.update(MEMORYD_DB=dsn, MEMORYD_HOME=str(home))
+        if args.src:
+            global SERVER
+            env["PYTHONPATH"] = str(Path(args.src).resolve() / "src")
+            SERVER = src_server(args.src, work)
         if args.single_token:
             shared = "team-load-single-token-0123456789abcdef"
             env["MEMORYD_TOKEN"] = shared
@@ -712,6 +797,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{name}: {args.clients} clients x {args.duration:.0f} s ...", flush=True)
                     p = await run_phase(name, callers, replicas, args, kill_after=kill_after,
                                         pg_pid=server.proc.pid if server.proc else None)  # fmt: skip
+                    p["uptime_end"] = uptime().split("load average:")[-1].strip()
                     ids = p.pop("_acked_ids")
                     p["lost"] = lost_writes(dsn, ids)
                     p["chain"] = verify_chain(env, cwd)

@@ -229,6 +229,8 @@ class Store(Protocol):
     def shares(self) -> list[tuple[str, str, str]]: ...  # (workspace, repository, team), by name
     def shared_team(self, workspace: str, repository: str) -> str | None: ...  # the team a repository is shared with
     def is_member(self, team: str, tenant_id: str) -> bool: ...
+    def token_for_request(self, token_id: str, workspace: str, repository: str) -> tuple[TokenRecord | None, str | None]: ...
+    # (the token, the team the repository is shared with when the token's person is a member): one read
 
     # -- health and administration -------------------------------------------------------------
     def counts(self, scope_hashes: Sequence[str] | None = None) -> StoreCounts: ...  # of these scopes (None: all)

@@ -49,6 +49,13 @@ TOUCH_EVERY = 2.0
 # The vector plan: scopes holding at most this many vectors of the query's size are searched exactly
 # (every row of the scope, through the scope index); bigger ones through HNSW with iterative scan.
 EXACT_MAX_ROWS = 2_000
+# ... and bigger scopes too while rows² ≤ EXACT_RATIO × the table's rows: an exact scan costs ~3.5 µs a row
+# (vectors in the row, migration 9), a filtered HNSW walk grows with table / scope (bench/RESULTS.md,
+# "Inline vectors and the plan by share").
+EXACT_RATIO = 170
+# A pooled connection used this recently is handed out without the pool's check (a round trip per
+# statement otherwise); a read that then finds it dead is run again on another (`_rows`).
+CHECK_IDLE_S = 2.0
 # How long a scope's size is trusted for choosing the plan (it picks the plan, never the answer).
 SCOPE_SIZE_TTL = 30.0
 
@@ -230,6 +237,8 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         self.dsn = dsn
         self._iterative_scan = True
         self._sizes: dict[tuple[str, int], tuple[float, int]] = {}  # (scope, dims) → (when counted, vectors)
+        self._table_rows = 0  # atoms in the table, the planner's estimate (`_scope_vectors`)
+        self._back: dict[int, float] = {}  # id(pooled connection) → when it was last returned to the pool
         self._pending_lock = threading.Lock()
         self._touches: set[str] = set()  # atoms read since the last batch
         self._recall_log: list[tuple[datetime, str, list[str]]] = []
@@ -245,7 +254,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
             self._migrate(first)
         self._pool = ConnectionPool(
             dsn, min_size=1, max_size=max(1, pool_size), open=False, name="memoryd", kwargs=kwargs,
-            configure=self._configure, check=ConnectionPool.check_connection, timeout=self.dialect.pool_timeout,
+            configure=self._configure, check=self._check, reset=self._returned, timeout=self.dialect.pool_timeout,
             reconnect_timeout=60.0,
         )  # fmt: skip
         try:
@@ -263,6 +272,28 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         # One round trip; hnsw.* may be set before pgvector loads in this backend (it adopts them).
         calls = ", ".join("set_config(?, ?, false)" for _ in settings)
         self.run(conn, f"SELECT {calls}", [x for pair in settings for x in pair])
+
+    def _returned(self, conn: psycopg.Connection[Any]) -> None:
+        self._back[id(conn)] = time.monotonic()
+
+    def _check(self, conn: psycopg.Connection[Any]) -> None:
+        """The pool's check (a round trip) only for a connection idle longer than CHECK_IDLE_S."""
+        if time.monotonic() - self._back.get(id(conn), -math.inf) > CHECK_IDLE_S:
+            ConnectionPool.check_connection(conn)
+
+    def _rows(self, sql: str, params: Sequence[object] = ()) -> list[Any]:
+        """A read outside a write transaction runs again, once, when its connection turned out dead (a
+        connection used within CHECK_IDLE_S is not checked before it is handed out)."""
+        if getattr(self._local, "conn", None) is not None:
+            return super()._rows(sql, params)
+        with self.translating(), self._pool.connection() as conn:
+            try:
+                return self.run(conn, sql, params).fetchall()
+            except StorageError:
+                if not conn.broken:
+                    raise
+        with self.translating(), self._pool.connection() as conn:  # the dead one is discarded on return
+            return self.run(conn, sql, params).fetchall()
 
     def _run_script(self, conn: psycopg.Connection[Any], script: str) -> None:
         self.run(conn, script)  # no parameters: sent as one multi-statement query
@@ -372,27 +403,34 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
     def warm(self) -> None:
         """Nothing to load: pgvector searches inside the database."""
 
-    def _scope_vectors(self, scope_hashes: Sequence[str], n: int) -> int:
-        """Vectors of size `n` in these scopes, counted at most every SCOPE_SIZE_TTL seconds per scope."""
+    def _scope_vectors(self, scope_hashes: Sequence[str], n: int) -> tuple[int, int]:
+        """(vectors of size `n` in these scopes, rows of the table), counted at most every SCOPE_SIZE_TTL
+        seconds per scope (the table's rows: the planner's estimate, read with them)."""
         now = time.monotonic()
         stale = [h for h in dict.fromkeys(scope_hashes) if now - self._sizes.get((h, n), (-1e9, 0))[0] > SCOPE_SIZE_TTL]
         if stale:
-            counted = {r[0]: int(r[1]) for r in self._rows(
-                f"SELECT scope_hash, count(*) FROM atoms WHERE scope_hash = ANY(?::text[]) AND vector_dims(embedding) = {n}"
-                " GROUP BY scope_hash", (stale,))}  # fmt: skip
+            rows = self._rows(
+                "SELECT scope_hash, count(*), (SELECT reltuples FROM pg_class WHERE oid = 'atoms'::regclass) FROM atoms"
+                f" WHERE scope_hash = ANY(?::text[]) AND vector_dims(embedding) = {n} GROUP BY scope_hash", (stale,))  # fmt: skip
+            counted = {r[0]: int(r[1]) for r in rows}
             for h in stale:
                 self._sizes[(h, n)] = (now, counted.get(h, 0))
-        return sum(self._sizes[(h, n)][1] for h in dict.fromkeys(scope_hashes))
+            if rows:
+                self._table_rows = int(rows[0][2])
+        inside = sum(self._sizes[(h, n)][1] for h in dict.fromkeys(scope_hashes))
+        return inside, max(self._table_rows, inside)
 
     def vector_candidates(self, query: Vector, *, scope_hashes: Sequence[str], k: int) -> list[tuple[str, float]]:
         q = self.dialect.vector(query)
         if q is None or not scope_hashes or k <= 0:
             return []
         n = int(np.asarray(query).size)
-        if self._scope_vectors(scope_hashes, n) <= EXACT_MAX_ROWS:
-            # A small scope (a person's repository is a few thousand rows): every one of its vectors, read
-            # through the scope index. Exact, and cheaper than a filtered HNSW walk that must skip the other
-            # scopes' rows; the MATERIALIZED CTE keeps the planner off the HNSW index.
+        inside, table = self._scope_vectors(scope_hashes, n)
+        if inside <= EXACT_MAX_ROWS or inside * inside <= EXACT_RATIO * table:
+            # A small scope, or a small share of a big table: every one of its vectors, read through the scope
+            # index. Exact, and cheaper than a filtered HNSW walk that must skip the other scopes' rows (the walk
+            # visits ~k × table / inside rows; the exact scan `inside` rows); the MATERIALIZED CTE keeps the
+            # planner off the HNSW index.
             return [(r[0], _cos(r[1])) for r in self._rows(
                 f"WITH s AS MATERIALIZED (SELECT id, embedding::vector({n}) <=> ?::vector({n}) AS d FROM atoms"
                 f" WHERE scope_hash = ANY(?::text[]) AND vector_dims(embedding) = {n})"
