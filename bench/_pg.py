@@ -27,12 +27,25 @@ if str(ROOT) not in sys.path:
 
 from tests.pg import PgServer, start_server  # noqa: E402
 
-__all__ = ["PgServer", "bulk_fill", "create_database", "db_mb", "drop_database", "explain_recall", "server_memory",
-           "start_server"]  # fmt: skip
+__all__ = ["PgServer", "bulk_fill", "create_database", "db_mb", "drop_database", "explain_recall", "force_plan",
+           "server_memory", "start_server"]  # fmt: skip
 
 # Session settings for the index build only: the graph of 100k 384-d vectors needs ~200 MB to be
 # built in memory (past maintenance_work_mem pgvector falls back to a much slower on-disk build).
 BUILD_SETTINGS = {"maintenance_work_mem": "1GB"}
+
+
+def force_plan(plan: str) -> None:
+    """The vector plan of this process's PostgresStore: "auto" (by the scope's size and share, as served),
+    "exact" (every scope searched exactly) or "hnsw" (every scope through the HNSW index, iterative scan)."""
+    import memoryd.storage.postgres as pg
+
+    if plan == "exact":
+        pg.EXACT_MAX_ROWS, pg.EXACT_RATIO = 10**12, 10**12
+    elif plan == "hnsw":
+        pg.EXACT_MAX_ROWS, pg.EXACT_RATIO = -1, -1
+    elif plan != "auto":
+        raise SystemExit(f"--pg-plan {plan}: expected auto, exact or hnsw")
 
 
 def create_database(url: str, name: str) -> str:

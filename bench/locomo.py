@@ -156,6 +156,8 @@ def main() -> None:
     ap.add_argument("--db", default="sqlite", metavar="sqlite|postgresql|postgresql://…",
                     help="store of the engine: sqlite (default), postgresql (a throwaway server from tests/pg.py) "
                          "or the URL of a server whose role may CREATE DATABASE")
+    ap.add_argument("--pg-plan", default="auto", choices=("auto", "exact", "hnsw"),
+                    help="with --db postgresql: the vector plan (default auto, by scope size, as served)")
     ap.add_argument("--embedder", choices=("e5", "use"), default="use",
                     help="engine + dense baseline model (default use = memoryd's default USE-m3+t2s; "
                          "e5 = multilingual-e5-small)")
@@ -183,7 +185,8 @@ def main() -> None:
             pg = {"url": args.db}
         else:
             raise SystemExit(f"--db {args.db}: expected sqlite, postgresql or a postgresql:// URL")
-        print(f"engine store: PostgreSQL ({pg['url'].split('@')[-1]})")
+        _pg.force_plan(args.pg_plan)
+        print(f"engine store: PostgreSQL ({pg['url'].split('@')[-1]}), vector plan {args.pg_plan}")
     convs = []
     for conv in data:
         t = time.perf_counter()

@@ -321,3 +321,41 @@ def test_a_source_cannot_forge_attribution(op: Engine) -> None:
     assert r.atom_id is not None
     assert [split_actor(e.actor) for e in op.history(r.atom_id)] == [("ci-runner", "alice", t.id)]
     assert split_actor("cli") == ("cli", None, None)
+
+
+def test_a_request_reads_its_token_and_share_in_one_statement(op: Engine) -> None:
+    """Issue 27: the token's row (rights, revocation, expiry: read on every request) and the team the header's
+    repository is shared with come from one statement; the request's scope then needs no other read."""
+    alice_t, carol_t = op.create_token("alice"), op.create_token("carol")
+    op.create_team("core")
+    op.add_members("core", ["alice"])
+    op.share_scope("acme/api", "core")
+    store = op.core.store
+    traced: list[str] = []
+    store.tracer = lambda sql, params: traced.append(sql)
+    try:
+        alice = op.authenticate(alice_t.token, scope_header=header("acme/api"))
+        view = op.for_request(alice, header("acme/api"))
+        assert (view.scope.tenant_id, alice.shared) == ("team:core", ("acme", "api", "core"))
+        assert len(traced) == 1 and "FROM tokens t" in traced[0], traced
+        traced.clear()
+        carol = op.authenticate(carol_t.token, scope_header=header("acme/api"))
+        assert op.for_request(carol, header("acme/api")).scope.tenant_id == "carol"  # not a member
+        assert carol.shared == ("acme", "api", None) and len(traced) == 1, traced
+        traced.clear()
+        # Another repository in the header than the one read with the token: read as before (no shortcut).
+        assert op.for_request(alice, header("acme/web")).scope.tenant_id == "alice"
+        assert len(traced) == 1 and "FROM shares" in traced[0], traced
+        traced.clear()
+        # A malformed header reads the token alone; the header is refused where it always was.
+        p = op.authenticate(alice_t.token, scope_header="{")
+        assert p.shared is None and len(traced) == 1
+        with pytest.raises(InvalidInput, match="is not JSON"):
+            op.for_request(p, "{")
+    finally:
+        store.tracer = None
+    op.revoke_token(alice_t.id)  # still refused at the next request, whatever header it carries
+    with pytest.raises(Unauthorized, match=f"token {alice_t.id} was revoked"):
+        op.authenticate(alice_t.token, scope_header=header("acme/api"))
+    with pytest.raises(Unauthorized, match="unknown token, or its secret does not match"):
+        op.authenticate(f"mdt_{alice_t.id[:-1]}X_{'a' * 43}", scope_header=header("acme/api"))
