@@ -36,14 +36,14 @@ BUILD_SETTINGS = {"maintenance_work_mem": "1GB"}
 
 
 def force_plan(plan: str) -> None:
-    """The vector plan of this process's PostgresStore: "auto" (by the scope's size and share, as served),
+    """The vector plan of this process's PostgresStore: "auto" (by the scope's size, as served),
     "exact" (every scope searched exactly) or "hnsw" (every scope through the HNSW index, iterative scan)."""
     import memoryd.storage.postgres as pg
 
     if plan == "exact":
-        pg.EXACT_MAX_ROWS, pg.EXACT_RATIO = 10**12, 10**12
+        pg.EXACT_MAX_ROWS = 10**12
     elif plan == "hnsw":
-        pg.EXACT_MAX_ROWS, pg.EXACT_RATIO = -1, -1
+        pg.EXACT_MAX_ROWS = -1
     elif plan != "auto":
         raise SystemExit(f"--pg-plan {plan}: expected auto, exact or hnsw")
 

@@ -672,38 +672,3 @@ def test_access_times_are_rewritten_at_most_hourly(tmp_path: Path, repo: Path, d
             assert conn.execute("SELECT count(*) FROM recalls").fetchone() == (1,)
         later = e.store.get_atoms([atom_id])[atom_id].last_accessed_at
         assert later is not None and later >= first
-
-
-def test_vectors_stay_in_their_row_and_the_plan_follows_the_scope_share(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 27: a 512-d vector (2 KB) is kept in its row, not moved to TOAST (migration 9), so an exact search
-    reads one heap tuple per row; a scope that is a small share of the table is searched exactly, a big share
-    through HNSW."""
-    import memoryd.storage.postgres as pg_module
-
-    rng = np.random.default_rng(5)
-    small = Scope(tenant_id="t", workspace="acme", repository="small", branch="main", root="/small")
-    big = Scope(tenant_id="t", workspace="acme", repository="big", branch="main", root="/big")
-    store = PostgresStore(dsn)
-    try:
-        with store.transaction() as tx:
-            for i in range(60):
-                v = rng.normal(size=512).astype(np.float32)
-                tx.insert_atom(_atom(small if i < 10 else big, i), norm_hash=f"v{i}", terms=[], vector=v / np.linalg.norm(v))
-        with _admin(dsn) as conn:
-            options, toast = conn.execute("SELECT reloptions, reltoastrelid::regclass::text FROM pg_class"
-                                          " WHERE oid = 'atoms'::regclass").fetchone()  # type: ignore[misc]
-            assert "toast_tuple_target=8160" in options
-            assert conn.execute(f"SELECT count(*) FROM {toast}").fetchone()[0] == 0  # type: ignore[index]
-            conn.execute("ANALYZE atoms")
-        store._sizes.clear()
-        traced: list[str] = []
-        store.tracer = lambda q, p: traced.append(q)
-        query = rng.normal(size=512).astype(np.float32)
-        monkeypatch.setattr(pg_module, "EXACT_MAX_ROWS", 0)  # the share alone decides:
-        monkeypatch.setattr(pg_module, "EXACT_RATIO", 20)  # 10² = 100 ≤ 20 × 60 (exact); 50² = 2500 > 1200 (HNSW)
-        assert len(store.vector_candidates(query, scope_hashes=[small.scope_hash], k=5)) == 5
-        assert len(store.vector_candidates(query, scope_hashes=[big.scope_hash], k=5)) == 5
-        searches = [q for q in traced if "count(*)" not in q]
-        assert "MATERIALIZED" in searches[0] and "MATERIALIZED" not in searches[1], searches
-    finally:
-        store.close()

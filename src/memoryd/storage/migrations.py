@@ -410,12 +410,6 @@ DROP TABLE term_df;
 DROP TABLE kw_stats;
 """
 
-# PostgreSQL moves a row's biggest value out of line (TOAST) once the row passes ~2 KB, and a 512-d vector
-# is 2 KB: every vector read then cost a TOAST index look-up and two chunk reads (an exact search over a
-# scope's rows paid ~4x for it, bench/RESULTS.md "Inline vectors"). Rows up to a page stay whole; rows
-# written before keep their TOAST copy until rewritten (`VACUUM FULL atoms` once, docs/SCALE.md).
-_V9_POSTGRES = "ALTER TABLE atoms SET (toast_tuple_target = 8160);\n"
-
 MIGRATIONS: list[Migration] = [
     Migration(1, "initial schema: atoms, events, payloads, entities, edges, keyword index", _V1, _V1_SQLITE,
               _V1_POSTGRES, private=(("atoms", ("content", "title", "tags", "triggers", "kw", "scope_root")),
@@ -431,5 +425,4 @@ MIGRATIONS: list[Migration] = [
     Migration(6, "code anchors", _V6, private=(("anchors", ("path", "symbol")),)),
     Migration(7, "team server: tokens, teams, members, shared repositories", _V7),
     Migration(8, "keyword statistics per scope", _V8, _V8_SQLITE, _V8_POSTGRES, private=(("scope_terms", ("term",)),)),
-    Migration(9, "vectors kept in their row (PostgreSQL)", "", postgres=_V9_POSTGRES),
 ]

@@ -49,10 +49,6 @@ TOUCH_EVERY = 2.0
 # The vector plan: scopes holding at most this many vectors of the query's size are searched exactly
 # (every row of the scope, through the scope index); bigger ones through HNSW with iterative scan.
 EXACT_MAX_ROWS = 2_000
-# ... and bigger scopes too while rows² ≤ EXACT_RATIO × the table's rows: an exact scan costs ~3.5 µs a row
-# (vectors in the row, migration 9), a filtered HNSW walk grows with table / scope (bench/RESULTS.md,
-# "Inline vectors and the plan by share").
-EXACT_RATIO = 170
 # A pooled connection used this recently is handed out without the pool's check (a round trip per
 # statement otherwise); a read that then finds it dead is run again on another (`_rows`).
 CHECK_IDLE_S = 2.0
@@ -237,7 +233,6 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         self.dsn = dsn
         self._iterative_scan = True
         self._sizes: dict[tuple[str, int], tuple[float, int]] = {}  # (scope, dims) → (when counted, vectors)
-        self._table_rows = 0  # atoms in the table, the planner's estimate (`_scope_vectors`)
         self._back: dict[int, float] = {}  # id(pooled connection) → when it was last returned to the pool
         self._pending_lock = threading.Lock()
         self._touches: set[str] = set()  # atoms read since the last batch
@@ -403,34 +398,27 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
     def warm(self) -> None:
         """Nothing to load: pgvector searches inside the database."""
 
-    def _scope_vectors(self, scope_hashes: Sequence[str], n: int) -> tuple[int, int]:
-        """(vectors of size `n` in these scopes, rows of the table), counted at most every SCOPE_SIZE_TTL
-        seconds per scope (the table's rows: the planner's estimate, read with them)."""
+    def _scope_vectors(self, scope_hashes: Sequence[str], n: int) -> int:
+        """Vectors of size `n` in these scopes, counted at most every SCOPE_SIZE_TTL seconds per scope."""
         now = time.monotonic()
         stale = [h for h in dict.fromkeys(scope_hashes) if now - self._sizes.get((h, n), (-1e9, 0))[0] > SCOPE_SIZE_TTL]
         if stale:
-            rows = self._rows(
-                "SELECT scope_hash, count(*), (SELECT reltuples FROM pg_class WHERE oid = 'atoms'::regclass) FROM atoms"
-                f" WHERE scope_hash = ANY(?::text[]) AND vector_dims(embedding) = {n} GROUP BY scope_hash", (stale,))  # fmt: skip
-            counted = {r[0]: int(r[1]) for r in rows}
+            counted = {r[0]: int(r[1]) for r in self._rows(
+                f"SELECT scope_hash, count(*) FROM atoms WHERE scope_hash = ANY(?::text[]) AND vector_dims(embedding) = {n}"
+                " GROUP BY scope_hash", (stale,))}  # fmt: skip
             for h in stale:
                 self._sizes[(h, n)] = (now, counted.get(h, 0))
-            if rows:
-                self._table_rows = int(rows[0][2])
-        inside = sum(self._sizes[(h, n)][1] for h in dict.fromkeys(scope_hashes))
-        return inside, max(self._table_rows, inside)
+        return sum(self._sizes[(h, n)][1] for h in dict.fromkeys(scope_hashes))
 
     def vector_candidates(self, query: Vector, *, scope_hashes: Sequence[str], k: int) -> list[tuple[str, float]]:
         q = self.dialect.vector(query)
         if q is None or not scope_hashes or k <= 0:
             return []
         n = int(np.asarray(query).size)
-        inside, table = self._scope_vectors(scope_hashes, n)
-        if inside <= EXACT_MAX_ROWS or inside * inside <= EXACT_RATIO * table:
-            # A small scope, or a small share of a big table: every one of its vectors, read through the scope
-            # index. Exact, and cheaper than a filtered HNSW walk that must skip the other scopes' rows (the walk
-            # visits ~k × table / inside rows; the exact scan `inside` rows); the MATERIALIZED CTE keeps the
-            # planner off the HNSW index.
+        if self._scope_vectors(scope_hashes, n) <= EXACT_MAX_ROWS:
+            # A small scope (a person's repository is a few thousand rows): every one of its vectors, read
+            # through the scope index. Exact, and cheaper than a filtered HNSW walk that must skip the other
+            # scopes' rows; the MATERIALIZED CTE keeps the planner off the HNSW index.
             return [(r[0], _cos(r[1])) for r in self._rows(
                 f"WITH s AS MATERIALIZED (SELECT id, embedding::vector({n}) <=> ?::vector({n}) AS d FROM atoms"
                 f" WHERE scope_hash = ANY(?::text[]) AND vector_dims(embedding) = {n})"
