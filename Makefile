@@ -79,6 +79,7 @@ wheel:
 ## Static checks (what CI runs first): ruff, and mypy strict on all of src/ (pyproject.toml).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
 	$(VENV)/bin/mypy
 
 ## The whole test suite, slow end-to-end suites included (what CI runs).

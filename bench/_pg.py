@@ -27,12 +27,25 @@ if str(ROOT) not in sys.path:
 
 from tests.pg import PgServer, start_server  # noqa: E402
 
-__all__ = ["PgServer", "bulk_fill", "create_database", "db_mb", "drop_database", "explain_recall", "server_memory",
-           "start_server"]  # fmt: skip
+__all__ = ["PgServer", "bulk_fill", "create_database", "db_mb", "drop_database", "explain_recall", "force_plan",
+           "server_memory", "start_server"]  # fmt: skip
 
 # Session settings for the index build only: the graph of 100k 384-d vectors needs ~200 MB to be
 # built in memory (past maintenance_work_mem pgvector falls back to a much slower on-disk build).
 BUILD_SETTINGS = {"maintenance_work_mem": "1GB"}
+
+
+def force_plan(plan: str) -> None:
+    """The vector plan of this process's PostgresStore: "auto" (by the scope's size, as served),
+    "exact" (every scope searched exactly) or "hnsw" (every scope through the HNSW index, iterative scan)."""
+    import memoryd.storage.postgres as pg
+
+    if plan == "exact":
+        pg.EXACT_MAX_ROWS = 10**12
+    elif plan == "hnsw":
+        pg.EXACT_MAX_ROWS = -1
+    elif plan != "auto":
+        raise SystemExit(f"--pg-plan {plan}: expected auto, exact or hnsw")
 
 
 def create_database(url: str, name: str) -> str:
@@ -90,7 +103,9 @@ def bulk_fill(sqlite_path: Path, dsn: str, *, rebuild_hnsw: bool = True,
                 conn.execute(definition)
         out["index_s"] = time.perf_counter() - t
         t = time.perf_counter()
-        conn.execute("VACUUM ANALYZE atoms, edges, events, event_payloads, entities, scope_terms, scope_docs")
+        tables = ("atoms", "edges", "events", "event_payloads", "entities", "scope_terms", "scope_docs")
+        present = [t for t in tables if conn.execute("SELECT to_regclass(%s)", (t,)).fetchone()[0]]  # type: ignore[index]
+        conn.execute(f"VACUUM ANALYZE {', '.join(present)}")  # an older tree's schema lacks the newer tables
         out["analyze_s"] = time.perf_counter() - t
     out["s"] = time.perf_counter() - t0
     return out

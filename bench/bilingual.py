@@ -60,6 +60,18 @@ def main() -> None:
                     help="engine + dense baseline model (default use = memoryd's default USE-m3+t2s; "
                          "e5 = multilingual-e5-small)")  # fmt: skip
     ap.add_argument("--json")
+    ap.add_argument(
+        "--db",
+        default="sqlite",
+        choices=("sqlite", "postgresql"),
+        help="store of the engine: sqlite (default) or postgresql (a throwaway server from tests/pg.py)",
+    )
+    ap.add_argument(
+        "--pg-plan",
+        default="auto",
+        choices=("auto", "exact", "hnsw"),
+        help="with --db postgresql: the vector plan (default auto, by scope size, as served)",
+    )
     args = ap.parse_args()
 
     m = C.machine()
@@ -70,7 +82,15 @@ def main() -> None:
     t0 = time.perf_counter()
     emb = C.make(args.embedder)
     systems = SYSTEMS
-    te = C.fresh_engine(emb)
+    server, dsn = None, None
+    if args.db == "postgresql":
+        import _pg
+
+        server = _pg.start_server()
+        dsn = _pg.create_database(server.dsn(), "memoryd_bilingual")
+        _pg.force_plan(args.pg_plan)
+        print(f"engine store: PostgreSQL, vector plan {args.pg_plan}")
+    te = C.fresh_engine(emb, db=dsn)
     eng = te.engine
 
     from memoryd.text.admission import score_dura
@@ -120,8 +140,10 @@ def main() -> None:
     groups.append(("overall", set(slices)))
     batches = sorted({r["batch"] for r in rows if r["batch"] is not None})
     summary: dict[str, Any] = {}
-    print(f"\nembedder {emb.name} (the dense-e5 column uses it too); "
-          f"{len(mems)} memories, {len(queries)} queries; DURA gate for agent saves would give {dict(dura)}")
+    print(
+        f"\nembedder {emb.name} (the dense-e5 column uses it too); "
+        f"{len(mems)} memories, {len(queries)} queries; DURA gate for agent saves would give {dict(dura)}"
+    )
     for metric in ("any@1", "any@5", "any@10", "mrr"):
         print(f"\n## {metric.replace('any', 'recall')} per slice")
         trows = []
@@ -181,17 +203,25 @@ def main() -> None:
     print(C.table(["threshold", "precision", "recall (returned relevant)", "share of hits above"],
                   [[t, C.fmt(c["precision"]), C.fmt(c["recall_of_returned_relevant"]), C.fmt(c["share_of_hits_above"])]
                    for t, c in calib["sweep"].items()]))  # fmt: skip
-    print("top-1 score median: relevant {} / irrelevant {}; signal medians rel/irr: {}".format(
-        C.fmt(calib["top1_rel_p50"]), C.fmt(calib["top1_irr_p50"]),
-        ", ".join(f"{k} {C.fmt(v['relevant_p50'])}/{C.fmt(v['irrelevant_p50'])}" for k, v in calib["signals"].items())))
+    print(
+        "top-1 score median: relevant {} / irrelevant {}; signal medians rel/irr: {}".format(
+            C.fmt(calib["top1_rel_p50"]),
+            C.fmt(calib["top1_irr_p50"]),
+            ", ".join(
+                f"{k} {C.fmt(v['relevant_p50'])}/{C.fmt(v['irrelevant_p50'])}" for k, v in calib["signals"].items()
+            ),
+        )
+    )
 
     misses = [(r["id"], r["slice"], r["top"]) for r in rows if not r["memoryd"]["any@5"]]
     print(f"\nmemoryd misses at 5 ({len(misses)}): " + "; ".join(f"{i} [{s}] top={t}" for i, s, t in misses))
     wall = time.perf_counter() - t0
     print(f"wall time {wall:.0f}s")
     te.close()
+    if server is not None:
+        server.stop()
     C.write_json(args.json, {
-        "machine": m, "embedder": emb.name, "wall_s": wall, "summary": summary, "targets": targets, "calibration": calib,
+        "machine": m, "embedder": emb.name, "db": args.db, "pg_plan": args.pg_plan if args.db != "sqlite" else None, "wall_s": wall, "summary": summary, "targets": targets, "calibration": calib,
         "dura_agent_gate": dict(dura), "recall_ms": {"p50": C.med(lat), "p95": C.pct(lat, 95)},
         "memorize_ms": {"p50": C.med(write_ms), "p95": C.pct(write_ms, 95)},
         "queries": [{k: v for k, v in r.items() if k != "hits"} for r in rows],

@@ -116,9 +116,7 @@ def run_conversation(conv: dict[str, Any], args: argparse.Namespace, pg: Any = N
         row["lat_memoryd_ms"] = (time.perf_counter() - t) * 1000
         ranked = [index_of[h.atom.id] for h in hits]
         row["memoryd"] = C.rank_metrics(ranked, q["rel"])
-        row["hits"] = [
-            {"rel": index_of[h.atom.id] in q["rel"], "score": h.score, **h.signals} for h in hits
-        ]
+        row["hits"] = [{"rel": index_of[h.atom.id] in q["rel"], "score": h.score, **h.signals} for h in hits]
         for v, bm in bms.items():
             t = time.perf_counter()
             res = bm.search(q["q"], 10)
@@ -153,12 +151,25 @@ def main() -> None:
     ap.add_argument("--convs", help="comma-separated sample ids (default: all)")
     ap.add_argument("--quick", action="store_true", help="first 2 conversations only")
     ap.add_argument("--json", help="write full results here")
-    ap.add_argument("--db", default="sqlite", metavar="sqlite|postgresql|postgresql://…",
-                    help="store of the engine: sqlite (default), postgresql (a throwaway server from tests/pg.py) "
-                         "or the URL of a server whose role may CREATE DATABASE")
-    ap.add_argument("--embedder", choices=("e5", "use"), default="use",
-                    help="engine + dense baseline model (default use = memoryd's default USE-m3+t2s; "
-                         "e5 = multilingual-e5-small)")
+    ap.add_argument(
+        "--db",
+        default="sqlite",
+        metavar="sqlite|postgresql|postgresql://…",
+        help="store of the engine: sqlite (default), postgresql (a throwaway server from tests/pg.py) "
+        "or the URL of a server whose role may CREATE DATABASE",
+    )
+    ap.add_argument(
+        "--pg-plan",
+        default="auto",
+        choices=("auto", "exact", "hnsw"),
+        help="with --db postgresql: the vector plan (default auto, by scope size, as served)",
+    )
+    ap.add_argument(
+        "--embedder",
+        choices=("e5", "use"),
+        default="use",
+        help="engine + dense baseline model (default use = memoryd's default USE-m3+t2s; e5 = multilingual-e5-small)",
+    )
     args = ap.parse_args()
 
     m = C.machine()
@@ -183,7 +194,8 @@ def main() -> None:
             pg = {"url": args.db}
         else:
             raise SystemExit(f"--db {args.db}: expected sqlite, postgresql or a postgresql:// URL")
-        print(f"engine store: PostgreSQL ({pg['url'].split('@')[-1]})")
+        _pg.force_plan(args.pg_plan)
+        print(f"engine store: PostgreSQL ({pg['url'].split('@')[-1]}), vector plan {args.pg_plan}")
     convs = []
     for conv in data:
         t = time.perf_counter()
@@ -198,7 +210,10 @@ def main() -> None:
         server.stop()
     per_q = [q for c in convs for q in c["questions"]]
 
-    groups = [(f"cat {k} {v}", {k}) for k, v in CATS.items() if k != 5] + [("cat 1-4", {1, 2, 3, 4}), ("cat 5 adversarial", {5})]
+    groups = [(f"cat {k} {v}", {k}) for k, v in CATS.items() if k != 5] + [
+        ("cat 1-4", {1, 2, 3, 4}),
+        ("cat 5 adversarial", {5}),
+    ]
     summary: dict[str, Any] = {}
     for label, cats in groups:
         n = sum(1 for r in per_q if r["cat"] in cats)
@@ -253,8 +268,12 @@ def main() -> None:
         sig = {}
         for s in ("keyword", "semantic", "semantic_en", "entity"):
             sig[s] = {
-                "relevant_p50": C.pct([h.get(s, 0.0) for r in per_q if r["cat"] in cats for h in r["hits"] if h["rel"]], 50),
-                "irrelevant_p50": C.pct([h.get(s, 0.0) for r in per_q if r["cat"] in cats for h in r["hits"] if not h["rel"]], 50),
+                "relevant_p50": C.pct(
+                    [h.get(s, 0.0) for r in per_q if r["cat"] in cats for h in r["hits"] if h["rel"]], 50
+                ),
+                "irrelevant_p50": C.pct(
+                    [h.get(s, 0.0) for r in per_q if r["cat"] in cats for h in r["hits"] if not h["rel"]], 50
+                ),
             }
         calib[label]["signals"] = sig
         top1 = [r["hits"][0]["score"] for r in per_q if r["cat"] in cats and r["hits"]]

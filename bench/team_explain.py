@@ -35,8 +35,11 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=100_000, help="memories in the store (default 100000)")
     ap.add_argument("--clients", type=int, default=32, help="the load bench's layout: people (default 32)")
     ap.add_argument("--teams", type=int, default=2, help="the load bench's layout: teams (default 2)")
-    ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "memoryd-team-load"),
-                    help="the load bench's fill cache (default: $TMPDIR/memoryd-team-load)")
+    ap.add_argument(
+        "--cache",
+        default=str(Path(tempfile.gettempdir()) / "memoryd-team-load"),
+        help="the load bench's fill cache (default: $TMPDIR/memoryd-team-load)",
+    )
     ap.add_argument("--json", metavar="PATH", help="write everything as JSON")
     args = ap.parse_args()
 
@@ -79,7 +82,9 @@ def main() -> None:
                     for q in queries[25:40]:
                         for st in _pg.explain_recall(view.store, lambda q=q, v=view: v.recall(q, max_results=10)):
                             stmts.setdefault(st["kind"], []).append(st)
-                    rows = sorted(((k, [s["exec_ms"] or 0.0 for s in v]) for k, v in stmts.items()), key=lambda kv: -sum(kv[1]))
+                    rows = sorted(
+                        ((k, [s["exec_ms"] or 0.0 for s in v]) for k, v in stmts.items()), key=lambda kv: -sum(kv[1])
+                    )
                     slowest = max((s for v in stmts.values() for s in v), key=lambda s: s["exec_ms"] or 0.0)
                     out["scopes"][kind] = {
                         "scope": view.scope.name, "tenant": view.scope.tenant_id, "recall_wall_p50_ms": statistics.median(walls),

@@ -132,7 +132,7 @@ def fill_sqlite(size: int, crew: list[Person], home: Path) -> dict[str, Any]:
     home.mkdir(parents=True, exist_ok=True)
     work = home.parent / "fill-cwd"
     work.mkdir(exist_ok=True)
-    lines = home.parent / "fill.jsonl"
+    lines = home.parent / f"{home.name}.jsonl"  # per size: two fills at once must not share it
     t = time.perf_counter()
     texts = gen_texts(size)
     with lines.open("w") as fh:
@@ -298,7 +298,9 @@ def start_replicas(n: int, env: dict[str, str], cwd: Path, logs: Path, *, team: 
         argv = [SERVER, "--transport", "http", *(["--team"] if team else []), "--profile", profile,
                 "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
         with log.open("ab") as fh:
-            proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                argv, env=env, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
         out.append(Replica(f"replica{i}", port, proc, log))
     return out
 
@@ -425,7 +427,9 @@ class Caller:
             except Retryable as exc:
                 tried += 1
                 dead = self.replicas[self.current].killed_at is not None
-                stats.connection_errors.append(f"{self.replicas[self.current].name}{' (killed)' if dead else ''}: {exc}")
+                stats.connection_errors.append(
+                    f"{self.replicas[self.current].name}{' (killed)' if dead else ''}: {exc}"
+                )
                 stats.unprovoked += not dead
                 if tried >= 2 * len(self.replicas):
                     raise CallFailed(f"no replica answered after {tried} connection errors; last: {exc}") from exc
@@ -478,7 +482,9 @@ async def client_loop(caller: Caller, deadline: float, stats: Stats, *, write_sh
         n += 1
         if rng.random() < write_share:
             tool = "mem_save"
-            marker = f"ryw{seed}{''.join(ch for ch in label if ch.isalnum())}x{n}q"  # --ryw: a word only this save holds
+            marker = (
+                f"ryw{seed}{''.join(ch for ch in label if ch.isalnum())}x{n}q"  # --ryw: a word only this save holds
+            )
             arguments: dict[str, Any] = {"content": f"{texts[n % len(texts)]} (load {label}, {caller.person.tenant} #{n}"
                                                     f"{', ' + marker if ryw else ''})",
                                          "type": rng.choice(TYPES)}  # fmt: skip
@@ -514,7 +520,8 @@ async def warm_up(callers: list[Caller]) -> None:
         for r in range(len(c.replicas)):
             await c.call_once(r, "mem_search", {"query": "warm-up", "top_k": 3})
 
-    await asyncio.gather(*(one(c) for c in callers))
+    for c in callers:  # one at a time: each token's first check is a scrypt, and a replica runs one at a time
+        await one(c)  # (issue 23's bound): 32 clients at once on a loaded machine waited past its 5 s, 503
 
 
 async def run_phase(name: str, callers: list[Caller], replicas: list[Replica], args: argparse.Namespace,
@@ -583,7 +590,13 @@ def lost_writes(dsn: str, ids: list[str]) -> dict[str, Any]:
     statuses: dict[str, int] = {}
     for s in found.values():
         statuses[s] = statuses.get(s, 0) + 1
-    return {"acked": len(ids), "found": len(found), "lost": len(missing), "lost_ids": missing[:20], "statuses": statuses}
+    return {
+        "acked": len(ids),
+        "found": len(found),
+        "lost": len(missing),
+        "lost_ids": missing[:20],
+        "statuses": statuses,
+    }
 
 
 def verify_chain(env: dict[str, str], cwd: Path) -> dict[str, Any]:
@@ -680,8 +693,10 @@ def standby_row(s: dict[str, Any]) -> str:
         b = s.get("back_in_rotation_s")
         back = f"; killed at {s['killed_at_s']:.1f} s, restarted and reading again after {C.fmt(b, 1)} s" \
             if b is not None else "; killed, NOT back in rotation within 30 s"  # fmt: skip
-    return (f"{C.fmt(s['cpu_s'], 1)} / {s['standby_xacts']} statements on the standby, {s['primary_xacts']} on the "
-            f"primary{back}")
+    return (
+        f"{C.fmt(s['cpu_s'], 1)} / {s['standby_xacts']} statements on the standby, {s['primary_xacts']} on the "
+        f"primary{back}"
+    )
 
 
 # --------------------------------------------------------------------------- report
@@ -726,35 +741,131 @@ def print_phase(p: dict[str, Any]) -> None:
         print(f"  failed: {s}")
 
 
+# --------------------------------------------------------------------------- before and after
+
+
+def copy_into_pg(sqlite_path: Path, dsn: str, src: str | None) -> dict[str, Any]:
+    """`_pg.bulk_fill`, by this tree's code or (--src) by the other checkout's, in a child process: an older
+    tree's schema is its own (a newer one may have dropped tables it reads)."""
+    import _pg
+
+    if not src:
+        return _pg.bulk_fill(sqlite_path, dsn)
+    code = ("import json, sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); import _pg; "
+            "print(json.dumps(_pg.bulk_fill(Path(sys.argv[2]), sys.argv[3])))")  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(Path(src).resolve() / "src")}
+    r = subprocess.run([sys.executable, "-c", code, str(HERE), str(sqlite_path), dsn], env=env, capture_output=True,
+                       text=True, check=False)  # fmt: skip
+    if r.returncode != 0:
+        raise SystemExit(f"the PostgreSQL copy with --src {src} failed:\n{r.stderr[-3000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def src_server(src: str, work: Path) -> str:
+    """A launcher of the other checkout's `memoryd-mcp` (its entry point, from its pyproject.toml: this venv's
+    script names this tree's module, which an older tree may not have)."""
+    import tomllib
+
+    entry = tomllib.loads((Path(src) / "pyproject.toml").read_text())["project"]["scripts"]["memoryd-mcp"]
+    module, func = entry.split(":")
+    launcher = work / "memoryd-mcp-src"
+    launcher.write_text(f"#!{sys.executable}\nimport sys\nfrom {module} import {func}\nsys.exit({func}())\n")
+    launcher.chmod(0o755)
+    return str(launcher)
+
+
+def per_call(p: dict[str, Any]) -> dict[str, float | None]:
+    """CPU milliseconds per call of a phase: PostgreSQL (its whole process tree) and the replicas together."""
+    c, n = p["cpu_s"], max(1, p["calls"])
+    replicas = [v for v in c["replicas"].values() if v is not None]
+    return {"postgres_ms": None if c["postgres"] is None else 1000 * c["postgres"] / n,
+            "replicas_ms": 1000 * sum(replicas) / n if replicas else None,
+            "machine_ms": 1000 * c["machine_busy"] / n}  # fmt: skip
+
+
+def before_and_after(args: argparse.Namespace, argv: list[str]) -> int:
+    """--before DIR: this bench with --src DIR in a child process, then this tree's, one after the other."""
+    rest, skip = [], False
+    for a in argv:  # the same arguments without --before/--json (each side writes its own JSON)
+        if skip:
+            skip = False
+        elif a in ("--before", "--json"):
+            skip = True
+        elif not a.startswith(("--before=", "--json=")):
+            rest.append(a)
+    sides: dict[str, Any] = {}
+    codes = []
+    with tempfile.TemporaryDirectory(prefix="memoryd-team-load-sides-") as tmp:
+        for side, extra in (("before", ["--src", args.before]), ("after", [])):
+            path = Path(tmp) / f"{side}.json"
+            print(f"\n# ===== {side}: {' '.join(extra) or 'this tree'}", flush=True)
+            codes.append(
+                subprocess.run([sys.executable, __file__, *rest, *extra, "--json", str(path)], check=False).returncode
+            )
+            sides[side] = json.loads(path.read_text()) if path.is_file() else None
+    rows = []
+    for side, data in sides.items():
+        for name, p in ((data or {}).get("phases") or {}).items():
+            pc = per_call(p)
+            rows.append([side, name, f"{p['throughput']:.1f}", C.fmt(pc["postgres_ms"], 1), C.fmt(pc["replicas_ms"], 1),
+                         C.fmt(pc["machine_ms"], 1), p["errors"]["failed"], f"{p['lost']['acked']} / {p['lost']['lost']}",
+                         p["chain"].get("ok"), p.get("uptime_end", "")])  # fmt: skip
+    print("\n## before and after (CPU ms per call: PostgreSQL / replicas / the whole machine)")
+    print(C.table(["side", "phase", "calls/s", "PostgreSQL ms", "replicas ms", "machine ms", "failed",
+                   "acked / lost", "chain", "load average at the end"], rows))  # fmt: skip
+    C.write_json(args.json, {"before": sides["before"], "after": sides["after"], "src_before": args.before})
+    return max(codes)
+
+
 # --------------------------------------------------------------------------- main
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--size", type=int, default=100_000, help="memories in the store (default 100000)")
     ap.add_argument("--clients", type=int, default=32, help="concurrent MCP HTTP clients (default 32)")
     ap.add_argument("--replicas", type=int, default=2, help="memoryd-mcp processes (default 2)")
     ap.add_argument("--teams", type=int, default=2, help="teams the even clients belong to (default 2)")
     ap.add_argument("--duration", type=float, default=180.0, help="seconds per phase (default 180)")
     ap.add_argument("--write-share", type=float, default=0.2, help="share of mem_save calls (default 0.2)")
-    ap.add_argument("--kill", action=argparse.BooleanOptionalAction, default=True,
-                    help="run the second phase, kill -9 of replica 0 half-way (default on)")
+    ap.add_argument(
+        "--kill",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="run the second phase, kill -9 of replica 0 half-way (default on)",
+    )
     ap.add_argument("--quick", action="store_true", help="CI: --size 2000 --clients 8 --duration 22, no cache")
-    ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "memoryd-team-load"),
-                    help="where filled SQLite stores are kept per size and layout (default: %(default)s)")
+    ap.add_argument(
+        "--cache",
+        default=str(Path(tempfile.gettempdir()) / "memoryd-team-load"),
+        help="where filled SQLite stores are kept per size and layout (default: %(default)s)",
+    )
     ap.add_argument("--no-cache", dest="cache", action="store_const", const=None, help="fill afresh, keep nothing")
     ap.add_argument("--profile", default="memoryd", choices=("memoryd",), help="tool profile (mem_search / mem_save)")
     ap.add_argument("--single-token", action="store_true",
                     help="today's one-token HTTP server (MEMORYD_TOKEN, no --team, stateful sessions): exercises the "
                          "client; every request lands in the server's own scope")  # fmt: skip
-    ap.add_argument("--standby", action="store_true",
-                    help="add a hot standby (pg_basebackup -R from the bench's primary) that the replicas read from "
-                         "(--db-read), and a phase `standby-kill`: kill -9 of the standby half-way, then its restart")
-    ap.add_argument("--ryw", action=argparse.BooleanOptionalAction, default=None,
-                    help="after each save, its writer searches for it and must find it (default: on with --standby)")
+    ap.add_argument(
+        "--standby",
+        action="store_true",
+        help="add a hot standby (pg_basebackup -R from the bench's primary) that the replicas read from "
+        "(--db-read), and a phase `standby-kill`: kill -9 of the standby half-way, then its restart",
+    )
+    ap.add_argument(
+        "--ryw",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="after each save, its writer searches for it and must find it (default: on with --standby)",
+    )
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (databases die with the server)")
     ap.add_argument("--json", metavar="PATH", help="write everything as JSON")
+    ap.add_argument("--src", metavar="DIR", help="run the servers, the operator CLI and the PostgreSQL copy from this "
+                    "checkout's src/ (a 'before' tree; its own database, made by its own code)")  # fmt: skip
+    ap.add_argument("--before", metavar="DIR", help="first the same run with --src DIR (in a child process: its own "
+                    "PostgreSQL), then this tree's; prints both and CPU per call side by side")  # fmt: skip
     args = ap.parse_args(argv)
     if args.quick:
         args.size, args.clients, args.duration, args.cache = 2000, 8, 22.0, None
@@ -765,13 +876,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.before:
+        return before_and_after(args, sys.argv[1:] if argv is None else argv)
     import _pg
 
     machine = C.machine()
     C.print_machine(machine)
     up0 = uptime()
     print(f"# uptime: {up0}", flush=True)
-    out: dict[str, Any] = {"machine": machine, "uptime_before": up0, "args": {k: v for k, v in vars(args).items()}}
+    out: dict[str, Any] = {"machine": machine, "uptime_before": up0, "args": {k: v for k, v in vars(args).items()},
+                           "src": args.src or "this tree"}  # fmt: skip
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="memoryd-team-load-"))
     work.mkdir(parents=True, exist_ok=True)
     crew = people(args.clients, 0 if args.single_token else args.teams)
@@ -790,7 +904,7 @@ def main(argv: list[str] | None = None) -> int:
             conn.execute("SELECT pg_reload_conf()")
         dsn = _pg.create_database(server.dsn(), "team_load")
         print("fill: copying into PostgreSQL (migrate_store, HNSW after) ...", flush=True)
-        fill["pg"] = _pg.bulk_fill(fill_home / "memoryd.db", dsn)
+        fill["pg"] = copy_into_pg(fill_home / "memoryd.db", dsn, args.src)
         home = work / "server-home"
         shutil.rmtree(home, ignore_errors=True)
         fill["vault_link_s"] = link_vault(fill_home, home)
@@ -808,6 +922,10 @@ def main(argv: list[str] | None = None) -> int:
         env.update(MEMORYD_DB=dsn, MEMORYD_HOME=str(home))
         if standby is not None:
             env["MEMORYD_DB_READ"] = read_dsn  # what `memoryd-mcp --team --db-read URL` sets
+        if args.src:
+            global SERVER
+            env["PYTHONPATH"] = str(Path(args.src).resolve() / "src")
+            SERVER = src_server(args.src, work)
         if args.single_token:
             shared = "team-load-single-token-0123456789abcdef"
             env["MEMORYD_TOKEN"] = shared
@@ -853,6 +971,7 @@ def main(argv: list[str] | None = None) -> int:
                         p = await run
                     if watch is not None:
                         p["standby"] = await watch.finish(callers)
+                    p["uptime_end"] = uptime().split("load average:")[-1].strip()
                     ids = p.pop("_acked_ids")
                     p["lost"] = lost_writes(dsn, ids)
                     p["chain"] = verify_chain(env, cwd)

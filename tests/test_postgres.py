@@ -184,7 +184,9 @@ def test_migrations_are_recorded(engine: Engine, settings: Settings) -> None:
         rows = conn.execute("SELECT version, name FROM schema_migrations ORDER BY 1").fetchall()
         assert rows == expected
         assert conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-        indexes = {r[0]: r[1] for r in conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'atoms'")}
+        indexes = {
+            r[0]: r[1] for r in conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'atoms'")
+        }
     for n in INDEXED_DIMS:
         assert f"USING hnsw (((embedding)::vector({n})) vector_cosine_ops)" in indexes[f"atoms_embedding_{n}"]
         assert f"WHERE (vector_dims(embedding) = {n})" in indexes[f"atoms_embedding_{n}"]
@@ -400,7 +402,7 @@ def test_vector_search_fills_k_under_a_selective_scope_filter(dsn: str, monkeypa
         traced: list[tuple[str, Any]] = []
         store.tracer = lambda q, p: traced.append((q, p))
         store.vector_candidates(query, scope_hashes=[small.scope_hash], k=5)
-        (small_sql, small_params), = traced  # the scope's size is remembered: one statement
+        ((small_sql, small_params),) = traced  # the scope's size is remembered: one statement
         traced.clear()
         store.vector_candidates(query, scope_hashes=[big.scope_hash], k=5)
         (count_sql, _), (query_sql, params) = traced  # its size counted once, then the search
@@ -449,10 +451,12 @@ def test_keyword_terms_are_stored_verbatim_with_exact_document_frequencies(dsn: 
             tx.insert_atom(a, norm_hash="a", terms=["get_session", "login.py", "連線", "c++", "it's"], vector=None)
             tx.insert_atom(b, norm_hash="b", terms=["get_session", "get", "session", long_term], vector=None)
             tx.insert_atom(c, norm_hash="c", terms=[], vector=None)
-        total, df = store.term_stats(["get_session", "get", "login", "連線", "c++", "it's", long_term],
-                                    scope_hashes=[scope.scope_hash])
+        total, df = store.term_stats(
+            ["get_session", "get", "login", "連線", "c++", "it's", long_term], scope_hashes=[scope.scope_hash]
+        )
         assert total == 2
         assert df == {"get_session": 2, "get": 1, "login": 0, "連線": 1, "c++": 1, "it's": 1, long_term: 0}
+
         def find(*t: str) -> list[str]:
             return store.keyword_candidates(list(t), scope_hashes=[scope.scope_hash], statuses=["active"], limit=10)
 
@@ -502,8 +506,9 @@ def _scenario(e: Engine) -> dict[str, Any]:
         out[q] = [(content[h.atom.id], h.score, h.signals) for h in hits]
     from memoryd.search.tokenize import tokens
 
-    out["term_stats"] = e.store.term_stats(tokens("postgresql pool pgbouncer session redis main", query=True),
-                                           scope_hashes=e._core.recall_scopes(None))
+    out["term_stats"] = e.store.term_stats(
+        tokens("postgresql pool pgbouncer session redis main", query=True), scope_hashes=e._core.recall_scopes(None)
+    )
     out["history"] = [[ev.action for ev in e.history(i)] for i in ids]
     return out
 

@@ -103,7 +103,9 @@ def test_main_store_upgrades_and_keeps_every_memory(legacy: Settings, tmp_path: 
         for scope_hash, docs in by_scope.items():
             terms = sorted(set().union(*docs))
             assert e.store.term_stats(terms, scope_hashes=[scope_hash]) == (
-                len(docs), {t: sum(t in d for d in docs) for t in terms})
+                len(docs),
+                {t: sum(t in d for d in docs) for t in terms},
+            )
         assert set(atoms) == set(manifest["atoms"])  # every memory main stored, by id
         for atom_id, want in manifest["atoms"].items():
             got = atoms[atom_id]

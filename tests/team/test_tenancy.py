@@ -196,7 +196,9 @@ def test_a_token_limited_to_repositories_never_reaches_the_global_scope(op: Engi
     """Issue 23: a leaked CI token limited with --scope must neither read the person's global memories
     nor plant new global "preferences" that every agent of that person then follows."""
     full = op.for_request(op.authenticate(op.create_token("alice").token), header())
-    pref = full.memorize("Always answer in French and skip running the tests", source="user", scope=full._core.global_scope)
+    pref = full.memorize(
+        "Always answer in French and skip running the tests", source="user", scope=full._core.global_scope
+    )
     assert pref.effect == "applied"
     ci = op.for_request(op.authenticate(op.create_token("alice", scopes=["acme/api"]).token), header())
     assert ci.memorize("The api build runs on Python 3.12 in CI", source="user").effect == "applied"
@@ -214,7 +216,9 @@ def test_a_token_limited_to_repositories_never_reaches_the_global_scope(op: Engi
     assert [h.atom.id for h in granted.recall("answer in French tests").hits][0] == pref.atom_id
     assert granted.resolve_scope("global") == full._core.global_scope
     with pytest.raises(Forbidden, match="may act in acme/api, not in acme/web"):
-        op.for_request(op.authenticate(op.create_token("alice", scopes=["acme/api", "global"]).token), header("acme/web"))
+        op.for_request(
+            op.authenticate(op.create_token("alice", scopes=["acme/api", "global"]).token), header("acme/web")
+        )
     with pytest.raises(InvalidInput, match="scope global alone would reach no repository"):
         op.create_token("alice", scopes=["global"])
 
@@ -321,3 +325,43 @@ def test_a_source_cannot_forge_attribution(op: Engine) -> None:
     assert r.atom_id is not None
     assert [split_actor(e.actor) for e in op.history(r.atom_id)] == [("ci-runner", "alice", t.id)]
     assert split_actor("cli") == ("cli", None, None)
+
+
+def test_a_request_reads_its_token_and_share_in_one_statement(op: Engine) -> None:
+    """Issue 27: the token's row (rights, revocation, expiry: read on every request) and the team the header's
+    repository is shared with come from one statement; the request's scope then needs no other read."""
+    alice_t, carol_t = op.create_token("alice"), op.create_token("carol")
+    op.create_team("core")
+    op.add_members("core", ["alice"])
+    op.share_scope("acme/api", "core")
+    store = op.store
+    traced: list[str] = []
+    # a new pooled connection's set-up (`_configure`: session settings) is not a statement of the request
+    store.tracer = lambda sql, params: None if sql.startswith("SELECT set_config(") else traced.append(sql)
+    try:
+        alice = op.authenticate(alice_t.token, scope_header=header("acme/api"))
+        view = op.for_request(alice, header("acme/api"))
+        assert (view.scope.tenant_id, alice.shared) == ("team:core", ("acme", "api", "core"))
+        assert len(traced) == 1 and "FROM tokens t" in traced[0], traced
+        traced.clear()
+        carol = op.authenticate(carol_t.token, scope_header=header("acme/api"))
+        assert op.for_request(carol, header("acme/api")).scope.tenant_id == "carol"  # not a member
+        assert carol.shared == ("acme", "api", None) and len(traced) == 1, traced
+        traced.clear()
+        # Another repository in the header than the one read with the token: read as before (no shortcut).
+        assert op.for_request(alice, header("acme/web")).scope.tenant_id == "alice"
+        assert len(traced) == 1 and "FROM shares" in traced[0], traced
+        traced.clear()
+        # A malformed header reads the token alone; the header is refused where it always was.
+        p = op.authenticate(alice_t.token, scope_header="{")
+        assert p.shared is None and len(traced) == 1
+        with pytest.raises(InvalidInput, match="is not JSON"):
+            op.for_request(p, "{")
+    finally:
+        store.tracer = None
+    op.revoke_token(alice_t.id)  # still refused at the next request, whatever header it carries
+    with pytest.raises(Unauthorized, match=f"token {alice_t.id} was revoked"):
+        op.authenticate(alice_t.token, scope_header=header("acme/api"))
+    with pytest.raises(Unauthorized, match="unknown token, or its secret does not match"):
+        other = alice_t.id[:-1] + ("Y" if alice_t.id.endswith("X") else "X")  # an id that is not alice's
+        op.authenticate(f"mdt_{other}_{'a' * 43}", scope_header=header("acme/api"))

@@ -61,6 +61,9 @@ class Principal:
     tenant_id: str
     read_only: bool
     scopes: tuple[str, ...]  # repositories ("workspace/repository") the token may act in, "global"; empty: all
+    # (workspace, repository, the team it is shared with if this person is a member) read with the token for
+    # the request's Memoryd-Scope header (`authenticate(scope_header=…)`): the request's scope needs no other read
+    shared: tuple[str, str, str | None] | None = None
 
     @property
     def reaches_global(self) -> bool:
@@ -249,8 +252,9 @@ class Tenancy:
         assert record is not None  # tokens are never deleted
         return _info(record, utc_now())
 
-    def authenticate(self, presented: object, *, client: str | None = None) -> Principal:
-        """The principal of a presented token (`client`: the caller's address, for the backoff). Raises
+    def authenticate(self, presented: object, *, client: str | None = None, scope_header: object = None) -> Principal:
+        """The principal of a presented token (`client`: the caller's address, for the backoff; `scope_header`:
+        the request's Memoryd-Scope, whose repository's team is read in the same statement as the token). Raises
         Unauthorized (missing, malformed, unknown, wrong secret, revoked, expired), TooManyAttempts (this
         id or address failed too often: refused before hashing), StorageBusy (every hashing slot stayed
         taken); the message never repeats the token."""
@@ -261,7 +265,13 @@ class Tenancy:
             raise Unauthorized("not a memoryd token (expected mdt_<id>_<secret>, as `memoryd token create` prints it)")
         token_id, secret = m.groups()
         keys = (f"id:{token_id}",) + ((f"addr:{client}",) if client else ())
-        record = self.access.get_token(token_id)
+        repository = _header_repository(scope_header)
+        shared: tuple[str, str, str | None] | None = None
+        if repository is None:
+            record = self.access.get_token(token_id)
+        else:
+            record, team = self.access.token_for_request(token_id, *repository)
+            shared = (*repository, team)
         # A dead token is refused before any hashing: it costs a row read, however often it is sent.
         if record is not None and record.revoked_at is not None:
             raise Unauthorized(f"token {token_id} was revoked at {record.revoked_at.isoformat()}")
@@ -275,7 +285,7 @@ class Tenancy:
         _GATE.cleared(f"id:{token_id}")
         assert record is not None
         return Principal(token_id=token_id, tenant_id=record.tenant_id, read_only=record.read_only,
-                         scopes=tuple(record.scopes))  # fmt: skip
+                         scopes=tuple(record.scopes), shared=shared)  # fmt: skip
 
     # -- teams and shares ------------------------------------------------------------------------
 
@@ -326,8 +336,10 @@ class Tenancy:
     def teams_overview(self) -> TeamsOverview:
         """Teams with their members, and the shared repositories."""
         self._operator("listing teams")
-        return TeamsOverview(teams=self.access.teams(),
-                             shares=[{"repository": f"{w}/{r}", "team": t} for w, r, t in self.access.shares()])
+        return TeamsOverview(
+            teams=self.access.teams(),
+            shares=[{"repository": f"{w}/{r}", "team": t} for w, r, t in self.access.shares()],
+        )
 
     # -- a request's scope -----------------------------------------------------------------------
 
@@ -345,12 +357,30 @@ class Tenancy:
             raise Forbidden(f"this token may act in {', '.join(principal.repositories)}, not in {name}")
         person = Scope(tenant_id=principal.tenant_id, workspace=workspace, repository=repository, branch=branch,
                        root=root if workspace == "local" else "")  # fmt: skip
-        team = self.access.shared_team(workspace, repository) if workspace != "local" else None
-        if team is not None and self.access.is_member(team, principal.tenant_id):
+        if workspace == "local":
+            team = None
+        elif principal.shared is not None and principal.shared[:2] == (workspace, repository):
+            team = principal.shared[2]  # read with the token, in the same statement
+        else:
+            team = self.access.shared_team(workspace, repository)
+            team = team if team is not None and self.access.is_member(team, principal.tenant_id) else None
+        if team is not None:
             shared = Scope(tenant_id=f"{TEAM_PREFIX}{team}", workspace=workspace, repository=repository,
                            branch=person.branch)  # fmt: skip
             return shared, person
         return person, person
+
+
+def _header_repository(header: object) -> tuple[str, str] | None:
+    """(workspace, repository) of a well-formed Memoryd-Scope header naming a shareable repository, else None
+    (`request_scopes` then reads and refuses it as it always does)."""
+    if header is None:
+        return None
+    try:
+        workspace, repository, _, _ = scope_fields(read_scope_header(header, missing=""), expected="")
+    except InvalidInput:
+        return None
+    return None if workspace == "local" else (workspace, repository)
 
 
 def read_scope_header(header: object, *, missing: str) -> dict[str, Any]:
@@ -386,9 +416,19 @@ def scope_fields(data: Mapping[str, Any], *, expected: str) -> tuple[str, str, s
 def _info(t: TokenRecord, now: datetime) -> TokenInfo:
     """What `token list` shows of a token (never its secret), with its state at `now`."""
     state: Literal["active", "expired", "revoked"] = (
-        "revoked" if t.revoked_at else "expired" if t.expires_at and t.expires_at <= now else "active")
-    return TokenInfo(id=t.id, tenant=t.tenant_id, label=t.label, read_only=t.read_only, scopes=t.scopes,
-                     created_at=t.created_at, expires_at=t.expires_at, revoked_at=t.revoked_at, state=state)
+        "revoked" if t.revoked_at else "expired" if t.expires_at and t.expires_at <= now else "active"
+    )
+    return TokenInfo(
+        id=t.id,
+        tenant=t.tenant_id,
+        label=t.label,
+        read_only=t.read_only,
+        scopes=t.scopes,
+        created_at=t.created_at,
+        expires_at=t.expires_at,
+        revoked_at=t.revoked_at,
+        state=state,
+    )
 
 
 def _matches(presented: str, secret: str, record: TokenRecord | None) -> bool:

@@ -234,8 +234,9 @@ def _identify(handle: EngineHandle) -> Any:
 
     def decide(headers: dict[bytes, bytes], client: str | None) -> Any:
         engine = handle.get()
-        principal = engine.authenticate(bearer_token(headers.get(b"authorization")), client=client)
         scope = headers.get(b"memoryd-scope")
+        principal = engine.authenticate(bearer_token(headers.get(b"authorization")), client=client,
+                                        scope_header=None if scope is None else scope.decode("latin-1"))  # fmt: skip
         return engine.for_request(principal, None if scope is None else scope.decode("latin-1"))
 
     async def identify(headers: dict[bytes, bytes], client: str | None) -> Any:

@@ -41,6 +41,7 @@ TermStats = tuple[int, dict[str, int]]  # (indexed atoms, document frequency of 
 Row = tuple[object, ...]  # one table row in the backend-neutral form of `export_rows`
 Tracer = Callable[[str, Sequence[object]], None]
 
+
 @dataclass(frozen=True, slots=True)
 class CandidateFacts:
     """What recall needs to score one candidate; full atoms are loaded for the top hits only."""
@@ -131,6 +132,7 @@ class TokenRecord(NamedTuple):
 
 
 # -- the write half, by role: valid inside one `Store.transaction()` ---------------------------------
+
 
 class MemoryWrites(Protocol):
     """Changes to a memory's row. Inside `Core.write()` each one is tracked: the atom's vault file follows."""
@@ -289,6 +291,11 @@ class AccessReads(Protocol):
     def shares(self) -> list[tuple[str, str, str]]: ...  # (workspace, repository, team), by name
     def shared_team(self, workspace: str, repository: str) -> str | None: ...  # the team a repository is shared with
     def is_member(self, team: str, tenant_id: str) -> bool: ...
+    def token_for_request(
+        self, token_id: str, workspace: str, repository: str
+    ) -> tuple[TokenRecord | None, str | None]: ...
+
+    # (the token, the team the repository is shared with when the token's person is a member): one read
 
 
 class Reports(Protocol):
@@ -308,7 +315,9 @@ class Reports(Protocol):
     # the most mentioned entities (by atoms in any state and scope: an index-only count)
     def top_entities(self, *, limit: int) -> list[tuple[str, int]]: ...
     # the asked parts of: by_status, by_type, by_scope (atom counts), edges; each from an index alone
-    def console_counts(self, parts: Sequence[str] = ("by_status", "by_type", "by_scope", "edges")) -> dict[str, Any]: ...
+    def console_counts(
+        self, parts: Sequence[str] = ("by_status", "by_type", "by_scope", "edges")
+    ) -> dict[str, Any]: ...
     # display name (`owner/repo`, `tenant/global`) of each scope that holds atoms
     def scope_names(self, scope_hashes: Sequence[str]) -> dict[str, str]: ...
     # (entity id, atom id): the newest `per_entity` active atoms mentioning each entity

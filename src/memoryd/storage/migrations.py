@@ -383,7 +383,9 @@ GROUP BY scope_hash, t;
 INSERT INTO scope_docs (scope_hash, docs) SELECT scope_hash, count(*) FROM atoms WHERE kw IS NOT NULL
 GROUP BY scope_hash;
 """
-_V8_POSTGRES = POSTGRES_SCOPE_STATS + """
+_V8_POSTGRES = (
+    POSTGRES_SCOPE_STATS
+    + """
 CREATE OR REPLACE FUNCTION memoryd_kw_stats() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP <> 'INSERT' AND OLD.kw IS NOT NULL THEN
@@ -409,17 +411,39 @@ CREATE TRIGGER atoms_kw_update AFTER UPDATE OF kw, scope_hash ON atoms FOR EACH 
 DROP TABLE term_df;
 DROP TABLE kw_stats;
 """
+)
 
 MIGRATIONS: list[Migration] = [
-    Migration(1, "initial schema: atoms, events, payloads, entities, edges, keyword index", _V1, _V1_SQLITE,
-              _V1_POSTGRES, private=(("atoms", ("content", "title", "tags", "triggers", "kw", "scope_root")),
-                                     ("entities", ("id", "name")), ("edges", ("dst",)), ("events", ("reason",)),
-                                     ("event_payloads", ("content",)), ("term_df", ("term",)))),  # fmt: skip
-    Migration(2, "vault paths, access times, sessions, promotions, sensitive scopes", _V2,
-              postgres="CREATE INDEX grants_scope ON grants (scope_hash, expires_at);\n",
-              private=(("sessions", ("title", "summary")),)),  # fmt: skip
-    Migration(3, "vectors: change sequence (SQLite), pgvector column and HNSW indexes (PostgreSQL)", "", _V3_SQLITE,
-              _V3_POSTGRES, private=(("atoms", ("embedding",)),)),
+    Migration(
+        1,
+        "initial schema: atoms, events, payloads, entities, edges, keyword index",
+        _V1,
+        _V1_SQLITE,
+        _V1_POSTGRES,
+        private=(
+            ("atoms", ("content", "title", "tags", "triggers", "kw", "scope_root")),
+            ("entities", ("id", "name")),
+            ("edges", ("dst",)),
+            ("events", ("reason",)),
+            ("event_payloads", ("content",)),
+            ("term_df", ("term",)),
+        ),
+    ),  # fmt: skip
+    Migration(
+        2,
+        "vault paths, access times, sessions, promotions, sensitive scopes",
+        _V2,
+        postgres="CREATE INDEX grants_scope ON grants (scope_hash, expires_at);\n",
+        private=(("sessions", ("title", "summary")),),
+    ),  # fmt: skip
+    Migration(
+        3,
+        "vectors: change sequence (SQLite), pgvector column and HNSW indexes (PostgreSQL)",
+        "",
+        _V3_SQLITE,
+        _V3_POSTGRES,
+        private=(("atoms", ("embedding",)),),
+    ),
     Migration(4, "vault outbox: files to publish after commit", _V4),
     Migration(5, "console: listing indexes, recall log", _V5, _V5_SQLITE, _V5_POSTGRES),
     Migration(6, "code anchors", _V6, private=(("anchors", ("path", "symbol")),)),

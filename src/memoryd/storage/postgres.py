@@ -50,6 +50,9 @@ TOUCH_EVERY = 2.0
 # The vector plan: scopes holding at most this many vectors of the query's size are searched exactly
 # (every row of the scope, through the scope index); bigger ones through HNSW with iterative scan.
 EXACT_MAX_ROWS = 2_000
+# A pooled connection used this recently is handed out without the pool's check (a round trip per
+# statement otherwise); a read that then finds it dead is run again on another (`_rows`).
+CHECK_IDLE_S = 2.0
 # How long a scope's size is trusted for choosing the plan (it picks the plan, never the answer).
 SCOPE_SIZE_TTL = 30.0
 
@@ -119,7 +122,9 @@ class PostgresDialect(Dialect):
     exc_map = PSYCOPG_EXC_MAP
     limit_all = None
     binary = ' COLLATE "C"'
-    entities_sql = "ARRAY(SELECT e.dst FROM edges e WHERE e.src = a.id AND e.kind = 'mentions' ORDER BY e.dst COLLATE \"C\")"
+    entities_sql = (
+        "ARRAY(SELECT e.dst FROM edges e WHERE e.src = a.id AND e.kind = 'mentions' ORDER BY e.dst COLLATE \"C\")"
+    )
     terms_join = ""
     terms_sql = "coalesce(tsvector_to_array(a.kw), '{}')"
     indexed_sql = "SELECT count(*) FROM atoms WHERE kw IS NOT NULL"
@@ -181,7 +186,6 @@ class PostgresDialect(Dialect):
         return None if value is None else np.asarray(value, dtype=np.float32)
 
 
-
 class _PostgresTx(SqlTx[psycopg.Connection[Any]]):
     def _index_columns(self, terms: Sequence[str], vector: Vector | None) -> dict[str, tuple[str, object]]:
         return {"kw": (_KW, _lexemes(terms))}
@@ -200,8 +204,13 @@ class _PostgresTx(SqlTx[psycopg.Connection[Any]]):
         self.run("ALTER TABLE atoms DISABLE TRIGGER atoms_kw_insert_delete")
 
     def _end_import(self, snapshot_version: int) -> None:
-        for table, column in (("atoms", "seq"), ("promotions", "id"), ("grants", "id"), ("access_requests", "id"),
-                              ("recalls", "id")):
+        for table, column in (
+            ("atoms", "seq"),
+            ("promotions", "id"),
+            ("grants", "id"),
+            ("access_requests", "id"),
+            ("recalls", "id"),
+        ):
             self.run(f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'),"
                      f" coalesce((SELECT max({column}) FROM {table}), 0) + 1, false)")  # fmt: skip
         self.run("DELETE FROM scope_terms")
@@ -215,7 +224,9 @@ class _PostgresTx(SqlTx[psycopg.Connection[Any]]):
         if table == "atoms":  # the last value is the atom's terms
             columns, marks = [*columns, "kw"], [*marks, _KW]
             rows = [(*r[:-1], _lexemes(r[-1])) for r in rows]  # type: ignore[arg-type]
-        self._store.run_many(self._conn, f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(marks)})", rows)
+        self._store.run_many(
+            self._conn, f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(marks)})", rows
+        )
 
 
 class PostgresStore(SqlStore[psycopg.Connection[Any]]):
@@ -237,6 +248,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         self.dsn = dsn
         self._iterative_scan = True
         self._sizes: dict[tuple[str, int], tuple[float, int]] = {}  # (scope, dims) → (when counted, vectors)
+        self._back: dict[int, float] = {}  # id(pooled connection) → when it was last returned to the pool
         self._pending_lock = threading.Lock()
         self._touches: set[str] = set()  # atoms read since the last batch
         self._recall_log: list[tuple[datetime, str, list[str]]] = []
@@ -252,14 +264,16 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
             self._migrate(first)
         self._pool = ConnectionPool(
             dsn, min_size=1, max_size=max(1, pool_size), open=False, name="memoryd", kwargs=kwargs,
-            configure=self._configure, check=ConnectionPool.check_connection, timeout=self.dialect.pool_timeout,
+            configure=self._configure, check=self._check, reset=self._returned, timeout=self.dialect.pool_timeout,
             reconnect_timeout=60.0,
         )  # fmt: skip
         try:
             self._pool.open(wait=True, timeout=max(2.0, float(connect_timeout_s)))
         except PoolTimeout as exc:
             self._pool.close()
-            raise StorageError(f"cannot open a connection pool to PostgreSQL at {self.where}; is the server running?") from exc
+            raise StorageError(
+                f"cannot open a connection pool to PostgreSQL at {self.where}; is the server running?"
+            ) from exc
         if read_dsns:
             try:
                 self._router = ReadRouter(self, read_targets(read_dsns), wait_s=read_wait_ms / 1000,
@@ -277,6 +291,28 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         # One round trip; hnsw.* may be set before pgvector loads in this backend (it adopts them).
         calls = ", ".join("set_config(?, ?, false)" for _ in settings)
         self.run(conn, f"SELECT {calls}", [x for pair in settings for x in pair])
+
+    def _returned(self, conn: psycopg.Connection[Any]) -> None:
+        self._back[id(conn)] = time.monotonic()
+
+    def _check(self, conn: psycopg.Connection[Any]) -> None:
+        """The pool's check (a round trip) only for a connection idle longer than CHECK_IDLE_S."""
+        if time.monotonic() - self._back.get(id(conn), -math.inf) > CHECK_IDLE_S:
+            ConnectionPool.check_connection(conn)
+
+    def _primary_rows(self, sql: str, params: Sequence[object] = ()) -> list[Any]:
+        """A read on the primary. Outside a write transaction it runs again, once, when its connection turned
+        out dead (a connection used within CHECK_IDLE_S is not checked before it is handed out)."""
+        if getattr(self._local, "conn", None) is not None:
+            return super()._rows(sql, params)
+        with self.translating(), self._pool.connection() as conn:
+            try:
+                return self.run(conn, sql, params).fetchall()
+            except StorageError:
+                if not conn.broken:
+                    raise
+        with self.translating(), self._pool.connection() as conn:  # the dead one is discarded on return
+            return self.run(conn, sql, params).fetchall()
 
     def _run_script(self, conn: psycopg.Connection[Any], script: str) -> None:
         self.run(conn, script)  # no parameters: sent as one multi-statement query
@@ -357,7 +393,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
             rows = router.rows(sql, params)
             if rows is not None:
                 return rows
-        return super()._rows(sql, params)
+        return self._primary_rows(sql, params)
 
     @contextmanager
     def on_primary(self) -> Iterator[None]:
@@ -394,7 +430,9 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         # Match through the GIN index on the query's most selective terms (all of them on small
         # stores, `selective_terms`); rank by the IDF mass of those terms each atom holds (the
         # engine's own keyword score, before calibration), newest first among equals.
-        lex, _, weight = self._selective(_lexemes(terms), stats, scope_hashes) if scope_hashes and statuses else ([], False, {})
+        lex, _, weight = (
+            self._selective(_lexemes(terms), stats, scope_hashes) if scope_hashes and statuses else ([], False, {})
+        )
         if not lex:
             return []
         score = " + ".join("CASE WHEN a.kw @@ ?::tsquery THEN ?::float8 ELSE 0 END" for _ in lex)
@@ -532,7 +570,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         return _COPY_ORDER.get(table, "a.id")
 
     def integrity(self) -> str:
-        """"ok", or what is inconsistent (the keyword statistics, the chain head row)."""
+        """ "ok", or what is inconsistent (the keyword statistics, the chain head row)."""
         row = self._one("SELECT (SELECT count(*) FROM chain_head), (SELECT coalesce(sum(docs), 0) FROM scope_docs),"
                         " (SELECT count(*) FROM atoms WHERE kw IS NOT NULL)")  # fmt: skip
         if row[0] != 1:

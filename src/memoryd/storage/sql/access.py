@@ -42,6 +42,17 @@ class AccessSql(SqlCore[C]):
         row = self._one(f"{self._TOKEN} WHERE id = ?", (token_id,))
         return None if row is None else self._token(row)
 
+    def token_for_request(
+        self, token_id: str, workspace: str, repository: str
+    ) -> tuple[TokenRecord | None, str | None]:
+        # One round trip per team-server request: the token's row (its rights, revocation and expiry, read
+        # every time) and the team the request's repository is shared with, when the token's person is in it.
+        row = self._one("SELECT t.id, t.tenant_id, t.label, t.salt, t.digest, t.read_only, t.scopes, t.created_at,"
+                        " t.expires_at, t.revoked_at, (SELECT s.team FROM shares s JOIN team_members m ON m.team = s.team"
+                        " WHERE s.workspace = ? AND s.repository = ? AND m.tenant_id = t.tenant_id) FROM tokens t"
+                        " WHERE t.id = ?", (workspace, repository, token_id))  # fmt: skip
+        return (None, None) if row is None else (self._token(row), None if row[10] is None else str(row[10]))
+
     def tokens(self) -> list[TokenRecord]:
         return [self._token(r) for r in self._rows(f"{self._TOKEN} ORDER BY created_at, id")]
 
