@@ -133,8 +133,9 @@ BODY_S = 30.0  # and its body within this
 
 def timed_protocol() -> type:
     """uvicorn's HTTP/1.1 protocol with a deadline on each request's headers: a connection whose request
-    headers are not complete `HEADER_S` after its first bytes is closed (half-sent requests held a
-    connection, and its memory, for as long as the client liked)."""
+    headers are not complete `HEADER_S` after their first bytes is closed (half-sent requests held a
+    connection, and its memory, for as long as the client liked). The deadline ends with the headers: a
+    kept-alive connection between requests waits for uvicorn's keep-alive timeout, as before."""
     import asyncio
 
     import h11
@@ -147,6 +148,11 @@ def timed_protocol() -> type:
             if self._deadline is None and self.conn.their_state is h11.IDLE:
                 self._deadline = self.loop.call_later(HEADER_S, self._headers_due)
             super().data_received(data)
+            if self._deadline is not None and self.conn.their_state is not h11.IDLE:
+                # The headers are whole: disarmed, so a kept-alive connection idle between two requests is
+                # not closed under the client (the next request's first bytes arm a deadline of its own).
+                self._deadline.cancel()
+                self._deadline = None
 
         def _headers_due(self) -> None:
             self._deadline = None

@@ -461,6 +461,25 @@ async def test_http_edge_cases_are_refused_cleanly(team: Team) -> None:
         assert str(team.home) not in json.dumps(got)
 
 
+def _response(s: Any) -> bytes:
+    """One whole HTTP/1.1 response (headers, then a Content-Length body) read from socket `s`; b"" if closed."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)  # fmt: skip
+    while len(body) < length:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
 async def test_a_wrong_secret_flood_backs_off_and_half_sent_requests_are_cut(pg_server: Any, tmp_path: Path) -> None:
     """Issue 23, pre-authentication cost over HTTP (a server of its own: the flood puts this address in backoff)."""
     import socket
@@ -473,6 +492,16 @@ async def test_a_wrong_secret_flood_backs_off_and_half_sent_requests_are_cut(pg_
     wrong = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
     with http_server(home, home, "--team", MEMORYD_DB=dsn) as port:
         team = Team(dsn, home, {"alice": token}, {}, {"a": port})
+        # a kept-alive connection idle between two requests longer than the header deadline stays open
+        # (the deadline is the headers', not the connection's: it closed such connections under clients)
+        get = (b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nAuthorization: Bearer "
+               + token.encode() + b"\r\nMemoryd-Scope: " + scope_header("acme/api").encode() + b"\r\n\r\n")  # fmt: skip
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            for _ in range(2):
+                s.sendall(get)
+                answer = _response(s)
+                assert answer.startswith(b"HTTP/1.1 405"), answer[:200]
+                time.sleep(11)  # past the 10 s header deadline, well within the 75 s keep-alive
         headers = {"Authorization": f"Bearer {wrong}", "Memoryd-Scope": scope_header("acme/api")}
         statuses = [(await raw(team, headers)).status_code for _ in range(12)]
         assert statuses[:5] == [401] * 5 and 429 in statuses, statuses
