@@ -25,7 +25,9 @@ _OPENCLAW_PATHS = ("plugins.slots.memory", "plugins.entries.memoryd", "plugins.e
 
 def openclaw_plugin_dir() -> Path:
     """The plugin in this checkout (integrations/openclaw), built (`make openclaw-plugin`)."""
-    return Path(__file__).resolve().parents[3] / "integrations" / "openclaw"
+    import memoryd
+
+    return Path(memoryd.__file__).resolve().parents[2] / "integrations" / "openclaw"  # <checkout>/src/memoryd
 
 
 def _openclaw_record() -> Path:
