@@ -37,6 +37,15 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
             "MEMORYD_TERM_EMBEDDER": "none", **extra}  # fmt: skip
 
 
+def use_env(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> None:
+    """This process acts in `env`'s data home: its MEMORYD_* variables, and no other."""
+    for k in [k for k in os.environ if k.startswith("MEMORYD_")]:
+        monkeypatch.delenv(k)
+    for k, v in env.items():
+        if k.startswith("MEMORYD_"):
+            monkeypatch.setenv(k, v)
+
+
 class D:
     """A data home with the daemon turned on for this process and its children."""
 
@@ -59,11 +68,7 @@ class D:
 def d(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[D]:
     home = tmp_path / "home"
     env = _env(home)
-    for k in [k for k in os.environ if k.startswith("MEMORYD_")]:
-        monkeypatch.delenv(k)
-    for k, v in env.items():
-        if k.startswith("MEMORYD_"):
-            monkeypatch.setenv(k, v)
+    use_env(monkeypatch, env)
     daemon = D(home, make_repo(tmp_path / "widgets"), env)
     yield daemon
     Client(home, autostart=False).stop()

@@ -19,7 +19,7 @@ import pytest
 from memoryd.daemon.client import Client
 
 from .conftest import make_repo
-from .test_daemon import MEMORYD, PY, _env
+from .test_daemon import MEMORYD, PY, _env, use_env
 from .test_daemon_cli import PROBE
 from .test_ui_browser import playwright_browser  # noqa: F401 - the fixture
 
@@ -31,11 +31,7 @@ MEMORY = "The billing service stores amounts as integer cents, never floats."
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, Path, dict[str, str]]]:
     home, repo = tmp_path / "home", make_repo(tmp_path / "widgets")
     env = _env(home)
-    for k in [k for k in os.environ if k.startswith("MEMORYD_")]:
-        monkeypatch.delenv(k)
-    for k, v in env.items():
-        if k.startswith("MEMORYD_"):
-            monkeypatch.setenv(k, v)
+    use_env(monkeypatch, env)
     r = subprocess.run([MEMORYD, "memorize", MEMORY, "--type", "decision"], env={**env, "MEMORYD_DAEMON": "off"},
                        cwd=repo, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert r.returncode == 0, r.stderr
