@@ -8,7 +8,6 @@ from the daemon (this process never opened the store nor loaded a model).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 from memoryd.daemon.client import Client, Paths
 
 from .conftest import make_repo
-from .test_daemon import MEMORYD, PY, _daemons, _env
+from .test_daemon import MEMORYD, PY, _daemons, _env, use_env
 
 # The CLI with Engine.open made to fail: it can only answer through the daemon. argv[1:] are its arguments.
 PROBE = """
@@ -76,11 +75,7 @@ class Home:
 @pytest.fixture
 def h(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Home]:
     home = Home(tmp_path / "home", make_repo(tmp_path / "widgets"))
-    for k in [k for k in os.environ if k.startswith("MEMORYD_")]:
-        monkeypatch.delenv(k)
-    for k, v in home.env.items():
-        if k.startswith("MEMORYD_"):
-            monkeypatch.setenv(k, v)
+    use_env(monkeypatch, home.env)
     yield home
     Client(home.home, autostart=False).stop()
 
