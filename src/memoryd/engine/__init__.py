@@ -23,6 +23,7 @@ Each public method of `Engine` names the part that implements it (`_part`), so t
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -43,6 +44,7 @@ from .anchoring import Anchors
 from .console import Console
 from .core import PLACEHOLDERS, Core, private_home, visible_content
 from .importer import Importer
+from .inputs import STORED_TEXT, redact_call
 from .library import Library
 from .observations import Observer
 from .reads import Reader
@@ -82,6 +84,7 @@ class _part(Generic[P, R]):  # noqa: N801 - reads as a function in the class bod
     def __init__(self, part: str, method: Callable[Concatenate[Any, P], R]) -> None:
         self.part, self.name, self.__doc__ = part, method.__name__, method.__doc__
         self.method = method  # its signature and type hints (the daemon's operator endpoint converts by them)
+        self.redacts = self.name in STORED_TEXT  # its text arguments are redacted on the way in (`inputs`)
 
     @overload
     def __get__(self, engine: None, owner: type) -> Self: ...
@@ -90,7 +93,17 @@ class _part(Generic[P, R]):  # noqa: N801 - reads as a function in the class bod
     def __get__(self, engine: Engine | None, owner: type) -> Self | Callable[P, R]:
         if engine is None:
             return self
-        return cast(Callable[P, R], getattr(getattr(engine, self.part), self.name))
+        bound = getattr(getattr(engine, self.part), self.name)
+        if not self.redacts:
+            return cast(Callable[P, R], bound)
+        name, method, limit = self.name, self.method, engine.settings.max_content_chars
+
+        @functools.wraps(bound)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            args, kwargs = redact_call(name, method, args, kwargs, content_limit=limit)
+            return bound(*args, **kwargs)
+
+        return cast(Callable[P, R], call)
 
 
 class Engine:
@@ -279,7 +292,7 @@ class Engine:
         triggers: Sequence[str] | None = None, title: str | None = None, actor: str = "agent", reason: str | None = None,
     ) -> Atom:  # fmt: skip
         """`patch`, returning the memory as stored now."""
-        return self._writer.patch(memory_id, content=content, tags=tags, triggers=triggers, title=title, actor=actor,
+        return self.patch(memory_id, content=content, tags=tags, triggers=triggers, title=title, actor=actor,
                                  reason=reason).atom  # fmt: skip
 
     recall = _part("_reader", Reader.recall)

@@ -17,7 +17,6 @@ from ..scope import infer_scope
 from ..search.decay import DECAY_STATES, decay_state
 from ..stamps import norm_hash, utc_now
 from ..storage.base import AccessReads, AccessRequest, AtomUpdate, Maintenance, MemoryReads, OutboxReads, Reports
-from ..text.redact import redact
 from .core import Core
 from .review import Review
 from .vault_sync import VaultSync
@@ -185,7 +184,6 @@ class Admin:
         if not isinstance(content, str) or not content.strip():
             raise InvalidInput("prompt content is empty")
         check_text("prompt", content, field="content")
-        content = redact(content).text  # prompts are files on disk: no secret in them either
         folder = (self.core.settings.home / "prompts").resolve()
         path = (folder / f"{name.removesuffix('.md')}.md").resolve()
         if path.parent != folder:
@@ -233,7 +231,6 @@ class Admin:
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidInput("reason is required: say what you need to read and why")
         check_text("reason", reason)
-        reason = redact(reason).text
         if not self.access.is_sensitive(target.scope_hash):
             return {"request_id": None, "scope_hash": target.scope_hash, "status": "not_needed",
                     "message": f"scope {target.name} is not sensitive; reads are allowed"}  # fmt: skip

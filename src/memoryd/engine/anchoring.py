@@ -27,7 +27,6 @@ from ..injected import InjectedRecord
 from ..limits import check_text, check_texts
 from ..models import Atom, CodeChange, FileContext, StaleMemory
 from ..storage.base import MemoryReads
-from ..text.redact import redact
 
 if TYPE_CHECKING:
     from .core import Core
@@ -90,7 +89,7 @@ class Anchors:
                 raise InvalidInput(f"anchors[{i}] must be a non-empty string")
             if any(ord(ch) < 32 for ch in ref):
                 raise InvalidInput(f"anchors[{i}] contains control characters")
-            refs.append(redact(ref.strip()).text)
+            refs.append(ref.strip())
         return refs
 
     def explicit(self, anchors: object, scope_hash: str) -> list[Anchor]:
@@ -275,7 +274,7 @@ class Anchors:
         anchors, summary = plan
         tx.index.set_anchors(atom_id, anchors)
         text = f"{reason}; {summary}" if reason else summary
-        tx.append_event(atom_id=atom_id, actor=actor, action="reanchor", reason=redact(text).text, content=None)
+        tx.append_event(atom_id=atom_id, actor=actor, action="reanchor", reason=text, content=None)
 
     def confirm_anchors(self, atom_id: str, *, reason: str | None = None, actor: str = "cli") -> list[Anchor]:
         """`memoryd stale --confirm ID`: the memory still holds; anchor it to the code as it is now.

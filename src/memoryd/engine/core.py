@@ -21,7 +21,7 @@ from ..limits import LIMITS, UNSTORABLE, check_text, check_texts, unstorable
 from ..models import ATOM_TYPES, Atom, Scope
 from ..search.embed import Embedder, TermEmbedder
 from ..storage.base import Store, StoreTx
-from ..text.redact import redact
+from .inputs import shown
 from .tracked import FilePlan, TrackedTx, check_source, plan_file, publish, split_actor
 
 __all__ = [
@@ -51,20 +51,14 @@ PLACEHOLDERS = {
 
 
 def clean(text: str) -> str:
-    """What is stored of a text: LF newlines, no surrounding blanks, secrets redacted."""
-    return redact(text.replace("\r\n", "\n").replace("\r", "\n").strip()).text
+    """What is stored of a text: LF newlines, no surrounding blanks (its secrets were redacted as it came in:
+    `inputs`)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").strip()
 
 
 def visible_content(atom: Atom) -> str:
     """What a reader may see of an atom: its content, or a placeholder for hidden states."""
     return PLACEHOLDERS.get(atom.status, atom.content)
-
-
-def shown(value: object) -> str:
-    """An id as an error message shows it: quoted, cut short (a hostile id may be a megabyte), redacted
-    (messages are logged by the MCP SDK, and an agent may paste a token where an id goes)."""
-    text = value if isinstance(value, str) else repr(value)
-    return repr(redact(text if len(text) <= 80 else text[:77] + "...").text)
 
 
 def private_home(home: Path, *, sqlite: bool) -> None:

@@ -49,6 +49,7 @@ from ..models import Atom, MemorizeResult, Scope
 from ..stamps import norm_hash
 from ..storage.base import MemoryReads, Vector
 from .core import Core
+from .inputs import read_in
 from .writes import Draft, Writer
 
 __all__ = ["DEFAULT_BATCH_SIZE", "IMPORT_GATES", "ImportReport", "Importer", "MARKER_PREFIX"]
@@ -359,7 +360,7 @@ class Importer:
             if line.ignored and line.ignored != "blank line":
                 batch.not_carried[line.ignored] = batch.not_carried.get(line.ignored, 0) + 1
             return
-        fields = dict(line.fields)
+        fields = read_in("import line", line.fields, content_limit=self.core.settings.max_content_chars)
         for kind in line.dropped:
             batch.not_carried[kind] = batch.not_carried.get(kind, 0) + 1
         try:

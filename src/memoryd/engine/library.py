@@ -22,8 +22,8 @@ from ..errors import InvalidInput, NotFound
 from ..limits import LIMITS, check_count, check_text
 from ..models import Atom
 from ..storage.base import MemoryReads
-from ..text.redact import redact
 from .admin import _PROMPT_NAME
+from .inputs import read_in
 
 if TYPE_CHECKING:
     from .core import Core
@@ -71,8 +71,9 @@ class Library:
         out = []
         for path in sorted(folder.glob("*.md")):
             if _PROMPT_NAME.match(path.stem) and path.is_file():
-                # save_prompt redacts what it writes; a file edited by hand is redacted as it is served
-                text = redact(path.read_text(encoding="utf-8", errors="replace")[: LIMITS["prompt"][0]]).text
+                # save_prompt's content was redacted as it came in; a file edited by hand is redacted as it is read
+                text = path.read_text(encoding="utf-8", errors="replace")[: LIMITS["prompt"][0]]
+                text = read_in("prompt file", {"content": text})["content"]
                 out.append(SavedPrompt(path.stem, text, list(dict.fromkeys(_PLACEHOLDER.findall(text))), path))
         return out
 

@@ -38,6 +38,7 @@ from ..models import MemorizeResult
 from ..search.tokenize import language
 from ..storage.base import MemoryReads
 from .core import Core
+from .inputs import read_in
 from .writes import Writer
 
 __all__ = [
@@ -423,7 +424,8 @@ class Observer:
     def _memorize_held(self, cand: Candidate, *, source: str, session_id: str) -> MemorizeResult:
         """The write path with every admitted candidate held as pending (never straight to active)."""
         tags = ["observation"] if cand.role == "user" else ["observation", "assistant"]
-        return self.writer.memorize(cand.text, source=source, tags=tags, gate="hold", origin="observation")
+        text = read_in("transcript", {"text": cand.text}, content_limit=self.core.settings.max_content_chars)["text"]
+        return self.writer.memorize(text, source=source, tags=tags, gate="hold", origin="observation")
 
     @staticmethod
     def _fold(state: dict[str, Any], chunk: TranscriptChunk) -> dict[str, Any]:
@@ -457,7 +459,8 @@ class Observer:
                 return
         text = _handoff_text(summary, int(state.get("held_total", 0)), session_id)
         try:
-            r = self.writer.handoff(text, source=source)
+            limit = self.core.settings.max_content_chars
+            r = self.writer.handoff(read_in("transcript", {"text": text}, content_limit=limit)["text"], source=source)
         except Rejected as exc:
             report.handoff_reason = exc.message
         else:

@@ -13,7 +13,6 @@ from ..llm import LLM, LLMError, llm_from_env
 from ..models import Atom, Promotion
 from ..storage.base import MemoryReads
 from ..text.judge import Judgment, band, judge, suggest_topic_key
-from ..text.redact import redact
 from .core import Core
 
 __all__ = ["Review"]
@@ -131,7 +130,7 @@ class Review:
         if problem:
             raise InvalidInput(problem)
         old = self.core.get(old_atom_id)
-        j = judge(redact(new_text).text, old.content, llm=self.llm)  # the text may go to an LLM or a log
+        j = judge(new_text, old.content, llm=self.llm)  # redacted as it came in: it may go to an LLM or a log
         return j, band(j.confidence, j.type)
 
     def compare(self, atom_id_a: str, atom_id_b: str) -> tuple[Atom, Atom, list[str], Judgment, str]:

@@ -9,7 +9,6 @@ from ..limits import check_text
 from ..models import MemorizeResult, Scope, Session
 from ..stamps import norm_hash, utc_now
 from ..storage.base import MemoryReads
-from ..text.redact import redact
 from .core import Core, shown
 from .writes import Writer
 
@@ -31,8 +30,8 @@ class Sessions:
         check_text("title", title)
         check_text("source", source)
         core, now = self.core, utc_now()
-        title = redact((title or "").strip()).text or f"Session {now:%Y-%m-%d %H:%M} UTC"
-        source = redact((source or "").strip()).text or "manual"
+        title = (title or "").strip() or f"Session {now:%Y-%m-%d %H:%M} UTC"
+        source = (source or "").strip() or "manual"
         target = core.resolve_scope(scope)
         core.reach_scope(target)
         body = f"# {title}\n\nStarted {now.isoformat(timespec='seconds')} via {source}."
@@ -55,7 +54,7 @@ class Sessions:
         if problem:
             raise InvalidInput(problem)
         atom = core.get(session_id)
-        text = redact(summary.strip()).text
+        text = summary.strip()
         body = f"{atom.content}\n\n## Summary\n\n{text}"
         vector = self.writer.embed(body)
         with core.write() as tx:

@@ -34,7 +34,6 @@ from ..limits import check_text, check_texts
 from ..models import Scope
 from ..stamps import utc_now
 from ..storage.base import AccessReads, TokenRecord
-from ..text.redact import redact
 from .core import Core, shown
 
 __all__ = ["IssuedToken", "Principal", "TeamsOverview", "Tenancy", "TokenInfo", "parse_expiry"]
@@ -218,7 +217,6 @@ class Tenancy:
             raise InvalidInput("scope global alone would reach no repository: add the repositories too "
                                "(--scope WORKSPACE/REPOSITORY --scope global), or give no --scope for all")  # fmt: skip
         check_text("source", label, field="label")
-        label = redact(label).text  # stored and shown by `token list`: a note, never a place for a secret
         now = utc_now()
         expires_at = parse_expiry(expires, now)
         token_id, secret, salt = str(ULID()), secrets.token_urlsafe(32), secrets.token_hex(16)

@@ -21,8 +21,8 @@ from .. import vault
 from ..errors import Rejected
 from ..models import Scope
 from ..storage.base import MemoryReads, OutboxReads, VaultRecord
-from ..text.redact import redact
 from .core import Core, clean
+from .inputs import read_in
 from .writes import Writer
 
 __all__ = ["VaultSync"]
@@ -121,6 +121,12 @@ class VaultSync:
             return False
         return now == seen[atom_id]
 
+    def _read_in(self, body: str, title: Any, tags: Any, triggers: Any) -> dict[str, Any]:
+        """A vault file's body and frontmatter fields as they would be stored (`inputs.read_in`)."""
+        fields = {"body": body, "title": title, "tags": [str(t) for t in tags or []],
+                  "triggers": [str(t) for t in triggers or []]}  # fmt: skip
+        return read_in("vault file", fields, content_limit=self.core.settings.max_content_chars)
+
     def _scope_from_frontmatter(self, fm: dict[str, Any]) -> Scope:
         """The scope a file names (a copy from another checkout), else the current one."""
         s = fm.get("scope")
@@ -157,14 +163,13 @@ class VaultSync:
                 continue  # the engine changed it since the scan: not a hand edit
             atom = self.memories.get_atoms([f.frontmatter["id"]])[f.frontmatter["id"]]
             fm = f.frontmatter
-            # compared as they would be stored (redacted): a secret typed into the file is no change
-            tags = [redact(str(t)).text for t in fm.get("tags") or []]
-            triggers = [redact(str(t)).text for t in fm.get("triggers") or []]
-            title = redact(fm["title"]).text if isinstance(fm.get("title"), str) else fm.get("title")
             assert f.body is not None  # edited = its digest changed, so it was parsed
-            if clean(f.body) != atom.content:
+            # compared as they would be stored (redacted): a secret typed into the file is no change
+            read = self._read_in(f.body, fm.get("title"), fm.get("tags"), fm.get("triggers"))
+            body, title, tags, triggers = read["body"], read["title"], read["tags"], read["triggers"]
+            if clean(body) != atom.content:
                 try:
-                    r = self.writer.correct(atom.id, "replace", "edited on disk", f.body, actor="vault")
+                    r = self.writer.correct(atom.id, "replace", "edited on disk", body, actor="vault")
                 except Rejected as exc:
                     report["broken"].append({"path": str(f.path), "error": exc.message})
                     continue
@@ -190,11 +195,11 @@ class VaultSync:
         for f in plan["imported"]:
             assert f.body is not None  # unknown files are always parsed
             fm = f.frontmatter
+            read = self._read_in(f.body, fm.get("title"), fm.get("tags"), fm.get("triggers"))
             try:
                 saved = self.writer.memorize(
-                    f.body, source="vault", type=fm.get("type") or "fact", title=fm.get("title"),
-                    tags=[str(t) for t in fm.get("tags") or []], triggers=[str(t) for t in fm.get("triggers") or []],
-                    gate="trusted", actor="vault", scope=self._scope_from_frontmatter(fm),
+                    read["body"], source="vault", type=fm.get("type") or "fact", title=read["title"],
+                    tags=read["tags"], triggers=read["triggers"], gate="trusted", actor="vault", scope=self._scope_from_frontmatter(fm),
                 )  # fmt: skip
             except Rejected as exc:
                 report["broken"].append({"path": str(f.path), "error": exc.message})

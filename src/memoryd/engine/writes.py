@@ -34,7 +34,6 @@ from ..storage.base import AtomUpdate, MemoryReads, Vector
 from ..text.admission import Dura, infer_type, score_dura
 from ..text.classify import classify
 from ..text.entities import extract_entities
-from ..text.redact import redact
 from .anchoring import Anchors
 from .core import Core, clean, shown
 from .tracked import TrackedTx, check_source
@@ -88,12 +87,11 @@ class Writer:
         check_source(source)
         c = classify(content)
         now = utc_now()
-        # Every new atom is built here: its short texts are redacted here, whoever the caller is.
+        # its texts were redacted as they came in (`inputs`): from a caller of `Engine`, or read from disk
         return Atom(
-            id=str(ULID()), content=content, type=type, source=redact(source).text, scope=scope,
+            id=str(ULID()), content=content, type=type, source=source, scope=scope,
             scope_hash=scope.scope_hash, epistemic=c.epistemic, polarity=c.polarity, status=status, created_at=now,
-            updated_at=now, title=None if title is None else redact(title).text, tags=[redact(t).text for t in tags],
-            triggers=[redact(t).text for t in triggers], supersedes=supersedes,
+            updated_at=now, title=title, tags=list(tags), triggers=list(triggers), supersedes=supersedes,
             entities=list(entities) if entities is not None else [e.id for e in extract_entities(content)],
         )  # fmt: skip
 
@@ -169,7 +167,7 @@ class Writer:
         triggers: Sequence[str], gate: str, scope: Scope | None, actor: str | None, origin: str,
         batch: Batch | None = None, anchors: Sequence[str] | None = None,
     ) -> Draft | MemorizeResult:  # fmt: skip
-        """Everything of the write path before the transaction: validate, redact, dedup, admit, classify.
+        """Everything of the write path before the transaction: validate, dedup, admit, classify.
 
         Returns the atom ready to write, or the result (rejected / duplicate) that ends the save.
         `batch` holds the drafts not yet committed, so a batch writer deduplicates within the batch
@@ -279,7 +277,7 @@ class Writer:
             reject(f"atom is superseded by {atom.superseded_by}; correct the head of the chain instead")
         if atom.status not in ("active", "pending"):
             reject(f"atom is {atom.status}; only active atoms can be corrected")
-        reason = redact(reason.strip()).text
+        reason = reason.strip()
         if action == "replace":
             if new_content is None:
                 reject("new_content is required for replace")
@@ -336,7 +334,7 @@ class Writer:
             reject(f"no atom with id {shown(atom_id)}")
         if atom.status == "tombstoned":
             reject("atom is tombstoned; nothing is left to govern")
-        reason = redact(reason.strip()).text
+        reason = reason.strip()
         if action in ("quarantine", "seal"):
             hidden: tuple[Status, ...] = ("quarantined", "sealed") if action == "quarantine" else ("sealed",)
             if atom.status in hidden:
@@ -378,7 +376,7 @@ class Writer:
             raise Rejected(problem)
         with self.core.write() as tx:
             tx.update_atom(atom.id, status=atom.prior_status or "active", prior_status=None)
-            tx.append_event(atom_id=atom.id, actor=actor, action="restore", reason=redact(reason.strip()).text,
+            tx.append_event(atom_id=atom.id, actor=actor, action="restore", reason=reason.strip(),
                             content=None)  # fmt: skip
         return GovernResult(effect="applied", target_atom=atom_id)
 
@@ -403,17 +401,17 @@ class Writer:
             problem = core.validate_content(content)
             if problem:
                 raise InvalidInput(problem)
-            new_content = redact(content.strip()).text
+            new_content = content.strip()
             if new_content != atom.content:
                 fields["content"], fields["polarity"] = new_content, classify(new_content).polarity
             else:
                 new_content = None
-        if tags is not None and (clean_tags := [redact(str(v)).text for v in tags]) != atom.tags:
+        if tags is not None and (clean_tags := [str(v) for v in tags]) != atom.tags:
             fields["tags"] = clean_tags
-        if triggers is not None and (clean_triggers := [redact(str(v)).text for v in triggers]) != atom.triggers:
+        if triggers is not None and (clean_triggers := [str(v) for v in triggers]) != atom.triggers:
             fields["triggers"] = clean_triggers
-        if title is not None and redact(title).text != atom.title:
-            fields["title"] = redact(title).text
+        if title is not None and title != atom.title:
+            fields["title"] = title
         if not fields:
             raise InvalidInput("nothing to update: pass content, tags, triggers or title that differ")
         updated = atom.model_copy(update=fields)
@@ -431,7 +429,7 @@ class Writer:
                 tx.index.set_anchors(atom.id, code)
             self.reindex(tx, updated, vector)
             tx.append_event(atom_id=atom.id, actor=actor, action="update",
-                            reason=redact(reason).text if reason else f"updated {','.join(changed)}",
+                            reason=reason if reason else f"updated {','.join(changed)}",
                             content=new_content)  # fmt: skip
         after = self.memories.get_atoms([atom.id])[atom.id]
         return PatchResult(atom=after, path=_str(core.path_of(after)),
