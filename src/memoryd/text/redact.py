@@ -8,19 +8,20 @@ Three kinds of evidence, generalising by family rather than by example:
 - assignments: `key=value` pairs whose key names a secret (`DB_PASSWORD=…`, `--token …`), the
   value running to its end (a Django `SECRET_KEY=a&b` keeps no tail).
 
+Whether a value found there is a secret or a name, reference or placeholder: `secret_values`.
+
 Known limitation: natural-language descriptions ("the password is my dog's name", "用我生日当密码")
 and bare high-entropy strings with no telling prefix or context are not detected.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
 from .secret_rules import PREFIX_RULES, PROVIDERS, SECRET_WORDS
+from .secret_values import entropy, generated, plausible, random_looking
 
 __all__ = ["REDACTED", "Redaction", "redact"]
 
@@ -148,24 +149,6 @@ _NOT_SECRET_SUFFIX = frozenset(
     leeway lifetime bucket
     """.split()
 )
-_STOPWORDS = frozenset(
-    """
-    none null nil true false yes required optional string bytes integer bool boolean text secret password token
-    redacted hidden masked empty undefined unset missing example placeholder dummy bearer basic oauth oauth2
-    include omit same-origin environment vault keychain keyring sops the see use via from stored rotated expired
-    expires must should will never always enabled disabled your here flag option argument parameter field
-    variable value prompt
-    """.split()
-)
-_REFERENCE = re.compile(
-    r"[A-Za-z_][\w.]*[(\[]"  # call or subscript: getpass(), os.environ[...]
-    r"|(?:[A-Za-z_][a-z]*(?:_[A-Za-z]+)*|[A-Z][A-Z0-9_]*)(?:\.(?:[A-Za-z_][a-z]*(?:_[A-Za-z]+)*|[A-Z][A-Z0-9_]*))+$"
-    # dotted name: settings.SECRET_KEY, os.environ.get (each part a word, so `acme.pat.v1.Xk9mQ…` is no name)
-    r"|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$"  # env-var name: DB_PASSWORD
-    r"|(?:[~.]{0,2}/(?=[\w.-]*[/.])|[~.]{1,2}/|[A-Za-z]:\\)"  # file path (a bare /x1Y… is base64, not a path)
-    r"|.*\.(?:pem|key|pub|crt|json|ya?ml|txt|env|toml|ini|cfg|conf|py|js|ts)$"
-    r"|(?i:x{3,}|\*+|\.+)$"  # masked
-)
 
 
 # Key containers, by their markers: PEM and RFC 4716 (ssh.com) armour whose BEGIN line names a private or
@@ -208,16 +191,6 @@ _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0
 _AWS_KEY_ID = re.compile(r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}")
 
 
-def _generated(value: str, *, mixed_case: bool = False) -> bool:
-    """A credential-shaped value: not a name, host or placeholder; a digit (or 20+ characters); high entropy."""
-    core = value.strip("=.-_,;")
-    if len(core) < 8 or _REFERENCE.match(core) or core.lower() in _STOPWORDS or _not_a_value(core):
-        return False
-    if mixed_case and not (re.search(r"[a-z]", core) and re.search(r"[A-Z]", core) and re.search(r"\d", core)):
-        return False
-    return (bool(re.search(r"\d", core)) or len(core) >= 20) and _entropy(core) >= 3.0
-
-
 def _structural(text: str, low: str) -> list[tuple[int, int, str]]:
     """Secrets found by structure, whoever issued them: key containers, Authorization headers, AWS pairs."""
     found: list[tuple[int, int, str]] = []
@@ -229,11 +202,11 @@ def _structural(text: str, low: str) -> list[tuple[int, int, str]]:
         for m in _AUTH_HEADER.finditer(text):
             start, end = _clean(text, *m.span("v"))
             # the credential, or a parameter list holding one (`token=…`, `Signature=…`)
-            if any(_generated(part) for part in re.split(r"[\s,;=\"\\]+", text[start:end])):
+            if any(generated(part) for part in re.split(r"[\s,;=\"\\]+", text[start:end])):
                 found.append((start, end, "authorization_header"))
     if "aws" in low or _AWS_KEY_ID.search(text):
         for m in _AWS_SECRET.finditer(text):
-            if _generated(m["v"], mixed_case=True) and _entropy(m["v"]) >= 4.0:
+            if generated(m["v"], mixed_case=True) and entropy(m["v"]) >= 4.0:
                 found.append((*m.span("v"), "aws_secret_key"))
     return found
 
@@ -308,64 +281,6 @@ _NOT_SECRET_WORDS = re.compile(
 )
 
 
-_IDENT_PIECE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
-_CONSONANTS = re.compile(r"[bcdfghjklmnpqrstvwxz]{6,}")
-_HOST = re.compile(r"(?:[a-z0-9-]+\.)+[a-z]{2,12}")
-_NESTED_ASSIGNMENT = re.compile(r"[A-Za-z_][\w.-]*=[^=]")  # `upstream_timeout_ms=15000`: a name, not a value
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-
-def _identifier(value: str) -> bool:
-    """Code or prose words joined into a name (`test_retry_backoff`, `BertTokenizerFast2`, `vocab_v3.txt`).
-
-    Split at `_ - . / :` and at case and digit changes, a name is made of word-like pieces; a
-    generated value falls apart into one-letter pieces, long digit runs or unpronounceable runs.
-    """
-    if not re.fullmatch(r"[A-Za-z_][\w.\-/:]*", value):
-        return False
-    pieces = _IDENT_PIECE.findall(value)
-    words = [p for p in pieces if not p.isdigit()]
-    if not words or any(p.isdigit() and len(p) > 4 for p in pieces):
-        return False
-    # one-letter or vowel-less two-letter pieces, and digit groups between them, mark generated text
-    weak = sum(len(p) == 1 or (len(p) == 2 and not re.search(r"[aeiouyAEIOUY]", p)) for p in words)
-    if weak > max(1, len(words) // 2) or len(pieces) - len(words) > 2:
-        return False
-    if len(value) >= 12 and sum(map(len, words)) / len(words) < 2.75:  # names are words, not letter pairs
-        return False
-    for w in words:
-        low = w.lower()
-        if len(low) > 15 or (len(low) > 3 and not w.isupper() and not re.search(r"[aeiouy]", low)):
-            return False
-        if _CONSONANTS.search(low):
-            return False
-    return True
-
-
-def _not_a_value(value: str) -> bool:
-    """Structure that names or points at something instead of holding a secret."""
-    return bool(_identifier(value) or _HOST.fullmatch(value) or _NESTED_ASSIGNMENT.match(value)
-                or _DATE.match(value))  # fmt: skip
-
-
-def _entropy(value: str) -> float:
-    n = len(value)
-    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
-
-
-def _random_looking(value: str) -> bool:
-    """A value that looks generated: long enough, mixed classes, high entropy (hex counts if long)."""
-    core = value.strip("=.-_")
-    if len(core) < 12 or _REFERENCE.match(core) or core.lower() in _STOPWORDS or _not_a_value(core):
-        return False
-    if re.fullmatch(r"[0-9a-fA-F]{32,}", core):
-        return True
-    if re.fullmatch(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", core):
-        return True  # a UUID assigned to a key or token name (Heroku, Snyk, …)
-    classes = sum(bool(re.search(p, core)) for p in (r"[a-z]", r"[A-Z]", r"\d", r"[^A-Za-z0-9]"))
-    return bool(re.search(r"\d", core)) and classes >= 2 and _entropy(core) >= 3.0
-
-
 _CONTEXT_WORDS = tuple(sorted({w.lower() for w in (*SECRET_WORDS, *PROVIDERS)}))
 
 
@@ -418,7 +333,7 @@ def _contextual(text: str, present: frozenset[str]) -> list[tuple[int, int, str]
         more: re.Match[str] | None = m
         while more is not None and (more := _MORE.match(text, more.end())) is not None:
             s2, e2 = _clean(text, *more.span("v"))
-            if not _random_looking(text[s2:e2]):
+            if not random_looking(text[s2:e2]):
                 break
             found.append((s2, e2, kind))
         start, end = m.span("v")
@@ -429,22 +344,9 @@ def _contextual(text: str, present: frozenset[str]) -> list[tuple[int, int, str]
             end = text.index("&", start)  # a URL parameter ends at the next one
         start, end = _clean(text, start, end)
         value = text[start:end]
-        if _random_looking(value):
+        if random_looking(value):
             found.append((start, end, kind))
     return found
-
-
-def _plausible(value: str, strong: bool) -> bool:
-    """Whether an assigned value looks like a real secret rather than a placeholder or reference."""
-    if len(value) < 4 or value[0] in "$<{[(%#@" or value.lower() in _STOPWORDS:
-        return False
-    if not re.search(r"[A-Za-z0-9]", value) or _REFERENCE.match(value):
-        return False
-    if strong:  # passwords may be short dictionary words: "hunter2", "letmein"
-        return not _NESTED_ASSIGNMENT.match(value)
-    if _not_a_value(value):
-        return False
-    return len(value) >= 16 or (len(value) >= 8 and bool(re.search(r"[\d\W_]", value)))
 
 
 def _secret_key(key: str) -> str | None:
@@ -491,7 +393,7 @@ def _assignments(text: str) -> list[tuple[int, int, str]]:
         kind = _secret_key(key)
         bare_sep = not sep.strip()
         # `set("widget_token", "…")`: a comma separates only a quoted key from a generated quoted value
-        comma = sep.strip() == "," and (not m.start() or text[m.start() - 1] not in "\"'" or not _generated(value))
+        comma = sep.strip() == "," and (not m.start() or text[m.start() - 1] not in "\"'" or not generated(value))
         ok = (
             kind is not None
             and not comma
@@ -499,7 +401,7 @@ def _assignments(text: str) -> list[tuple[int, int, str]]:
             and (not bare_sep or key.startswith("--") or (quoted and kind == "password"))
             # only a quoted password may hold spaces (a passphrase); `code spans` are commands
             and (not re.search(r"\s", value) or (kind == "password" and val[0] != "`"))
-            and _plausible(value, strong=kind == "password")
+            and plausible(value, strong=kind == "password")
             and re.sub(r"\W|_", "", value).lower() not in re.sub(r"\W|_", "", key).lower()
         )
         if ok and kind is not None:
@@ -565,7 +467,7 @@ def _spans(text: str) -> list[tuple[int, int, int, str]]:
                 end = covered = tail.end() if tail else end
             else:
                 start, end = _clean(text, start, end)
-                if not _plausible(text[start:end], strong=True):
+                if not plausible(text[start:end], strong=True):
                     continue
             spans.append((start, end, prio, kind))
     if -1 in hits:
