@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import pytest
 
 from memoryd.config import Settings
 from memoryd.engine import Engine
+from memoryd.engine.inputs import STORED_TEXT
 from memoryd.search.embed import HashEmbedder
 from memoryd.text.redact import redact
 
@@ -115,7 +117,8 @@ def test_no_secret_reaches_any_stored_byte(
         return next(t for t in iter(s, None) if not any(c in t[:60] for c in "@#\t\r"))
 
     placed: list[str] = []
-    with Engine.open(settings, cwd=repo, embedder=HashEmbedder(), authority="operator") as e:
+    with Engine.open(settings, cwd=repo, embedder=HashEmbedder(), authority="operator") as opened:
+        e = rec = _Recorder(opened)  # which Engine methods got a secret (checked against STORED_TEXT below)
         for case in SECRETS:  # every secret as content
             r = e.memorize(case["text"], source="user", gate="trusted")
             assert r.effect in ("applied", "no_op"), r
@@ -160,6 +163,9 @@ def test_no_secret_reaches_any_stored_byte(
                         encoding="utf-8")  # fmt: skip
         report = e.vault_sync()
         assert report["imported"] and report["edited"] and not report["broken"], report
+        _every_other_declared_field(rec, s, plain, tmp_path)
+        missing = set(STORED_TEXT) - rec.called
+        assert not missing, f"declared in engine/inputs.py STORED_TEXT but not pushed through here: {missing}"
         placed = [c["secret"] for c in SECRETS]
         assert e.verify_chain().ok
         e.store.checkpoint()
@@ -173,6 +179,69 @@ def test_no_secret_reaches_any_stored_byte(
     with capsys.disabled():
         print(f"\nstored bytes searched: {len(stored)} files/columns, {len(placed)} secrets, leaks: {len(leaks)}")
     assert not leaks, leaks[:20]
+
+
+class _Recorder:
+    """An engine that notes the name of every method called on it."""
+
+    def __init__(self, engine: Engine, called: set[str] | None = None) -> None:
+        self._engine, self.called = engine, set() if called is None else called
+
+    def __getattr__(self, name: str) -> Any:
+        self.called.add(name)
+        return getattr(self._engine, name)
+
+
+def _every_other_declared_field(e: Any, s: Callable[[], str], plain: Callable[[], str], tmp_path: Path) -> None:
+    """A secret in each declared field (engine/inputs.py) the write path above leaves out, and from each kind of
+    file an engine part reads (FROM_DISK)."""
+    from memoryd.engine.inputs import FROM_DISK
+    from memoryd.errors import InvalidInput
+    from memoryd.scope import infer_scope
+
+    held = [e.memorize(f"Held note {i}: the release train leaves every {d} at noon", source="user", gate="hold")
+            for i, d in enumerate(["Monday", "Tuesday", "Wednesday"])]  # fmt: skip
+    assert all(h.promotion_id for h in held), held
+    e.promote([held[0].promotion_id], actor=plain()[:60])
+    e.reject([held[1].promotion_id], actor=plain()[:60])
+    e.decide_promotions("promote", [held[2].promotion_id], actor=plain()[:60])
+    e.capture_passive("Captured from the mirror: " + s(), source=plain()[:60], tags=[s()[:64]], triggers=[s()[:100]])
+    d = e.memorize("A scratch note that is deleted right away", source="user", gate="trusted").atom_id
+    e.delete(d, actor=plain()[:60], reason=s())
+    anchored = e.memorize("The README at the repository root explains the setup", source="user", gate="trusted",
+                          actor=plain()[:60], anchors=["README"]).atom_id  # fmt: skip
+    e.confirm_anchors(anchored, reason=s(), actor=plain()[:60])
+    e.patch(anchored, title=s()[:200], tags=[s()[:64]], reason=s(), actor=plain()[:60])
+    with pytest.raises(InvalidInput) as bad_anchor:  # a secret as an anchor: refused, and not echoed
+        e.memorize("The deploy script lives next to the README file", source="user", anchors=[s()[:500]])
+    assert "[REDACTED]" in bad_anchor.value.message
+    other = Engine(e.settings, e.store, e.embedder, infer_scope(make_repo(tmp_path / "gadgets",
+                   "git@github.com:acme/gadgets.git")))  # fmt: skip
+    other.memorize("Gadgets ship their firmware on the first Monday of the month", source="user", gate="trusted")
+    e.merge_projects(e.scope.scope_hash, other.scope.scope_hash, dry_run=False, actor=plain()[:60])
+    e.mark_sensitive(True)
+    e.grant(5, by=plain()[:60])
+    e.mark_sensitive(False)
+    e.mark_sensitive(True)
+    console = _Recorder(e.acting_as("operator", enforce_sensitive=True), e.called)
+    console.request_access(e.scope.scope_hash, s())
+    e.mark_sensitive(False)
+    e.create_token("alice", label=plain()[:60])
+    transcript = tmp_path / "transcript.jsonl"
+    transcript.write_text(json.dumps({"type": "user", "sessionId": "s-1", "message": {"role": "user", "content":
+                          "From now on always deploy with the blue-green script. " + s()}, "uuid": "u1",
+                          "timestamp": "2026-05-12T10:00:00.000Z"}) + "\n", encoding="utf-8")  # fmt: skip
+    e.observe_transcript(transcript, "s-1", source=plain()[:60])
+    other_format = tmp_path / "more.jsonl"
+    other_format.write_text(json.dumps({"content": "Imported through import_file: " + s()}) + "\n", encoding="utf-8")
+    e.import_file(other_format, source=plain()[:60])
+    prompts = e.settings.home / "prompts"
+    (prompts / "by-hand.md").write_text("A prompt edited by hand: " + s() + "\n", encoding="utf-8")
+    served = {p.name: p.text for p in e.prompts()}["by-hand"]
+    assert "[REDACTED]" in served
+    (prompts / "by-hand.md").unlink()  # served redacted; the file itself is the person's own
+    read = {"vault file", "import line", "transcript", "prompt file"}  # the kinds this test and the one above feed
+    assert read == set(FROM_DISK), f"a new kind of file read in engine/inputs.py FROM_DISK: {set(FROM_DISK) - read}"
 
 
 def test_error_messages_never_echo_a_secret(engine: Engine) -> None:
