@@ -77,7 +77,7 @@ STORED_TEXT: dict[str, dict[str, Field]] = {
     "request_access": {"reason": _REASON},
     "decide_promotions": {"actor": _ANY},
     "confirm_anchors": {"reason": _REASON, "actor": _ANY},
-    "observe_transcript": {"source": _SOURCE},
+    "observe_transcript": {"source": _ANY},  # checked by each write it makes, not up front
     "import_jsonl": {"source": _SOURCE},
     "import_file": {"source": _SOURCE},
     "create_token": {"label": _SOURCE},
