@@ -18,7 +18,8 @@
     Console(core, reader, review, admin)    what the web console (`memoryd ui`) reads
     Tenancy(core)                           the team server: tokens, teams, shares, a request's scope
 
-Each public method of `Engine` names the part that implements it (`_part`), so the API is one list.
+Each public method of `Engine` names the part that implements it (`_part`), so the API is one list; the
+text arguments a method keeps are redacted here, on the way in (`inputs.STORED_TEXT`).
 """
 
 from __future__ import annotations
