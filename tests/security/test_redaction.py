@@ -231,7 +231,7 @@ def _every_other_declared_field(e: Any, s: Callable[[], str], plain: Callable[[]
     transcript.write_text(json.dumps({"type": "user", "sessionId": "s-1", "message": {"role": "user", "content":
                           "From now on always deploy with the blue-green script. " + s()}, "uuid": "u1",
                           "timestamp": "2026-05-12T10:00:00.000Z"}) + "\n", encoding="utf-8")  # fmt: skip
-    e.observe_transcript(transcript, "s-1", source=plain()[:60])
+    e.observe_transcript(transcript, "s-1", source=plain()[:60], event=s())
     other_format = tmp_path / "more.jsonl"
     other_format.write_text(json.dumps({"content": "Imported through import_file: " + s()}) + "\n", encoding="utf-8")
     e.import_file(other_format, source=plain()[:60])

@@ -77,7 +77,8 @@ STORED_TEXT: dict[str, dict[str, Field]] = {
     "request_access": {"reason": _REASON},
     "decide_promotions": {"actor": _ANY},
     "confirm_anchors": {"reason": _REASON, "actor": _ANY},
-    "observe_transcript": {"source": _ANY},  # checked by each write it makes, not up front
+    # source: checked by each write it makes, not up front; event: named in the progress event's reason
+    "observe_transcript": {"source": _ANY, "event": _ANY},
     "import_jsonl": {"source": _SOURCE},
     "import_file": {"source": _SOURCE},
     "create_token": {"label": _SOURCE},
