@@ -293,6 +293,11 @@ def test_a_value_over_its_limit_is_left_for_its_part_to_refuse_with_the_usual_me
         engine.correct(a, "negate", reason)
     with pytest.raises(InvalidInput, match=r"tags\[1\] is 65 characters; the limit is 64"):
         engine.patch(a, tags=[SECRET, "t" * 65])
+    # the one difference (docs/DECISIONS.md): a text under its limit that redaction makes longer is measured after
+    near = "x" * 183 + " DB_PASSWORD=abcd"  # 200 characters; stored, it would be 206
+    assert len(near) == 200
+    with pytest.raises(Rejected, match="title is 206 characters; the limit is 200"):
+        engine.memorize("The deploy runs at noon on weekdays", source="user", title=near)
 
 
 def test_every_limited_field_is_refused_by_its_part_when_over_its_limit(engine: Engine, tmp_path: Path) -> None:
