@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from memoryd.agents import hooks
+from memoryd.agents import hooks, pretool
 from memoryd.agents.hooks import run_hook
 from memoryd.config import Settings
 from memoryd.engine import Engine
@@ -237,12 +237,12 @@ def test_a_second_pre_tool_use_handler_shares_the_dispatch_and_the_injected_reco
         )
 
     monkeypatch.setattr(
-        hooks,
+        pretool,
         "PRE_TOOL_USE",
         [
-            *hooks.PRE_TOOL_USE,
-            hooks.ToolHandler("stub", lambda t: t == "Read", file_memories),
-            hooks.ToolHandler("env", lambda t: t == "Read", deny_env),
+            *pretool.PRE_TOOL_USE,
+            pretool.ToolHandler("stub", lambda t: t == "Read", file_memories),
+            pretool.ToolHandler("env", lambda t: t == "Read", deny_env),
         ],
     )
 
@@ -347,17 +347,17 @@ def test_the_scoped_tool_lists_match_the_servers_input_schemas() -> None:
         mcp = build_server(profile, include_admin=False)
         return {t.name for t in await mcp.list_tools() if "scope" in t.input_schema.get("properties", {})}
 
-    assert asyncio.run(scoped("hmg")) == hooks.HMG_SCOPED
-    assert asyncio.run(scoped("memoryd")) == hooks.MEM_SCOPED | hooks.MEM_REVIEW_SCOPED
+    assert asyncio.run(scoped("hmg")) == pretool.HMG_SCOPED
+    assert asyncio.run(scoped("memoryd")) == pretool.MEM_SCOPED | pretool.MEM_REVIEW_SCOPED
 
     async def destructive(profile: str) -> set[str]:
         mcp = build_server(profile, include_admin=True)
         return {t.name for t in await mcp.list_tools() if t.annotations and t.annotations.destructive_hint}
 
-    scoped_all = hooks.HMG_SCOPED | hooks.MEM_SCOPED | hooks.MEM_REVIEW_SCOPED
+    scoped_all = pretool.HMG_SCOPED | pretool.MEM_SCOPED | pretool.MEM_REVIEW_SCOPED
     assert (
         asyncio.run(destructive("hmg")) | asyncio.run(destructive("memoryd"))
-    ) & scoped_all == hooks.DESTRUCTIVE_SCOPED
+    ) & scoped_all == pretool.DESTRUCTIVE_SCOPED
 
 
 # -- transcripts -> observations -------------------------------------------------------------------------------
@@ -615,7 +615,7 @@ def test_a_slow_hook_is_abandoned_within_its_budget(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, repo: Path
 ) -> None:
     monkeypatch.setattr(hooks, "PRE_TOOL_USE_BUDGET", 0.3)
-    monkeypatch.setattr(hooks, "_pre_tool_use", lambda p, s: time.sleep(5) or "late")
+    monkeypatch.setattr(hooks, "dispatch", lambda p, s: time.sleep(5) or "late")
     settings = Settings(home=tmp_path / "home")
     started = time.perf_counter()
     out = run_hook(

@@ -5,7 +5,7 @@ a hook process, which must answer in ~100 ms and so reads the store through `sto
 engine, numpy or pydantic). Both compose the answer with `anchors.filectx.compose_once`, which
 leaves out what the session's `memoryd.injected.InjectedRecord` (shared with the SessionStart brief
 and the UserPromptSubmit recall) says it was already given, and claims what it adds. This is the
-`file` handler of `hooks.PRE_TOOL_USE`.
+`file` handler of `pretool.PRE_TOOL_USE`.
 
 Settings come from the environment as `Settings` reads them: `MEMORYD_HOME`, `MEMORYD_DB`,
 `MEMORYD_ANCHORS`, `MEMORYD_FILE_CONTEXT_TOKENS` (tests/test_anchors.py checks they agree).
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["FILE_TOOLS", "FILE_TOOLS_MATCHER", "default_home", "file_context", "hook_output", "settings_from_env"]
 
 # Claude Code's file tools and the input field naming the file; `memoryd install` and the plugin register
-# FILE_TOOLS_MATCHER for the hooks' `file` handler (hooks.PRE_TOOL_USE).
+# FILE_TOOLS_MATCHER for the hooks' `file` handler (pretool.PRE_TOOL_USE).
 FILE_TOOLS: dict[str, str] = {
     "Read": "file_path", "Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path",
     "NotebookEdit": "notebook_path",
