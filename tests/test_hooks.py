@@ -17,11 +17,11 @@ import pytest
 
 from memoryd.agents import hooks, pretool
 from memoryd.agents.hooks import run_hook
-from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.engine.observations import Message, extract_candidates, read_transcript
 from memoryd.engine.reads import fit_lines
 from memoryd.search.embed import E5Embedder
+from memoryd.shared.config import Settings
 
 DATA = Path(__file__).parent / "data" / "transcripts"
 EN = ("claude_en_session.jsonl", "5f0c2d1e-8a41-4c52-9b7e-2f3a6d9e1c01")
@@ -169,7 +169,7 @@ def test_a_prompt_gets_its_relevant_memories_once_per_session(eng: Any, settings
 
 
 def test_the_prompt_recall_keeps_to_its_token_budget(tmp_path: Path, repo: Path, embedder: Any) -> None:
-    from memoryd.injected import estimate_tokens
+    from memoryd.shared.injected import estimate_tokens
 
     settings = Settings(home=tmp_path / "home", prompt_context_tokens=60, prompt_min_score=0.0)
     with open_engine(settings, repo, embedder) as e:
@@ -187,7 +187,7 @@ def test_the_prompt_recall_keeps_to_its_token_budget(tmp_path: Path, repo: Path,
 
 
 def test_token_estimates() -> None:
-    from memoryd.injected import estimate_tokens
+    from memoryd.shared.injected import estimate_tokens
 
     assert estimate_tokens("") == 0
     assert estimate_tokens("abcd") == 1 and estimate_tokens("abcde") == 2
@@ -283,7 +283,7 @@ def pre(repo: Path, tool: str, tool_input: Any) -> hooks.HookOutput:
 
 
 def test_pre_tool_use_overrides_the_hmg_scope_with_the_inferred_one(repo: Path) -> None:
-    from memoryd.scope import infer_scope
+    from memoryd.shared.scope import infer_scope
 
     got = updated_input(
         pre(
@@ -668,7 +668,7 @@ def test_session_end_returns_at_once_and_a_detached_worker_does_the_work(tmp_pat
 
 _CLAIMER = """
 import sys, time
-from memoryd.injected import InjectedRecord
+from memoryd.shared.injected import InjectedRecord
 home, who, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
 while time.time() < start:
     time.sleep(0.001)
@@ -683,7 +683,7 @@ print(" ".join(got))
 def test_hooks_racing_in_one_session_claim_each_memory_exactly_once(tmp_path: Path) -> None:
     """Four processes claim overlapping ids at the same moment through the record's lock: every id is
     handed to exactly one of them, and the record lists each with the process that won it."""
-    from memoryd.injected import InjectedRecord
+    from memoryd.shared.injected import InjectedRecord
 
     start = time.time() + 1.5
     procs = [subprocess.Popen([sys.executable, "-c", _CLAIMER, str(tmp_path), f"p{k}", str(start)],
@@ -700,7 +700,7 @@ def test_hooks_racing_in_one_session_claim_each_memory_exactly_once(tmp_path: Pa
 def test_a_claim_waits_for_the_lock_and_gives_up_with_a_clear_error(tmp_path: Path) -> None:
     import fcntl
 
-    from memoryd import injected
+    from memoryd.shared import injected
 
     rec = injected.InjectedRecord(tmp_path, "held")
     rec.claim(["a"], "brief")

@@ -3,7 +3,7 @@
 `Engine.memories_for_path` answers the same question through the engine; this is its fast twin for
 a hook process, which must answer in ~100 ms and so reads the store through `storage.light` (no
 engine, numpy or pydantic). Both compose the answer with `anchors.filectx.compose_once`, which
-leaves out what the session's `memoryd.injected.InjectedRecord` (shared with the SessionStart brief
+leaves out what the session's `memoryd.shared.injected.InjectedRecord` (shared with the SessionStart brief
 and the UserPromptSubmit recall) says it was already given, and claims what it adds. This is the
 `file` handler of `pretool.PRE_TOOL_USE`.
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..anchors.git import GitRepo
-from ..injected import InjectedRecord
+from ..shared.injected import InjectedRecord
 
 if TYPE_CHECKING:
     from ..anchors.filectx import Composed
@@ -72,7 +72,7 @@ def file_context(payload: dict[str, Any], home: Path) -> Composed | None:
     field = FILE_TOOLS.get(str(payload.get("tool_name") or ""))
     tool_input = payload.get("tool_input")
     target = tool_input.get(field) if field and isinstance(tool_input, dict) else None
-    from ..limits import LIMITS  # standard library only
+    from ..shared.limits import LIMITS  # standard library only
 
     if not isinstance(target, str) or not target.strip() or len(target) > LIMITS["path"][0]:
         return None  # over the limits table's `path`: nothing to add, as for a file outside the repository
@@ -85,7 +85,7 @@ def file_context(payload: dict[str, Any], home: Path) -> Composed | None:
     rel = repo.relpath(str(start)) if repo is not None else None
     if repo is None or rel is None:
         return None
-    from ..scope import repository_scope_hash
+    from ..shared.scope import repository_scope_hash
     from ..storage.light import open_reader
 
     reader = open_reader(home, db)

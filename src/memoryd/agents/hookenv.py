@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..config import Settings
+    from ..shared.config import Settings
 
 __all__ = ["LOG_MAX_BYTES", "data_home", "log", "payload_cwd"]
 
@@ -25,7 +25,7 @@ def data_home(settings: Settings | None) -> Path:
     if env:
         return Path(env)
     try:
-        from ..config import Settings
+        from ..shared.config import Settings
 
         return Path(Settings().home)
     except Exception:  # noqa: BLE001 - a broken environment must not stop the log

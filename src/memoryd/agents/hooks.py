@@ -9,7 +9,7 @@ adds `tool_name`, `tool_input`; UserPromptSubmit `prompt`; SessionStart `source`
   short guide on an empty store) as
   `{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": …}}`, at most
   `brief_max_chars` characters. A sensitive scope without a grant gets a notice, not its memories.
-  The memories shown are recorded as injected in this session (`memoryd.injected`).
+  The memories shown are recorded as injected in this session (`memoryd.shared.injected`).
 - `user-prompt-submit`: the memories most relevant to the prompt (hybrid recall over this
   repository and the global scope, score ≥ `prompt_min_score`), those not injected yet in this
   session, within `prompt_context_tokens` estimated tokens, as `additionalContext`. The hook waits
@@ -54,8 +54,8 @@ from .pretool import dispatch
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-    from ..config import Settings
     from ..engine import Embedder, Engine
+    from ..shared.config import Settings
 
 __all__ = ["EVENTS", "HookOutput", "main", "run_hook", "serve_hook"]
 
@@ -247,7 +247,7 @@ def serve_hook(event: str, payload: dict[str, Any], view_for: Callable[[str], En
     transcript on a background thread of the daemon (at most as many at once as `observers` allows)."""
     name = _ALIASES.get((event or "").strip().lower())
     if name is None:
-        from ..errors import InvalidInput
+        from ..shared.errors import InvalidInput
 
         raise InvalidInput(f"unknown hook event {event!r}; expected one of {', '.join(EVENTS)}")
     if name == "pre-tool-use":
@@ -307,8 +307,8 @@ def _via_daemon(name: str, stdin_text: str) -> HookOutput | None:
 def _session_start(payload: dict[str, Any], settings: Settings | None, embedder: Embedder | None,
                    engine: Engine | None = None) -> str:  # fmt: skip
     """`engine`: the daemon's view for this scope (kept open); else the store is opened here."""
-    from ..config import Settings
     from ..engine import Engine
+    from ..shared.config import Settings
 
     settings = settings or Settings()
     with _opened(engine) or Engine.open(
@@ -332,7 +332,7 @@ def _claim(settings: Settings | None, payload: dict[str, Any], ids: list[str], b
     session_id = payload.get("session_id")
     if not isinstance(session_id, str) or not session_id.strip():
         return ids
-    from ..injected import InjectedRecord
+    from ..shared.injected import InjectedRecord
 
     return InjectedRecord(data_home(settings), session_id).claim(ids, by)
 
@@ -341,7 +341,7 @@ def _already_injected(settings: Settings | None, payload: dict[str, Any]) -> set
     session_id = payload.get("session_id")
     if not isinstance(session_id, str) or not session_id.strip():
         return set()
-    from ..injected import InjectedRecord
+    from ..shared.injected import InjectedRecord
 
     return InjectedRecord(data_home(settings), session_id).ids()
 
@@ -358,11 +358,11 @@ _PROMPT_HEADER = {
 
 def _user_prompt(payload: dict[str, Any], settings: Settings | None, embedder: Embedder | None,
                  engine: Engine | None = None) -> str:  # fmt: skip
-    from ..config import Settings
     from ..engine import Engine
-    from ..errors import AuthorizationRequired
-    from ..injected import estimate_tokens
-    from ..models import ATOM_TYPES
+    from ..shared.config import Settings
+    from ..shared.errors import AuthorizationRequired
+    from ..shared.injected import estimate_tokens
+    from ..shared.models import ATOM_TYPES
 
     started = time.monotonic()
     settings = settings or Settings()
@@ -370,7 +370,7 @@ def _user_prompt(payload: dict[str, Any], settings: Settings | None, embedder: E
     prompt = payload.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip() or settings.prompt_context_tokens <= 0:
         return ""
-    from ..limits import LIMITS
+    from ..shared.limits import LIMITS
 
     # A pasted log is not a query; its start says what it is about (and a query has a limit, limits.py).
     prompt = prompt.strip()[: LIMITS["query"][0]]
@@ -468,8 +468,8 @@ def _spawn_worker(event: str, payload: dict[str, Any], settings: Settings | None
 
 def _observe(event: str, payload: dict[str, Any], settings: Settings | None, embedder: Embedder | None,
              engine: Engine | None = None) -> str:  # fmt: skip
-    from ..config import Settings
     from ..engine import Engine
+    from ..shared.config import Settings
 
     session_id, path = payload.get("session_id"), payload.get("transcript_path")
     if not session_id or not path:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .hookenv import data_home, payload_cwd
 
 if TYPE_CHECKING:
-    from ..config import Settings
+    from ..shared.config import Settings
 
 __all__ = ["DESTRUCTIVE_SCOPED", "HMG_SCOPED", "MEM_REVIEW_SCOPED", "MEM_SCOPED", "PRE_TOOL_USE", "SERVERS",
            "ToolHandler", "dispatch"]  # fmt: skip
@@ -70,7 +70,7 @@ def _pin_scope(payload: dict[str, Any], settings: Settings | None) -> dict[str, 
     given = payload.get("tool_input")
     tool_input: dict[str, Any] = dict(given) if isinstance(given, dict) else {}
     updated = dict(tool_input)
-    from ..scope import infer_scope
+    from ..shared.scope import infer_scope
 
     s = infer_scope(payload_cwd(payload))
     if tool in HMG_SCOPED:
