@@ -43,8 +43,8 @@ def main() -> None:
     ap.add_argument("--json", metavar="PATH", help="write everything as JSON")
     args = ap.parse_args()
 
-    from memoryd.config import Settings
     from memoryd.engine import Engine, Principal
+    from memoryd.shared.config import Settings
     from tests.pg import start_server
 
     m = C.machine()

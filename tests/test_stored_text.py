@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.config import Settings
 from memoryd.engine import Engine, _part
 from memoryd.engine.inputs import FROM_DISK, STORED_TEXT, read_in, redacted
-from memoryd.errors import MemorydError
-from memoryd.limits import LIMITS
+from memoryd.shared.config import Settings
+from memoryd.shared.errors import MemorydError
+from memoryd.shared.limits import LIMITS
 
 ENGINE_DIR = Path(__file__).parents[1] / "src" / "memoryd" / "engine"
 SECRET = "ghp_" + "Zq8x3Lm2" * 4 + "Ab12"  # a GitHub token: found by its format, fits a tag and a source
@@ -270,7 +270,7 @@ def test_the_facade_redacts_what_any_surface_passes(engine: Engine) -> None:
 
 def test_a_value_over_its_limit_is_left_for_its_part_to_refuse_with_the_usual_message(engine: Engine) -> None:
     """Redaction never runs over an oversized input, and the length the refusal names is the caller's."""
-    from memoryd.errors import InvalidInput, Rejected
+    from memoryd.shared.errors import InvalidInput, Rejected
 
     long_title = f"{SECRET} " + "x" * 300
     assert redacted(long_title, ("title", None)) == long_title  # passed on as it is

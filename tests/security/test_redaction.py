@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.engine.inputs import STORED_TEXT
 from memoryd.search.embed import HashEmbedder
+from memoryd.shared.config import Settings
 from memoryd.text.redact import redact
 
 from ..conftest import make_repo
@@ -196,8 +196,8 @@ def _every_other_declared_field(e: Any, s: Callable[[], str], plain: Callable[[]
     """A secret in each declared field (engine/inputs.py) the write path above leaves out, and from each kind of
     file an engine part reads (FROM_DISK)."""
     from memoryd.engine.inputs import FROM_DISK
-    from memoryd.errors import InvalidInput
-    from memoryd.scope import infer_scope
+    from memoryd.shared.errors import InvalidInput
+    from memoryd.shared.scope import infer_scope
 
     held = [e.memorize(f"Held note {i}: the release train leaves every {d} at noon", source="user", gate="hold")
             for i, d in enumerate(["Monday", "Tuesday", "Wednesday"])]  # fmt: skip
@@ -246,7 +246,7 @@ def _every_other_declared_field(e: Any, s: Callable[[], str], plain: Callable[[]
 
 def test_error_messages_never_echo_a_secret(engine: Engine) -> None:
     """Error texts are logged by the MCP SDK: an id that is really a token comes back redacted."""
-    from memoryd.errors import NotFound, Rejected
+    from memoryd.shared.errors import NotFound, Rejected
 
     token = "ghp_" + "Zq8x3Lm2" * 4 + "Ab12"
     with pytest.raises(NotFound) as exc:

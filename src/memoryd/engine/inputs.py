@@ -24,7 +24,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..limits import LIMITS
+from ..shared.limits import LIMITS
 from ..text.redact import redact
 
 __all__ = ["FROM_DISK", "STORED_TEXT", "Field", "read_in", "redact_call", "redacted", "shown"]
