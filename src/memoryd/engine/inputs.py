@@ -50,7 +50,7 @@ STORED_TEXT: dict[str, dict[str, Field]] = {
         "source": _SOURCE,
         "actor": _ANY,
         "anchors": ("anchor", "anchors"),
-    },  # fmt: skip
+    },
     "handoff": {"summary": _CONTENT, "source": _SOURCE},
     "correct": {"reason": _REASON, "new_content": _CONTENT, "actor": _ANY},
     "govern": {"reason": _REASON, "lesson_content": _CONTENT, "actor": _ANY},
@@ -62,7 +62,7 @@ STORED_TEXT: dict[str, dict[str, Field]] = {
         "title": _TITLE,
         "reason": _REASON,
         "actor": _SOURCE,
-    },  # fmt: skip
+    },
     "delete": {"reason": _ANY, "actor": _ANY},
     "session_start": {"title": _TITLE, "source": _SOURCE},
     "session_end": {"summary": _CONTENT, "actor": _ANY},
