@@ -38,7 +38,7 @@ BUILD_SETTINGS = {"maintenance_work_mem": "1GB"}
 def force_plan(plan: str) -> None:
     """The vector plan of this process's PostgresStore: "auto" (by the scope's size, as served),
     "exact" (every scope searched exactly) or "hnsw" (every scope through the HNSW index, iterative scan)."""
-    import memoryd.storage.postgres as pg
+    import memoryd.storage.pg_index as pg
 
     if plan == "exact":
         pg.EXACT_MAX_ROWS = 10**12
