@@ -12,6 +12,7 @@ total execution ms per statement kind, and the slowest plan.
     .venv/bin/python bench/team_explain.py --size 10000 --json out.json
     .venv/bin/python bench/team_explain.py --keyword-budget 6000 --json a.json   # the big-scope budget as before
     .venv/bin/python bench/team_explain.py --compare a.json                      # same top-10s as that run?
+    .venv/bin/python bench/team_explain.py --shared-buffers 1GB --pg-plan exact  # a server with RAM to spare
 
 Each timed recall's top-10 ids go into the JSON; `--compare` says for how many queries they are the same
 as in an earlier run's JSON (same fill and queries), and the mean overlap.
@@ -54,12 +55,16 @@ def main() -> None:
         help="the keyword postings budget of big scopes (search/keywords.py KEYWORD_BIG_SCOPE_BUDGET)",
     )
     ap.add_argument("--compare", metavar="PATH", help="an earlier run's JSON: how many top-10s are the same")
+    ap.add_argument("--shared-buffers", metavar="SIZE", help="the server's shared_buffers (default: the test server's)")
+    ap.add_argument("--pg-plan", default="auto", choices=("auto", "exact", "hnsw"),
+                    help="the vector plan (default auto, by scope size, as served)")  # fmt: skip
     args = ap.parse_args()
     if args.keyword_budget is not None:
         import memoryd.search.keywords as kw
 
         kw.KEYWORD_BIG_SCOPE_BUDGET = args.keyword_budget
     earlier = json.loads(Path(args.compare).read_text()) if args.compare else None
+    _pg.force_plan(args.pg_plan)
 
     from memoryd.config import Settings
     from memoryd.engine import Engine, Principal
@@ -70,7 +75,7 @@ def main() -> None:
     crew = team_load.people(args.clients, args.teams)
     with tempfile.TemporaryDirectory() as tmp:
         fill, _ = team_load.cached_fill(args, crew, Path(tmp))
-        server = start_server()
+        server = start_server(settings={"shared_buffers": args.shared_buffers} if args.shared_buffers else None)
         try:
             dsn = server.fresh_database(template=None)
             started = time.monotonic()
@@ -83,7 +88,14 @@ def main() -> None:
                     op.create_team(team)
                     op.add_members(team, [p.tenant for p in crew if p.team == team])
                     op.share_scope(f"{team_load.WORKSPACE}/shared-{team}", team)
-            out: dict[str, Any] = {"machine": m, "size": args.size, "keyword_budget": args.keyword_budget, "scopes": {}}
+            out: dict[str, Any] = {
+                "machine": m,
+                "size": args.size,
+                "keyword_budget": args.keyword_budget,
+                "shared_buffers": args.shared_buffers,
+                "pg_plan": args.pg_plan,
+                "scopes": {},
+            }
             queries = gen_queries(40)
             with Engine.open(settings, cwd=tmp) as base:
                 for kind, person in (("team", crew[0]), ("private", crew[1])):

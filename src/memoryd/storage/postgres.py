@@ -184,6 +184,7 @@ class _PostgresTx(SqlTx[psycopg.Connection[Any]]):
         # Per-row trigger upkeep of scope_terms would pile up row versions of the common terms
         # (quadratic): the terms are counted once at the end instead.
         self.run("ALTER TABLE atoms DISABLE TRIGGER atoms_kw_insert_delete")
+        self.run("ALTER TABLE edges DISABLE TRIGGER edges_scope")  # one UPDATE at the end (migration 9)
 
     def _end_import(self, snapshot_version: int) -> None:
         for table, column in (
@@ -199,6 +200,8 @@ class _PostgresTx(SqlTx[psycopg.Connection[Any]]):
         self.run("DELETE FROM scope_docs")
         self._store._run_script(self._conn, POSTGRES_SCOPE_STATS)
         self.run("ALTER TABLE atoms ENABLE TRIGGER atoms_kw_insert_delete")
+        self.run("UPDATE edges e SET scope_hash = a.scope_hash FROM atoms a WHERE a.id = e.src")
+        self.run("ALTER TABLE edges ENABLE TRIGGER edges_scope")
         self.run("UPDATE chain_head SET snapshot_version = ? WHERE id = 1", (snapshot_version,))
 
     def load_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
