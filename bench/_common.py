@@ -156,7 +156,7 @@ def fresh_engine(embedder: Any | None = None, db: str | None = None) -> TempEngi
     `db`: a postgresql:// URL of an empty database to use instead of the SQLite file.
     """
     from memoryd import Engine
-    from memoryd.config import Settings
+    from memoryd.shared.config import Settings
 
     tmp = tempfile.TemporaryDirectory(prefix="memoryd-bench-")
     home = Path(tmp.name) / "home"

@@ -29,7 +29,7 @@ from latency import gen_queries, gen_texts  # noqa: E402
 CHILD = """
 import json, shutil, sys, time
 from pathlib import Path
-from memoryd.config import Settings
+from memoryd.shared.config import Settings
 from memoryd.engine import Engine
 from memoryd.search.embed import UseEmbedder
 seed, home, cwd = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
@@ -56,9 +56,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=4, help="processes per version (default 4)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    from memoryd.config import Settings
     from memoryd.engine import Engine
     from memoryd.search.embed import UseEmbedder
+    from memoryd.shared.config import Settings
 
     root = Path(tempfile.mkdtemp(prefix="memoryd-ab-"))
     versions = {"this": "", "other": str(Path(args.other).resolve())}

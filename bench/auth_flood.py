@@ -30,8 +30,8 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 import _common as C  # noqa: E402
 
-from memoryd.config import Settings  # noqa: E402
 from memoryd.engine import Engine, HashEmbedder  # noqa: E402
+from memoryd.shared.config import Settings  # noqa: E402
 from tests.mcp.clients import HEADERS, INIT, http_server  # noqa: E402
 from tests.pg import start_server  # noqa: E402
 

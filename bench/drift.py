@@ -329,9 +329,9 @@ def generate(repo: Path, rng: random.Random, n: int) -> list[tuple[str, str, str
 
 def history(args: argparse.Namespace) -> dict[str, Any]:
     from memoryd.anchors.drift import DriftChecker
-    from memoryd.config import Settings
     from memoryd.engine import Engine
     from memoryd.search.embed import make_embedder
+    from memoryd.shared.config import Settings
 
     work = Path(tempfile.mkdtemp(prefix="memoryd-drift-"))
     repo = work / "sqlite-utils"
@@ -562,9 +562,9 @@ def rename_pass(repo: Path, settings: Any, emb: Any, commits: list[str], rng: ra
 
 
 def synthetic(args: argparse.Namespace) -> dict[str, Any]:
-    from memoryd.config import Settings
     from memoryd.engine import Engine
     from memoryd.search.embed import make_embedder
+    from memoryd.shared.config import Settings
 
     n = args.synthetic
     rng = random.Random(args.seed)
@@ -842,9 +842,9 @@ def _changed(
 
 
 def phrasing_repo(bundle: Path, lang: str, n: int, horizons: list[int], seed: int, work: Path) -> dict[str, Any]:
-    from memoryd.config import Settings
     from memoryd.engine import Engine
     from memoryd.search.embed import make_embedder
+    from memoryd.shared.config import Settings
 
     repo = work / bundle.stem
     git(work, "clone", "-q", str(bundle), str(repo))

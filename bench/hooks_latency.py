@@ -125,8 +125,8 @@ def fill(home: Path, repo: Path, size: int) -> dict[str, Any]:
     mark = home / f".bench-filled-{size}"
     if mark.exists():
         return json.loads(mark.read_text())
-    from memoryd.config import Settings
     from memoryd.engine import Engine
+    from memoryd.shared.config import Settings
 
     rnd = random.Random(7)
     kinds = [("fact", 40), ("preference", 20), ("decision", 20), ("constraint", 15), ("handoff", 5)]
@@ -175,8 +175,8 @@ def anchor_fill(home: Path, repo: Path) -> Path:
     mark = home / ".bench-anchored"
     if mark.exists():
         return target
-    from memoryd.config import Settings
     from memoryd.engine import Engine
+    from memoryd.shared.config import Settings
 
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(ANCHORED)

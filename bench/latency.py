@@ -251,8 +251,8 @@ def _fill_sqlite(args: argparse.Namespace, out: dict[str, Any], e5: Any, fill: l
 
 def child(args: argparse.Namespace) -> dict[str, Any]:
     from memoryd import Engine
-    from memoryd.config import Settings
     from memoryd.search.embed import MODELS
+    from memoryd.shared.config import Settings
 
     n = args.child_size
     root = Path(args.child_home)
@@ -633,7 +633,7 @@ from memoryd.search.embed import MODELS
 t = time.perf_counter(); e = MODELS[sys.argv[3]](); r["embedder load (" + sys.argv[3] + ")"] = time.perf_counter() - t
 t = time.perf_counter(); e.query("warm up"); r["first query embedding"] = time.perf_counter() - t
 from memoryd import Engine
-from memoryd.config import Settings
+from memoryd.shared.config import Settings
 t = time.perf_counter(); eng = Engine.open(Settings(home=sys.argv[1]), cwd=sys.argv[2], embedder=e); r["Engine.open"] = time.perf_counter() - t
 t = time.perf_counter(); eng.vault_sync(); r["vault_sync (1k files)"] = time.perf_counter() - t
 t = time.perf_counter(); eng.recall("why did billing switch to PostgreSQL 16"); r["first recall (index load + query)"] = time.perf_counter() - t

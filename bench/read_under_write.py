@@ -46,8 +46,8 @@ MODES = ("alone", "thread", "process")
 
 
 def _engine(home: Path, cwd: Path, embedder: Any) -> Any:
-    from memoryd.config import Settings
     from memoryd.engine import Engine
+    from memoryd.shared.config import Settings
 
     return Engine.open(Settings(home=home, db=None), cwd=cwd, embedder=embedder)
 

@@ -65,9 +65,9 @@ def fill(home: Path, repo: Path, size: int) -> dict[str, Any]:
         return dict(json.loads(mark.read_text()))
     hl = _load("hooks_latency")
     lat = _load("latency")
-    from memoryd.config import Settings
     from memoryd.engine import Engine
     from memoryd.search.embed import UseEmbedder
+    from memoryd.shared.config import Settings
 
     rnd = random.Random(7)
     kinds = [("fact", 40), ("preference", 20), ("decision", 20), ("constraint", 15), ("handoff", 5)]

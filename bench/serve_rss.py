@@ -35,8 +35,8 @@ def main() -> None:
     spec.loader.exec_module(lat)
 
     from memoryd import Engine
-    from memoryd.config import Settings
     from memoryd.search.embed import MODELS
+    from memoryd.shared.config import Settings
 
     eng = Engine.open(Settings(home=args.home), cwd=args.project, embedder=MODELS["use"]())
     rows = []

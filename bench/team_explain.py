@@ -66,8 +66,8 @@ def main() -> None:
     earlier = json.loads(Path(args.compare).read_text()) if args.compare else None
     _pg.force_plan(args.pg_plan)
 
-    from memoryd.config import Settings
     from memoryd.engine import Engine, Principal
+    from memoryd.shared.config import Settings
     from tests.pg import start_server
 
     m = C.machine()

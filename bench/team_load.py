@@ -127,7 +127,7 @@ def fill_sqlite(size: int, crew: list[Person], home: Path) -> dict[str, Any]:
     from latency import gen_texts
 
     from memoryd import Engine
-    from memoryd.config import Settings
+    from memoryd.shared.config import Settings
 
     home.mkdir(parents=True, exist_ok=True)
     work = home.parent / "fill-cwd"

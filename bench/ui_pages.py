@@ -51,7 +51,7 @@ def _repo(path: Path, remote: str) -> Path:
 
 def fill(n: int, root: Path, embedder: Any) -> dict[str, Any]:
     from memoryd import Engine
-    from memoryd.config import Settings
+    from memoryd.shared.config import Settings
 
     info: dict[str, Any] = {}
     repo = _repo(root / "widgets", "git@github.com:acme/widgets.git")
@@ -112,7 +112,7 @@ async def measure(info: dict[str, Any], embedder: Any, reps: int) -> dict[str, d
 
     from memoryd import Engine
     from memoryd.engine.console import BrowseQuery
-    from memoryd.http_security import new_token
+    from memoryd.shared.http_security import new_token
     from memoryd.ui import create_app
     from memoryd.ui.security import allowed_hosts
 
@@ -203,8 +203,8 @@ def main() -> None:
     )
     ap.add_argument("--keep", help="fill into this folder and keep it (one size); reused if already filled")
     args = ap.parse_args()
-    from memoryd.config import Settings
     from memoryd.search.embed import make_embedder
+    from memoryd.shared.config import Settings
 
     m = C.machine()
     C.print_machine(m)

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.search.embed import UseEmbedder
+from memoryd.shared.config import Settings
 
 if TYPE_CHECKING:
     from .pg import PgServer

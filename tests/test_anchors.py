@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from memoryd.agents.hooks import run_hook
-from memoryd.config import Settings
 from memoryd.engine import Engine
-from memoryd.errors import Conflict, InvalidInput, NotFound, Rejected
+from memoryd.shared.config import Settings
+from memoryd.shared.errors import Conflict, InvalidInput, NotFound, Rejected
 
 from .conftest import git, make_repo
 
@@ -390,7 +390,7 @@ def test_drift_is_a_multiplier_after_the_ranking_and_hits_say_so(engine: Engine,
 def test_recall_logs_its_hits_after_drift_and_refuses_bad_input_before_any_work(engine: Engine, code: Path) -> None:
     from datetime import UTC, datetime
 
-    from memoryd.models import Scope
+    from memoryd.shared.models import Scope
 
     save(engine, "Sessions are looked up by token in `get_session()` in auth/session.py")
 
@@ -633,7 +633,7 @@ def test_file_hook_reads_postgresql(
     assert a in json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
 
 
-# -- one "already injected" record for every hook of a session (memoryd.injected) ---------------------------
+# -- one "already injected" record for every hook of a session (memoryd.shared.injected) ---------------------------
 
 
 def _hook_env(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> None:
@@ -676,7 +676,7 @@ def test_the_file_hook_and_the_prompt_recall_never_inject_a_memory_twice(
     )
     assert a not in _prompt(code, "How are sessions looked up by token?", "s-b", settings, embedder)
     # one record per session, naming the hook that injected each memory
-    from memoryd.injected import InjectedRecord
+    from memoryd.shared.injected import InjectedRecord
 
     assert InjectedRecord(settings.home, "s-a")._read() == {a: "user-prompt-submit"}
     assert InjectedRecord(settings.home, "s-b")._read() == {a: "pre-tool-use:file"}
@@ -712,7 +712,7 @@ def test_memories_for_path_claims_in_the_shared_record_and_a_raced_claim_is_left
     engine: Engine, code: Path
 ) -> None:
     from memoryd.anchors.filectx import FileMemory, compose_once
-    from memoryd.injected import InjectedRecord
+    from memoryd.shared.injected import InjectedRecord
 
     a = save(engine, "Sessions come from `get_session()` in auth/session.py")
     b = save(engine, "`Store.get` in auth/session.py returns None for a missing key")
@@ -729,7 +729,7 @@ def test_memories_for_path_claims_in_the_shared_record_and_a_raced_claim_is_left
 
 
 def test_session_ids_name_one_record_each(tmp_path: Path) -> None:
-    from memoryd.injected import InjectedRecord
+    from memoryd.shared.injected import InjectedRecord
 
     plain, odd1, odd2 = (InjectedRecord(tmp_path, s) for s in ("sess-1", "a/b", "a_b"))
     assert plain.path.name == "sess-1.json" and odd2.path.name == "a_b.json"
@@ -759,7 +759,7 @@ def test_the_file_hook_process_imports_no_engine(engine: Engine, code: Path, set
     probe = (
         "import sys, io; sys.stdin = io.StringIO(sys.argv[1]); from memoryd.agents.hooks import main; main(['pre-tool-use']);"
         " bad = [m for m in ('numpy', 'pydantic', 'typer', 'onnxruntime', 'tokenizers', 'tree_sitter', 'memoryd.engine',"
-        " 'memoryd.models', 'memoryd.config', 'memoryd.search', 'memoryd.anchors.resolve', 'memoryd.anchors.renames',"
+        " 'memoryd.shared.models', 'memoryd.shared.config', 'memoryd.search', 'memoryd.anchors.resolve', 'memoryd.anchors.renames',"
         " 'filelock', 'dataclasses', 'inspect')"
         " if m in sys.modules];"
         " print('\\nHEAVY', bad)"
@@ -784,7 +784,7 @@ def test_explicit_anchors_are_redacted_before_use(engine: Engine, code: Path) ->
 
 def test_the_hooks_git_reading_matches_git(code: Path, tmp_path: Path) -> None:
     from memoryd.anchors.git import GitRepo
-    from memoryd.scope import infer_scope, repository_scope_hash
+    from memoryd.shared.scope import infer_scope, repository_scope_hash
 
     git(code, "worktree", "add", "-q", str(tmp_path / "wt"), "-b", "side")
     (tmp_path / "plain").mkdir()

@@ -129,7 +129,7 @@ def test_explicit_qualified_anchor_resolves_and_a_wrong_one_says_why(engine: Eng
         "rows go in batches", source="user", gate="trusted", anchors=["sqlite_utils.db.Table.insert_all"]
     )
     assert r.anchors == ["sqlite_utils/db.py::Table.insert_all"]
-    from memoryd.errors import InvalidInput
+    from memoryd.shared.errors import InvalidInput
 
     with pytest.raises(InvalidInput, match=r"anchors\[0\] 'sqlite_utils.db.Table.nope': no definition of "
                                            r"sqlite_utils.db.Table.nope in the repository"):  # fmt: skip

@@ -34,23 +34,12 @@ SURFACES = {
     "agents",
     "daemon",  # the resident memoryd (its local API, hooks and MCP over a Unix socket) and its thin clients
 }
-# Modules below the engine that every layer may share: data types, settings, errors, limits, and
-# surface-neutral helpers that hold no business logic.
-SHARED = {
-    "memoryd",
-    "config",
-    "errors",
-    "models",
-    "limits",
-    "scope",
-    "scope_key",
-    "extras",
-    "http_security",
-    "injected",
-    "stamps",
-}
-# Internals: what only the engine (and the layers below it) may import.
-INTERNALS = {"storage", "search", "text", "anchors", "vault", "formats", "llm"}
+# Below the engine, what every layer may share: the package root's re-exports and `shared/` (data types,
+# settings, errors, limits, scope, and surface-neutral helpers that hold no business logic).
+SHARED = {"memoryd", "shared"}
+# Internals: what only the engine (and the layers below it) may import. `formats/` holds memoryd's own
+# vault format and the other tools' formats; `text/` the text policies and the optional LLM.
+INTERNALS = {"storage", "search", "text", "anchors", "formats"}
 
 # Reaches that are part of the design.
 RECORDED: set[tuple[str, str]] = {
@@ -276,11 +265,11 @@ def test_every_store_write_passes_the_one_rights_check() -> None:
 
 
 def test_error_statuses_and_exit_codes_live_on_the_error_classes() -> None:
-    """Issue 22: an error's HTTP status and CLI exit code are set once, on its class (`memoryd.errors`);
+    """Issue 22: an error's HTTP status and CLI exit code are set once, on its class (`memoryd.shared.errors`);
     no surface keeps a table of its own (the console's missed three codes)."""
     import re
 
-    from memoryd import errors
+    from memoryd.shared import errors
 
     table = re.compile(r"""["'](invalid_input|not_found|conflict|forbidden|unauthorized|storage_error)["']\s*:\s*\d""")
     offenders = [str(p.relative_to(SRC)) for p in _modules() if table.search(p.read_text())]
@@ -296,9 +285,9 @@ def test_error_statuses_and_exit_codes_live_on_the_error_classes() -> None:
 def test_no_import_cycle_between_shared_modules() -> None:
     """Issue 22: `models` and `scope` imported each other (a lazy import hid it); the shared modules import
     one another in one direction only, lazy and annotation-only imports included."""
-    shared = {m for m in SHARED if m != "memoryd"}
-    graph = {m: {i.split(".")[1] for i in _imports(SRC / f"{m}.py")
-                 if i.startswith("memoryd.") and i.split(".")[1] in shared} - {m}
-             for m in shared if (SRC / f"{m}.py").exists()}  # fmt: skip
+    files = {p.stem: p for p in (SRC / "shared").glob("*.py") if p.stem != "__init__"}
+    graph = {m: {i.split(".")[2] for i in _imports(path) if i.startswith("memoryd.shared.")} - {m}
+             for m, path in files.items()}  # fmt: skip
+    assert {"models", "scope", "errors", "config"} <= set(graph)
     cycles = sorted((a, b) for a in graph for b in graph[a] if a in graph.get(b, set()))
     assert cycles == []

@@ -7,13 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.search.embed import HashEmbedder
+from memoryd.shared.config import Settings
 
 WRITER = """
 import json, sys
-from memoryd.config import Settings
+from memoryd.shared.config import Settings
 from memoryd.engine import Engine
 from memoryd.search.embed import HashEmbedder
 home, cwd, worker, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.engine.console import BrowseQuery
-from memoryd.errors import AuthorizationRequired, InvalidInput, NotFound
 from memoryd.search.embed import UseEmbedder
+from memoryd.shared.config import Settings
+from memoryd.shared.errors import AuthorizationRequired, InvalidInput, NotFound
 
 from .conftest import make_repo
 

@@ -382,9 +382,9 @@ def test_another_user_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_fallback_in_process_when_the_socket_cannot_be_created(d: D) -> None:
-    from memoryd.config import Settings
     from memoryd.engine import Engine
     from memoryd.search.embed import HashEmbedder
+    from memoryd.shared.config import Settings
 
     with Engine.open(Settings(home=d.home, embedder="hash"), cwd=d.repo, embedder=HashEmbedder(),
                      term_embedder=None) as engine:  # fmt: skip
@@ -452,7 +452,7 @@ def test_hooks_import_nothing_heavy(d: D) -> None:
              "from memoryd.agents import hooks\n"
              "code = hooks.main(['user-prompt-submit'])\n"
              "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'numpy', 'typer', 'mcp') "
-             "or m.startswith(('memoryd.engine', 'memoryd.storage', 'memoryd.search', 'memoryd.config')))\n"
+             "or m.startswith(('memoryd.engine', 'memoryd.storage', 'memoryd.search', 'memoryd.shared.config')))\n"
              "print(repr(heavy), file=sys.stderr)\n")  # fmt: skip
     for event, payload in [
         ("user-prompt-submit", {"prompt": "how do we deploy the billing service?"}),

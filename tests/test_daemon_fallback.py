@@ -33,9 +33,9 @@ MEMORY = "The deploy pipeline runs database migrations before switching traffic.
 
 
 def _seed(home: Path, repo: Path) -> None:
-    from memoryd.config import Settings
     from memoryd.engine import Engine
     from memoryd.search.embed import HashEmbedder
+    from memoryd.shared.config import Settings
 
     with Engine.open(Settings(home=home, embedder="hash"), cwd=repo, embedder=HashEmbedder(),
                      term_embedder=None) as engine:  # fmt: skip

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.config import Settings
 from memoryd.engine import Engine
-from memoryd.errors import InvalidInput, NotFound, Rejected
-from memoryd.models import Scope
+from memoryd.shared.config import Settings
+from memoryd.shared.errors import InvalidInput, NotFound, Rejected
+from memoryd.shared.models import Scope
 
 PG = "本專案用 PostgreSQL 16 做主資料庫，不用 MongoDB，因為需要事務和複雜查詢"
 

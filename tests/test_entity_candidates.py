@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from memoryd.engine.migrate import migrate_store
-from memoryd.models import Atom, Scope
+from memoryd.shared.models import Atom, Scope
 from memoryd.storage.postgres import PostgresStore
 from memoryd.storage.sqlite import SqliteStore
 

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.search.embed import HashEmbedder
+from memoryd.shared.config import Settings
 
 from .conftest import make_repo
 from .mcp.clients import server_env
@@ -85,7 +85,7 @@ def test_cli_runs_exit_clean(tmp_path: Path) -> None:
 KILLED_MID_WRITE = """
 import os, signal, sys
 from pathlib import Path
-from memoryd.config import Settings
+from memoryd.shared.config import Settings
 from memoryd.engine import Engine
 import memoryd.engine.core as core
 from memoryd.search.embed import HashEmbedder

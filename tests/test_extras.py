@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 
 from memoryd import MissingExtra
-from memoryd.config import Settings
 from memoryd.engine import Engine
-from memoryd.errors import EXIT_CODES
-from memoryd.extras import check_settings, installed, missing
 from memoryd.search import vector
 from memoryd.search.embed import HashEmbedder, make_embedder
 from memoryd.search.vector import VectorIndex
+from memoryd.shared.config import Settings
+from memoryd.shared.errors import EXIT_CODES
+from memoryd.shared.extras import check_settings, installed, missing
 
 
 def _uninstall(monkeypatch: pytest.MonkeyPatch, *modules: str) -> None:

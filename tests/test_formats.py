@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from memoryd.engine import Engine
-from memoryd.errors import InvalidInput
 from memoryd.formats import detect
+from memoryd.shared.errors import InvalidInput
 
 DATA = Path(__file__).parent / "data" / "imports"
 
@@ -237,7 +237,7 @@ def test_export_lines_not_carried_are_reported_by_kind(engine: Engine, tmp_path:
 
 
 def test_a_malformed_lines_message_is_whole_and_names_the_limit(engine: Engine, tmp_path: Path) -> None:
-    from memoryd.limits import LIMITS
+    from memoryd.shared.limits import LIMITS
 
     top = LIMITS["tag"][0]
     path = tmp_path / "long.jsonl"
@@ -256,7 +256,7 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 
 def test_markdown_export_import_export_is_byte_stable(engine: Engine, repo: Path, tmp_path: Path) -> None:
-    from memoryd.config import Settings
+    from memoryd.shared.config import Settings
 
     engine.memorize("决定从 React 切到 Solid，理由是性能+体积", type="decision", tags=["frontend"], title="前端切换决策",
                     source="user")  # fmt: skip

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from memoryd.agents import hooks
+from memoryd.agents import hooks, pretool
 from memoryd.agents.hooks import run_hook
-from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.engine.observations import Message, extract_candidates, read_transcript
 from memoryd.engine.reads import fit_lines
 from memoryd.search.embed import E5Embedder
+from memoryd.shared.config import Settings
 
 DATA = Path(__file__).parent / "data" / "transcripts"
 EN = ("claude_en_session.jsonl", "5f0c2d1e-8a41-4c52-9b7e-2f3a6d9e1c01")
@@ -169,7 +169,7 @@ def test_a_prompt_gets_its_relevant_memories_once_per_session(eng: Any, settings
 
 
 def test_the_prompt_recall_keeps_to_its_token_budget(tmp_path: Path, repo: Path, embedder: Any) -> None:
-    from memoryd.injected import estimate_tokens
+    from memoryd.shared.injected import estimate_tokens
 
     settings = Settings(home=tmp_path / "home", prompt_context_tokens=60, prompt_min_score=0.0)
     with open_engine(settings, repo, embedder) as e:
@@ -187,7 +187,7 @@ def test_the_prompt_recall_keeps_to_its_token_budget(tmp_path: Path, repo: Path,
 
 
 def test_token_estimates() -> None:
-    from memoryd.injected import estimate_tokens
+    from memoryd.shared.injected import estimate_tokens
 
     assert estimate_tokens("") == 0
     assert estimate_tokens("abcd") == 1 and estimate_tokens("abcde") == 2
@@ -237,12 +237,12 @@ def test_a_second_pre_tool_use_handler_shares_the_dispatch_and_the_injected_reco
         )
 
     monkeypatch.setattr(
-        hooks,
+        pretool,
         "PRE_TOOL_USE",
         [
-            *hooks.PRE_TOOL_USE,
-            hooks.ToolHandler("stub", lambda t: t == "Read", file_memories),
-            hooks.ToolHandler("env", lambda t: t == "Read", deny_env),
+            *pretool.PRE_TOOL_USE,
+            pretool.ToolHandler("stub", lambda t: t == "Read", file_memories),
+            pretool.ToolHandler("env", lambda t: t == "Read", deny_env),
         ],
     )
 
@@ -283,7 +283,7 @@ def pre(repo: Path, tool: str, tool_input: Any) -> hooks.HookOutput:
 
 
 def test_pre_tool_use_overrides_the_hmg_scope_with_the_inferred_one(repo: Path) -> None:
-    from memoryd.scope import infer_scope
+    from memoryd.shared.scope import infer_scope
 
     got = updated_input(
         pre(
@@ -347,17 +347,17 @@ def test_the_scoped_tool_lists_match_the_servers_input_schemas() -> None:
         mcp = build_server(profile, include_admin=False)
         return {t.name for t in await mcp.list_tools() if "scope" in t.input_schema.get("properties", {})}
 
-    assert asyncio.run(scoped("hmg")) == hooks.HMG_SCOPED
-    assert asyncio.run(scoped("memoryd")) == hooks.MEM_SCOPED | hooks.MEM_REVIEW_SCOPED
+    assert asyncio.run(scoped("hmg")) == pretool.HMG_SCOPED
+    assert asyncio.run(scoped("memoryd")) == pretool.MEM_SCOPED | pretool.MEM_REVIEW_SCOPED
 
     async def destructive(profile: str) -> set[str]:
         mcp = build_server(profile, include_admin=True)
         return {t.name for t in await mcp.list_tools() if t.annotations and t.annotations.destructive_hint}
 
-    scoped_all = hooks.HMG_SCOPED | hooks.MEM_SCOPED | hooks.MEM_REVIEW_SCOPED
+    scoped_all = pretool.HMG_SCOPED | pretool.MEM_SCOPED | pretool.MEM_REVIEW_SCOPED
     assert (
         asyncio.run(destructive("hmg")) | asyncio.run(destructive("memoryd"))
-    ) & scoped_all == hooks.DESTRUCTIVE_SCOPED
+    ) & scoped_all == pretool.DESTRUCTIVE_SCOPED
 
 
 # -- transcripts -> observations -------------------------------------------------------------------------------
@@ -615,7 +615,7 @@ def test_a_slow_hook_is_abandoned_within_its_budget(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, repo: Path
 ) -> None:
     monkeypatch.setattr(hooks, "PRE_TOOL_USE_BUDGET", 0.3)
-    monkeypatch.setattr(hooks, "_pre_tool_use", lambda p, s: time.sleep(5) or "late")
+    monkeypatch.setattr(hooks, "dispatch", lambda p, s: time.sleep(5) or "late")
     settings = Settings(home=tmp_path / "home")
     started = time.perf_counter()
     out = run_hook(
@@ -668,7 +668,7 @@ def test_session_end_returns_at_once_and_a_detached_worker_does_the_work(tmp_pat
 
 _CLAIMER = """
 import sys, time
-from memoryd.injected import InjectedRecord
+from memoryd.shared.injected import InjectedRecord
 home, who, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
 while time.time() < start:
     time.sleep(0.001)
@@ -683,7 +683,7 @@ print(" ".join(got))
 def test_hooks_racing_in_one_session_claim_each_memory_exactly_once(tmp_path: Path) -> None:
     """Four processes claim overlapping ids at the same moment through the record's lock: every id is
     handed to exactly one of them, and the record lists each with the process that won it."""
-    from memoryd.injected import InjectedRecord
+    from memoryd.shared.injected import InjectedRecord
 
     start = time.time() + 1.5
     procs = [subprocess.Popen([sys.executable, "-c", _CLAIMER, str(tmp_path), f"p{k}", str(start)],
@@ -700,7 +700,7 @@ def test_hooks_racing_in_one_session_claim_each_memory_exactly_once(tmp_path: Pa
 def test_a_claim_waits_for_the_lock_and_gives_up_with_a_clear_error(tmp_path: Path) -> None:
     import fcntl
 
-    from memoryd import injected
+    from memoryd.shared import injected
 
     rec = injected.InjectedRecord(tmp_path, "held")
     rec.claim(["a"], "brief")

@@ -16,10 +16,10 @@ import pytest
 from typer.testing import CliRunner
 
 from memoryd.cli import app
-from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.engine.importer import MARKER_PREFIX
 from memoryd.search.embed import HashEmbedder
+from memoryd.shared.config import Settings
 
 runner = CliRunner()
 

@@ -22,7 +22,7 @@ from memoryd.agents.install import (
     uninstall_codex,
 )
 from memoryd.agents.install.common import _backup_path
-from memoryd.errors import InvalidInput
+from memoryd.shared.errors import InvalidInput
 
 MCP = "/opt/memoryd/.venv/bin/memoryd-mcp"  # user scope: this machine's files take absolute paths
 HOOK = "/opt/memoryd/.venv/bin/memoryd"
@@ -469,7 +469,7 @@ def test_codex_malformed_toml_is_named_and_untouched(tmp_path: Path) -> None:
 
 
 def test_bad_profile_and_scope_are_invalid_input(home: Path, project: Path) -> None:
-    from memoryd.errors import InvalidInput
+    from memoryd.shared.errors import InvalidInput
 
     with pytest.raises(InvalidInput):
         install_claude("project", "nope", home=home, project_dir=project)  # type: ignore[arg-type]

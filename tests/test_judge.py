@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from memoryd.llm import LLMError, llm_from_env
 from memoryd.text.judge import Judgment, band, judge, judge_heuristic, suggest_topic_key
+from memoryd.text.llm import LLMError, llm_from_env
 
 DATA = Path(__file__).parent / "data" / "judge_pairs.jsonl"
 TYPES = ("supersedes", "contradicts", "duplicates", "refines", "unrelated")

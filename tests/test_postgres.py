@@ -23,12 +23,12 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.engine.migrate import migrate_store
-from memoryd.errors import StorageBusy, StorageError
-from memoryd.models import Atom, Scope
 from memoryd.search.embed import HashEmbedder
+from memoryd.shared.config import Settings
+from memoryd.shared.errors import StorageBusy, StorageError
+from memoryd.shared.models import Atom, Scope
 from memoryd.storage.migrations import INDEXED_DIMS, MIGRATIONS
 from memoryd.storage.postgres import PostgresStore
 from memoryd.storage.sqlite import SqliteStore
@@ -532,7 +532,7 @@ def test_both_backends_give_the_same_answers(tmp_path: Path, repo: Path, dsn: st
 WRITER = """
 import json, os, sys
 os.fsync = lambda fd: None  # the vault files' durability is not under test, the database's chain is
-from memoryd.config import Settings
+from memoryd.shared.config import Settings
 from memoryd.engine import Engine
 from memoryd.search.embed import HashEmbedder
 home, db, cwd, worker, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])

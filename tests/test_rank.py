@@ -234,7 +234,7 @@ def test_a_matching_question_passes_part_of_its_score_to_the_turn_saved_after_it
 def test_successors_are_the_next_memory_of_the_same_scope_within_the_window(engine: Engine) -> None:
     import time
 
-    from memoryd.models import Scope
+    from memoryd.shared.models import Scope
 
     a = engine.memorize("Melanie: where did you get that camera?", gate="trusted").atom_id
     other_scope = Scope(tenant_id=engine.scope.tenant_id, workspace="other", repository="elsewhere")

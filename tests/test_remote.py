@@ -450,7 +450,7 @@ def test_install_codex_remote_keeps_the_users_env_vars(places: tuple[Path, Path]
 def test_install_remote_refuses_what_would_not_work(places: tuple[Path, Path], tmp_path: Path, kw: dict[str, Any],
                                                     expected: str) -> None:  # fmt: skip
     from memoryd.agents.install import install_claude, install_codex
-    from memoryd.errors import InvalidInput
+    from memoryd.shared.errors import InvalidInput
 
     home, project = places
     calls = [lambda: install_codex(home, tmp_path / "codex", **kw)]
@@ -465,7 +465,7 @@ def test_install_remote_refuses_what_would_not_work(places: tuple[Path, Path], t
 
 def test_install_remote_project_scope_refuses_a_path_on_this_machine(places: tuple[Path, Path]) -> None:
     from memoryd.agents.install import install_claude
-    from memoryd.errors import InvalidInput
+    from memoryd.shared.errors import InvalidInput
 
     home, project = places
     with pytest.raises(InvalidInput, match="is a path on this machine"):

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.scope import infer_scope, parse_remote
+from memoryd.shared.scope import infer_scope, parse_remote
 
 from .conftest import git, make_repo
 

@@ -19,9 +19,9 @@ import psycopg_pool
 import pytest
 from ulid import ULID
 
-from memoryd.config import Settings
-from memoryd.errors import StorageBusy, StorageError
-from memoryd.models import Atom, Scope
+from memoryd.shared.config import Settings
+from memoryd.shared.errors import StorageBusy, StorageError
+from memoryd.shared.models import Atom, Scope
 from memoryd.storage import open_store
 from memoryd.storage.postgres import PSYCOPG_EXC_MAP, PostgresDialect
 from memoryd.storage.sqlite import SQLITE_EXC_MAP, SqliteDialect, SqliteStore

@@ -26,11 +26,11 @@ from typing import Any, Generic, Protocol
 import pytest
 
 import memoryd
-from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.engine.migrate import migrate_store
-from memoryd.scope import infer_scope
 from memoryd.search.embed import UseEmbedder
+from memoryd.shared.config import Settings
+from memoryd.shared.scope import infer_scope
 from memoryd.storage import open_store
 from memoryd.storage.base import Store, StoreTx
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.search.embed import UseEmbedder
+from memoryd.shared.config import Settings
 from memoryd.ui import create_app
 from memoryd.ui.security import CSP, MIN_TOKEN_CHARS, TokenError, allowed_hosts, resolve_token
 
@@ -86,7 +86,7 @@ def test_token_rules() -> None:
     with pytest.raises(TokenError, match="MEMORYD_TOKEN is 10 characters; use at least 32"):
         resolve_token("127.0.0.1", "x" * 10)
     assert allowed_hosts("127.0.0.1", 9) == {"127.0.0.1:9", "localhost:9", "[::1]:9"}
-    # the transport's allow-list (memoryd.http_security): bind address, loopback names, --allowed-host
+    # the transport's allow-list (memoryd.shared.http_security): bind address, loopback names, --allowed-host
     assert allowed_hosts("192.0.2.7", 9) == {"192.0.2.7:9", "127.0.0.1:9", "localhost:9", "[::1]:9"}
     assert "memoryd.lan:9" in allowed_hosts("0.0.0.0", 9, ["memoryd.lan"])
 
@@ -174,7 +174,7 @@ async def test_cross_site_posts_are_refused(web: httpx2.AsyncClient, console: En
     csrf = await _csrf(web)
     data = {"_csrf": csrf, "action": "negate", "reason": "attack"}
     cases = [
-        # another host: refused by the rules the transport shares (memoryd.http_security)
+        # another host: refused by the rules the transport shares (memoryd.shared.http_security)
         ({"Origin": "http://evil.example"}, "Origin &#x27;http://evil.example&#x27; is not allowed"),
         ({"Origin": "null"}, "Origin &#x27;null&#x27; is not allowed"),
         ({}, "no Origin or Referer header"),

@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.search.embed import UseEmbedder
+from memoryd.shared.config import Settings
 
 from .conftest import make_repo
 from .mcp.clients import server_env

@@ -29,10 +29,10 @@ from typing import Any
 import httpx2
 import pytest
 
-from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.engine.console import BrowseQuery
 from memoryd.search.embed import HashEmbedder
+from memoryd.shared.config import Settings
 from memoryd.ui import create_app, security, server
 
 from .conftest import make_repo

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.engine.console import BrowseQuery
 from memoryd.search.embed import HashEmbedder
+from memoryd.shared.config import Settings
 from memoryd.storage.migrations import MIGRATIONS, Backend
 
 from .conftest import git, make_repo

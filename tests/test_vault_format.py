@@ -1,4 +1,4 @@
-"""The markdown vault's file format and file IO (memoryd.vault), on real files in a temp dir."""
+"""The markdown vault's file format and file IO (memoryd.formats.vault), on real files in a temp dir."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memoryd import vault
-from memoryd.models import ATOM_TYPES, Atom, Scope
-from memoryd.vault import FRONTMATTER_KEYS, VaultFormatError
+from memoryd.formats import vault
+from memoryd.formats.vault import FRONTMATTER_KEYS, VaultFormatError
+from memoryd.shared.models import ATOM_TYPES, Atom, Scope
 
 ID_A = "01J9Z3Q6X0ABCDEFGHJKMNPQRS"
 ID_B = "01J9Z3Q6X0ABCDEFGHJKMNPQRT"

@@ -117,7 +117,7 @@ def test_doctor_reports_vault_drift(engine: Engine) -> None:
 
 def test_sync_parses_only_files_whose_bytes_changed(engine: Engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Start-up sync over a big unchanged vault must not re-parse every file's YAML."""
-    import memoryd.vault as vault_module
+    import memoryd.formats.vault as vault_module
 
     ids = [engine.memorize(f"Service s{i} listens on port {8000 + i} behind the gateway").atom_id for i in range(6)]
     parsed: list[Path] = []

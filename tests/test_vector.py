@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from memoryd import Engine
-from memoryd.config import Settings
 from memoryd.search.embed import HashEmbedder
 from memoryd.search.vector import VectorIndex
+from memoryd.shared.config import Settings
 
 DIM = 32
 

@@ -39,9 +39,9 @@ __all__ = [
 if TYPE_CHECKING:
     from typing import Any
 
-    from .config import Settings
     from .engine import Engine
-    from .errors import (
+    from .shared.config import Settings
+    from .shared.errors import (
         AuthorizationRequired,
         Conflict,
         Forbidden,
@@ -56,12 +56,12 @@ if TYPE_CHECKING:
         TooManyAttempts,
         Unauthorized,
     )
-    from .models import Scope
-    from .scope import infer_scope
+    from .shared.models import Scope
+    from .shared.scope import infer_scope
 
 _LAZY = {
-    "Engine": "engine", "Settings": "config", "Scope": "models", "infer_scope": "scope",
-    **{name: "errors" for name in (
+    "Engine": "engine", "Settings": "shared.config", "Scope": "shared.models", "infer_scope": "shared.scope",
+    **{name: "shared.errors" for name in (
         "AuthorizationRequired", "Conflict", "Forbidden", "IntegrityError", "InvalidInput", "MemorydError", "MissingExtra",
         "NotFound", "Rejected", "StorageBusy", "StorageError", "TooManyAttempts", "Unauthorized",
     )},

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from memoryd.config import Settings
 from memoryd.engine import Engine
+from memoryd.shared.config import Settings
 
 from ..conftest import make_repo
 from .fake_model import ScriptedModel, serve

@@ -40,7 +40,7 @@ def test_a_scope_argument_naming_another_repository_warns_once_and_stays_here(en
 
 
 def test_a_handler_refuses_bad_input_with_the_engines_error(engine: Engine) -> None:
-    from memoryd.errors import InvalidInput
+    from memoryd.shared.errors import InvalidInput
 
     with pytest.raises(InvalidInput, match="scope must be a string"):
         mem.mem_timeline(engine, scope=42)  # type: ignore[arg-type]

@@ -101,9 +101,9 @@ async def test_memorize_recall_dedup_and_scope_override(where: tuple[Path, Path]
         top = r["atoms"][0]
         assert top["atom_id"] == m["atom_id"] and top["content"] == content and top["source"] == "user"
         assert 0.0 < top["score"] <= 1.0 and top["created_at"]
-    from memoryd.config import Settings
     from memoryd.engine import Engine
     from memoryd.search.embed import HashEmbedder
+    from memoryd.shared.config import Settings
 
     with Engine.open(Settings(home=home), cwd=repo, embedder=HashEmbedder()) as e:
         atom = e.get(m["atom_id"])

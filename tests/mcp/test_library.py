@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.mcp.hmg import TOOL_NAMES as HMG_TOOLS
 from memoryd.mcp.mem import ADMIN_TOOLS, AGENT_TOOLS
 from memoryd.search.embed import HashEmbedder
+from memoryd.shared.config import Settings
 
 from ..conftest import make_repo
 from .clients import ok, open_session

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.mcp.app import build_server, list_tool_names
 from memoryd.mcp.mem import ADMIN_TOOLS, AGENT_TOOLS
 from memoryd.search.embed import HashEmbedder
+from memoryd.shared.config import Settings
 
 from ..conftest import make_repo
 from .clients import err, ok, open_session

@@ -18,9 +18,9 @@ from pathlib import Path
 def main() -> None:
     home, repo, side, seed = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     db = sys.argv[5] if len(sys.argv) > 5 else None
-    from memoryd.config import Settings
     from memoryd.engine import Engine
     from memoryd.search.embed import HashEmbedder
+    from memoryd.shared.config import Settings
 
     rng = random.Random(seed)
     fd = os.open(side, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)

@@ -22,7 +22,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from memoryd.config import Settings
+from memoryd.shared.config import Settings
 
 from ..conftest import make_repo
 from ..mcp.clients import SERVER, http_server

@@ -104,9 +104,9 @@ async def test_bad_bodies_get_a_json_rpc_error(tmp_path: Path) -> None:
 
 
 async def test_the_console_and_the_transport_decide_alike() -> None:
-    """One implementation (memoryd.http_security): the same Host/Origin/token decisions on both surfaces;
+    """One implementation (memoryd.shared.http_security): the same Host/Origin/token decisions on both surfaces;
     the console adds its cookie, CSRF and same-origin (port included) checks on top."""
-    from memoryd.http_security import allowed_names, origins
+    from memoryd.shared.http_security import allowed_names, origins
     from memoryd.ui.security import ConsoleGuard
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
@@ -143,7 +143,7 @@ async def test_the_console_and_the_transport_decide_alike() -> None:
 
 
 def test_memoryd_ui_and_memoryd_mcp_refuse_the_same_tokens(tmp_path: Path) -> None:
-    from memoryd.http_security import TokenError, server_token
+    from memoryd.shared.http_security import TokenError, server_token
 
     for host, token in (("0.0.0.0", None), ("0.0.0.0", ""), ("127.0.0.1", "a" * 31), ("192.0.2.1", "x")):
         with pytest.raises(TokenError):

@@ -1,5 +1,5 @@
-"""Every limit is documented: the README's Limits table is `memoryd.limits.markdown_table()` verbatim
-(regenerate it with `python -m memoryd.limits`), and the engine enforces each."""
+"""Every limit is documented: the README's Limits table is `memoryd.shared.limits.markdown_table()` verbatim
+(regenerate it with `python -m memoryd.shared.limits`), and the engine enforces each."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from memoryd.engine import Engine
-from memoryd.errors import InvalidInput, Rejected
-from memoryd.limits import LIMITS, markdown_table
+from memoryd.shared.errors import InvalidInput, Rejected
+from memoryd.shared.limits import LIMITS, markdown_table
 
 README = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
 
@@ -19,7 +19,7 @@ def test_readme_limits_table_matches_the_code() -> None:
     section = README.split("### Limits", 1)[1].split("###", 1)[0]
     rows = re.findall(r"^\| `(\w+)` \| (\d+) (\w+) \| (.+) \|$", section, re.M)
     assert {name: (int(n), unit, what) for name, n, unit, what in rows} == LIMITS
-    assert markdown_table() in section, "README's Limits table is not generated: python -m memoryd.limits"
+    assert markdown_table() in section, "README's Limits table is not generated: python -m memoryd.shared.limits"
     assert "Security model" in README and "--allowed-host" in README
 
 

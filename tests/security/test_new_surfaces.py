@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.engine.console import BrowseQuery
-from memoryd.errors import AuthorizationRequired, InvalidInput, NotFound
-from memoryd.limits import LIMITS
 from memoryd.search.embed import HashEmbedder
+from memoryd.shared.config import Settings
+from memoryd.shared.errors import AuthorizationRequired, InvalidInput, NotFound
+from memoryd.shared.limits import LIMITS
 
 from ..conftest import git, make_repo
 from ._util import person, session

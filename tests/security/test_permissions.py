@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.search.embed import HashEmbedder
+from memoryd.shared.config import Settings
 
 
 def _mode(path: Path) -> int:

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.search.embed import HashEmbedder
+from memoryd.shared.config import Settings
 from memoryd.text.redact import redact
 
 from ..conftest import make_repo
@@ -177,7 +177,7 @@ def test_no_secret_reaches_any_stored_byte(
 
 def test_error_messages_never_echo_a_secret(engine: Engine) -> None:
     """Error texts are logged by the MCP SDK: an id that is really a token comes back redacted."""
-    from memoryd.errors import NotFound, Rejected
+    from memoryd.shared.errors import NotFound, Rejected
 
     token = "ghp_" + "Zq8x3Lm2" * 4 + "Ab12"
     with pytest.raises(NotFound) as exc:

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from ulid import ULID
 
-from memoryd.config import Settings
 from memoryd.engine import Engine
-from memoryd.errors import AuthorizationRequired, NotFound, Rejected
 from memoryd.search.embed import HashEmbedder
+from memoryd.shared.config import Settings
+from memoryd.shared.errors import AuthorizationRequired, NotFound, Rejected
 
 from ..conftest import make_repo
 from ._util import answer, person, session

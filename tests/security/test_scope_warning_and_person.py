@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memoryd.cli import app
-from memoryd.config import Settings
+from memoryd.shared.config import Settings
 
 from ..conftest import make_repo
 from ._util import answer, person, session

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.config import Settings
 from memoryd.engine import Engine
 from memoryd.search.embed import HashEmbedder
+from memoryd.shared.config import Settings
 
 from ..conftest import make_repo
 
 CHANGER = """
 import random, sys
 from pathlib import Path
-from memoryd.config import Settings
+from memoryd.shared.config import Settings
 from memoryd.engine import Engine
 from memoryd.search.embed import HashEmbedder
 home, repo, db, seed = sys.argv[1], sys.argv[2], sys.argv[3] or None, int(sys.argv[4])

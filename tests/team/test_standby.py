@@ -28,9 +28,9 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from memoryd.config import Settings
 from memoryd.engine import Engine, HashEmbedder
-from memoryd.errors import StorageError
+from memoryd.shared.config import Settings
+from memoryd.shared.errors import StorageError
 from memoryd.storage.pg_route import read_targets, reading_as
 from memoryd.storage.postgres import PostgresStore
 

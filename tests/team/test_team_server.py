@@ -26,8 +26,8 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from memoryd.config import Settings
 from memoryd.engine import Engine, HashEmbedder
+from memoryd.shared.config import Settings
 
 from ..mcp.clients import HEADERS, INIT, SERVER, http_server, server_env
 

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from memoryd.config import Settings
 from memoryd.engine import Engine, HashEmbedder
-from memoryd.errors import Forbidden, InvalidInput, NotFound, Rejected, Unauthorized
+from memoryd.shared.config import Settings
+from memoryd.shared.errors import Forbidden, InvalidInput, NotFound, Rejected, Unauthorized
 
 
 @pytest.fixture
@@ -155,8 +155,8 @@ def test_a_token_label_is_redacted(op: Engine) -> None:
 
 
 def test_a_request_without_identity_is_refused_by_the_team_handle(settings: Settings) -> None:
-    from memoryd.errors import MemorydError
     from memoryd.mcp.common import EngineHandle, RequestHandle
+    from memoryd.shared.errors import MemorydError
 
     handle = RequestHandle(EngineHandle(settings, settings.home))
     try:
@@ -254,7 +254,7 @@ def test_wrong_secrets_cost_bounded_work(op: Engine, monkeypatch: pytest.MonkeyP
     import time
 
     from memoryd.engine import tenancy
-    from memoryd.errors import StorageBusy, TooManyAttempts
+    from memoryd.shared.errors import StorageBusy, TooManyAttempts
 
     def timed(token: str, client: str) -> tuple[float, str]:
         start = time.perf_counter()

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from memoryd.config import Settings
 from memoryd.engine import Engine, HashEmbedder
 from memoryd.search.tokenize import tokens
+from memoryd.shared.config import Settings
 
 ALICE = [
     "Project Orion ships the billing export on Fridays",

@@ -3,9 +3,9 @@
 `Engine.memories_for_path` answers the same question through the engine; this is its fast twin for
 a hook process, which must answer in ~100 ms and so reads the store through `storage.light` (no
 engine, numpy or pydantic). Both compose the answer with `anchors.filectx.compose_once`, which
-leaves out what the session's `memoryd.injected.InjectedRecord` (shared with the SessionStart brief
+leaves out what the session's `memoryd.shared.injected.InjectedRecord` (shared with the SessionStart brief
 and the UserPromptSubmit recall) says it was already given, and claims what it adds. This is the
-`file` handler of `hooks.PRE_TOOL_USE`.
+`file` handler of `pretool.PRE_TOOL_USE`.
 
 Settings come from the environment as `Settings` reads them: `MEMORYD_HOME`, `MEMORYD_DB`,
 `MEMORYD_ANCHORS`, `MEMORYD_FILE_CONTEXT_TOKENS` (tests/test_anchors.py checks they agree).
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..anchors.git import GitRepo
-from ..injected import InjectedRecord
+from ..shared.injected import InjectedRecord
 
 if TYPE_CHECKING:
     from ..anchors.filectx import Composed
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["FILE_TOOLS", "FILE_TOOLS_MATCHER", "default_home", "file_context", "hook_output", "settings_from_env"]
 
 # Claude Code's file tools and the input field naming the file; `memoryd install` and the plugin register
-# FILE_TOOLS_MATCHER for the hooks' `file` handler (hooks.PRE_TOOL_USE).
+# FILE_TOOLS_MATCHER for the hooks' `file` handler (pretool.PRE_TOOL_USE).
 FILE_TOOLS: dict[str, str] = {
     "Read": "file_path", "Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path",
     "NotebookEdit": "notebook_path",
@@ -72,7 +72,7 @@ def file_context(payload: dict[str, Any], home: Path) -> Composed | None:
     field = FILE_TOOLS.get(str(payload.get("tool_name") or ""))
     tool_input = payload.get("tool_input")
     target = tool_input.get(field) if field and isinstance(tool_input, dict) else None
-    from ..limits import LIMITS  # standard library only
+    from ..shared.limits import LIMITS  # standard library only
 
     if not isinstance(target, str) or not target.strip() or len(target) > LIMITS["path"][0]:
         return None  # over the limits table's `path`: nothing to add, as for a file outside the repository
@@ -85,7 +85,7 @@ def file_context(payload: dict[str, Any], home: Path) -> Composed | None:
     rel = repo.relpath(str(start)) if repo is not None else None
     if repo is None or rel is None:
         return None
-    from ..scope import repository_scope_hash
+    from ..shared.scope import repository_scope_hash
     from ..storage.light import open_reader
 
     reader = open_reader(home, db)

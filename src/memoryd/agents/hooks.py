@@ -9,15 +9,15 @@ adds `tool_name`, `tool_input`; UserPromptSubmit `prompt`; SessionStart `source`
   short guide on an empty store) as
   `{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": …}}`, at most
   `brief_max_chars` characters. A sensitive scope without a grant gets a notice, not its memories.
-  The memories shown are recorded as injected in this session (`memoryd.injected`).
+  The memories shown are recorded as injected in this session (`memoryd.shared.injected`).
 - `user-prompt-submit`: the memories most relevant to the prompt (hybrid recall over this
   repository and the global scope, score ≥ `prompt_min_score`), those not injected yet in this
   session, within `prompt_context_tokens` estimated tokens, as `additionalContext`. The hook waits
   `prompt_model_wait` seconds for the embedding model; past that the recall uses keyword and
   entity signals, and the score bar is scaled to what those can reach. Nothing for a sensitive
   scope without a grant, an empty prompt or a budget of 0.
-- `pre-tool-use`: every handler in `PRE_TOOL_USE` whose matcher takes the tool runs, and their
-  answers merge into one `hookSpecificOutput` (see `ToolHandler`). memoryd's own handler pins the
+- `pre-tool-use`: every handler in `memoryd.agents.pretool.PRE_TOOL_USE` whose matcher takes the tool
+  runs, and their answers merge into one `hookSpecificOutput`. memoryd's own handler pins the
   scope of its scoped memory tools (`mcp__memoryd__*`, `mcp__hmg__*`) to the one inferred from
   `cwd`: `updatedInput` (the whole input) paired with `permissionDecision` — "allow" (Claude
   Code's documented pairing to apply a rewrite; the user's deny and ask rules still win, checked
@@ -45,15 +45,17 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
+
+from .hookenv import data_home, log, payload_cwd
+from .pretool import dispatch
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-    from ..config import Settings
     from ..engine import Embedder, Engine
+    from ..shared.config import Settings
 
 __all__ = ["EVENTS", "HookOutput", "main", "run_hook", "serve_hook"]
 
@@ -75,15 +77,7 @@ PRE_TOOL_USE_BUDGET = 3.0
 WORKER_BUDGET = 30.0  # the detached observation worker's own bound (then a hard stop at WORKER_HARD_STOP)
 WORKER_HARD_STOP = 120
 STDIN_TIMEOUT = 2.0
-LOG_MAX_BYTES = 1_000_000
 
-# Memory tools whose input carries a scope, from the servers' published input schemas.
-HMG_SCOPED = frozenset({"memory_memorize", "memory_recall", "memory_correct", "memory_govern", "memory_handoff"})
-MEM_SCOPED = frozenset({"mem_save", "mem_search", "mem_timeline", "mem_session_start", "mem_capture_passive",
-                        "mem_request_sensitive_read"})  # fmt: skip
-MEM_REVIEW_SCOPED = frozenset({"mem_review_pending", "mem_promote"})  # "global" = every scope (their default)
-DESTRUCTIVE_SCOPED = frozenset({"memory_govern"})  # destructiveHint: the person confirms (permissionDecision "ask")
-SERVERS = ("memoryd", "hmg")
 # Types the prompt recall leaves out: session records are bookkeeping, the brief shows the handoff.
 PROMPT_SKIP_TYPES = frozenset({"session", "handoff"})
 
@@ -93,22 +87,6 @@ PROMPT_SKIP_TYPES = frozenset({"session", "handoff"})
 class HookOutput(NamedTuple):
     stdout: str = ""
     exit_code: int = 0
-
-
-class ToolHandler(NamedTuple):
-    """One PreToolUse handler. `matches(tool_name)` picks the calls it sees; `run(payload, settings)`
-    returns `hookSpecificOutput` fields (`updatedInput`, `permissionDecision`,
-    `permissionDecisionReason`, `additionalContext`) or None.
-
-    Handlers run in `PRE_TOOL_USE` order; a later one sees the `tool_input` an earlier one updated.
-    Their answers merge: the last `updatedInput`, the strictest `permissionDecision` (deny > ask >
-    allow), every `additionalContext` joined. A handler that injects memories claims them in the
-    session's `InjectedRecord` first (see `_claim`), as the prompt recall does.
-    """
-
-    name: str
-    matches: Callable[[str], bool]
-    run: Callable[[dict[str, Any], Settings | None], dict[str, Any] | None]
 
 
 class _NoVector(RuntimeError):
@@ -156,52 +134,6 @@ class _NoEmbedder:
 
     def query(self, text: str) -> Any:
         raise RuntimeError("the session-start hook does not embed")
-
-
-# -- logging -------------------------------------------------------------------------------------------
-
-
-def _home(settings: Settings | None) -> Path:
-    if settings is not None:
-        return Path(settings.home)
-    env = os.environ.get("MEMORYD_HOME")
-    if env:
-        return Path(env)
-    try:
-        from ..config import Settings
-
-        return Path(Settings().home)
-    except Exception:  # noqa: BLE001 - a broken environment must not stop the log
-        import platformdirs
-
-        return Path(platformdirs.user_data_dir("memoryd", appauthor=False))
-
-
-def log(settings: Settings | None, event: str, message: str) -> None:
-    """Append one line to `<home>/hooks.log` (rotated at 1 MB); never raises. A home that cannot be written
-    (read-only, a sandbox) logs to `${XDG_RUNTIME_DIR:-/tmp}/memoryd-<uid>/hooks.log` instead (0700)."""
-    stamp = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    line = f"{stamp} [{os.getpid()}] {event}: {message.rstrip()}\n"
-    try:
-        path = _home(settings) / "hooks.log"
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            _append(path, line)
-        except OSError:
-            from ..daemon.client import private_dir, tempfile_dir
-
-            private_dir(Path(tempfile_dir()) / f"memoryd-{os.getuid()}")
-            _append(Path(tempfile_dir()) / f"memoryd-{os.getuid()}" / "hooks.log", line)
-    except Exception:  # noqa: BLE001, S110 - logging is best effort; a hook must never fail on it
-        pass
-
-
-def _append(path: Path, line: str) -> None:
-    if path.exists() and path.stat().st_size > LOG_MAX_BYTES:
-        os.replace(path, path.with_name("hooks.log.1"))
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    with os.fdopen(fd, "a", encoding="utf-8") as fh:
-        fh.write(line)
 
 
 class _LogToFile:
@@ -284,7 +216,7 @@ def run_hook(
         log(settings, name, f"bad hook input: {exc}")
         return HookOutput()
     if name == "pre-tool-use":
-        return _bounded(lambda: _pre_tool_use(payload, settings), PRE_TOOL_USE_BUDGET, settings, name)
+        return _bounded(lambda: dispatch(payload, settings), PRE_TOOL_USE_BUDGET, settings, name)
     if name == "session-start":
         return _bounded(lambda: _session_start(payload, settings, embedder), SESSION_START_BUDGET, settings, name)
     if name == "user-prompt-submit":
@@ -315,19 +247,19 @@ def serve_hook(event: str, payload: dict[str, Any], view_for: Callable[[str], En
     transcript on a background thread of the daemon (at most as many at once as `observers` allows)."""
     name = _ALIASES.get((event or "").strip().lower())
     if name is None:
-        from ..errors import InvalidInput
+        from ..shared.errors import InvalidInput
 
         raise InvalidInput(f"unknown hook event {event!r}; expected one of {', '.join(EVENTS)}")
     if name == "pre-tool-use":
-        return _pre_tool_use(payload, settings)
+        return dispatch(payload, settings)
     if name == "session-start":
-        return _session_start(payload, settings, None, engine=view_for(_cwd(payload)))
+        return _session_start(payload, settings, None, engine=view_for(payload_cwd(payload)))
     if name == "user-prompt-submit":
-        return _user_prompt(payload, settings, None, engine=view_for(_cwd(payload)))
+        return _user_prompt(payload, settings, None, engine=view_for(payload_cwd(payload)))
     if not payload.get("session_id") or not payload.get("transcript_path"):
         log(settings, name, "no session_id or transcript_path in the hook input; nothing to observe")
         return ""
-    view = view_for(_cwd(payload))
+    view = view_for(payload_cwd(payload))
 
     def work() -> None:
         with observers:
@@ -372,19 +304,18 @@ def _via_daemon(name: str, stdin_text: str) -> HookOutput | None:
 # -- session-start -----------------------------------------------------------------------------------------
 
 
-def _cwd(payload: dict[str, Any]) -> str:
-    cwd = payload.get("cwd")
-    return cwd if isinstance(cwd, str) and cwd.strip() else os.getcwd()
-
-
 def _session_start(payload: dict[str, Any], settings: Settings | None, embedder: Embedder | None,
                    engine: Engine | None = None) -> str:  # fmt: skip
     """`engine`: the daemon's view for this scope (kept open); else the store is opened here."""
-    from ..config import Settings
     from ..engine import Engine
+    from ..shared.config import Settings
 
     settings = settings or Settings()
-    with _opened(engine) or Engine.open(settings, cwd=_cwd(payload), embedder=embedder or _NoEmbedder()) as engine:  # type: ignore[arg-type]
+    with _opened(engine) or Engine.open(
+        settings,
+        cwd=payload_cwd(payload),
+        embedder=embedder or _NoEmbedder(),  # type: ignore[arg-type]
+    ) as engine:
         context, shown = engine.session_context(mark_session=True)  # the brief also marks where code stood
     if shown is not None and payload.get("session_id"):  # what the brief showed is not injected again this session
         _claim(settings, payload, shown, "session-start")
@@ -401,18 +332,18 @@ def _claim(settings: Settings | None, payload: dict[str, Any], ids: list[str], b
     session_id = payload.get("session_id")
     if not isinstance(session_id, str) or not session_id.strip():
         return ids
-    from ..injected import InjectedRecord
+    from ..shared.injected import InjectedRecord
 
-    return InjectedRecord(_home(settings), session_id).claim(ids, by)
+    return InjectedRecord(data_home(settings), session_id).claim(ids, by)
 
 
 def _already_injected(settings: Settings | None, payload: dict[str, Any]) -> set[str]:
     session_id = payload.get("session_id")
     if not isinstance(session_id, str) or not session_id.strip():
         return set()
-    from ..injected import InjectedRecord
+    from ..shared.injected import InjectedRecord
 
-    return InjectedRecord(_home(settings), session_id).ids()
+    return InjectedRecord(data_home(settings), session_id).ids()
 
 
 # -- user-prompt-submit -------------------------------------------------------------------------------------
@@ -427,11 +358,11 @@ _PROMPT_HEADER = {
 
 def _user_prompt(payload: dict[str, Any], settings: Settings | None, embedder: Embedder | None,
                  engine: Engine | None = None) -> str:  # fmt: skip
-    from ..config import Settings
     from ..engine import Engine
-    from ..errors import AuthorizationRequired
-    from ..injected import estimate_tokens
-    from ..models import ATOM_TYPES
+    from ..shared.config import Settings
+    from ..shared.errors import AuthorizationRequired
+    from ..shared.injected import estimate_tokens
+    from ..shared.models import ATOM_TYPES
 
     started = time.monotonic()
     settings = settings or Settings()
@@ -439,7 +370,7 @@ def _user_prompt(payload: dict[str, Any], settings: Settings | None, embedder: E
     prompt = payload.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip() or settings.prompt_context_tokens <= 0:
         return ""
-    from ..limits import LIMITS
+    from ..shared.limits import LIMITS
 
     # A pasted log is not a query; its start says what it is about (and a query has a limit, limits.py).
     prompt = prompt.strip()[: LIMITS["query"][0]]
@@ -451,7 +382,7 @@ def _user_prompt(payload: dict[str, Any], settings: Settings | None, embedder: E
         inner = make_embedder(settings.embedder) if settings.prompt_model_wait > 0 else None
         embedder = _DeadlineEmbedder(inner, model, deadline)
     with _opened(engine) or Engine.open(
-        settings, cwd=_cwd(payload), embedder=embedder, enforce_sensitive=True
+        settings, cwd=payload_cwd(payload), embedder=embedder, enforce_sensitive=True
     ) as engine:
         try:
             hits = engine.recall(prompt, max_results=20, types=types).hits
@@ -492,108 +423,6 @@ def _language(text: str) -> str:
     return language(text)
 
 
-# -- pre-tool-use -------------------------------------------------------------------------------------------
-
-
-def _split_tool(tool_name: str) -> tuple[str, str] | None:
-    """(server, tool) of one of memoryd's tools: `mcp__<server>__<tool>`, or `mcp__plugin_<plugin>_<server>__<tool>`
-    for the server of a Claude Code plugin (memoryd's plugin: `mcp__plugin_memoryd_memoryd__mem_save`)."""
-    if not tool_name.startswith("mcp__"):
-        return None
-    server, sep, tool = tool_name[len("mcp__") :].partition("__")
-    if server.startswith("plugin_"):
-        server = next((s for s in SERVERS if server.endswith(f"_{s}") and len(server) > len(f"plugin__{s}")), "")
-    if not sep or server not in SERVERS:
-        return None
-    return server, tool
-
-
-def _is_scoped_memory_tool(tool_name: str) -> bool:
-    parts = _split_tool(tool_name)
-    return parts is not None and parts[1] in HMG_SCOPED | MEM_SCOPED | MEM_REVIEW_SCOPED
-
-
-def _pin_scope(payload: dict[str, Any], settings: Settings | None) -> dict[str, Any] | None:
-    """memoryd's scoped tools: the scope inferred from `cwd` replaces what the agent passed."""
-    parts = _split_tool(str(payload.get("tool_name") or ""))
-    if parts is None:
-        return None
-    _, tool = parts
-    given = payload.get("tool_input")
-    tool_input: dict[str, Any] = dict(given) if isinstance(given, dict) else {}
-    updated = dict(tool_input)
-    from ..scope import infer_scope
-
-    s = infer_scope(_cwd(payload))
-    if tool in HMG_SCOPED:
-        updated["scope"] = {"tenant_id": s.tenant_id, "workspace": s.workspace, "repository": s.repository,
-                            "branch": s.branch}  # fmt: skip
-    elif tool in MEM_SCOPED:
-        updated["scope"] = "global" if tool_input.get("scope") == "global" else "auto"
-    elif tool in MEM_REVIEW_SCOPED:
-        if "scope" in tool_input and tool_input["scope"] not in ("global", "auto"):
-            updated["scope"] = "auto"  # a scope hash would name another repository
-    else:
-        return None
-    decision = "ask" if tool in DESTRUCTIVE_SCOPED else "allow"
-    return {"updatedInput": updated, "permissionDecision": decision,
-            "permissionDecisionReason": f"memoryd: scope pinned to {s.name} (inferred from the working directory)"}  # fmt: skip
-
-
-def _is_file_tool(tool_name: str) -> bool:
-    if tool_name.startswith("mcp__"):
-        return False  # an MCP tool's hook does not pay for importing the file hook
-    from .filehook import FILE_TOOLS  # light: no engine, numpy or pydantic
-
-    return tool_name in FILE_TOOLS
-
-
-def _file_context(payload: dict[str, Any], settings: Settings | None) -> dict[str, Any] | None:
-    """Claude Code's file tools: the memories anchored to the file (`memoryd.agents.filehook`, no engine)."""
-    from .filehook import file_context
-
-    out = file_context(payload, _home(settings))
-    return {"additionalContext": out.text} if out is not None else None
-
-
-# The PreToolUse handlers, in order, each with its own matcher; `memoryd install` (and plugin/hooks/hooks.json)
-# register one hook entry per matcher: the profile's memory tools, and filehook.FILE_TOOLS_MATCHER.
-PRE_TOOL_USE: list[ToolHandler] = [
-    ToolHandler("scope", _is_scoped_memory_tool, _pin_scope),
-    ToolHandler("file", _is_file_tool, _file_context),
-]
-_STRICTNESS = {"deny": 3, "ask": 2, "allow": 1}
-
-
-def _pre_tool_use(payload: dict[str, Any], settings: Settings | None = None) -> str:
-    tool = str(payload.get("tool_name") or "")
-    merged: dict[str, Any] = {}
-    contexts: list[str] = []
-    for handler in PRE_TOOL_USE:
-        if not handler.matches(tool):
-            continue
-        out = handler.run(payload, settings)
-        if not out:
-            continue
-        if "updatedInput" in out:
-            merged["updatedInput"] = out["updatedInput"]
-            payload = {**payload, "tool_input": out["updatedInput"]}
-        decision = out.get("permissionDecision")
-        if decision in _STRICTNESS and _STRICTNESS[decision] >= _STRICTNESS.get(
-            merged.get("permissionDecision", ""), 0
-        ):
-            merged["permissionDecision"] = decision
-            if out.get("permissionDecisionReason"):
-                merged["permissionDecisionReason"] = out["permissionDecisionReason"]
-        if out.get("additionalContext"):
-            contexts.append(out["additionalContext"])
-    if contexts:
-        merged["additionalContext"] = "\n\n".join(contexts)
-    if not merged:
-        return ""
-    return json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", **merged}}, ensure_ascii=False)
-
-
 # -- session-end / pre-compact --------------------------------------------------------------------------------
 
 
@@ -628,7 +457,7 @@ def _spawn_worker(event: str, payload: dict[str, Any], settings: Settings | None
     proc = subprocess.Popen(
         [sys.executable, "-m", "memoryd.agents.hooks", "--worker", event],
         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-        cwd=_cwd(payload) if Path(_cwd(payload)).is_dir() else None,
+        cwd=payload_cwd(payload) if Path(payload_cwd(payload)).is_dir() else None,
         close_fds=True, **kwargs,
     )  # fmt: skip
     assert proc.stdin is not None
@@ -639,8 +468,8 @@ def _spawn_worker(event: str, payload: dict[str, Any], settings: Settings | None
 
 def _observe(event: str, payload: dict[str, Any], settings: Settings | None, embedder: Embedder | None,
              engine: Engine | None = None) -> str:  # fmt: skip
-    from ..config import Settings
     from ..engine import Engine
+    from ..shared.config import Settings
 
     session_id, path = payload.get("session_id"), payload.get("transcript_path")
     if not session_id or not path:
@@ -649,7 +478,7 @@ def _observe(event: str, payload: dict[str, Any], settings: Settings | None, emb
     settings = settings or Settings()
     started = time.perf_counter()
     deadline = time.monotonic() + WORKER_BUDGET
-    with _opened(engine) or Engine.open(settings, cwd=_cwd(payload), embedder=embedder) as engine:
+    with _opened(engine) or Engine.open(settings, cwd=payload_cwd(payload), embedder=embedder) as engine:
         while True:  # a long transcript is read in slices until done or out of time
             report = engine.observe_transcript(path, str(session_id), final=event == "session-end", event=event,
                                                budget_seconds=max(1.0, deadline - time.monotonic()))  # fmt: skip

@@ -3,7 +3,7 @@
 An agent starts `memoryd connect URL --token-env VAR` as an ordinary stdio MCP server. Each
 JSON-RPC line read from stdin is POSTed to the team server's streamable-HTTP endpoint with
 `Authorization: Bearer $VAR` and `Memoryd-Scope: {"workspace", "repository", "branch", "root"}`
-(the scope `memoryd.scope.infer_scope` gives the working directory, inferred once at start on the
+(the scope `memoryd.shared.scope.infer_scope` gives the working directory, inferred once at start on the
 person's machine); each message in the answer (a JSON body, or the `data` of a `text/event-stream`
 body) is written to stdout as one line. Nothing else happens here: the server decides everything.
 
@@ -54,7 +54,7 @@ class RemoteError(ValueError):
 
 def scope_header(cwd: str | None) -> str:
     """The `Memoryd-Scope` header for a working directory: ASCII JSON (the contract's form)."""
-    from ..scope import infer_scope
+    from ..shared.scope import infer_scope
 
     s = infer_scope(cwd)
     fields = {"workspace": s.workspace, "repository": s.repository, "branch": s.branch, "root": s.root}

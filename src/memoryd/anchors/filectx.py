@@ -2,9 +2,9 @@
 
 Used by `Engine.memories_for_path` and by the Claude Code PreToolUse hook on file tools (which
 cannot afford to import the engine). Memories are listed newest first, each with its freshness,
-until the token budget is spent; the header reports the tokens used (`memoryd.injected.estimate_tokens`,
+until the token budget is spent; the header reports the tokens used (`memoryd.shared.injected.estimate_tokens`,
 the one estimate every hook budget uses). What a session was already given is not composed again:
-both callers ask the session's `memoryd.injected.InjectedRecord`, which every injecting hook shares.
+both callers ask the session's `memoryd.shared.injected.InjectedRecord`, which every injecting hook shares.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ..injected import InjectedRecord, estimate_tokens
+from ..shared.injected import InjectedRecord, estimate_tokens
 from .model import Anchor, Change  # noqa: F401 - Change is used in annotations
 
 __all__ = ["CLAIMED_BY", "Composed", "FileMemory", "compose", "compose_once"]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar, cast
 
 import typer
 
-from ..errors import EXIT_CODES, MemorydError, Rejected
+from ..shared.errors import EXIT_CODES, MemorydError, Rejected
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import MemorydError
+from ..shared.errors import MemorydError
 from .common import _PLAIN, CwdOpt, JsonOpt, _emit, _fail, app
 
 install_app = typer.Typer(help="Register memoryd with an agent: its MCP server, and (Claude Code) its hooks.",
@@ -252,8 +252,8 @@ def migrate(
     """Move a whole SQLite store into PostgreSQL, verified by counts, the chain and sample recalls."""
     from tqdm import tqdm
 
-    from ..config import Settings
     from ..engine.migrate import migrate as run_migrate
+    from ..shared.config import Settings
 
     bars: dict[str, Any] = {}
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..errors import EXIT_CODES, InvalidInput, MemorydError
+from ..shared.errors import EXIT_CODES, InvalidInput, MemorydError
 from .common import CwdOpt, JsonOpt, _change, _effect_exit, _emit, _fail, _local_engine, _run, app
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..errors import EXIT_CODES
+from ..shared.errors import EXIT_CODES
 from .common import CwdOpt, JsonOpt, _emit, _run, app
 
 if TYPE_CHECKING:

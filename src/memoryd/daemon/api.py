@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidInput, Rejected
+from ..shared.errors import InvalidInput, Rejected
 
 if TYPE_CHECKING:
     from ..engine import Engine

@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidInput, NotFound
+from ..shared.errors import InvalidInput, NotFound
 
 if TYPE_CHECKING:
     from ..engine import Engine

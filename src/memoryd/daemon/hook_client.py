@@ -87,13 +87,14 @@ def run(event: str) -> int:
 
 
 def _log(event: str, message: str) -> None:
-    from ..agents.hooks import log
+    from ..agents.hookenv import log
 
     log(None, event, message)
 
 
 def _in_process(event: str, data: bytes, why: str | None) -> int:
-    from ..agents.hooks import _LogToFile, log, run_hook
+    from ..agents.hookenv import log
+    from ..agents.hooks import _LogToFile, run_hook
 
     if why:
         log(None, event, why)

@@ -20,7 +20,7 @@ import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidInput, MemorydError, NotFound, TooManyAttempts
+from ..shared.errors import InvalidInput, MemorydError, NotFound, TooManyAttempts
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter

@@ -36,12 +36,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import HTTP_STATUS
+from ..shared.errors import HTTP_STATUS
 from .client import API, Paths, home, private_dir, settings_digest, version
 
 if TYPE_CHECKING:
     from ..engine import Engine
-    from ..models import Scope
+    from ..shared.models import Scope
 
 __all__ = ["main", "serve"]
 
@@ -119,10 +119,10 @@ class Views:
 
     def scope_of(self, header: str | None) -> Scope:
         from ..engine.tenancy import read_scope_header, scope_fields
-        from ..errors import InvalidInput
-        from ..limits import check_text
-        from ..models import Scope
-        from ..scope import infer_scope, local_tenant
+        from ..shared.errors import InvalidInput
+        from ..shared.limits import check_text
+        from ..shared.models import Scope
+        from ..shared.scope import infer_scope, local_tenant
 
         data = read_scope_header(header, missing='send {"cwd": "/abs/dir"} or {"workspace", "repository"} (the '
                                                  "global scope is never assumed)")  # fmt: skip
@@ -193,7 +193,7 @@ _CLIENT_KEYS = ("host", "agent", "session", "channel", "sender")
 
 
 def _principal(data: dict[str, Any]) -> str:
-    from ..errors import InvalidInput
+    from ..shared.errors import InvalidInput
 
     for k, v in data.items():
         if k not in _CLIENT_KEYS:
@@ -212,7 +212,7 @@ def _principal(data: dict[str, Any]) -> str:
 
 def principal_of(header: bytes | None) -> str | None:
     """The name `Memoryd-Client` gives the client in the events it writes (`host/agent#session[channel:sender]`)."""
-    from ..errors import InvalidInput
+    from ..shared.errors import InvalidInput
 
     if header is None:
         return None
@@ -231,9 +231,9 @@ class Daemon:
     """The ASGI app: the local API, hooks, both MCP profiles; idle exit; the version handshake."""
 
     def __init__(self, paths: Paths, idle: float) -> None:
-        from ..config import Settings
         from ..mcp.app import local_app
         from ..mcp.common import EngineHandle
+        from ..shared.config import Settings
 
         self.paths = paths
         self.idle = idle
@@ -340,7 +340,7 @@ class Daemon:
     async def _http(self, scope: Any, receive: Any, send: Any) -> None:
         import anyio.to_thread
 
-        from ..errors import MemorydError
+        from ..shared.errors import MemorydError
 
         path: str = scope.get("path", "")
         method: str = scope.get("method", "GET")
@@ -373,7 +373,7 @@ class Daemon:
         if method != "POST" or not path.startswith("/v1/"):
             await self._error(send, "not_found", f"no endpoint {method} {path}; docs/LOCAL_API.md lists them")
             return
-        from ..http_security import read_body
+        from ..shared.http_security import read_body
 
         body_bytes, stopped = await read_body(receive, MAX_BODY)
         if stopped == "disconnect":
@@ -559,9 +559,9 @@ def _settings_problem() -> str | None:
     """Why this configuration cannot be served (a bad MEMORYD_* value, a missing extra), or None."""
     from pydantic import ValidationError
 
-    from ..config import Settings
-    from ..errors import MemorydError
-    from ..extras import check_settings
+    from ..shared.config import Settings
+    from ..shared.errors import MemorydError
+    from ..shared.extras import check_settings
 
     try:
         check_settings(Settings())

@@ -28,16 +28,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, cast, overload
 
-from ..config import Settings
-from ..llm import LLM
-from ..models import Atom, Scope
-from ..scope import infer_scope
+from ..formats.vault import atom_frontmatter
 from ..search.embed import MODELS, Embedder, HashEmbedder, TermEmbedder, make_embedder
 from ..search.embed import term_embedder as make_term_embedder
 from ..search.rank import fused
 from ..search.tokenize import language
+from ..shared.config import Settings
+from ..shared.models import Atom, Scope
+from ..shared.scope import infer_scope
 from ..storage import Store, open_store
-from ..vault import atom_frontmatter
+from ..text.llm import LLM
 from .admin import Admin
 from .anchoring import Anchors
 from .console import Console
@@ -254,7 +254,7 @@ class Engine:
 
     @property
     def llm(self) -> LLM | None:
-        """The configured LLM client, or None (see `memoryd.llm`)."""
+        """The configured LLM client, or None (see `memoryd.text.llm`)."""
         return self._review.llm
 
     # -- the API, part by part -------------------------------------------------------------------

@@ -9,13 +9,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from .. import vault
-from ..errors import InvalidInput, NotFound
-from ..limits import check_text
-from ..models import Scope
-from ..scope import infer_scope
+from ..formats import vault
 from ..search.decay import DECAY_STATES, decay_state
-from ..stamps import norm_hash, utc_now
+from ..shared.errors import InvalidInput, NotFound
+from ..shared.limits import check_text
+from ..shared.models import Scope
+from ..shared.scope import infer_scope
+from ..shared.stamps import norm_hash, utc_now
 from ..storage.base import AccessReads, AccessRequest, AtomUpdate, Maintenance, MemoryReads, OutboxReads, Reports
 from ..text.redact import redact
 from .core import Core

@@ -22,10 +22,10 @@ from ..anchors.filectx import FileMemory, compose, compose_once
 from ..anchors.git import GitRepo
 from ..anchors.model import Anchor, Change
 from ..anchors.resolve import AnchorError, parse_ref
-from ..errors import Conflict, InvalidInput
-from ..injected import InjectedRecord
-from ..limits import check_text, check_texts
-from ..models import Atom, CodeChange, FileContext, StaleMemory
+from ..shared.errors import Conflict, InvalidInput
+from ..shared.injected import InjectedRecord
+from ..shared.limits import check_text, check_texts
+from ..shared.models import Atom, CodeChange, FileContext, StaleMemory
 from ..storage.base import MemoryReads
 from ..text.redact import redact
 
@@ -315,7 +315,7 @@ class Anchors:
         """The memories anchored to a file, newest first, within a token budget (the file hook's answer).
 
         `session_id` leaves out what was already added in that agent session (by any hook: the session's
-        `memoryd.injected.InjectedRecord`); `record` claims what this answer adds there. Raises
+        `memoryd.shared.injected.InjectedRecord`); `record` claims what this answer adds there. Raises
         InvalidInput (path too long), AuthorizationRequired (sensitive scope).
         """
         path = _check_filter(path, "path") or ""

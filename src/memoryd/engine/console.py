@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from .. import vault
-from ..errors import AuthorizationRequired, InvalidInput, NotFound
-from ..limits import check_text
-from ..models import ATOM_TYPES, Atom, Event, Hit, Scope, Session
+from ..formats import vault
 from ..search.decay import DECAY_STATES, HALF_LIFE_DAYS, decay_state
 from ..search.tokenize import tokens
-from ..stamps import utc_now
+from ..shared.errors import AuthorizationRequired, InvalidInput, NotFound
+from ..shared.limits import check_text
+from ..shared.models import ATOM_TYPES, Atom, Event, Hit, Scope, Session
+from ..shared.stamps import utc_now
 from ..storage.base import AccessReads, AtomFilter, AuditReads, LastUsedWindow, MemoryReads, Reports
 from .core import PLACEHOLDERS, shown
 

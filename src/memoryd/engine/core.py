@@ -14,12 +14,12 @@ from typing import Any
 
 from ulid import ULID
 
-from .. import vault
-from ..config import Settings
-from ..errors import AuthorizationRequired, Forbidden, InvalidInput, NotFound
-from ..limits import LIMITS, UNSTORABLE, check_text, check_texts, unstorable
-from ..models import ATOM_TYPES, Atom, Scope
+from ..formats import vault
 from ..search.embed import Embedder, TermEmbedder
+from ..shared.config import Settings
+from ..shared.errors import AuthorizationRequired, Forbidden, InvalidInput, NotFound
+from ..shared.limits import LIMITS, UNSTORABLE, check_text, check_texts, unstorable
+from ..shared.models import ATOM_TYPES, Atom, Scope
 from ..storage.base import Store, StoreTx
 from ..text.redact import redact
 from .tracked import FilePlan, TrackedTx, check_source, plan_file, publish, split_actor

@@ -43,10 +43,10 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from ..errors import InvalidInput, Rejected
-from ..limits import check_text
-from ..models import Atom, MemorizeResult, Scope
-from ..stamps import norm_hash
+from ..shared.errors import InvalidInput, Rejected
+from ..shared.limits import check_text
+from ..shared.models import Atom, MemorizeResult, Scope
+from ..shared.stamps import norm_hash
 from ..storage.base import MemoryReads, Vector
 from .core import Core
 from .writes import Draft, Writer

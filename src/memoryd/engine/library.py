@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import vault
-from ..errors import InvalidInput, NotFound
-from ..limits import LIMITS, check_count, check_text
-from ..models import Atom
+from ..formats import vault
+from ..shared.errors import InvalidInput, NotFound
+from ..shared.limits import LIMITS, check_count, check_text
+from ..shared.models import Atom
 from ..storage.base import MemoryReads
 from ..text.redact import redact
 from .admin import _PROMPT_NAME

@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..config import Settings
-from ..errors import InvalidInput, StorageError
+from ..shared.config import Settings
+from ..shared.errors import InvalidInput, StorageError
 from ..storage import Store, open_store
 from ..storage.base import Row
 from .reads import verify_chain
@@ -60,7 +60,7 @@ def migrate(src: str, dst: str, *, settings: Settings, cwd: Path | None = None, 
     are recalled on both stores by their own first words, and the top results must agree.
     Raises InvalidInput for a bad source or target, StorageError when a check fails.
     """
-    from ..extras import require
+    from ..shared.extras import require
     from . import Engine
 
     require("postgres", "memoryd migrate (PostgreSQL)")

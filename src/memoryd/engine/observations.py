@@ -33,9 +33,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidInput, Rejected
-from ..models import MemorizeResult
 from ..search.tokenize import language
+from ..shared.errors import InvalidInput, Rejected
+from ..shared.models import MemorizeResult
 from ..storage.base import MemoryReads
 from .core import Core
 from .writes import Writer

@@ -6,9 +6,12 @@ import json
 from collections.abc import Sequence
 from typing import IO, NamedTuple
 
-from ..errors import InvalidInput, NotFound
-from ..limits import LIMITS, check_text, check_texts
-from ..models import (
+from ..search import rank
+from ..search.decay import decay_state, parse_since
+from ..search.tokenize import language, tokens
+from ..shared.errors import InvalidInput, NotFound
+from ..shared.limits import LIMITS, check_text, check_texts
+from ..shared.models import (
     Atom,
     Brief,
     ChainReport,
@@ -20,10 +23,7 @@ from ..models import (
     Stats,
     Timeline,
 )  # fmt: skip
-from ..search import rank
-from ..search.decay import decay_state, parse_since
-from ..search.tokenize import language, tokens
-from ..stamps import GENESIS, chain_hash, content_hash, iso, utc_now
+from ..shared.stamps import GENESIS, chain_hash, content_hash, iso, utc_now
 from ..storage.base import AuditReads, IndexReads, MemoryReads, Reports, TermStats
 from ..text.entities import extract_entities
 from .anchoring import Anchors, check_filters
@@ -97,7 +97,7 @@ class Reader:
         decay); the console's searches pass False, so a person browsing changes nothing agents see.
 
         Raises:
-            InvalidInput: empty query, max_results outside 1..100, a field over its limit (`memoryd.limits`).
+            InvalidInput: empty query, max_results outside 1..100, a field over its limit (`memoryd.shared.limits`).
         """
         core = self.core
         if not isinstance(query, str) or not query.strip():

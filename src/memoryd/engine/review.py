@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
-from ..errors import InvalidInput, NotFound
-from ..limits import check_count, check_text
-from ..llm import LLM, LLMError, llm_from_env
-from ..models import Atom, Promotion
+from ..shared.errors import InvalidInput, NotFound
+from ..shared.limits import check_count, check_text
+from ..shared.models import Atom, Promotion
 from ..storage.base import MemoryReads
 from ..text.judge import Judgment, band, judge, suggest_topic_key
+from ..text.llm import LLM, LLMError, llm_from_env
 from ..text.redact import redact
 from .core import Core
 

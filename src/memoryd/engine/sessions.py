@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import InvalidInput, NotFound
-from ..limits import check_text
-from ..models import MemorizeResult, Scope, Session
-from ..stamps import norm_hash, utc_now
+from ..shared.errors import InvalidInput, NotFound
+from ..shared.limits import check_text
+from ..shared.models import MemorizeResult, Scope, Session
+from ..shared.stamps import norm_hash, utc_now
 from ..storage.base import MemoryReads
 from ..text.redact import redact
 from .core import Core, shown

@@ -29,10 +29,10 @@ from typing import Any, Literal, TypedDict
 from pydantic import BaseModel
 from ulid import ULID
 
-from ..errors import Forbidden, InvalidInput, NotFound, StorageBusy, TooManyAttempts, Unauthorized
-from ..limits import check_text, check_texts
-from ..models import Scope
-from ..stamps import utc_now
+from ..shared.errors import Forbidden, InvalidInput, NotFound, StorageBusy, TooManyAttempts, Unauthorized
+from ..shared.limits import check_text, check_texts
+from ..shared.models import Scope
+from ..shared.stamps import utc_now
 from ..storage.base import AccessReads, TokenRecord
 from ..text.redact import redact
 from .core import Core, shown

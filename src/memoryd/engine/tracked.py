@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Unpack
 
-from .. import vault
-from ..errors import InvalidInput
-from ..models import Atom, Event
+from ..formats import vault
+from ..shared.errors import InvalidInput
+from ..shared.models import Atom, Event
 from ..storage.base import AccessWrites, AtomUpdate, IndexWrites, RecordWrites, Store, StoreTx, Vector
 
 __all__ = ["IDENTITY_SEPARATORS", "FilePlan", "TrackedTx", "check_source", "plan_file", "publish", "split_actor"]

@@ -17,9 +17,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from .. import vault
-from ..errors import Rejected
-from ..models import Scope
+from ..formats import vault
+from ..shared.errors import Rejected
+from ..shared.models import Scope
 from ..storage.base import MemoryReads, OutboxReads, VaultRecord
 from ..text.redact import redact
 from .core import Core, clean

@@ -10,11 +10,12 @@ from typing import NoReturn
 
 from ulid import ULID
 
-from .. import vault
 from ..anchors.model import Anchor
-from ..errors import Conflict, InvalidInput, NotFound, Rejected
-from ..limits import LIMITS, check_text, check_texts
-from ..models import (
+from ..formats import vault
+from ..search.tokenize import normalize, tokens
+from ..shared.errors import Conflict, InvalidInput, NotFound, Rejected
+from ..shared.limits import LIMITS, check_text, check_texts
+from ..shared.models import (
     ATOM_TYPES,
     CORRECT_ACTIONS,
     GOVERN_ACTIONS,
@@ -28,8 +29,7 @@ from ..models import (
     Scope,
     Status,
 )  # fmt: skip
-from ..search.tokenize import normalize, tokens
-from ..stamps import norm_hash, utc_now
+from ..shared.stamps import norm_hash, utc_now
 from ..storage.base import AtomUpdate, MemoryReads, Vector
 from ..text.admission import Dura, infer_type, score_dura
 from ..text.classify import classify

@@ -46,7 +46,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidInput
+from ..shared.errors import InvalidInput
 from .basic_memory import _basic_memory
 from .common import FORMATS, GZIP_MAGIC, MAX_DECOMPRESSED, ZIP_MAGIC, Record
 from .json_exports import _mem0, _openmemory, _server_memory

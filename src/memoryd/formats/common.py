@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..limits import LIMITS
+from ..shared.limits import LIMITS
 
 FORMATS = ("jsonl", "server-memory", "mem0", "basic-memory", "openmemory", "memoryd-markdown")
 GZIP_MAGIC = b"\x1f\x8b"

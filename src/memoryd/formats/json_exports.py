@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidInput
-from ..models import ATOM_TYPES
+from ..shared.errors import InvalidInput
+from ..shared.models import ATOM_TYPES
 from .common import Record, _lines, _str, _title
 
 

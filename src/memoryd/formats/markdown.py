@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from ..models import Atom
+from ..shared.models import Atom
 from .basic_memory import _frontmatter
 from .common import Record
 

@@ -22,7 +22,7 @@ from .transport import http_guard
 log = logging.getLogger("memoryd.server")
 
 if TYPE_CHECKING:
-    from ..config import Settings
+    from ..shared.config import Settings
 
 __all__ = ["PROFILES", "build_server", "list_tool_names", "main"]
 
@@ -89,9 +89,9 @@ def _preflight() -> None:
     with the reason on stderr, rather than fail every tool call later."""
     from pydantic import ValidationError
 
-    from ..config import Settings
-    from ..errors import MemorydError
-    from ..extras import check_settings
+    from ..shared.config import Settings
+    from ..shared.errors import MemorydError
+    from ..shared.extras import check_settings
 
     try:
         check_settings(Settings())
@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> None:
                      "`memoryd ui` or the CLI on the server as its operator")  # fmt: skip
         if os.environ.get("MEMORYD_TOKEN"):
             sys.exit("memoryd-mcp: --team checks each person's token (`memoryd token create`); unset MEMORYD_TOKEN")
-        from ..http_security import allowed_names
+        from ..shared.http_security import allowed_names
 
         _serve_team(args.profile, args.host, args.port, allowed_names(args.host, args.allowed_host))
         return
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.transport == "stdio":
         mcp.run("stdio")
         return
-    from ..http_security import TokenError, allowed_names, server_token
+    from ..shared.http_security import TokenError, allowed_names, server_token
 
     try:
         token = server_token(args.host, os.environ.get("MEMORYD_TOKEN"))
@@ -228,8 +228,8 @@ def _identify(handle: EngineHandle) -> Any:
     engine it acts with (`Engine.authenticate`, `Engine.for_request`), or a Refusal with the engine's reason."""
     import anyio.to_thread
 
-    from ..errors import Forbidden, InvalidInput, MemorydError, TooManyAttempts, Unauthorized
-    from ..http_security import bearer_token
+    from ..shared.errors import Forbidden, InvalidInput, MemorydError, TooManyAttempts, Unauthorized
+    from ..shared.http_security import bearer_token
     from .transport import Refusal
 
     def decide(headers: dict[bytes, bytes], client: str | None) -> Any:
@@ -259,7 +259,7 @@ def _serve_team(profile: str, host: str, port: int, allowed: set[str]) -> None:
     any replica answers any request), every request identified by `_identify`."""
     import uvicorn
 
-    from ..http_security import is_loopback, timed_protocol
+    from ..shared.http_security import is_loopback, timed_protocol
 
     logging.getLogger("mcp").setLevel(logging.WARNING)  # stateless: the SDK logs each request's transport at INFO
     if not is_loopback(host):
@@ -267,7 +267,7 @@ def _serve_team(profile: str, host: str, port: int, allowed: set[str]) -> None:
               file=sys.stderr)  # fmt: skip
     handle = EngineHandle(None, None, sync_vault=False)  # replicas' vaults are by-products: no "hand edits"
     if os.environ.get("MEMORYD_DB_READ"):  # a standby that is not one, or a bad URL: say so now, not per request
-        from ..errors import MemorydError
+        from ..shared.errors import MemorydError
 
         try:
             handle.get()
@@ -284,10 +284,10 @@ def _serve_team(profile: str, host: str, port: int, allowed: set[str]) -> None:
 def _console(handle: EngineHandle, host: str, port: int, token: str | None, allowed: set[str]) -> Any:
     """The web console for `/ui`, over the server's own store; prints its address.
 
-    It follows the transport's rules (`memoryd.http_security`): the same allowed hosts, and the
+    It follows the transport's rules (`memoryd.shared.http_security`): the same allowed hosts, and the
     server's token when there is one (on loopback without one, a token of its own).
     """
-    from ..http_security import new_token, origins
+    from ..shared.http_security import new_token, origins
     from ..ui import create_app
 
     ui_token = token or new_token()

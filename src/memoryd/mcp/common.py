@@ -20,11 +20,11 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
-from ..errors import AuthorizationRequired, InvalidInput, MemorydError
+from ..shared.errors import AuthorizationRequired, InvalidInput, MemorydError
 
 if TYPE_CHECKING:
-    from ..config import Settings
     from ..engine import Engine
+    from ..shared.config import Settings
 
 __all__ = [
     "AUTHORIZATION_REQUIRED",

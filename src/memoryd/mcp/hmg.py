@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, Field
 
-from ..errors import Rejected
-from ..models import CodeChange, Freshness
+from ..shared.errors import Rejected
+from ..shared.models import CodeChange, Freshness
 from .common import EngineHandle, ScopeInput, register_tools, tool
 
 if TYPE_CHECKING:

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, Field
 
-from ..errors import Rejected
-from ..models import CodeChange, Freshness
+from ..shared.errors import Rejected
+from ..shared.models import CodeChange, Freshness
 from .common import EngineHandle, register_tools, tool
 
 if TYPE_CHECKING:
     from ..engine import Engine
-    from ..models import Atom
+    from ..shared.models import Atom
 
 __all__ = ["ADMIN", "ADMIN_TOOLS", "AGENT", "AGENT_TOOLS", "register"]
 

@@ -32,7 +32,7 @@ from mcp_types import Resource as MCPResource
 from mcp_types import ResourceTemplate as MCPResourceTemplate
 from pydantic import AnyUrl, ValidationError
 
-from ..errors import AuthorizationRequired, InvalidInput, MemorydError, NotFound
+from ..shared.errors import AuthorizationRequired, InvalidInput, MemorydError, NotFound
 from .common import AUTHORIZATION_REQUIRED, REQUEST_ENGINE, EngineHandle, describe_validation
 
 __all__ = ["MemorydServer"]

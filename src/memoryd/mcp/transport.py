@@ -20,7 +20,7 @@ from typing import Any, BinaryIO, NamedTuple
 import anyio
 import anyio.to_thread
 
-from ..limits import SURROGATE
+from ..shared.limits import SURROGATE
 
 __all__ = ["MAX_BODY_BYTES", "Refusal", "check_message", "error_reply", "http_guard", "stdio_streams"]
 
@@ -193,7 +193,7 @@ SINGLE_HEADERS = (b"authorization", b"memoryd-scope", b"memoryd-client", b"host"
 
 def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify: Identify | None = None,
                post_only: bool = False) -> Any:  # fmt: skip
-    """Wrap an ASGI app: the shared HTTP rules (`memoryd.http_security`) and checked JSON bodies.
+    """Wrap an ASGI app: the shared HTTP rules (`memoryd.shared.http_security`) and checked JSON bodies.
 
     - A header of SINGLE_HEADERS sent more than once: 400 (before anything reads it).
     - `post_only` (the stateless servers: the team server, the daemon): anything but POST is 405 with
@@ -207,7 +207,7 @@ def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify
     - A POST body must be at most MAX_BODY_BYTES, UTF-8, JSON, free of lone surrogates; otherwise
       a JSON-RPC error comes back with status 400 (413 when too large).
     """
-    from ..http_security import bearer_ok, read_body, refusal, replay
+    from ..shared.http_security import bearer_ok, read_body, refusal, replay
 
     async def send_json(send: Any, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None) -> None:
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(extra or [])]

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
-from ..errors import InvalidInput
-from ..models import Atom
+from ..shared.errors import InvalidInput
+from ..shared.models import Atom
 from ..storage.base import CandidateFacts
 
 __all__ = ["DECAY_STATES", "HALF_LIFE_DAYS", "decay_state", "parse_since"]

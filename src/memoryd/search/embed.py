@@ -358,7 +358,7 @@ def make_embedder(kind: str) -> Embedder:
     if cls is None:
         raise ValueError(f"unknown embedder {kind!r}; expected one of {', '.join([*MODELS, 'hash'])}")
     if kind == "e5":  # say so now, not from the background loader at the first search
-        from ..extras import require
+        from ..shared.extras import require
 
         require("e5", "MEMORYD_EMBEDDER=e5")
     return BackgroundEmbedder(cls, cls.name, cls.dim, cls.cosine_floor, cls.cosine_ceil)

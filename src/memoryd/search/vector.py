@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..extras import hint, installed
+from ..shared.extras import hint, installed
 from . import threads
 
 __all__ = ["ANN_MIN", "EXACT_MAX", "VectorIndex"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..config import Settings
+    from ..shared.config import Settings
     from .base import Store, StoreTx
 
 __all__ = ["Store", "StoreTx", "open_store"]
@@ -18,10 +18,10 @@ __all__ = ["Store", "StoreTx", "open_store"]
 def open_store(settings: Settings) -> Store:
     """PostgreSQL when `settings.db` is a postgresql:// URL (reads on the hot standbys of `settings.db_read`),
     else the SQLite file in the data root."""
-    from ..errors import StorageError
+    from ..shared.errors import StorageError
 
     if settings.db and settings.db.startswith(("postgresql://", "postgres://")):
-        from ..extras import require
+        from ..shared.extras import require
 
         require("postgres", "MEMORYD_DB=postgresql://…")
         from .postgres import PostgresStore  # psycopg loads only when PostgreSQL is used

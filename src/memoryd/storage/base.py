@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..anchors.model import Anchor
-from ..models import Atom, AtomType, Epistemic, Event, Polarity, Promotion, Session, Status
+from ..shared.models import Atom, AtomType, Epistemic, Event, Polarity, Promotion, Session, Status
 
 __all__ = [
     "AccessRequest", "AtomFilter", "AtomUpdate", "CandidateFacts", "EntityCount",

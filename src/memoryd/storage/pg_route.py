@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from ..errors import StorageError
+from ..shared.errors import StorageError
 
 if TYPE_CHECKING:
     from .postgres import PostgresStore

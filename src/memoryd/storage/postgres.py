@@ -34,7 +34,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout, TooManyRequests
 
-from ..errors import StorageBusy, StorageError
+from ..shared.errors import StorageBusy, StorageError
 from .base import Tracer, Vector
 from .migrations import POSTGRES_SCOPE_STATS
 from .pg_index import PgIndex, lexemes

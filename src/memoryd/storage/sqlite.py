@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import StorageBusy, StorageError
 from ..search.vector import ANN_MIN, VectorIndex
-from ..stamps import iso, parse_iso, utc_now
+from ..shared.errors import StorageBusy, StorageError
+from ..shared.stamps import iso, parse_iso, utc_now
 from .base import TermStats, Tracer, Vector
 from .migrations import SQLITE_SCOPE_STATS
 from .sql import Dialect, ExcMap, SqlStore, SqlTx, dbapi_map, first_line, translate

@@ -41,10 +41,10 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
-from memoryd.llm import LLM, LLMError
 from memoryd.search.tokenize import tokens
 from memoryd.text.classify import classify
 from memoryd.text.entities import extract_entities
+from memoryd.text.llm import LLM, LLMError
 
 __all__ = [
     "JUDGE_SYSTEM",

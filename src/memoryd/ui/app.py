@@ -21,8 +21,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..engine import visible_content
-from ..errors import InvalidInput, MemorydError, Rejected
-from ..models import ATOM_TYPES, CORRECT_ACTIONS, GOVERN_ACTIONS, CorrectResult, GovernResult
+from ..shared.errors import InvalidInput, MemorydError, Rejected
+from ..shared.models import ATOM_TYPES, CORRECT_ACTIONS, GOVERN_ACTIONS, CorrectResult, GovernResult
 from .security import CSRF_FIELD, bidi_visible
 
 if TYPE_CHECKING:

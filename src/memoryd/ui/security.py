@@ -1,6 +1,6 @@
 """The console's guard: token, cookie, Host/Origin checks, CSRF and security headers.
 
-The rules it shares with the MCP HTTP transport are `memoryd.http_security`'s (one implementation):
+The rules it shares with the MCP HTTP transport are `memoryd.shared.http_security`'s (one implementation):
 loopback by default; binding any other address needs `MEMORYD_TOKEN` (at least 32 characters);
 constant-time token checks, `Authorization: Bearer` in any case; Host and Origin against the same
 allow-list (bind address, loopback names, `--allowed-host`). On top of them, what a browser page needs:
@@ -27,7 +27,7 @@ from starlette.datastructures import Headers
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..http_security import (
+from ..shared.http_security import (
     MIN_TOKEN_CHARS,
     TokenError,
     allowed_names,

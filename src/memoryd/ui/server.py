@@ -21,8 +21,8 @@ from . import create_app
 from .security import allowed_hosts, resolve_token
 
 if TYPE_CHECKING:
-    from ..config import Settings
     from ..engine import Embedder, Engine
+    from ..shared.config import Settings
 
 __all__ = ["DEFAULT_PORT", "loopback_address", "open_console_engine", "open_in_browser", "serve", "serve_by_daemon"]
 
@@ -153,7 +153,7 @@ def serve_by_daemon(*, port: int = DEFAULT_PORT, open_browser: bool = True, cwd:
     from ..daemon.client import DaemonError, DaemonUnavailable
     from ..daemon.console import KEEP
     from ..daemon.operator import proxy_for
-    from ..errors import InvalidInput
+    from ..shared.errors import InvalidInput
 
     proxy = proxy_for(cwd)
     if proxy is None:

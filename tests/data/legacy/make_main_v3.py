@@ -51,6 +51,7 @@ def _repo(path: Path, remote: str) -> Path:
 def build(home: Path, db: str | None, work: Path) -> None:
     """Runs under main's code: the same memories on either backend."""
     from memoryd.config import Settings
+
     from memoryd.engine import Engine
     from memoryd.search.embed import HashEmbedder
 

@@ -7,7 +7,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from ...errors import InvalidInput
+from ...shared.errors import InvalidInput
 from ..filehook import FILE_TOOLS_MATCHER
 from .common import (
     _OUR_HOOK,

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ...errors import InvalidInput
+from ...shared.errors import InvalidInput
 from .claude import _add_hooks, _remove_hooks
 from .common import (
     ABSENT_MARK,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ...errors import InvalidInput
+from ...shared.errors import InvalidInput
 
 BACKUP_SUFFIX = ".memoryd-backup"
 # The backup of a file install created: not JSON or TOML, so never mistaken for a real original.

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ...errors import InvalidInput
+from ...shared.errors import InvalidInput
 from .claude import _add_server, _remove_server, _scoped_command
 from .common import (
     ClaudeScope,

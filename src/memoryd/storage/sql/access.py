@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ...stamps import iso, utc_now
+from ...shared.stamps import iso, utc_now
 from ..base import (
     AccessRequest,
     TokenRecord,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...models import Event
-from ...stamps import parse_iso
+from ...shared.models import Event
+from ...shared.stamps import parse_iso
 from .core import _EVENTS, C, SqlCore
 
 

@@ -10,11 +10,11 @@ from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
-from ...errors import StorageError
-from ...models import Atom, Scope
 from ...search.keywords import selective_terms
 from ...search.rank import idf
-from ...stamps import utc_now
+from ...shared.errors import StorageError
+from ...shared.models import Atom, Scope
+from ...shared.stamps import utc_now
 from ..base import (
     AtomUpdate,
     TermStats,

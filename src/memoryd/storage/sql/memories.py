@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from ...anchors.model import Anchor
-from ...models import Atom, Promotion, Session
+from ...shared.models import Atom, Promotion, Session
 from .core import _PROMOTIONS, C, SqlCore
 
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from ...models import Atom, Scope, Session
+from ...shared.models import Atom, Scope, Session
 from ..base import (
     AtomFilter,
     GroupCounts,

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, Generic, Unpack
 from ulid import ULID
 
 from ...anchors.model import Anchor
-from ...models import Atom, Event, Session
-from ...stamps import GENESIS, chain_hash, content_hash, iso, parse_iso, utc_now
+from ...shared.models import Atom, Event, Session
+from ...shared.stamps import GENESIS, chain_hash, content_hash, iso, parse_iso, utc_now
 from ..base import (
     AtomUpdate,
     TokenRecord,

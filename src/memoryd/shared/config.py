@@ -53,7 +53,7 @@ class Settings(BaseSettings):
     brief_max_chars: int = Field(4000, description="Upper bound on the size of the agent brief.")
     prompt_context_tokens: int = Field(
         600, ge=0, le=20_000,
-        description="UserPromptSubmit hook: token budget (estimated, memoryd.injected) of the memories added to a "
+        description="UserPromptSubmit hook: token budget (estimated, memoryd.shared.injected) of the memories added to a "
                     "prompt; 0 turns the recall off.",
     )  # fmt: skip
     prompt_min_score: float = Field(

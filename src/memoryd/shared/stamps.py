@@ -10,7 +10,7 @@ import hashlib
 import json
 from datetime import UTC, datetime
 
-from .search.tokenize import normalize
+from ..search.tokenize import normalize
 
 __all__ = ["GENESIS", "chain_hash", "content_hash", "iso", "norm_hash", "parse_iso", "utc_now"]
 

@@ -62,7 +62,7 @@ from typing import Any, get_args
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
-from .models import ATOM_TYPES, Atom, Epistemic, Polarity, Status
+from ..shared.models import ATOM_TYPES, Atom, Epistemic, Polarity, Status
 
 __all__ = [
     "FRONTMATTER_KEYS",

@@ -23,7 +23,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from memoryd.errors import MemorydError
+from memoryd.shared.errors import MemorydError
 
 __all__ = [
     "DEFAULT_ANTHROPIC_MODEL",

@@ -4,7 +4,7 @@ Every text field and every list or count an agent, a hook or a person can send h
 here; the engine checks them before any work that grows with the input (tokenising,
 embedding, redaction, a database read), so an oversized request costs microseconds and is
 answered `invalid_input: …`. The README's "Limits" table is `markdown_table()` verbatim (a test
-compares them; `python -m memoryd.limits` prints it).
+compares them; `python -m memoryd.shared.limits` prints it).
 `content` is configurable (`MEMORYD_MAX_CONTENT_CHARS`); the rest are fixed.
 """
 
