@@ -172,3 +172,31 @@ def test_entity_candidates_read_the_scope_index(store: Any) -> None:
         with sqlite3.connect(store.path) as conn:
             plan = "\n".join(str(r[-1]) for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
     assert "edges_dst_scope" in plan, plan
+
+
+def test_sqlite_plans_hold_with_statistics_of_the_old_index_only(tmp_path: Path) -> None:
+    """A store analysed before migration 9 has statistics for `edges_dst` and none for `edges_dst_scope`: the
+    planner then prefers the new index for any entity look-up and sorts every mention. Both statements name
+    their index, so each keeps its ordered range."""
+    store = SqliteStore(tmp_path / "memoryd.db")
+    try:
+        _fill(store, 50)
+        with sqlite3.connect(store.path) as conn:
+            conn.execute("ANALYZE sqlite_schema")  # creates sqlite_stat1
+            conn.execute("DELETE FROM sqlite_stat1 WHERE tbl = 'edges'")
+            conn.execute(
+                "INSERT INTO sqlite_stat1 VALUES ('edges', 'edges_dst', '151995 1748 1748')"
+            )  # the 100k fill's
+        traced: list[tuple[str, Any]] = []
+        store.tracer = lambda q, p: traced.append((q, p)) if "FROM edges" in q else None
+        store.entity_mentions(ENTITIES[:1], per_entity=5)
+        store.atoms_for_entities(ENTITIES[:1], scope_hashes=[SCOPES[1].scope_hash], statuses=STATUSES, limit=5)
+        store.tracer = None
+        (mentions_sql, mentions_params), (candidates_sql, candidates_params) = traced
+        with sqlite3.connect(store.path) as conn:
+            plan = [str(r[-1]) for r in conn.execute(f"EXPLAIN QUERY PLAN {mentions_sql}", mentions_params)]
+            assert any("USING INDEX edges_dst (" in p for p in plan) and not any("TEMP B-TREE" in p for p in plan), plan
+            plan = [str(r[-1]) for r in conn.execute(f"EXPLAIN QUERY PLAN {candidates_sql}", candidates_params)]
+            assert any("edges_dst_scope" in p for p in plan), plan
+    finally:
+        store.close()
