@@ -38,14 +38,13 @@ BUILD_SETTINGS = {"maintenance_work_mem": "1GB"}
 def force_plan(plan: str) -> None:
     """The vector plan of this process's PostgresStore: "auto" (by the scope's size, as served),
     "exact" (every scope searched exactly) or "hnsw" (every scope through the HNSW index, iterative scan)."""
-    import memoryd.storage.postgres as pg
-
-    if plan == "exact":
-        pg.EXACT_MAX_ROWS = 10**12
-    elif plan == "hnsw":
-        pg.EXACT_MAX_ROWS = -1
-    elif plan != "auto":
+    if plan == "auto":
+        return  # nothing to import: a checkout from before storage/pg_index.py measures too (PYTHONPATH)
+    if plan not in ("exact", "hnsw"):
         raise SystemExit(f"--pg-plan {plan}: expected auto, exact or hnsw")
+    import memoryd.storage.pg_index as pg
+
+    pg.EXACT_MAX_ROWS = 10**12 if plan == "exact" else -1
 
 
 def create_database(url: str, name: str) -> str:

@@ -170,7 +170,18 @@ def main() -> None:
         default="use",
         help="engine + dense baseline model (default use = memoryd's default USE-m3+t2s; e5 = multilingual-e5-small)",
     )
+    ap.add_argument(
+        "--keyword-budget",
+        type=int,
+        metavar="N",
+        help="treat every store as a big scope with this keyword postings budget (search/keywords.py): "
+        "how answers change when the budget binds (issue 27)",
+    )
     args = ap.parse_args()
+    if args.keyword_budget is not None:
+        import memoryd.search.keywords as kw
+
+        kw.KEYWORD_BIG_SCOPE_DOCS, kw.KEYWORD_BIG_SCOPE_BUDGET = 0, args.keyword_budget
 
     m = C.machine()
     C.print_machine(m)

@@ -10,11 +10,18 @@ total execution ms per statement kind, and the slowest plan.
 
     .venv/bin/python bench/team_explain.py                       # 100k (the load bench's cache)
     .venv/bin/python bench/team_explain.py --size 10000 --json out.json
+    .venv/bin/python bench/team_explain.py --keyword-budget 6000 --json a.json   # the big-scope budget as before
+    .venv/bin/python bench/team_explain.py --compare a.json                      # same top-10s as that run?
+    .venv/bin/python bench/team_explain.py --shared-buffers 1GB --pg-plan exact  # a server with RAM to spare
+
+Each timed recall's top-10 ids go into the JSON; `--compare` says for how many queries they are the same
+as in an earlier run's JSON (same fill and queries), and the mean overlap.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
@@ -41,7 +48,23 @@ def main() -> None:
         help="the load bench's fill cache (default: $TMPDIR/memoryd-team-load)",
     )
     ap.add_argument("--json", metavar="PATH", help="write everything as JSON")
+    ap.add_argument(
+        "--keyword-budget",
+        type=int,
+        metavar="N",
+        help="the keyword postings budget of big scopes (search/keywords.py KEYWORD_BIG_SCOPE_BUDGET)",
+    )
+    ap.add_argument("--compare", metavar="PATH", help="an earlier run's JSON: how many top-10s are the same")
+    ap.add_argument("--shared-buffers", metavar="SIZE", help="the server's shared_buffers (default: the test server's)")
+    ap.add_argument("--pg-plan", default="auto", choices=("auto", "exact", "hnsw"),
+                    help="the vector plan (default auto, by scope size, as served)")  # fmt: skip
     args = ap.parse_args()
+    if args.keyword_budget is not None:
+        import memoryd.search.keywords as kw
+
+        kw.KEYWORD_BIG_SCOPE_BUDGET = args.keyword_budget
+    earlier = json.loads(Path(args.compare).read_text()) if args.compare else None
+    _pg.force_plan(args.pg_plan)
 
     from memoryd.engine import Engine, Principal
     from memoryd.shared.config import Settings
@@ -52,7 +75,7 @@ def main() -> None:
     crew = team_load.people(args.clients, args.teams)
     with tempfile.TemporaryDirectory() as tmp:
         fill, _ = team_load.cached_fill(args, crew, Path(tmp))
-        server = start_server()
+        server = start_server(settings={"shared_buffers": args.shared_buffers} if args.shared_buffers else None)
         try:
             dsn = server.fresh_database(template=None)
             started = time.monotonic()
@@ -65,7 +88,14 @@ def main() -> None:
                     op.create_team(team)
                     op.add_members(team, [p.tenant for p in crew if p.team == team])
                     op.share_scope(f"{team_load.WORKSPACE}/shared-{team}", team)
-            out: dict[str, Any] = {"machine": m, "size": args.size, "scopes": {}}
+            out: dict[str, Any] = {
+                "machine": m,
+                "size": args.size,
+                "keyword_budget": args.keyword_budget,
+                "shared_buffers": args.shared_buffers,
+                "pg_plan": args.pg_plan,
+                "scopes": {},
+            }
             queries = gen_queries(40)
             with Engine.open(settings, cwd=tmp) as base:
                 for kind, person in (("team", crew[0]), ("private", crew[1])):
@@ -73,11 +103,12 @@ def main() -> None:
                     view = base.for_request(principal, person.scope_header)
                     for q in queries[:5]:  # warm-up
                         view.recall(q, max_results=10)
-                    walls = []
+                    walls, hits = [], []
                     for q in queries[5:25]:
                         t = time.perf_counter()
-                        view.recall(q, max_results=10)
+                        result = view.recall(q, max_results=10)
                         walls.append((time.perf_counter() - t) * 1000)
+                        hits.append([h.atom.id for h in result.hits])
                     stmts: dict[str, list[dict[str, Any]]] = {}
                     for q in queries[25:40]:
                         for st in _pg.explain_recall(view.store, lambda q=q, v=view: v.recall(q, max_results=10)):
@@ -90,7 +121,7 @@ def main() -> None:
                         "scope": view.scope.name, "tenant": view.scope.tenant_id, "recall_wall_p50_ms": statistics.median(walls),
                         "statements": {k: {"n": len(ex), "p50_ms": statistics.median(ex), "max_ms": max(ex), "total_ms": sum(ex)}
                                        for k, ex in rows},
-                        "slowest_plan": slowest["plan"],
+                        "slowest_plan": slowest["plan"], "hits": hits,
                     }  # fmt: skip
                     print(f"\n## {kind} scope {view.scope.name} ({view.scope.tenant_id}): recall wall p50 "
                           f"{statistics.median(walls):.1f} ms")  # fmt: skip
@@ -98,9 +129,20 @@ def main() -> None:
                                   [[k, len(ex), C.fmt(statistics.median(ex), 2), C.fmt(max(ex), 2), C.fmt(sum(ex), 1)]
                                    for k, ex in rows]))  # fmt: skip
                     print(f"slowest plan:\n{slowest['plan']}")
+                    if earlier is not None and kind in earlier["scopes"] and "hits" in earlier["scopes"][kind]:
+                        out["scopes"][kind]["compare"] = same = _compare(earlier["scopes"][kind]["hits"], hits)
+                        print(f"top-10 as in {args.compare}: {same['identical']} of {same['queries']} identical,"
+                              f" mean overlap {same['overlap']:.3f}")  # fmt: skip
             C.write_json(args.json, out)
         finally:
             server.stop()
+
+
+def _compare(before: list[list[str]], after: list[list[str]]) -> dict[str, Any]:
+    """Queries whose top-10 ids are the same (in order), and the mean share of ids in common."""
+    pairs = list(zip(before, after, strict=True))
+    overlap = [len(set(a) & set(b)) / max(1, len(a), len(b)) for a, b in pairs]
+    return {"queries": len(pairs), "identical": sum(a == b for a, b in pairs), "overlap": statistics.mean(overlap)}
 
 
 if __name__ == "__main__":

@@ -370,7 +370,7 @@ def test_vector_search_fills_k_under_a_selective_scope_filter(dsn: str, monkeypa
     """The plan by scope size (issue 27): a small scope is searched exactly over its own rows; a big one
     through HNSW, whose iterative scan keeps going until k rows pass the filter (HNSW alone stops at
     ef_search candidates)."""
-    import memoryd.storage.postgres as pg_module
+    import memoryd.storage.pg_index as pg_module
 
     monkeypatch.setattr(pg_module, "EXACT_MAX_ROWS", 100)  # the big scope (400) takes HNSW, the small (30) not
     monkeypatch.setattr(pg_module, "SCOPE_SIZE_TTL", 3600.0)  # a slow machine must not make the count stale

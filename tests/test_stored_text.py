@@ -136,7 +136,7 @@ NOT_FREE_TEXT: dict[str, str] = {
         _ID,
     ),
     **dict.fromkeys(
-        """atoms.norm_hash atoms.scope_hash atoms.vault_digest events.content_hash events.prev_hash events.hash
+        """atoms.norm_hash atoms.scope_hash atoms.vault_digest events.content_hash events.prev_hash events.hash edges.scope_hash
         access_requests.scope_hash grants.scope_hash promotions.scope_hash recalls.scope_hash scope_docs.scope_hash
         scope_terms.scope_hash sensitive_scopes.scope_hash tokens.salt tokens.digest anchors.commit_sha
         anchors.blob anchors.fingerprint""".split(),

@@ -33,6 +33,8 @@ RELEASED = {
         "postgres": "acc66168f9e968e6a2b913e8073d0b575a1d6fc78a12dda92fcdcc6b8748f063"},
     8: {"sqlite": "236703b3d7d78e7e157380fc6987382efe367321fe2a9ae36adf4a34612f7bbe",
         "postgres": "60b3a1cbcc18ea832a5dcd820ee511b606643d0829107ad2b13c354aebddd4f6"},
+    9: {"sqlite": "922ed84ae7c36bbbd26dcf488a9c1aa251ccea3044cc1eaebce7138ee8e331c1",
+        "postgres": "b3f2395661f4d6e5fcffaaa3ea4b2c7d1505e1e41b232dff84449fecbbcf4fbe"},
 }  # fmt: skip
 
 
@@ -45,10 +47,11 @@ def test_released_migrations_are_unchanged_and_numbered_alike() -> None:
     for n, digests in RELEASED.items():
         assert _digest("sqlite", n) == digests["sqlite"], f"a released migration (1-{n}) changed on SQLite"
         assert _digest("postgres", n) == digests["postgres"], f"a released migration (1-{n}) changed on PostgreSQL"
-    assert [m.version for m in MIGRATIONS] == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert [m.version for m in MIGRATIONS] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
     names = {m.version: m.name for m in MIGRATIONS}
     assert names[4].startswith("vault outbox") and names[5].startswith("console") and names[6] == "code anchors"
     assert names[7].startswith("team server") and names[8] == "keyword statistics per scope"
+    assert names[9].startswith("entity candidates by scope")
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -91,7 +94,7 @@ def test_main_store_upgrades_and_keeps_every_memory(legacy: Settings, tmp_path: 
     assert _versions(legacy) == [1, 2, 3]  # as main left it
     widgets = make_repo(tmp_path / "widgets")
     with Engine.open(legacy, cwd=widgets, embedder=HashEmbedder(), authority="operator") as e:
-        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8]
+        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8, 9]
         atoms = e.store.get_atoms(list(manifest["atoms"]))
         # migration 8 counted each scope's keyword statistics from the terms main indexed
         facts = e.store.candidate_facts(list(manifest["atoms"]))
@@ -106,6 +109,12 @@ def test_main_store_upgrades_and_keeps_every_memory(legacy: Settings, tmp_path: 
                 len(docs),
                 {t: sum(t in d for d in docs) for t in terms},
             )
+        # migration 9 gave each of main's edges its atom's scope: the entity candidates find main's memories
+        mentioned = {a: f for a, f in facts.items() if f.entities and f.status == "active"}
+        assert mentioned
+        for atom_id, f in mentioned.items():
+            assert atom_id in e.store.atoms_for_entities(list(f.entities), scope_hashes=[f.scope_hash],
+                                                         statuses=["active"], limit=200)  # fmt: skip
         assert set(atoms) == set(manifest["atoms"])  # every memory main stored, by id
         for atom_id, want in manifest["atoms"].items():
             got = atoms[atom_id]
@@ -131,4 +140,4 @@ def test_main_store_upgrades_and_keeps_every_memory(legacy: Settings, tmp_path: 
         assert len(pending) == 1 and [a.id for _, a in e.review_pending(scope="global")] == [pending[0].id]
     # and reopening is a no-op (every migration recorded once)
     with Engine.open(legacy, cwd=widgets, embedder=HashEmbedder(), authority="operator") as e:
-        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8] and e.verify_chain().ok
+        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8, 9] and e.verify_chain().ok

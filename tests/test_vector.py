@@ -230,6 +230,34 @@ def test_vectors_of_another_model_are_skipped_not_fatal(tmp_path: Path) -> None:
         assert eng.recall("search service caches").hits[0].atom.content.startswith("The search service")
 
 
+def test_a_big_scope_has_a_tighter_keyword_budget(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above KEYWORD_BIG_SCOPE_DOCS documents in the scopes searched, the budget is KEYWORD_BIG_SCOPE_BUDGET
+    (issue 27: each matching row is read to be scored); below, every term within the usual budget."""
+    import memoryd.search.keywords as kw
+
+    df = {"billing": 100, "helm": 900, "the": 1000}
+    assert kw.selective_terms(["the", "helm", "billing"], df, docs=kw.KEYWORD_BIG_SCOPE_DOCS) == (
+        ["the", "helm", "billing"], False)  # fmt: skip
+    assert kw.selective_terms(["the", "helm", "billing"], df, docs=kw.KEYWORD_BIG_SCOPE_DOCS + 1) == (
+        ["billing", "helm"], True)  # fmt: skip
+    for text in _texts(60):
+        engine.memorize(text, gate="trusted")
+    rare = engine.memorize("The helm chart for billing pins replicaCount to three", gate="trusted").atom_id
+    scope = [engine.scope.scope_hash]
+    terms = ["billing", "helm", "replicacount", "the", "service"]
+    stats = engine.store.term_stats(terms, scope_hashes=scope)
+    present = [t for t in terms if stats[1][t]]
+    assert stats[0] == 61 and sum(stats[1].values()) > 5
+    monkeypatch.setattr(kw, "KEYWORD_BIG_SCOPE_BUDGET", 5)
+    monkeypatch.setattr(kw, "KEYWORD_BIG_SCOPE_DOCS", 61)  # not above: every term
+    assert kw.selective_terms(terms, stats[1], stats[0]) == (present, False)
+    monkeypatch.setattr(kw, "KEYWORD_BIG_SCOPE_DOCS", 60)  # a big scope: the rarest terms within 5 postings
+    chosen, cut = kw.selective_terms(terms, stats[1], stats[0])
+    assert cut and chosen[0] in ("billing", "helm", "replicacount") and sum(stats[1][t] for t in chosen) <= 5
+    ids = engine.store.keyword_candidates(terms, scope_hashes=scope, statuses=["active"], limit=5, stats=stats)
+    assert ids[0] == rare  # the rare, fitting memory still wins on both backends
+
+
 def test_budgeted_keyword_candidates_on_both_backends(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same bounded keyword path on SQLite and PostgreSQL: the rare, fitting memory wins."""
     import memoryd.search.keywords as base_module

@@ -413,6 +413,44 @@ DROP TABLE kw_stats;
 """
 )
 
+# Entity candidates by scope (issue 27): each edge carries its source atom's scope, so a recall reads the
+# newest mentions of an entity within its own scopes straight from an index instead of walking every scope's
+# mentions and looking up each atom's scope (~30 atoms read per kept one in a scope of 3% of the table).
+# Triggers keep it right whatever writes the rows (a link, an import, an atom changing scope).
+_V9 = """
+ALTER TABLE edges ADD COLUMN scope_hash TEXT;
+"""
+_V9_SQLITE = """
+UPDATE edges SET scope_hash = (SELECT a.scope_hash FROM atoms a WHERE a.id = edges.src);
+CREATE INDEX edges_dst_scope ON edges (dst, kind, scope_hash);
+CREATE TRIGGER edges_scope AFTER INSERT ON edges WHEN NEW.scope_hash IS NULL BEGIN
+    UPDATE edges SET scope_hash = (SELECT a.scope_hash FROM atoms a WHERE a.id = NEW.src) WHERE rowid = NEW.rowid;
+END;
+CREATE TRIGGER atoms_scope_edges AFTER UPDATE OF scope_hash ON atoms WHEN OLD.scope_hash IS NOT NEW.scope_hash BEGIN
+    UPDATE edges SET scope_hash = NEW.scope_hash WHERE src = NEW.id;
+END;
+"""
+_V9_POSTGRES = """
+UPDATE edges e SET scope_hash = a.scope_hash FROM atoms a WHERE a.id = e.src;
+CREATE INDEX edges_dst_scope ON edges (dst, kind, scope_hash, src);
+DROP INDEX edges_dst;
+CREATE FUNCTION memoryd_edge_scope() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.scope_hash IS NULL THEN
+        NEW.scope_hash := (SELECT a.scope_hash FROM atoms a WHERE a.id = NEW.src);
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER edges_scope BEFORE INSERT ON edges FOR EACH ROW EXECUTE FUNCTION memoryd_edge_scope();
+CREATE FUNCTION memoryd_atom_scope_edges() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE edges SET scope_hash = NEW.scope_hash WHERE src = NEW.id;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER atoms_scope_edges AFTER UPDATE OF scope_hash ON atoms FOR EACH ROW
+    WHEN (OLD.scope_hash IS DISTINCT FROM NEW.scope_hash) EXECUTE FUNCTION memoryd_atom_scope_edges();
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(
         1,
@@ -449,4 +487,5 @@ MIGRATIONS: list[Migration] = [
     Migration(6, "code anchors", _V6, private=(("anchors", ("path", "symbol")),)),
     Migration(7, "team server: tokens, teams, members, shared repositories", _V7),
     Migration(8, "keyword statistics per scope", _V8, _V8_SQLITE, _V8_POSTGRES, private=(("scope_terms", ("term",)),)),
+    Migration(9, "entity candidates by scope: the source atom's scope on each edge", _V9, _V9_SQLITE, _V9_POSTGRES),
 ]

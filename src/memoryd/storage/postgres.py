@@ -7,8 +7,8 @@ Behaviour matches `SqliteStore`; what differs is how:
   database, in any process, like SQLite's BEGIN IMMEDIATE: the chain append reads the last event
   under it, so the hash chain never forks, and `seq` stays gap-free. Waiting is bounded by
   `lock_timeout` (= busy_timeout_ms) → StorageBusy.
-- Vectors: `vector` + one HNSW (cosine) index per model size; `vector_candidates`/`cosines` are SQL,
-  with pgvector's iterative index scan so a scope filter still yields k rows. Nothing is cached
+- Vectors: `vector` + one HNSW (cosine) index per model size; `vector_candidates`/`cosines` are SQL
+  (`pg_index.py`, with the keyword and entity candidates), with pgvector's iterative index scan so a scope filter still yields k rows. Nothing is cached
   in-process, so every process sees every other's vector changes at once (what `vec_seq` does for
   SQLite).
 - Keywords: the engine's terms verbatim in a GIN-indexed tsvector (`array_to_tsvector`); document
@@ -35,8 +35,9 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout, TooManyRequests
 
 from ..shared.errors import StorageBusy, StorageError
-from .base import TermStats, Tracer, Vector
+from .base import Tracer, Vector
 from .migrations import POSTGRES_SCOPE_STATS
+from .pg_index import PgIndex, lexemes
 from .pg_route import PRIMARY_ONLY, ReadRouter, read_targets, reading_as
 from .sql import Dialect, ExcMap, SqlStore, SqlTx, dbapi_map, translate
 
@@ -47,23 +48,18 @@ log = logging.getLogger("memoryd")
 TOUCH_GRANULARITY = timedelta(hours=1)
 # Access times and recall logs wait in the process and are written together at most this often (seconds).
 TOUCH_EVERY = 2.0
-# The vector plan: scopes holding at most this many vectors of the query's size are searched exactly
-# (every row of the scope, through the scope index); bigger ones through HNSW with iterative scan.
-EXACT_MAX_ROWS = 2_000
 # A pooled connection used this recently is handed out without the pool's check (a round trip per
 # statement otherwise); a read that then finds it dead is run again on another (`_rows`).
 CHECK_IDLE_S = 2.0
-# How long a scope's size is trusted for choosing the plan (it picks the plan, never the answer).
-SCOPE_SIZE_TTL = 30.0
 
 # pg_advisory_xact_lock key for schema migrations: "memoryd" as a 64-bit integer.
 MIGRATION_LOCK = int.from_bytes(b"memoryd\x00", "big")
-_MAX_LEXEME = 2046  # tsvector lexemes are at most 2046 bytes and may not be empty
 _MAX_DIM = 16000  # pgvector's limit for the `vector` type
 _PGVECTOR = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
 _KW = "NULLIF(array_to_tsvector(?::text[]), '')"  # no terms: NULL, not in the keyword index
 _COPY_ORDER = {"atoms": "a.seq", "events": "a.seq", "edges": "a.src, a.dst, a.kind", "event_payloads": "a.event_id",
-               "sensitive_scopes": "a.scope_hash", "anchors": "a.atom_id, a.path, a.symbol"}  # fmt: skip
+               "sensitive_scopes": "a.scope_hash", "anchors": "a.atom_id, a.path, a.symbol", "teams": "a.name",
+               "team_members": "a.team, a.tenant_id", "shares": "a.workspace, a.repository"}  # fmt: skip
 _ERROR = "database error: {detail}"
 _CONFLICT = "the database gave up a transaction that conflicted with another writer: {detail}"
 # Every exception class of psycopg and psycopg_pool and the memoryd error it becomes (a test checks
@@ -101,20 +97,6 @@ def _describe(dsn: str) -> str:
     user = f" as {d['user']}" if d.get("user") else ""
     host = d.get("host") or d.get("hostaddr") or "localhost"
     return f"{host}:{d.get('port') or 5432}/{d.get('dbname') or '(default database)'}{user}"
-
-
-def _lexemes(terms: Sequence[str]) -> list[str]:
-    """Terms a tsvector can hold: non-empty, at most 2046 bytes (longer ones are left unindexed)."""
-    return [t for t in dict.fromkeys(terms) if t and len(t.encode()) <= _MAX_LEXEME]
-
-
-def _tsquery(terms: Sequence[str]) -> str:
-    """An OR of exact lexemes, quoted so no term is parsed (quotes and backslashes doubled)."""
-    return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
-
-
-def _cos(value: float | None) -> float:
-    return 0.0 if value is None or math.isnan(value) else float(value)  # pgvector: NaN for a zero vector
 
 
 class PostgresDialect(Dialect):
@@ -188,10 +170,10 @@ class PostgresDialect(Dialect):
 
 class _PostgresTx(SqlTx[psycopg.Connection[Any]]):
     def _index_columns(self, terms: Sequence[str], vector: Vector | None) -> dict[str, tuple[str, object]]:
-        return {"kw": (_KW, _lexemes(terms))}
+        return {"kw": (_KW, lexemes(terms))}
 
     def replace_terms(self, atom_id: str, terms: Sequence[str], vector: Vector | None) -> None:
-        self.run(f"UPDATE atoms SET kw = {_KW} WHERE id = ?", (_lexemes(terms), atom_id))
+        self.run(f"UPDATE atoms SET kw = {_KW} WHERE id = ?", (lexemes(terms), atom_id))
         if vector is not None:
             self.run("UPDATE atoms SET embedding = ? WHERE id = ?", (self._d.vector(vector), atom_id))
 
@@ -202,6 +184,7 @@ class _PostgresTx(SqlTx[psycopg.Connection[Any]]):
         # Per-row trigger upkeep of scope_terms would pile up row versions of the common terms
         # (quadratic): the terms are counted once at the end instead.
         self.run("ALTER TABLE atoms DISABLE TRIGGER atoms_kw_insert_delete")
+        self.run("ALTER TABLE edges DISABLE TRIGGER edges_scope")  # one UPDATE at the end (migration 9)
 
     def _end_import(self, snapshot_version: int) -> None:
         for table, column in (
@@ -217,19 +200,21 @@ class _PostgresTx(SqlTx[psycopg.Connection[Any]]):
         self.run("DELETE FROM scope_docs")
         self._store._run_script(self._conn, POSTGRES_SCOPE_STATS)
         self.run("ALTER TABLE atoms ENABLE TRIGGER atoms_kw_insert_delete")
+        self.run("UPDATE edges e SET scope_hash = a.scope_hash FROM atoms a WHERE a.id = e.src")
+        self.run("ALTER TABLE edges ENABLE TRIGGER edges_scope")
         self.run("UPDATE chain_head SET snapshot_version = ? WHERE id = 1", (snapshot_version,))
 
     def load_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
         marks = ["?"] * len(columns)
         if table == "atoms":  # the last value is the atom's terms
             columns, marks = [*columns, "kw"], [*marks, _KW]
-            rows = [(*r[:-1], _lexemes(r[-1])) for r in rows]  # type: ignore[arg-type]
+            rows = [(*r[:-1], lexemes(r[-1])) for r in rows]  # type: ignore[arg-type]
         self._store.run_many(
             self._conn, f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(marks)})", rows
         )
 
 
-class PostgresStore(SqlStore[psycopg.Connection[Any]]):
+class PostgresStore(PgIndex, SqlStore[psycopg.Connection[Any]]):
     """A pooled PostgreSQL database; every statement passes through `run`."""
 
     dialect: PostgresDialect
@@ -415,32 +400,7 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
         r = self._router
         return {"standbys": r.status(), "primary_reads": r.primary_reads, "waits": r.waits}
 
-    # -- keyword and vector search -------------------------------------------------------------
-
-    def term_stats(self, terms: Sequence[str], *, scope_hashes: Sequence[str]) -> TermStats:
-        unique, scopes = list(dict.fromkeys(terms)), list(dict.fromkeys(scope_hashes))
-        row = self._one("SELECT (SELECT coalesce(sum(docs), 0) FROM scope_docs WHERE scope_hash = ANY(?::text[])),"
-                        " (SELECT coalesce(jsonb_object_agg(term, df), '{}') FROM (SELECT term, sum(df) AS df"
-                        " FROM scope_terms WHERE scope_hash = ANY(?::text[]) AND term = ANY(?::text[]) GROUP BY term) s)",
-                        (scopes, scopes, unique))  # fmt: skip
-        return int(row[0]), {t: 0 for t in unique} | {k: int(v) for k, v in row[1].items()}
-
-    def keyword_candidates(self, terms: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str],
-                           limit: int, stats: TermStats | None = None) -> list[str]:  # fmt: skip
-        # Match through the GIN index on the query's most selective terms (all of them on small
-        # stores, `selective_terms`); rank by the IDF mass of those terms each atom holds (the
-        # engine's own keyword score, before calibration), newest first among equals.
-        lex, _, weight = (
-            self._selective(_lexemes(terms), stats, scope_hashes) if scope_hashes and statuses else ([], False, {})
-        )
-        if not lex:
-            return []
-        score = " + ".join("CASE WHEN a.kw @@ ?::tsquery THEN ?::float8 ELSE 0 END" for _ in lex)
-        return [r[0] for r in self._rows(
-            "SELECT a.id FROM atoms a WHERE a.kw @@ ?::tsquery AND a.scope_hash = ANY(?::text[])"
-            f" AND a.status = ANY(?::text[]) ORDER BY {score} DESC, a.seq DESC LIMIT ?",
-            [_tsquery(lex), list(scope_hashes), list(statuses), *[x for t in lex for x in (_tsquery([t]), weight[t])],
-             limit])]  # fmt: skip
+    # -- recall (the candidates: pg_index.py) --------------------------------------------------
 
     def successors(self, atom_ids: Sequence[str], *, statuses: Sequence[str], within_seconds: float) -> dict[str, str]:
         # One statement (a seek per atom on atoms_scope_status inside LATERAL): the per-atom seeks of
@@ -454,65 +414,8 @@ class PostgresStore(SqlStore[psycopg.Connection[Any]]):
             " AND a.created_at <= q.created_at + make_interval(secs => ?) ORDER BY a.created_at LIMIT 1) n"
             " WHERE q.id = ANY(?::text[])", (list(statuses), float(within_seconds), ids))}  # fmt: skip
 
-    def atoms_for_entities(self, entity_ids: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str],
-                           limit: int) -> list[str]:  # fmt: skip
-        if not entity_ids:
-            return []
-        # The newest 4×limit mentions of each entity within these scopes (ULIDs sort by time), so a common
-        # entity costs about the same on a big store as on a small one, and mentions elsewhere (another
-        # tenant's) never crowd these scopes' out.
-        return [r[0] for r in self._rows(
-            "SELECT a.id, count(*) AS n, a.seq FROM unnest(?::text[]) AS q(dst)"
-            " CROSS JOIN LATERAL (SELECT e.src FROM edges e JOIN atoms b ON b.id = e.src WHERE e.dst = q.dst"
-            " AND e.kind = 'mentions' AND b.scope_hash = ANY(?::text[]) AND b.status = ANY(?::text[])"
-            " ORDER BY e.src DESC LIMIT ?) m JOIN atoms a ON a.id = m.src"
-            " GROUP BY a.id, a.seq ORDER BY n DESC, a.seq DESC LIMIT ?",
-            (list(entity_ids), list(scope_hashes), list(statuses), limit * 4, limit))]  # fmt: skip
-
     def warm(self) -> None:
         """Nothing to load: pgvector searches inside the database."""
-
-    def _scope_vectors(self, scope_hashes: Sequence[str], n: int) -> int:
-        """Vectors of size `n` in these scopes, counted at most every SCOPE_SIZE_TTL seconds per scope."""
-        now = time.monotonic()
-        stale = [h for h in dict.fromkeys(scope_hashes) if now - self._sizes.get((h, n), (-1e9, 0))[0] > SCOPE_SIZE_TTL]
-        if stale:
-            counted = {r[0]: int(r[1]) for r in self._rows(
-                f"SELECT scope_hash, count(*) FROM atoms WHERE scope_hash = ANY(?::text[]) AND vector_dims(embedding) = {n}"
-                " GROUP BY scope_hash", (stale,))}  # fmt: skip
-            for h in stale:
-                self._sizes[(h, n)] = (now, counted.get(h, 0))
-        return sum(self._sizes[(h, n)][1] for h in dict.fromkeys(scope_hashes))
-
-    def vector_candidates(self, query: Vector, *, scope_hashes: Sequence[str], k: int) -> list[tuple[str, float]]:
-        q = self.dialect.vector(query)
-        if q is None or not scope_hashes or k <= 0:
-            return []
-        n = int(np.asarray(query).size)
-        if self._scope_vectors(scope_hashes, n) <= EXACT_MAX_ROWS:
-            # A small scope (a person's repository is a few thousand rows): every one of its vectors, read
-            # through the scope index. Exact, and cheaper than a filtered HNSW walk that must skip the other
-            # scopes' rows; the MATERIALIZED CTE keeps the planner off the HNSW index.
-            return [(r[0], _cos(r[1])) for r in self._rows(
-                f"WITH s AS MATERIALIZED (SELECT id, embedding::vector({n}) <=> ?::vector({n}) AS d FROM atoms"
-                f" WHERE scope_hash = ANY(?::text[]) AND vector_dims(embedding) = {n})"
-                " SELECT id, 1 - d FROM s ORDER BY d, id LIMIT ?", (q, list(scope_hashes), k))]  # fmt: skip
-        # A big scope: HNSW, written exactly as the partial index of this size is defined so the planner
-        # uses it, with iterative scan (`_configure`) so the scope filter still yields k rows. Vectors of
-        # another model's size are not comparable and never match.
-        return [(r[0], _cos(r[1])) for r in self._rows(
-            f"SELECT id, 1 - (embedding::vector({n}) <=> ?::vector({n})) FROM atoms"
-            f" WHERE vector_dims(embedding) = {n} AND scope_hash = ANY(?::text[])"
-            f" ORDER BY embedding::vector({n}) <=> ?::vector({n}) LIMIT ?", (q, list(scope_hashes), q, k))]  # fmt: skip
-
-    def cosines(self, query: Vector, atom_ids: Sequence[str]) -> dict[str, float]:
-        q = self.dialect.vector(query)
-        if q is None or not atom_ids:
-            return {}
-        n = int(np.asarray(query).size)
-        rows = self._rows(f"SELECT id, 1 - (embedding::vector({n}) <=> ?::vector({n})) FROM atoms"
-                          f" WHERE id = ANY(?::text[]) AND vector_dims(embedding) = {n}", (q, list(atom_ids)))  # fmt: skip
-        return {r[0]: _cos(r[1]) for r in rows}
 
     # -- the rest ------------------------------------------------------------------------------
 

@@ -336,19 +336,25 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
 
     def atoms_for_entities(self, entity_ids: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str],
                            limit: int) -> list[str]:  # fmt: skip
-        if not entity_ids:
+        scopes = list(dict.fromkeys(scope_hashes))
+        if not entity_ids or not scopes:
             return []
-        # The newest mentions of each entity within these scopes (edges_dst orders by rowid within an
-        # entity), so a common entity costs about the same on a big store as on a small one and mentions
-        # elsewhere (another tenant's) never crowd these scopes' out.
-        in_scope, p1 = self.dialect.any_of("b.scope_hash", scope_hashes)
+        # The newest 4×limit mentions of each entity within these scopes, so a common entity costs about the
+        # same on a big store as on a small one and mentions elsewhere (another tenant's) never crowd these
+        # scopes' out. Each (entity, scope) pair is one backward range of `edges_dst_scope` (the edge carries
+        # its atom's scope, migration 9; rowid order within it), merged newest first per entity. The atom's
+        # own scope is checked again (it is read anyway, for its status).
         in_status, p2 = self.dialect.any_of("b.status", statuses)
-        arm = ("SELECT src FROM (SELECT e.src FROM edges e JOIN atoms b ON b.id = e.src WHERE e.dst = ?"
-               f" AND e.kind = 'mentions' AND {in_scope} AND {in_status} ORDER BY e.rowid DESC LIMIT ?)")  # fmt: skip
+        pair = ("SELECT * FROM (SELECT e.src, e.rowid AS r FROM edges e INDEXED BY edges_dst_scope JOIN atoms b"
+                " ON b.id = e.src WHERE e.dst = ?"
+                f" AND e.kind = 'mentions' AND e.scope_hash = ? AND b.scope_hash = ? AND {in_status}"
+                " ORDER BY e.rowid DESC LIMIT ?)")  # fmt: skip
+        arm = f"SELECT src FROM ({' UNION ALL '.join([pair] * len(scopes))} ORDER BY r DESC LIMIT ?)"
         return [r[0] for r in self._rows(
             f"SELECT a.id, count(*) AS n FROM ({' UNION ALL '.join([arm] * len(entity_ids))}) e JOIN atoms a"
             " ON a.id = e.src GROUP BY a.id ORDER BY n DESC, a.seq DESC LIMIT ?",
-            (*[x for e in entity_ids for x in (e, *p1, *p2, limit * 4)], limit))]  # fmt: skip
+            (*[x for e in entity_ids for x in (*[y for h in scopes for y in (e, h, h, *p2, limit * 4)], limit * 4)],
+             limit))]  # fmt: skip
 
     # -- vectors -------------------------------------------------------------------------------
 
@@ -453,10 +459,14 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         excluded, p1 = self.dialect.any_of("a.scope_hash", exclude_scopes) if exclude_scopes else ("", [])
         out: list[tuple[str, str]] = []
         with self._reading() as conn, self.translating():
-            # Newest mentions first: edges_dst orders by rowid within an entity. `+a.status` keeps the
-            # planner off atoms_status (it walked every active atom: 27 ms per entity at 10k, vs 0.1).
+            # Newest mentions first: edges_dst orders by rowid within an entity (named: with statistics of
+            # edges_dst only, the planner takes edges_dst_scope and sorts every mention; a statement of this
+            # shape went from 5 to 70 ms at 100k that way, bench/entity_candidates.py).
+            # `+a.status` keeps the planner off atoms_status (it walked every active atom: 27 ms per entity
+            # at 10k, vs 0.1).
             for entity_id in entity_ids:
-                rows = self.run(conn, "SELECT e.src FROM edges e JOIN atoms a ON a.id = e.src WHERE e.dst = ?"
+                rows = self.run(conn, "SELECT e.src FROM edges e INDEXED BY edges_dst JOIN atoms a ON a.id = e.src"
+                                      " WHERE e.dst = ?"
                                       " AND e.kind = 'mentions' AND +a.status = 'active'"
                                       f"{f' AND NOT {excluded}' if excluded else ''} ORDER BY e.rowid DESC LIMIT ?",
                                 (entity_id, *p1, per_entity)).fetchall()  # fmt: skip

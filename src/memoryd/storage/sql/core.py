@@ -249,7 +249,7 @@ class SqlCore(ABC, Generic[C]):
         if unique and (stats is None or any(t not in stats[1] for t in unique)):
             stats = self.term_stats(unique, scope_hashes=scope_hashes)
         total, df = stats or (0, {})
-        present, cut = selective_terms(unique, df)
+        present, cut = selective_terms(unique, df, total)
         return present, cut, {t: idf(total, df[t]) for t in present}
 
     @abstractmethod

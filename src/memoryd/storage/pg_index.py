@@ -1,0 +1,133 @@
+"""PostgreSQL's recall candidates: keyword, vector and entity candidates, and the scope sizes that pick the plan.
+
+The read path of a recall on PostgreSQL (`PostgresStore` mixes this in): each statement is one round
+trip, measured per statement by `bench/team_explain.py`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from .base import TermStats, Vector
+from .sql import SqlCore
+
+__all__ = ["EXACT_MAX_ROWS", "SCOPE_SIZE_TTL", "PgIndex", "lexemes"]
+
+# The vector plan: scopes holding at most this many vectors of the query's size are searched exactly
+# (every row of the scope, through the scope index); bigger ones through HNSW with iterative scan.
+EXACT_MAX_ROWS = 2_000
+# How long a scope's size is trusted for choosing the plan (it picks the plan, never the answer).
+SCOPE_SIZE_TTL = 30.0
+_MAX_LEXEME = 2046  # tsvector lexemes are at most 2046 bytes and may not be empty
+
+
+def lexemes(terms: Sequence[str]) -> list[str]:
+    """Terms a tsvector can hold: non-empty, at most 2046 bytes (longer ones are left unindexed)."""
+    return [t for t in dict.fromkeys(terms) if t and len(t.encode()) <= _MAX_LEXEME]
+
+
+def _tsquery(terms: Sequence[str]) -> str:
+    """An OR of exact lexemes, quoted so no term is parsed (quotes and backslashes doubled)."""
+    return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
+
+
+def _cos(value: float | None) -> float:
+    return 0.0 if value is None or math.isnan(value) else float(value)  # pgvector: NaN for a zero vector
+
+
+class PgIndex(SqlCore[psycopg.Connection[Any]]):
+    """Keyword, vector and entity candidates of a recall, and the scope sizes that choose the vector plan."""
+
+    _sizes: dict[tuple[str, int], tuple[float, int]]  # (scope, dims) → (when counted, vectors)
+
+    def term_stats(self, terms: Sequence[str], *, scope_hashes: Sequence[str]) -> TermStats:
+        unique, scopes = list(dict.fromkeys(terms)), list(dict.fromkeys(scope_hashes))
+        row = self._one("SELECT (SELECT coalesce(sum(docs), 0) FROM scope_docs WHERE scope_hash = ANY(?::text[])),"
+                        " (SELECT coalesce(jsonb_object_agg(term, df), '{}') FROM (SELECT term, sum(df) AS df"
+                        " FROM scope_terms WHERE scope_hash = ANY(?::text[]) AND term = ANY(?::text[]) GROUP BY term) s)",
+                        (scopes, scopes, unique))  # fmt: skip
+        return int(row[0]), {t: 0 for t in unique} | {k: int(v) for k, v in row[1].items()}
+
+    def keyword_candidates(self, terms: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str],
+                           limit: int, stats: TermStats | None = None) -> list[str]:  # fmt: skip
+        # Match through the GIN index on the query's most selective terms (all of them on small
+        # stores, `selective_terms`); rank by the IDF mass of those terms each atom holds (the
+        # engine's own keyword score, before calibration), newest first among equals.
+        lex, _, weight = (
+            self._selective(lexemes(terms), stats, scope_hashes) if scope_hashes and statuses else ([], False, {})
+        )
+        if not lex:
+            return []
+        score = " + ".join("CASE WHEN a.kw @@ ?::tsquery THEN ?::float8 ELSE 0 END" for _ in lex)
+        return [r[0] for r in self._rows(
+            "SELECT a.id FROM atoms a WHERE a.kw @@ ?::tsquery AND a.scope_hash = ANY(?::text[])"
+            f" AND a.status = ANY(?::text[]) ORDER BY {score} DESC, a.seq DESC LIMIT ?",
+            [_tsquery(lex), list(scope_hashes), list(statuses), *[x for t in lex for x in (_tsquery([t]), weight[t])],
+             limit])]  # fmt: skip
+
+    def atoms_for_entities(self, entity_ids: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str],
+                           limit: int) -> list[str]:  # fmt: skip
+        if not entity_ids:
+            return []
+        # The newest 4×limit mentions of each entity within these scopes (ULIDs sort by time), so a common
+        # entity costs about the same on a big store as on a small one, and mentions elsewhere (another
+        # tenant's) never crowd these scopes' out. Each (entity, scope) pair is one backward range of
+        # `edges_dst_scope` (the edge carries its atom's scope, migration 9): only the rows kept are read,
+        # then merged newest first per entity. The atom's own scope is checked again (it is read anyway,
+        # for its status): an edge could never widen what a recall sees.
+        return [r[0] for r in self._rows(
+            "SELECT a.id, count(*) AS n, a.seq FROM unnest(?::text[]) AS q(dst)"
+            " CROSS JOIN LATERAL (SELECT s.src FROM unnest(?::text[]) AS h(scope_hash) CROSS JOIN LATERAL"
+            " (SELECT e.src FROM edges e JOIN atoms b ON b.id = e.src WHERE e.dst = q.dst AND e.kind = 'mentions'"
+            " AND e.scope_hash = h.scope_hash AND b.scope_hash = h.scope_hash AND b.status = ANY(?::text[])"
+            " ORDER BY e.src DESC LIMIT ?) s ORDER BY s.src DESC LIMIT ?) m JOIN atoms a ON a.id = m.src"
+            " GROUP BY a.id, a.seq ORDER BY n DESC, a.seq DESC LIMIT ?",
+            (list(entity_ids), list(dict.fromkeys(scope_hashes)), list(statuses), limit * 4, limit * 4, limit))]  # fmt: skip
+
+    def _scope_vectors(self, scope_hashes: Sequence[str], n: int) -> int:
+        """Vectors of size `n` in these scopes, counted at most every SCOPE_SIZE_TTL seconds per scope."""
+        now = time.monotonic()
+        stale = [h for h in dict.fromkeys(scope_hashes) if now - self._sizes.get((h, n), (-1e9, 0))[0] > SCOPE_SIZE_TTL]
+        if stale:
+            counted = {r[0]: int(r[1]) for r in self._rows(
+                f"SELECT scope_hash, count(*) FROM atoms WHERE scope_hash = ANY(?::text[]) AND vector_dims(embedding) = {n}"
+                " GROUP BY scope_hash", (stale,))}  # fmt: skip
+            for h in stale:
+                self._sizes[(h, n)] = (now, counted.get(h, 0))
+        return sum(self._sizes[(h, n)][1] for h in dict.fromkeys(scope_hashes))
+
+    def vector_candidates(self, query: Vector, *, scope_hashes: Sequence[str], k: int) -> list[tuple[str, float]]:
+        q = self.dialect.vector(query)
+        if q is None or not scope_hashes or k <= 0:
+            return []
+        n = int(np.asarray(query).size)
+        if self._scope_vectors(scope_hashes, n) <= EXACT_MAX_ROWS:
+            # A small scope (a person's repository is a few thousand rows): every one of its vectors, read
+            # through the scope index. Exact, and cheaper than a filtered HNSW walk that must skip the other
+            # scopes' rows; the MATERIALIZED CTE keeps the planner off the HNSW index.
+            return [(r[0], _cos(r[1])) for r in self._rows(
+                f"WITH s AS MATERIALIZED (SELECT id, embedding::vector({n}) <=> ?::vector({n}) AS d FROM atoms"
+                f" WHERE scope_hash = ANY(?::text[]) AND vector_dims(embedding) = {n})"
+                " SELECT id, 1 - d FROM s ORDER BY d, id LIMIT ?", (q, list(scope_hashes), k))]  # fmt: skip
+        # A big scope: HNSW, written exactly as the partial index of this size is defined so the planner
+        # uses it, with iterative scan (`_configure`) so the scope filter still yields k rows. Vectors of
+        # another model's size are not comparable and never match.
+        return [(r[0], _cos(r[1])) for r in self._rows(
+            f"SELECT id, 1 - (embedding::vector({n}) <=> ?::vector({n})) FROM atoms"
+            f" WHERE vector_dims(embedding) = {n} AND scope_hash = ANY(?::text[])"
+            f" ORDER BY embedding::vector({n}) <=> ?::vector({n}) LIMIT ?", (q, list(scope_hashes), q, k))]  # fmt: skip
+
+    def cosines(self, query: Vector, atom_ids: Sequence[str]) -> dict[str, float]:
+        q = self.dialect.vector(query)
+        if q is None or not atom_ids:
+            return {}
+        n = int(np.asarray(query).size)
+        rows = self._rows(f"SELECT id, 1 - (embedding::vector({n}) <=> ?::vector({n})) FROM atoms"
+                          f" WHERE id = ANY(?::text[]) AND vector_dims(embedding) = {n}", (q, list(atom_ids)))  # fmt: skip
+        return {r[0]: _cos(r[1]) for r in rows}
