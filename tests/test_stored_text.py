@@ -296,7 +296,8 @@ def test_a_value_over_its_limit_is_left_for_its_part_to_refuse_with_the_usual_me
     # the one difference (docs/DECISIONS.md): a text under its limit that redaction makes longer is measured after
     near = "x" * 183 + " DB_PASSWORD=abcd"  # 200 characters; stored, it would be 206
     assert len(near) == 200
-    with pytest.raises(Rejected, match="title is 206 characters; the limit is 200"):
+    with pytest.raises(Rejected, match=r"title is 206 characters once its secrets are replaced by \[REDACTED\]; "
+                       r"the limit is 200: shorten it"):  # fmt: skip
         engine.memorize("The deploy runs at noon on weekdays", source="user", title=near)
 
 

@@ -25,6 +25,7 @@ __all__ = [
 # store NUL: both are refused on input.
 SURROGATE = re.compile("[\ud800-\udfff]")
 UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+REDACTED = "[REDACTED]"  # what redaction leaves for a secret (text/redact.py); named in a limit's message
 
 
 def unstorable(value: str, field: str) -> str | None:
@@ -107,6 +108,9 @@ def check_text(name: str, value: object, *, field: str | None = None, required: 
         raise InvalidInput(f"{field} must be a string, got {type(value).__name__}")
     top = _max(name, limit)
     if len(value) > top:
+        if REDACTED in value:  # checked after redaction (engine/inputs.py): a short secret's marker is longer
+            raise InvalidInput(f"{field} is {len(value)} characters once its secrets are replaced by {REDACTED}; "
+                               f"the limit is {top}: shorten it")  # fmt: skip
         raise InvalidInput(f"{field} is {len(value)} characters; the limit is {top}")
     if (problem := unstorable(value, field)) is not None:
         raise InvalidInput(problem)

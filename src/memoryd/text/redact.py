@@ -20,12 +20,11 @@ import re
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
+from ..shared.limits import REDACTED
 from .secret_rules import PREFIX_RULES, PROVIDERS, SECRET_WORDS
 from .secret_values import entropy, generated, plausible, random_looking
 
 __all__ = ["REDACTED", "Redaction", "redact"]
-
-REDACTED = "[REDACTED]"
 
 
 @dataclass(frozen=True)
