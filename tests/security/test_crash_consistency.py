@@ -68,6 +68,21 @@ class _Same:
         return None
 
 
+def _settled(dsn: str, timeout: float = 10.0) -> None:
+    """Wait until the killed writer's server processes are done: PostgreSQL finishes a COMMIT the client sent
+    before it died, so a check started at once could miss the outbox row that commit adds, then see its atom."""
+    import psycopg
+
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                               " AND pid <> pg_backend_pid() AND state IS DISTINCT FROM 'idle'").fetchone()  # fmt: skip
+            if row is not None and row[0] == 0:
+                return
+            time.sleep(0.02)
+
+
 def _check_vault(e: Engine) -> list[str]:
     """Every active atom's file is there with the recorded digest; no other memory file; no temp file."""
     problems = []
@@ -117,6 +132,8 @@ def test_kill_minus_9_never_loses_or_invents(settings: Settings, tmp_path: Path,
         assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "writer exited"
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
+        if settings.db:
+            _settled(settings.db)
         if proc.stderr:
             proc.stderr.close()
         lines = [ln.split() for ln in side.read_text().splitlines() if ln and ln != "ready"]
