@@ -198,8 +198,8 @@ class VaultSync:
             read = self._read_in(f.body, fm.get("title"), fm.get("tags"), fm.get("triggers"))
             try:
                 saved = self.writer.memorize(
-                    read["body"], source="vault", type=fm.get("type") or "fact", title=read["title"],
-                    tags=read["tags"], triggers=read["triggers"], gate="trusted", actor="vault", scope=self._scope_from_frontmatter(fm),
+                    read["body"], source="vault", type=fm.get("type") or "fact", title=read["title"], tags=read["tags"],
+                    triggers=read["triggers"], gate="trusted", actor="vault", scope=self._scope_from_frontmatter(fm),
                 )  # fmt: skip
             except Rejected as exc:
                 report["broken"].append({"path": str(f.path), "error": exc.message})
