@@ -620,13 +620,13 @@ def primary_settings() -> dict[str, str]:
     return dict(PRIMARY_SETTINGS)
 
 
-def make_standby(server: Any, dsn: str) -> tuple[Any, str, float]:
+def make_standby(server: Any, dsn: str, extra: dict[str, str] | None = None) -> tuple[Any, str, float]:
     """A hot standby of the bench's primary, as a user makes one (pg_basebackup -R), and the URL of the
     bench's database on it."""
     from tests.pg_standby import Standby
 
     t = time.perf_counter()
-    standby = Standby(server)
+    standby = Standby(server, extra=extra)
     standby.wait_replayed()
     return standby, f"{standby.dsn()[: standby.dsn().rindex('/')]}/{dsn.rsplit('/', 1)[1]}", time.perf_counter() - t
 
@@ -685,6 +685,37 @@ class StandbyWatch:
                 await asyncio.sleep(0.5)
             out["back_in_rotation_s"] = back
         return out
+
+
+STATS_SETTINGS = {"shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track": "all",
+                  "pg_stat_statements.track_planning": "on"}  # fmt: skip
+
+
+def reset_statements(dsns: list[str]) -> None:
+    import psycopg
+
+    for d in dsns:
+        with psycopg.connect(d, autocommit=True, connect_timeout=3) as conn:
+            conn.execute("SELECT pg_stat_statements_reset()")
+
+
+def top_statements(dsn: str, calls: int, n: int = 12) -> list[dict[str, Any]]:
+    """--pg-stats: the statements that took the server's time in a phase, per call of the load (ms)."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True, connect_timeout=3) as conn:
+        rows = conn.execute(
+            "SELECT calls, total_exec_time, total_plan_time, rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 160)"
+            " FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            " ORDER BY total_exec_time + total_plan_time DESC LIMIT %s", (n,)).fetchall()  # fmt: skip
+    return [{"calls": r[0], "exec_ms_per_call": r[1] / max(1, calls), "plan_ms_per_call": r[2] / max(1, calls),
+             "exec_ms_each": r[1] / max(1, r[0]), "rows": r[3], "query": r[4]} for r in rows]  # fmt: skip
+
+
+def print_statements(where: str, stmts: list[dict[str, Any]]) -> None:
+    print(C.table([f"{where}: exec ms / load call", "plan ms / load call", "exec ms each", "calls", "statement"],
+                  [[f"{s['exec_ms_per_call']:.2f}", f"{s['plan_ms_per_call']:.2f}", f"{s['exec_ms_each']:.2f}",
+                    str(s["calls"]), s["query"][:110]] for s in stmts]))  # fmt: skip
 
 
 def standby_row(s: dict[str, Any]) -> str:
@@ -859,6 +890,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         help="after each save, its writer searches for it and must find it (default: on with --standby)",
     )
+    ap.add_argument("--pg-stats", action="store_true",
+                    help="load pg_stat_statements on the servers and print, per phase, the statements that took "
+                         "their time (per call of the load)")  # fmt: skip
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (databases die with the server)")
     ap.add_argument("--json", metavar="PATH", help="write everything as JSON")
@@ -897,7 +931,8 @@ def main(argv: list[str] | None = None) -> int:
         t_all = time.perf_counter()
         fill_home, fill = cached_fill(args, crew, work)
         t = time.perf_counter()
-        server = _pg.start_server(settings=primary_settings() if args.standby else None)
+        settings = {**(primary_settings() if args.standby else {}), **(STATS_SETTINGS if args.pg_stats else {})}
+        server = _pg.start_server(settings=settings or None)
         fill["pg_start_s"] = time.perf_counter() - t
         with server.admin() as conn:  # tests/pg.py runs without autovacuum; a team server would not: the load's
             conn.execute("ALTER SYSTEM SET autovacuum = on")  # updates (recall's touch) leave dead rows behind
@@ -905,13 +940,18 @@ def main(argv: list[str] | None = None) -> int:
         dsn = _pg.create_database(server.dsn(), "team_load")
         print("fill: copying into PostgreSQL (migrate_store, HNSW after) ...", flush=True)
         fill["pg"] = copy_into_pg(fill_home / "memoryd.db", dsn, args.src)
+        if args.pg_stats:
+            import psycopg
+
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
         home = work / "server-home"
         shutil.rmtree(home, ignore_errors=True)
         fill["vault_link_s"] = link_vault(fill_home, home)
         fill["total_s"] = time.perf_counter() - t_all
         out["fill"] = fill
         if args.standby:
-            standby, read_dsn, fill["standby_s"] = make_standby(server, dsn)
+            standby, read_dsn, fill["standby_s"] = make_standby(server, dsn, STATS_SETTINGS if args.pg_stats else None)
             print(f"standby: pg_basebackup -R and start in {fill['standby_s']:.1f} s", flush=True)
         print(f"fill: PostgreSQL copy {fill['pg']['copy_s']:.1f} s, HNSW {fill['pg']['index_s']:.1f} s, "
               f"analyze {fill['pg']['analyze_s']:.1f} s; store ready after {fill['total_s']:.1f} s", flush=True)  # fmt: skip
@@ -961,6 +1001,8 @@ def main(argv: list[str] | None = None) -> int:
                         c.current = c.person.index % len(replicas)
                     print(f"{name}: {args.clients} clients x {args.duration:.0f} s ...", flush=True)
                     watch = StandbyWatch(standby, dsn, read_dsn) if standby is not None else None
+                    if args.pg_stats:
+                        reset_statements([dsn, *([read_dsn] if standby is not None else [])])
                     on_standby = name == "standby-kill" and watch is not None
                     run = run_phase(name, callers, replicas, args, kill_after=None if on_standby else kill_after,
                                     pg_pid=server.proc.pid if server.proc else None)  # fmt: skip
@@ -973,6 +1015,12 @@ def main(argv: list[str] | None = None) -> int:
                         p["standby"] = await watch.finish(callers)
                     p["uptime_end"] = uptime().split("load average:")[-1].strip()
                     ids = p.pop("_acked_ids")
+                    if args.pg_stats:
+                        p["statements"] = {"primary": top_statements(dsn, p["calls"])}
+                        if standby is not None and name != "standby-kill":
+                            p["statements"]["standby"] = top_statements(read_dsn, p["calls"])
+                        for where, stmts in p["statements"].items():
+                            print_statements(where, stmts)
                     p["lost"] = lost_writes(dsn, ids)
                     p["chain"] = verify_chain(env, cwd)
                     out["phases"][name] = p
