@@ -414,7 +414,7 @@ def test_vector_search_fills_k_under_a_selective_scope_filter(dsn: str, monkeypa
             plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {query_sql}", params))
             small_plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {small_sql}", small_params))
         assert "atoms_embedding_384" in plan, plan
-        assert "using atoms_embedding" not in small_plan and "using atoms_scope" in small_plan, small_plan
+        assert "using atoms_embedding" not in small_plan and "using atoms_scope_vectors_384" in small_plan, small_plan
     finally:
         store.close()
 

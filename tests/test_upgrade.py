@@ -35,6 +35,8 @@ RELEASED = {
         "postgres": "60b3a1cbcc18ea832a5dcd820ee511b606643d0829107ad2b13c354aebddd4f6"},
     9: {"sqlite": "922ed84ae7c36bbbd26dcf488a9c1aa251ccea3044cc1eaebce7138ee8e331c1",
         "postgres": "b3f2395661f4d6e5fcffaaa3ea4b2c7d1505e1e41b232dff84449fecbbcf4fbe"},
+    10: {"sqlite": "51d8a5f47e0b82735ac7a1c99fac759455e34155c73c48480b9dfe669ce7d8ca",
+         "postgres": "87d541e5bc4998888a0913f3d532dcd9c6f39f18e89365d2b9f59a2a32a2e065"},
 }  # fmt: skip
 
 
@@ -47,11 +49,11 @@ def test_released_migrations_are_unchanged_and_numbered_alike() -> None:
     for n, digests in RELEASED.items():
         assert _digest("sqlite", n) == digests["sqlite"], f"a released migration (1-{n}) changed on SQLite"
         assert _digest("postgres", n) == digests["postgres"], f"a released migration (1-{n}) changed on PostgreSQL"
-    assert [m.version for m in MIGRATIONS] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
+    assert [m.version for m in MIGRATIONS] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
     names = {m.version: m.name for m in MIGRATIONS}
     assert names[4].startswith("vault outbox") and names[5].startswith("console") and names[6] == "code anchors"
     assert names[7].startswith("team server") and names[8] == "keyword statistics per scope"
-    assert names[9].startswith("entity candidates by scope")
+    assert names[9].startswith("entity candidates by scope") and names[10].startswith("exact vector search")
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -94,7 +96,7 @@ def test_main_store_upgrades_and_keeps_every_memory(legacy: Settings, tmp_path: 
     assert _versions(legacy) == [1, 2, 3]  # as main left it
     widgets = make_repo(tmp_path / "widgets")
     with Engine.open(legacy, cwd=widgets, embedder=HashEmbedder(), authority="operator") as e:
-        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8, 9]
+        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
         atoms = e.store.get_atoms(list(manifest["atoms"]))
         # migration 8 counted each scope's keyword statistics from the terms main indexed
         facts = e.store.candidate_facts(list(manifest["atoms"]))
@@ -140,4 +142,4 @@ def test_main_store_upgrades_and_keeps_every_memory(legacy: Settings, tmp_path: 
         assert len(pending) == 1 and [a.id for _, a in e.review_pending(scope="global")] == [pending[0].id]
     # and reopening is a no-op (every migration recorded once)
     with Engine.open(legacy, cwd=widgets, embedder=HashEmbedder(), authority="operator") as e:
-        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8, 9] and e.verify_chain().ok
+        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] and e.verify_chain().ok

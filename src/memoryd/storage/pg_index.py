@@ -19,9 +19,11 @@ from .sql import SqlCore
 
 __all__ = ["EXACT_MAX_ROWS", "SCOPE_SIZE_TTL", "PgIndex", "lexemes"]
 
-# The vector plan: scopes holding at most this many vectors of the query's size are searched exactly
-# (every row of the scope, through the scope index); bigger ones through HNSW with iterative scan.
-EXACT_MAX_ROWS = 2_000
+# The vector plan: scopes holding at most this many vectors of the query's size are searched exactly (every
+# vector of the scope, from the scope's vector index, migration 10); bigger ones through HNSW with iterative
+# scan. At 100k memories (512 floats) the exact search costs ~1 ms per 1 000 vectors: 3 ms for a person's
+# 3 000, where the filtered HNSW walk took 7-30 ms; HNSW wins from ~6 000 on (a team's 25 000: 2-6 ms).
+EXACT_MAX_ROWS = 5_000
 # How long a scope's size is trusted for choosing the plan (it picks the plan, never the answer).
 SCOPE_SIZE_TTL = 30.0
 _MAX_LEXEME = 2046  # tsvector lexemes are at most 2046 bytes and may not be empty
@@ -44,7 +46,7 @@ def _cos(value: float | None) -> float:
 class PgIndex(SqlCore[psycopg.Connection[Any]]):
     """Keyword, vector and entity candidates of a recall, and the scope sizes that choose the vector plan."""
 
-    _sizes: dict[tuple[str, int], tuple[float, int]]  # (scope, dims) → (when counted, vectors)
+    _sizes: dict[tuple[str, int], tuple[float, int]]  # (scope, dims) → (when counted, vectors, capped)
 
     def term_stats(self, terms: Sequence[str], *, scope_hashes: Sequence[str]) -> TermStats:
         unique, scopes = list(dict.fromkeys(terms)), list(dict.fromkeys(scope_hashes))
@@ -91,16 +93,18 @@ class PgIndex(SqlCore[psycopg.Connection[Any]]):
             (list(entity_ids), list(dict.fromkeys(scope_hashes)), list(statuses), limit * 4, limit * 4, limit))]  # fmt: skip
 
     def _scope_vectors(self, scope_hashes: Sequence[str], n: int) -> int:
-        """Vectors of size `n` in these scopes, counted at most every SCOPE_SIZE_TTL seconds per scope."""
+        """Vectors of size `n` in these scopes, counted at most every SCOPE_SIZE_TTL seconds per scope and only up
+        to EXACT_MAX_ROWS + 1 each (all the plan needs to know), from `atoms_scope_vectors_N` alone."""
         now = time.monotonic()
-        stale = [h for h in dict.fromkeys(scope_hashes) if now - self._sizes.get((h, n), (-1e9, 0))[0] > SCOPE_SIZE_TTL]
+        scopes = list(dict.fromkeys(scope_hashes))
+        stale = [h for h in scopes if now - self._sizes.get((h, n), (-1e9, 0))[0] > SCOPE_SIZE_TTL]
         if stale:
             counted = {r[0]: int(r[1]) for r in self._rows(
-                f"SELECT scope_hash, count(*) FROM atoms WHERE scope_hash = ANY(?::text[]) AND vector_dims(embedding) = {n}"
-                " GROUP BY scope_hash", (stale,))}  # fmt: skip
+                "SELECT h, (SELECT count(*) FROM (SELECT 1 FROM atoms WHERE scope_hash = h AND vector_dims(embedding)"
+                f" = {n} AND seq > 0 LIMIT ?) c) FROM unnest(?::text[]) AS h", (EXACT_MAX_ROWS + 1, stale))}  # fmt: skip
             for h in stale:
                 self._sizes[(h, n)] = (now, counted.get(h, 0))
-        return sum(self._sizes[(h, n)][1] for h in dict.fromkeys(scope_hashes))
+        return sum(self._sizes[(h, n)][1] for h in scopes)
 
     def vector_candidates(self, query: Vector, *, scope_hashes: Sequence[str], k: int) -> list[tuple[str, float]]:
         q = self.dialect.vector(query)
@@ -108,12 +112,14 @@ class PgIndex(SqlCore[psycopg.Connection[Any]]):
             return []
         n = int(np.asarray(query).size)
         if self._scope_vectors(scope_hashes, n) <= EXACT_MAX_ROWS:
-            # A small scope (a person's repository is a few thousand rows): every one of its vectors, read
-            # through the scope index. Exact, and cheaper than a filtered HNSW walk that must skip the other
-            # scopes' rows; the MATERIALIZED CTE keeps the planner off the HNSW index.
+            # A small scope (a person's repository is a few thousand rows): every one of its vectors, read in
+            # order from `atoms_scope_vectors_N` (migration 10: `seq > 0` is that index's mark) without visiting
+            # the table. Exact, and cheaper than a filtered HNSW walk that must skip the other scopes' rows; the
+            # MATERIALIZED CTE keeps the planner off the HNSW index. A size without that index is read from the
+            # table, still exactly.
             return [(r[0], _cos(r[1])) for r in self._rows(
                 f"WITH s AS MATERIALIZED (SELECT id, embedding::vector({n}) <=> ?::vector({n}) AS d FROM atoms"
-                f" WHERE scope_hash = ANY(?::text[]) AND vector_dims(embedding) = {n})"
+                f" WHERE scope_hash = ANY(?::text[]) AND vector_dims(embedding) = {n} AND seq > 0)"
                 " SELECT id, 1 - d FROM s ORDER BY d, id LIMIT ?", (q, list(scope_hashes), k))]  # fmt: skip
         # A big scope: HNSW, written exactly as the partial index of this size is defined so the planner
         # uses it, with iterative scan (`_configure`) so the scope filter still yields k rows. Vectors of
