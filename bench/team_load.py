@@ -890,6 +890,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         help="after each save, its writer searches for it and must find it (default: on with --standby)",
     )
+    ap.add_argument("--shared-buffers", metavar="SIZE",
+                    help="shared_buffers of the PostgreSQL servers, e.g. 2GB (default: the test server's 128MB)")  # fmt: skip
     ap.add_argument("--pg-stats", action="store_true",
                     help="load pg_stat_statements on the servers and print, per phase, the statements that took "
                          "their time (per call of the load)")  # fmt: skip
@@ -931,7 +933,12 @@ def main(argv: list[str] | None = None) -> int:
         t_all = time.perf_counter()
         fill_home, fill = cached_fill(args, crew, work)
         t = time.perf_counter()
-        settings = {**(primary_settings() if args.standby else {}), **(STATS_SETTINGS if args.pg_stats else {})}
+        sizing = {"shared_buffers": args.shared_buffers} if args.shared_buffers else {}
+        settings = {
+            **(primary_settings() if args.standby else {}),
+            **(STATS_SETTINGS if args.pg_stats else {}),
+            **sizing,
+        }
         server = _pg.start_server(settings=settings or None)
         fill["pg_start_s"] = time.perf_counter() - t
         with server.admin() as conn:  # tests/pg.py runs without autovacuum; a team server would not: the load's
@@ -951,7 +958,8 @@ def main(argv: list[str] | None = None) -> int:
         fill["total_s"] = time.perf_counter() - t_all
         out["fill"] = fill
         if args.standby:
-            standby, read_dsn, fill["standby_s"] = make_standby(server, dsn, STATS_SETTINGS if args.pg_stats else None)
+            standby, read_dsn, fill["standby_s"] = make_standby(server, dsn, {**(STATS_SETTINGS if args.pg_stats else {}),
+                                                                              **sizing})  # fmt: skip
             print(f"standby: pg_basebackup -R and start in {fill['standby_s']:.1f} s", flush=True)
         print(f"fill: PostgreSQL copy {fill['pg']['copy_s']:.1f} s, HNSW {fill['pg']['index_s']:.1f} s, "
               f"analyze {fill['pg']['analyze_s']:.1f} s; store ready after {fill['total_s']:.1f} s", flush=True)  # fmt: skip
