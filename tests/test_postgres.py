@@ -679,3 +679,40 @@ def test_access_times_are_rewritten_at_most_hourly(tmp_path: Path, repo: Path, d
             assert conn.execute("SELECT count(*) FROM recalls").fetchone() == (1,)
         later = e.store.get_atoms([atom_id])[atom_id].last_accessed_at
         assert later is not None and later >= first
+
+
+def test_access_times_write_no_index(dsn: str) -> None:
+    """A recall's touch (migration 10) changes no indexed column and leaves room on each page, so PostgreSQL
+    updates the row in place (HOT): no new entry in HNSW, GIN or any btree of atoms."""
+    scope = Scope(tenant_id="t", workspace="acme", repository="hot", branch="main", root="/hot")
+    rng = np.random.default_rng(3)
+    store = PostgresStore(dsn)
+    try:
+        atoms = [_atom(scope, i) for i in range(40)]
+        ids = [a.id for a in atoms]
+        with store.transaction() as tx:
+            for i, atom in enumerate(atoms):
+                v = rng.normal(size=512).astype(np.float32)  # the bundled model's size: kept out of line
+                tx.insert_atom(atom, norm_hash=f"h{i}", terms=["hot", f"t{i}"], vector=v / np.linalg.norm(v))
+        with _admin(dsn) as conn:
+            indexes = [r[0] for r in conn.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'atoms'")]
+            assert len(indexes) > 5 and not [d for d in indexes if "last_accessed_at" in d], indexes
+            (options,) = conn.execute("SELECT reloptions FROM pg_class WHERE relname = 'atoms'").fetchone() or (None,)
+            assert "fillfactor=70" in (options or []), options
+            # touch's update, on one row of each page (a recall's hits are spread over the table), counted in
+            # this transaction: each new row version stays on its page, and no index gets an entry
+            spread = [r[0] for r in conn.execute("SELECT DISTINCT ON ((ctid::text::point)[0]) id FROM atoms"
+                                                 " WHERE id = ANY(%s)", (ids,))]  # fmt: skip
+            with conn.transaction():
+                conn.execute("UPDATE atoms SET last_accessed_at = now() - interval '1 day' WHERE id = ANY(%s)",
+                             (spread,))  # fmt: skip
+                row = conn.execute("SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables"
+                                   " WHERE relname = 'atoms'").fetchone()  # fmt: skip
+            assert len(spread) >= 2 and row == (len(spread), len(spread)), (spread, row)
+        store.touch(ids, now=True)  # and the store's own touch writes them all
+        with _admin(dsn) as conn:
+            touched = conn.execute("SELECT count(*) FROM atoms WHERE id = ANY(%s) AND last_accessed_at > now()"
+                                   " - interval '1 hour'", (ids,)).fetchone()  # fmt: skip
+        assert touched == (40,)
+    finally:
+        store.close()

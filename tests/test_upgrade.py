@@ -35,8 +35,8 @@ RELEASED = {
         "postgres": "60b3a1cbcc18ea832a5dcd820ee511b606643d0829107ad2b13c354aebddd4f6"},
     9: {"sqlite": "922ed84ae7c36bbbd26dcf488a9c1aa251ccea3044cc1eaebce7138ee8e331c1",
         "postgres": "b3f2395661f4d6e5fcffaaa3ea4b2c7d1505e1e41b232dff84449fecbbcf4fbe"},
-    10: {"sqlite": "51d8a5f47e0b82735ac7a1c99fac759455e34155c73c48480b9dfe669ce7d8ca",
-         "postgres": "87d541e5bc4998888a0913f3d532dcd9c6f39f18e89365d2b9f59a2a32a2e065"},
+    10: {"sqlite": "26a3b0c7fb30ed4278337e869839b57db2939420c852607867716631bacb9c1a",
+         "postgres": "452e7987fa399030e77b16506b1cae9d5a38f70e2e4e017893068984ffe80c76"},
 }  # fmt: skip
 
 
@@ -53,7 +53,7 @@ def test_released_migrations_are_unchanged_and_numbered_alike() -> None:
     names = {m.version: m.name for m in MIGRATIONS}
     assert names[4].startswith("vault outbox") and names[5].startswith("console") and names[6] == "code anchors"
     assert names[7].startswith("team server") and names[8] == "keyword statistics per scope"
-    assert names[9].startswith("entity candidates by scope") and names[10].startswith("exact vector search")
+    assert names[9].startswith("entity candidates by scope") and names[10].startswith("exact vector search of a small scope")
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
