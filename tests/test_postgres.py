@@ -716,3 +716,21 @@ def test_access_times_write_no_index(dsn: str) -> None:
         assert touched == (40,)
     finally:
         store.close()
+
+
+def test_vectors_are_stored_bit_for_bit(dsn: str) -> None:
+    """The text form sent to pgvector (9 significant digits) gives back every float32 exactly, extremes included."""
+    scope = Scope(tenant_id="t", workspace="acme", repository="bits", branch="main", root="/bits")
+    rng = np.random.default_rng(11)
+    v = rng.normal(size=512).astype(np.float32)
+    v[:4] = [np.finfo(np.float32).max, np.finfo(np.float32).tiny, -np.finfo(np.float32).eps, 1e-45]
+    store = PostgresStore(dsn)
+    try:
+        atom = _atom(scope, 0)
+        with store.transaction() as tx:
+            tx.insert_atom(atom, norm_hash="bits", terms=["bits"], vector=v)
+        with _admin(dsn) as conn:
+            row = conn.execute("SELECT embedding::real[] FROM atoms WHERE id = %s", (atom.id,)).fetchone()
+        assert row is not None and np.array_equal(np.asarray(row[0], dtype=np.float32), v)
+    finally:
+        store.close()
