@@ -121,7 +121,8 @@ class Reader:
         # Code anchors: a memory whose code moved on ranks ×DRIFT_WEIGHT, a multiplier after the ranking.
         # Anchors are checked against this working tree, so only this repository's memories, and only as
         # deep as the top max_results needs.
-        own = {c.atom_id for _, c, _ in ranked if c.scope_hash == core.scope.scope_hash}
+        here = core.scope.scope_hash
+        own = {c.atom_id for _, c, _ in ranked if c.scope_hash == here}
         scored, drift = self.anchors.rank_with_drift(scored, own, max_results)
         scored = scored[:max_results]
         atoms = self.memories.get_atoms(atom_id for _, atom_id, _ in scored)  # full atoms for the hits only

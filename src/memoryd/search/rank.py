@@ -143,16 +143,15 @@ def stat_terms(q: Query) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-_ZH_TERM = re.compile(r"(?:^| )[\u3400-\u9fff\uf900-\ufaff]")
-_LATIN_TERM = re.compile(r"(?:^| )[A-Za-z]")
+# A term's first character, when it is Chinese (group 1) or Latin (no group): one scan counts both sides.
+_WORD_HEAD = re.compile(r"(?:^| )(?:([\u3400-\u9fff\uf900-\ufaff])|[A-Za-z])")
 
 
 def _zh_share(terms: Sequence[str] | frozenset[str]) -> float:
     """Share of the worded terms that are Chinese (character bigrams); numbers count for neither side."""
-    joined = " ".join(terms)  # two C-level scans instead of a Python loop per term (recall latency)
-    zh = len(_ZH_TERM.findall(joined))
-    latin = len(_LATIN_TERM.findall(joined)) if zh else 1
-    return zh / (zh + latin) if zh + latin else 0.0
+    heads = _WORD_HEAD.findall(" ".join(terms))  # one C-level scan instead of a Python loop per term (recall cost)
+    zh = len(heads) - heads.count("")
+    return zh / len(heads) if zh else 0.0
 
 
 _QUESTION = re.compile(
@@ -243,7 +242,13 @@ def features(
     denom = sum(max(w for _, w in g) for g in groups)
     kw = np.zeros(n)
     if denom:
-        held = {t: np.fromiter((t in c.terms for c in cands), dtype=bool, count=n) for g in groups for t, _ in g}
+        # Which candidates hold each query term: one set intersection per candidate (C-level), not one
+        # Python membership test per term and candidate.
+        held = {t: np.zeros(n, dtype=bool) for g in groups for t, _ in g}
+        wanted = frozenset(held)
+        for i, c in enumerate(cands):
+            for t in c.terms & wanted:
+                held[t][i] = True
         for g in groups:
             kw += np.max([w * held[t] for t, w in g], axis=0)
         kw /= denom
@@ -269,8 +274,8 @@ def features(
         latin=(1.0 - zq) * (1.0 - zd),
         ent=ent,
         possible=np.array([c.epistemic == "possible" for c in cands], dtype=bool),
-        timely=np.array([bool(c.terms & _TIME_TERMS) for c in cands], dtype=bool),
-        negative=np.array([c.polarity == "negative" or bool(c.terms & _NEG_TERMS) for c in cands], dtype=bool),
+        timely=np.array([not c.terms.isdisjoint(_TIME_TERMS) for c in cands], dtype=bool),
+        negative=np.array([c.polarity == "negative" or not c.terms.isdisjoint(_NEG_TERMS) for c in cands], dtype=bool),
         nameless=nameless,
         decay=np.array([c.decay * (0.8 if c.status == "negated" else 1.0) for c in cands], dtype=float),
         floor=q.cosine_floor,
@@ -372,12 +377,15 @@ def rank(
     ask = None if english is None else (lambda idx: english(q, [cands[i] for i in idx]))
     scores, signals, cue = score(f, p, ask)
     out = []
-    for i, c in enumerate(cands):
-        s = round(float(scores[i]), 4)
+    # Python floats once per signal (`tolist`), not a numpy scalar per candidate and signal.
+    rows = {k: v.tolist() for k, v in signals.items()}
+    cues = cue.tolist()
+    for i, (c, value) in enumerate(zip(cands, scores.tolist(), strict=True)):
+        s = round(value, 4)
         if s > 0 or keep_zero:
-            sig = {k: float(v[i]) for k, v in signals.items() if k != "reply" or v[i] > 0}
-            if cue[i] != 1.0:
-                sig["cues"] = float(cue[i])  # echo / temporal / negation multiplier applied
+            sig = {k: v[i] for k, v in rows.items() if k != "reply" or v[i] > 0}
+            if cues[i] != 1.0:
+                sig["cues"] = cues[i]  # echo / temporal / negation multiplier applied
             out.append((s, c, sig))
     out.sort(key=lambda s: (-s[0], s[1].atom_id))
     return out

@@ -3,11 +3,13 @@ both need it, and neither imports the other at module level (no cycle)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 __all__ = ["scope_hash"]
 
 
+@functools.lru_cache(maxsize=4096)  # a pure function of four strings, asked for each recall candidate and scope
 def scope_hash(tenant_id: str, workspace: str, repository: str, root: str) -> str:
     """The stable key of a scope: tenant + workspace + repository (+ the root for `local` ones)."""
     # Non-git directories share no remote, so their path keeps two same-named folders apart.
