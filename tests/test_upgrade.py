@@ -53,7 +53,9 @@ def test_released_migrations_are_unchanged_and_numbered_alike() -> None:
     names = {m.version: m.name for m in MIGRATIONS}
     assert names[4].startswith("vault outbox") and names[5].startswith("console") and names[6] == "code anchors"
     assert names[7].startswith("team server") and names[8] == "keyword statistics per scope"
-    assert names[9].startswith("entity candidates by scope") and names[10].startswith("exact vector search of a small scope")
+    assert names[9].startswith("entity candidates by scope") and names[10].startswith(
+        "exact vector search of a small scope"
+    )
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -464,14 +464,17 @@ CREATE TRIGGER atoms_scope_edges AFTER UPDATE OF scope_hash ON atoms FOR EACH RO
 # HOT: one heap page written, no index touched (500 random rows at 100k: 15 ms, against 1.2 s). Pages written
 # before this migration get the room when rewritten. The console's decay filter reads the rows it counts (the
 # index still narrows them by status and type).
-_V10_POSTGRES = "".join(
-    f"CREATE INDEX atoms_scope_vectors_{n} ON atoms (scope_hash, id) INCLUDE (embedding)"
-    f" WHERE vector_dims(embedding) = {n} AND seq > 0;\n"
-    for n in INDEXED_DIMS
-) + """DROP INDEX atoms_decay;
+_V10_POSTGRES = (
+    "".join(
+        f"CREATE INDEX atoms_scope_vectors_{n} ON atoms (scope_hash, id) INCLUDE (embedding)"
+        f" WHERE vector_dims(embedding) = {n} AND seq > 0;\n"
+        for n in INDEXED_DIMS
+    )
+    + """DROP INDEX atoms_decay;
 CREATE INDEX atoms_decay ON atoms (status, type, updated_at, epistemic);
 ALTER TABLE atoms SET (fillfactor = 70);
 """
+)
 
 MIGRATIONS: list[Migration] = [
     Migration(
@@ -510,6 +513,11 @@ MIGRATIONS: list[Migration] = [
     Migration(7, "team server: tokens, teams, members, shared repositories", _V7),
     Migration(8, "keyword statistics per scope", _V8, _V8_SQLITE, _V8_POSTGRES, private=(("scope_terms", ("term",)),)),
     Migration(9, "entity candidates by scope: the source atom's scope on each edge", _V9, _V9_SQLITE, _V9_POSTGRES),
-    Migration(10, "exact vector search of a small scope from an index, access times without index writes (PostgreSQL)",
-              "", "", _V10_POSTGRES),  # fmt: skip
+    Migration(
+        10,
+        "exact vector search of a small scope from an index, access times without index writes (PostgreSQL)",
+        "",
+        "",
+        _V10_POSTGRES,
+    ),
 ]
