@@ -44,6 +44,8 @@ when a target is missed.
     .venv/bin/python bench/team_load.py --quick --json out.json   # CI: 2000 memories, 8 clients, 2 x 22 s
     .venv/bin/python bench/team_load.py --size 10000 --duration 60 --no-kill
     .venv/bin/python bench/team_load.py --size 5000 --clients 8 --duration 30 --standby   # reads on a standby
+    .venv/bin/python bench/team_load.py --standby --no-kill --duration 60 --pg-stats --shared-buffers 2GB
+                                                               # where the servers' time goes, with room for the indexes
     .venv/bin/python bench/team_load.py --single-token ...    # today's one-token server (no --team): exercises
                                                                # the client only; scopes come from the server's cwd
 """
@@ -933,13 +935,10 @@ def main(argv: list[str] | None = None) -> int:
         t_all = time.perf_counter()
         fill_home, fill = cached_fill(args, crew, work)
         t = time.perf_counter()
-        sizing = {"shared_buffers": args.shared_buffers} if args.shared_buffers else {}
-        settings = {
-            **(primary_settings() if args.standby else {}),
-            **(STATS_SETTINGS if args.pg_stats else {}),
-            **sizing,
-        }
-        server = _pg.start_server(settings=settings or None)
+        # what both servers get (the standby also gets the replication settings, from tests/pg_standby.py)
+        both = {**(STATS_SETTINGS if args.pg_stats else {}),
+                **({"shared_buffers": args.shared_buffers} if args.shared_buffers else {})}  # fmt: skip
+        server = _pg.start_server(settings={**(primary_settings() if args.standby else {}), **both} or None)
         fill["pg_start_s"] = time.perf_counter() - t
         with server.admin() as conn:  # tests/pg.py runs without autovacuum; a team server would not: the load's
             conn.execute("ALTER SYSTEM SET autovacuum = on")  # updates (recall's touch) leave dead rows behind
@@ -958,8 +957,7 @@ def main(argv: list[str] | None = None) -> int:
         fill["total_s"] = time.perf_counter() - t_all
         out["fill"] = fill
         if args.standby:
-            standby, read_dsn, fill["standby_s"] = make_standby(server, dsn, {**(STATS_SETTINGS if args.pg_stats else {}),
-                                                                              **sizing})  # fmt: skip
+            standby, read_dsn, fill["standby_s"] = make_standby(server, dsn, both)
             print(f"standby: pg_basebackup -R and start in {fill['standby_s']:.1f} s", flush=True)
         print(f"fill: PostgreSQL copy {fill['pg']['copy_s']:.1f} s, HNSW {fill['pg']['index_s']:.1f} s, "
               f"analyze {fill['pg']['analyze_s']:.1f} s; store ready after {fill['total_s']:.1f} s", flush=True)  # fmt: skip

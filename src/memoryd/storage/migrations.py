@@ -457,6 +457,7 @@ CREATE TRIGGER atoms_scope_edges AFTER UPDATE OF scope_hash ON atoms FOR EACH RO
 # index 1 600 buffers and ~3 ms. One partial index per indexed size, like the HNSW ones (a btree entry may be at
 # most ~2.7 KB: 512 floats fit). Its predicate names `seq > 0`, which only the exact statement states, so the
 # planner never answers the HNSW statement of a big scope by reading all of that scope's vectors from here.
+#
 # Access times without index writes: a recall's `touch` changed a column of `atoms_decay`, so every touched row
 # got a new entry in every index of atoms, HNSW included (~10 ms a row at 100k; a team server touches thousands
 # a minute, and every standby replays them). Without last_accessed_at in an index, and with room left on each

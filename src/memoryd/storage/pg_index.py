@@ -46,7 +46,7 @@ def _cos(value: float | None) -> float:
 class PgIndex(SqlCore[psycopg.Connection[Any]]):
     """Keyword, vector and entity candidates of a recall, and the scope sizes that choose the vector plan."""
 
-    _sizes: dict[tuple[str, int], tuple[float, int]]  # (scope, dims) → (when counted, vectors, capped)
+    _sizes: dict[tuple[str, int], tuple[float, int]]  # (scope, dims) → (when counted, vectors up to the bound)
 
     def term_stats(self, terms: Sequence[str], *, scope_hashes: Sequence[str]) -> TermStats:
         unique, scopes = list(dict.fromkeys(terms)), list(dict.fromkeys(scope_hashes))

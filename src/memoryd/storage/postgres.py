@@ -7,10 +7,11 @@ Behaviour matches `SqliteStore`; what differs is how:
   database, in any process, like SQLite's BEGIN IMMEDIATE: the chain append reads the last event
   under it, so the hash chain never forks, and `seq` stays gap-free. Waiting is bounded by
   `lock_timeout` (= busy_timeout_ms) → StorageBusy.
-- Vectors: `vector` + one HNSW (cosine) index per model size; `vector_candidates`/`cosines` are SQL
-  (`pg_index.py`, with the keyword and entity candidates), with pgvector's iterative index scan so a scope filter still yields k rows. Nothing is cached
-  in-process, so every process sees every other's vector changes at once (what `vec_seq` does for
-  SQLite).
+- Vectors: `vector` + per model size one HNSW (cosine) index and one index of each scope's vectors;
+  `vector_candidates`/`cosines` are SQL (`pg_index.py`, with the keyword and entity candidates): a small
+  scope exactly from its scope's vectors, a big one through HNSW with pgvector's iterative index scan so
+  a scope filter still yields k rows. Nothing is cached in-process, so every process sees every
+  other's vector changes at once (what `vec_seq` does for SQLite).
 - Keywords: the engine's terms verbatim in a GIN-indexed tsvector (`array_to_tsvector`); document
   frequencies are exact counters per scope in `scope_terms`, kept by a trigger.
 - Migrations (`migrations.py`) run under a transaction-level advisory lock.
