@@ -454,17 +454,18 @@ CREATE TRIGGER atoms_scope_edges AFTER UPDATE OF scope_hash ON atoms FOR EACH RO
 # The exact vector plan of a small scope (issue 27): a scope's vectors read from one index, in order, without
 # visiting the table. A vector of 512 floats is 2 KB, so PostgreSQL keeps it out of line (TOAST): reading a
 # scope's 3 000 vectors from the table cost ~28 000 buffer reads and ~30 ms of CPU at 100k memories, from this
-# index 1 600 buffers and ~3 ms. One partial index per indexed size, like the HNSW ones (a btree entry may be at
-# most ~2.7 KB: 512 floats fit). Its predicate names `seq > 0`, which only the exact statement states, so the
-# planner never answers the HNSW statement of a big scope by reading all of that scope's vectors from here.
+# index 1 600 buffers and ~3 ms (one EXPLAIN ANALYZE by hand; bench/team_explain.py: 5 ms p50 under load).
+# One partial index per indexed size, like the HNSW ones (a btree entry may be at most ~2.7 KB: 512 floats
+# fit). Its predicate names `seq > 0`, which only the exact statement states, so the planner never answers the
+# HNSW statement of a big scope by reading all of that scope's vectors from here.
 #
 # Access times without index writes: a recall's `touch` changed a column of `atoms_decay`, so every touched row
-# got a new entry in every index of atoms, HNSW included (~10 ms a row at 100k; a team server touches thousands
+# got a new entry in every index of atoms, HNSW included (~2 ms a row at 100k; a team server touches thousands
 # a minute, and every standby replays them). Without last_accessed_at in an index, and with room left on each
 # page (fillfactor 70: 2.4 KB, one more version of a row whose 384-float vector is kept in line), the update is
-# HOT: one heap page written, no index touched (500 random rows at 100k: 15 ms, against 1.2 s). Pages written
-# before this migration get the room when rewritten. The console's decay filter reads the rows it counts (the
-# index still narrows them by status and type).
+# HOT: one heap page written, no index touched (500 random rows at 100k: 9 ms against 890 ms,
+# bench/touch_cost.py). Pages written before this migration get the room when rewritten. The console's decay
+# filter reads the rows it counts (the index still narrows them by status and type).
 _V10_POSTGRES = (
     "".join(
         f"CREATE INDEX atoms_scope_vectors_{n} ON atoms (scope_hash, id) INCLUDE (embedding)"
