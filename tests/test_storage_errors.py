@@ -7,6 +7,8 @@ has its own entry, so a new driver version that adds one fails here, not in prod
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from datetime import UTC, datetime
@@ -100,6 +102,46 @@ def test_a_write_lock_held_elsewhere_is_storage_busy(tmp_path: Path) -> None:
     finally:
         other.close()
         store.close()
+
+
+# Opens the store at argv[1] at the moment argv[2] (time.time()): several of these create one file together.
+OPEN_AT = """
+import sys, time
+from pathlib import Path
+from memoryd.storage.sqlite import SqliteStore
+time.sleep(max(0.0, float(sys.argv[2]) - time.time()))
+SqliteStore(Path(sys.argv[1])).close()
+"""
+
+
+def test_processes_creating_the_store_together_all_open_it(tmp_path: Path) -> None:
+    """Switching a new file to WAL answered SQLITE_BUSY without waiting while another process switched it
+    (four processes at once: about one in seven failed); every opening now waits like any other write."""
+    failed = []
+    for round_ in range(6):
+        path, start = tmp_path / str(round_) / "m.db", time.time() + 2.0
+        procs = [subprocess.Popen([sys.executable, "-c", OPEN_AT, str(path), str(start)], stderr=subprocess.PIPE,
+                                  text=True) for _ in range(5)]  # fmt: skip
+        failed += [p.communicate(timeout=60)[1][-300:] for p in procs if p.wait(timeout=60)]
+        assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert failed == []
+
+
+def test_a_new_file_locked_past_the_timeout_is_storage_busy(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        other.execute("BEGIN EXCLUSIVE")  # another process holds the new file (not yet in WAL mode)
+        started = time.monotonic()
+        with pytest.raises(StorageBusy, match="^database is locked by another writer: database is locked$"):
+            SqliteStore(path, busy_timeout_ms=300)
+        assert 0.3 <= time.monotonic() - started < 5
+        other.execute("COMMIT")
+    finally:
+        other.close()
+    store = SqliteStore(path, busy_timeout_ms=300)
+    store.close()
+    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
 def test_read_statements_are_translated_too(settings: Settings) -> None:

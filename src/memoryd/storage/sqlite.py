@@ -213,8 +213,8 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.translating():
             # Tombstoned content must not linger in freed pages: secure_delete on every writing connection.
-            self._conn = self._connect("journal_mode = WAL", "foreign_keys = ON", "synchronous = NORMAL",
-                                       "secure_delete = ON")  # fmt: skip
+            self._conn = self._connect("foreign_keys = ON", "synchronous = NORMAL", "secure_delete = ON")
+            self._wal(self._conn)
             self._toucher = self._connect("synchronous = NORMAL", "secure_delete = ON", timeout=0.0)
         with self._write_lock, self._begin(self._conn, bump=False) as conn:
             self._migrate(conn)
@@ -228,6 +228,21 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             self.run(conn, f"PRAGMA {pragma}")
         self._opened.append(conn)
         return conn
+
+    def _wal(self, conn: sqlite3.Connection) -> None:
+        """Switch the file to WAL. While another process switches a new file, SQLite answers SQLITE_BUSY at
+        once instead of calling the busy handler (two commands creating the store together failed about
+        once in 30), so the switch is retried here, for up to busy_timeout like any other wait."""
+        deadline, pause = time.monotonic() + self._timeout, 0.002
+        while True:
+            try:
+                self.run(conn, "PRAGMA journal_mode = WAL")
+                return
+            except StorageBusy:
+                if time.monotonic() >= deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
 
     @contextmanager
     def _reader(self) -> Iterator[sqlite3.Connection]:
