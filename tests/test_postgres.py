@@ -114,6 +114,15 @@ def test_secrets_are_redacted_in_every_column(engine: Engine, settings: Settings
     assert settings.db and find_text(settings.db, ["hunter2secret"]) == []
 
 
+def _stats_holding(conn: psycopg.Connection[Any], needle: str) -> list[tuple[str, str]]:
+    """Columns and index expressions whose statistics (pg_statistic, read as pg_stats) hold `needle`."""
+    like = f"%{needle}%"
+    return conn.execute(
+        "SELECT tablename, attname FROM pg_stats WHERE schemaname = 'public' AND (most_common_vals::text ILIKE %s"
+        " OR histogram_bounds::text ILIKE %s OR most_common_elems::text ILIKE %s)", (like, like, like)
+    ).fetchall()  # fmt: skip
+
+
 @PG_ONLY
 def test_tombstone_leaves_no_trace_in_any_table_statistic_or_row_version(engine: Engine, settings: Settings) -> None:
     assert settings.db
@@ -123,6 +132,9 @@ def test_tombstone_leaves_no_trace_in_any_table_statistic_or_row_version(engine:
     engine.correct(a, "confirm_actual", "checked")
     with _admin(settings.db) as conn:
         conn.execute("ANALYZE")
+        assert _stats_holding(conn, "quasar") == []  # no statistics of memory text, index expressions included
+        indexes = "SELECT indexname FROM pg_indexes WHERE schemaname = 'public'"
+        assert conn.execute(f"SELECT tablename, attname FROM pg_stats WHERE tablename IN ({indexes})").fetchall() == []
     assert find_text(settings.db, needles), "the check must see the content before the tombstone"
     assert engine.govern(a, "tombstone", "never store code names").effect == "applied"
     atom = engine.get(a)
@@ -132,12 +144,7 @@ def test_tombstone_leaves_no_trace_in_any_table_statistic_or_row_version(engine:
     assert find_text(settings.db, needles) == []
     with _admin(settings.db) as conn:
         conn.execute("ANALYZE")
-        stats = conn.execute(
-            "SELECT tablename, attname FROM pg_stats WHERE schemaname = 'public'"
-            " AND (most_common_vals::text ILIKE '%%quasar%%' OR histogram_bounds::text ILIKE '%%quasar%%'"
-            " OR most_common_elems::text ILIKE '%%quasar%%')"
-        ).fetchall()
-    assert stats == []
+        assert _stats_holding(conn, "quasar") == []
     assert find_in_row_versions(settings.db, needles) == []  # checkpoint() VACUUMed the dead versions
     assert engine.verify_chain().ok
     assert engine.store.integrity() == "ok"  # type: ignore[attr-defined]
@@ -190,7 +197,7 @@ def test_migrations_are_recorded(engine: Engine, settings: Settings) -> None:
     for n in INDEXED_DIMS:
         assert f"USING hnsw (((embedding)::vector({n})) vector_cosine_ops)" in indexes[f"atoms_embedding_{n}"]
         assert f"WHERE (vector_dims(embedding) = {n})" in indexes[f"atoms_embedding_{n}"]
-    assert "USING gin (kw)" in indexes["atoms_kw"]
+    assert "USING gin (memoryd_scope_kw(scope_hash, kw))" in indexes["atoms_scope_kw"] and "atoms_kw" not in indexes
     PostgresStore(settings.db).close()  # reopening applies nothing twice
     assert engine.store.applied_migrations() == expected  # type: ignore[attr-defined]
     assert engine.doctor()["index_db"].startswith("ok:")
@@ -415,6 +422,56 @@ def test_vector_search_fills_k_under_a_selective_scope_filter(dsn: str, monkeypa
             small_plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {small_sql}", small_params))
         assert "atoms_embedding_384" in plan, plan
         assert "using atoms_embedding" not in small_plan and "using atoms_scope_vectors_384" in small_plan, small_plan
+    finally:
+        store.close()
+
+
+def test_keywords_are_matched_within_the_recall_scopes_from_one_index(dsn: str) -> None:
+    """The keyword stage (migration 11) reads only the recall's own scopes' postings: each term is indexed as
+    `<scope>:<term>`, so a term common elsewhere costs nothing here, and the index follows every change of
+    an atom's terms or scope."""
+    mine, team, other = (Scope(tenant_id="t", workspace="acme", repository=r, branch="main", root=f"/{r}")
+                         for r in ("mine", "team", "other"))  # fmt: skip
+    store = PostgresStore(dsn)
+    try:
+        ids: dict[str, list[str]] = {"mine": [], "team": [], "other": []}
+        with store.transaction() as tx:
+            for name, scope, n in (("mine", mine, 5), ("team", team, 5), ("other", other, 300)):
+                for i in range(n):
+                    atom = _atom(scope, len(ids["mine"]) + len(ids["team"]) + len(ids["other"]))
+                    tx.insert_atom(atom, norm_hash=atom.id, terms=["deploy", f"{name}{i}"], vector=None)
+                    ids[name].append(atom.id)
+        fit, too_long = "y" * (2046 - len(mine.scope_hash) - 1), "z" * (2046 - len(mine.scope_hash))
+        extra = _atom(mine, 999)
+        with store.transaction() as tx:  # both are lexemes of kw; only the first fits behind its scope
+            tx.insert_atom(extra, norm_hash="long", terms=["rare", fit, too_long], vector=None)
+
+        def find(terms: list[str], *scopes: Scope, limit: int = 50) -> list[str]:
+            return store.keyword_candidates(terms, scope_hashes=[s.scope_hash for s in scopes], statuses=["active"],
+                                            limit=limit)  # fmt: skip
+
+        assert find(["deploy"], mine) == ids["mine"][::-1]  # newest first among equals; none of other's 300
+        assert set(find(["deploy"], mine, team)) == set(ids["mine"] + ids["team"])
+        assert find(["deploy", "mine3"], mine, team)[0] == ids["mine"][3]  # more IDF mass first
+        assert find([fit], mine) == [extra.id]
+        assert find([too_long], mine) == []  # too long to index behind a scope: not matched, and no error
+        assert find([too_long, "rare"], mine) == [extra.id]
+        assert find(["rare"], team) == []
+        with store.transaction() as tx:
+            tx.replace_terms(ids["mine"][0], ["moved"], None)
+        assert find(["moved"], mine) == [ids["mine"][0]] and ids["mine"][0] not in find(["deploy"], mine)
+        with _admin(dsn) as conn:  # an atom that changes scope is found under its new one only
+            conn.execute("UPDATE atoms SET scope_hash = %s WHERE id = %s", (team.scope_hash, ids["mine"][1]))
+        assert find(["mine1"], team) == [ids["mine"][1]] and find(["mine1"], mine) == []
+        traced: list[tuple[str, Any]] = []
+        store.tracer = lambda q, p: traced.append((q, p)) if "FROM atoms" in q else None
+        find(["deploy"], mine, team)
+        ((query_sql, params),) = traced
+        with _admin(dsn) as conn:
+            conn.execute("ANALYZE atoms")
+            conn.execute("SET enable_seqscan = off")  # a few hundred rows: the planner would read them all
+            plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {query_sql}", params))
+        assert "atoms_scope_kw" in plan and "BitmapAnd" not in plan and "atoms_scope_seq" not in plan, plan
     finally:
         store.close()
 

@@ -58,19 +58,26 @@ class PgIndex(SqlCore[psycopg.Connection[Any]]):
 
     def keyword_candidates(self, terms: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str],
                            limit: int, stats: TermStats | None = None) -> list[str]:  # fmt: skip
-        # Match through the GIN index on the query's most selective terms (all of them on small
-        # stores, `selective_terms`); rank by the IDF mass of those terms each atom holds (the
-        # engine's own keyword score, before calibration), newest first among equals.
+        # Match the query's most selective terms (all of them on small stores, `selective_terms`) within
+        # these scopes only, through `atoms_scope_kw` (migration 11: each term indexed as `<scope>:<term>`);
+        # rank by the IDF mass of those terms each atom holds (the engine's own keyword score, before
+        # calibration), newest first among equals. The scope and status are checked again on the rows
+        # found, outside the OFFSET 0 fence: inside it the planner ANDed the scope index's bitmap in
+        # (25 000 rows read for a team scope, 2.3 ms of a 6.6 ms statement), which narrows nothing here.
         lex, _, weight = (
             self._selective(lexemes(terms), stats, scope_hashes) if scope_hashes and statuses else ([], False, {})
         )
-        if not lex:
+        scopes = list(dict.fromkeys(scope_hashes))
+        scoped = lexemes([f"{h}:{t}" for t in lex for h in scopes])  # a term too long for a scope is not indexed
+        if not scoped:
             return []
         score = " + ".join("CASE WHEN a.kw @@ ?::tsquery THEN ?::float8 ELSE 0 END" for _ in lex)
         return [r[0] for r in self._rows(
-            "SELECT a.id FROM atoms a WHERE a.kw @@ ?::tsquery AND a.scope_hash = ANY(?::text[])"
-            f" AND a.status = ANY(?::text[]) ORDER BY {score} DESC, a.seq DESC LIMIT ?",
-            [_tsquery(lex), list(scope_hashes), list(statuses), *[x for t in lex for x in (_tsquery([t]), weight[t])],
+            "SELECT a.id FROM (SELECT id, seq, kw, scope_hash, status FROM atoms"
+            " WHERE memoryd_scope_kw(scope_hash, kw) @@ ?::tsquery OFFSET 0) a"
+            f" WHERE a.scope_hash = ANY(?::text[]) AND a.status = ANY(?::text[]) ORDER BY {score} DESC, a.seq DESC"
+            " LIMIT ?",
+            [_tsquery(scoped), scopes, list(statuses), *[x for t in lex for x in (_tsquery([t]), weight[t])],
              limit])]  # fmt: skip
 
     def atoms_for_entities(self, entity_ids: Sequence[str], *, scope_hashes: Sequence[str], statuses: Sequence[str],
