@@ -56,11 +56,7 @@ def timed(fn: Any, runs: int = 5) -> tuple[Any, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--size", type=int, default=100_000, help="memories in the store (default 100000)")
-    ap.add_argument("--clients", type=int, default=32, help="the load bench's layout: people (default 32)")
-    ap.add_argument("--teams", type=int, default=2, help="the load bench's layout: teams (default 2)")
-    ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "memoryd-team-load"),
-                    help="the load bench's fill cache (default: $TMPDIR/memoryd-team-load)")  # fmt: skip
+    team_load.fill_args(ap)
     ap.add_argument("--json", metavar="PATH", help="write everything as JSON")
     args = ap.parse_args()
 

@@ -74,17 +74,10 @@ def _keyword_calls(view: Any, queries: Sequence[str]) -> list[tuple[list[str], d
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--size", type=int, default=100_000, help="memories in the store (default 100000)")
-    ap.add_argument("--clients", type=int, default=32, help="the load bench's layout: people (default 32)")
-    ap.add_argument("--teams", type=int, default=2, help="the load bench's layout: teams (default 2)")
+    team_load.fill_args(ap)
     ap.add_argument("--queries", type=int, default=60, help="recalls whose keyword calls are replayed (default 60)")
     ap.add_argument("--rounds", type=int, default=3, help="times each call is run each way (default 3)")
     ap.add_argument("--shared-buffers", metavar="SIZE", default="1GB", help="the server's shared_buffers (1GB)")
-    ap.add_argument(
-        "--cache",
-        default=str(Path(tempfile.gettempdir()) / "memoryd-team-load"),
-        help="the load bench's fill cache (default: $TMPDIR/memoryd-team-load)",
-    )
     ap.add_argument("--json", metavar="PATH", help="write everything as JSON")
     args = ap.parse_args()
 

@@ -167,6 +167,18 @@ def fill_sqlite(size: int, crew: list[Person], home: Path) -> dict[str, Any]:
     return out
 
 
+def fill_args(ap: argparse.ArgumentParser) -> None:
+    """The options of a bench that reads this bench's fill (`cached_fill`): its size, layout and cache."""
+    ap.add_argument("--size", type=int, default=100_000, help="memories in the store (default 100000)")
+    ap.add_argument("--clients", type=int, default=32, help="the load bench's layout: people (default 32)")
+    ap.add_argument("--teams", type=int, default=2, help="the load bench's layout: teams (default 2)")
+    ap.add_argument(
+        "--cache",
+        default=str(Path(tempfile.gettempdir()) / "memoryd-team-load"),
+        help="the load bench's fill cache (default: $TMPDIR/memoryd-team-load)",
+    )
+
+
 def cached_fill(args: argparse.Namespace, crew: list[Person], work: Path) -> tuple[Path, dict[str, Any]]:
     """A filled SQLite home (memoryd.db + vault) for this size and layout: from the cache or made now."""
     teams = len({p.team for p in crew if p.team})

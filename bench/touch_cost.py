@@ -46,16 +46,9 @@ def _update(conn: Any, assignment: str, ids: list[str]) -> tuple[float, int, int
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--size", type=int, default=100_000, help="memories in the store (default 100000)")
-    ap.add_argument("--clients", type=int, default=32, help="the load bench's layout: people (default 32)")
-    ap.add_argument("--teams", type=int, default=2, help="the load bench's layout: teams (default 2)")
+    team_load.fill_args(ap)
     ap.add_argument("--rows", type=int, default=500, help="rows written per way and round (default 500)")
     ap.add_argument("--rounds", type=int, default=3, help="rounds (default 3)")
-    ap.add_argument(
-        "--cache",
-        default=str(Path(tempfile.gettempdir()) / "memoryd-team-load"),
-        help="the load bench's fill cache (default: $TMPDIR/memoryd-team-load)",
-    )
     ap.add_argument("--json", metavar="PATH", help="write everything as JSON")
     args = ap.parse_args()
 
