@@ -122,9 +122,32 @@ def test_processes_creating_the_store_together_all_open_it(tmp_path: Path) -> No
         path, start = tmp_path / str(round_) / "m.db", time.time() + 2.0
         procs = [subprocess.Popen([sys.executable, "-c", OPEN_AT, str(path), str(start)], stderr=subprocess.PIPE,
                                   text=True) for _ in range(5)]  # fmt: skip
-        failed += [p.communicate(timeout=60)[1][-300:] for p in procs if p.wait(timeout=60)]
+        failed += [p.communicate(timeout=60)[1][-1500:] for p in procs if p.wait(timeout=60)]
         assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert failed == []
+
+
+def test_a_lock_taken_while_the_store_opens_is_waited_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every connection is set up with the usual wait: the access-time connection, which never waits later,
+    failed at once on `PRAGMA synchronous` (it reads the schema) when another process held the file then."""
+    switch = SqliteStore._wal
+
+    def switch_then_lock(self: SqliteStore, conn: sqlite3.Connection) -> None:
+        switch(self, conn)
+        other = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        other.execute("PRAGMA locking_mode = EXCLUSIVE")  # holds the file until closed, 0.3 s from now
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("COMMIT")
+        threading.Timer(0.3, other.close).start()
+
+    monkeypatch.setattr(SqliteStore, "_wal", switch_then_lock)
+    started = time.monotonic()
+    store = SqliteStore(tmp_path / "m.db")
+    try:
+        assert time.monotonic() - started >= 0.3
+        assert store._toucher.execute("PRAGMA busy_timeout").fetchone() == (0,)  # and then it never waits
+    finally:
+        store.close()
 
 
 def test_a_new_file_locked_past_the_timeout_is_storage_busy(tmp_path: Path) -> None:

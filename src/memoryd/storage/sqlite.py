@@ -215,15 +215,16 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
             # Tombstoned content must not linger in freed pages: secure_delete on every writing connection.
             self._conn = self._connect("foreign_keys = ON", "synchronous = NORMAL", "secure_delete = ON")
             self._wal(self._conn)
-            self._toucher = self._connect("synchronous = NORMAL", "secure_delete = ON", timeout=0.0)
+            # Set up with the usual wait (`synchronous` reads the schema: another process switching a new file
+            # to WAL holds it), then never waiting: access times are hints, kept for the next batch when busy.
+            self._toucher = self._connect("synchronous = NORMAL", "secure_delete = ON", "busy_timeout = 0")
         with self._write_lock, self._begin(self._conn, bump=False) as conn:
             self._migrate(conn)
 
     # -- connections and transactions ----------------------------------------------------------
 
-    def _connect(self, *pragmas: str, timeout: float | None = None) -> sqlite3.Connection:
-        conn = sqlite3.connect(str(self.path), timeout=self._timeout if timeout is None else timeout,
-                               isolation_level=None, check_same_thread=False)  # fmt: skip
+    def _connect(self, *pragmas: str) -> sqlite3.Connection:
+        conn = sqlite3.connect(str(self.path), timeout=self._timeout, isolation_level=None, check_same_thread=False)
         for pragma in pragmas:
             self.run(conn, f"PRAGMA {pragma}")
         self._opened.append(conn)
