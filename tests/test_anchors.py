@@ -797,3 +797,39 @@ def test_the_hooks_git_reading_matches_git(code: Path, tmp_path: Path) -> None:
             assert repository_scope_hash(fast.root, fast.origin_url() or "") == infer_scope(where).scope_hash
     git(code, "remote", "set-url", "origin", "https://github.com/acme/other.git")
     assert GitRepo.find(code).origin_url() == "https://github.com/acme/other.git"  # type: ignore[union-attr]
+
+
+# Threads parse one big source at once while the garbage collector hands the GIL over in the middle of a
+# conversion (a gc callback that sleeps 0 s, low thresholds): bare `ast.parse` then failed about once in
+# 120 parses on CPython 3.11 ("AST constructor recursion depth mismatch"); prints the errors seen.
+PARSE_IN_THREADS = """
+import gc, sys, threading, time
+from pathlib import Path
+from memoryd.anchors.symbols import parse_python
+import memoryd.engine.core as core
+sys.setswitchinterval(1e-6)
+gc.callbacks.append(lambda phase, info: time.sleep(0))
+gc.set_threshold(50, 5, 5)
+source = Path(core.__file__).read_text() * 3
+errors = []
+
+def work():
+    for _ in range(30):
+        try:
+            parse_python(source)
+        except SystemError as exc:
+            errors.append(str(exc))
+
+threads = [threading.Thread(target=work) for _ in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(len(errors), errors[:1])
+"""
+
+
+def test_python_files_are_parsed_safely_from_several_threads() -> None:
+    out = subprocess.run([sys.executable, "-c", PARSE_IN_THREADS], capture_output=True, text=True, timeout=300,
+                         check=True)  # fmt: skip
+    assert out.stdout.strip() == "0 []", out.stdout

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import memoryd
 from memoryd.agents.hooks import EVENTS
+from memoryd.anchors.symbols import parse_python
 
 SRC = Path(memoryd.__file__).parent
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,7 +81,7 @@ def _walk(node: ast.AST, *, skip_type_checking: bool) -> Iterator[ast.AST]:
 
 def _import_sites(path: Path, *, runtime_only: bool = False, text: str | None = None) -> set[tuple[str, str | None]]:
     """(module, imported name or None) for every import in `path`, lazy ones inside functions included."""
-    tree = ast.parse(path.read_text() if text is None else text)
+    tree = parse_python(path.read_text() if text is None else text)
     out: set[tuple[str, str | None]] = set()
     for node in _walk(tree, skip_type_checking=runtime_only):
         if isinstance(node, ast.ImportFrom):
@@ -129,7 +130,7 @@ def _reaches(path: Path, text: str | None = None) -> set[str]:
             continue  # the engine's public names, from the package or its parts
         # internals (or a module not classified yet)
         found.add(module if len(parts) >= 3 else f"{module}.{name}")
-    tree = ast.parse(text)
+    tree = parse_python(text)
     foreign = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
                for a in n.names if not a.name.startswith("memoryd")}  # fmt: skip  # os._exit is not ours
     own = {"self", "cls"} | foreign
@@ -256,7 +257,7 @@ def test_every_store_write_passes_the_one_rights_check() -> None:
     for path in _modules():
         if _top(path) == "storage":
             continue
-        tree = ast.parse(path.read_text(), str(path))
+        tree = parse_python(path.read_text(), str(path))
         owners = {id(n): fn.name for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef) for n in ast.walk(fn)}
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "transaction":

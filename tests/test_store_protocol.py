@@ -26,6 +26,7 @@ from typing import Any, Generic, Protocol
 import pytest
 
 import memoryd
+from memoryd.anchors.symbols import parse_python
 from memoryd.engine import Engine
 from memoryd.engine.migrate import migrate_store
 from memoryd.search.embed import UseEmbedder
@@ -238,7 +239,7 @@ def test_a_store_copy_uses_only_the_store_protocol(tmp_path: Path, repo: Path, e
 def _store_attributes(path: Path) -> list[tuple[int, str]]:
     """(line, name) of every `<something>.store.<name>` and `store.<name>` in a module."""
     out = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(parse_python(path.read_text())):
         if isinstance(node, ast.Attribute):
             base = node.value
             if (isinstance(base, ast.Attribute) and base.attr == "store") or (

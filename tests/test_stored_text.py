@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from memoryd.anchors.symbols import parse_python
 from memoryd.engine import Engine, _part
 from memoryd.engine.inputs import FROM_DISK, STORED_TEXT, read_in, redacted
 from memoryd.shared.config import Settings
@@ -243,7 +244,7 @@ def test_declared_entries_are_engine_methods_with_those_parameters() -> None:
 
 def _redact_calls(path: Path) -> list[str]:
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parse_python(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("redact"):
             found.append(f"{path.name}:{node.lineno} imports {node.module}")
         if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "redact":

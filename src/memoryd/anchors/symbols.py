@@ -23,14 +23,15 @@ import ast
 import hashlib
 import json
 import os
+import threading
 import warnings
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "LANGUAGES", "SymbolTable", "cached_table", "definition_names", "file_table", "language_of", "parser_available",
-    "save", "symbol_table",
+    "LANGUAGES", "SymbolTable", "cached_table", "definition_names", "file_table", "language_of", "parse_python",
+    "parser_available", "save", "symbol_table",
 ]  # fmt: skip
 
 LANGUAGES: dict[str, str] = {
@@ -170,11 +171,32 @@ class SymbolTable:
 # -- Python ------------------------------------------------------------------------------------
 
 
+# CPython 3.11 keeps the depth counter of its AST conversion in the interpreter, not the thread: while one
+# thread's `ast.parse` builds its tree, another's resets the counter, and the first then fails with
+# "SystemError: AST constructor recursion depth mismatch" (seen in CI; python/cpython#106905 is the same
+# message). memoryd's own parses take turns, and one that another library's parse disturbed is run again.
+_PARSE_LOCK = threading.Lock()
+_PARSE_TRIES = 3
+
+
+def parse_python(source: str | bytes, filename: str = "<unknown>") -> ast.Module:
+    """`ast.parse`, safe to call from several threads at once (see `_PARSE_LOCK`)."""
+    attempt = 1
+    while True:
+        try:
+            with _PARSE_LOCK:
+                return ast.parse(source, filename)
+        except SystemError as exc:
+            if "recursion depth mismatch" not in str(exc) or attempt >= _PARSE_TRIES:
+                raise
+            attempt += 1
+
+
 def _python_defs(source: bytes) -> SymbolTable | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences in old code are not our business
-            tree = ast.parse(source)
+            tree = parse_python(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
     table = SymbolTable(lang="python", defs={}, _tree=tree, _source=source)
