@@ -192,5 +192,5 @@ def explain_recall(store: Any, recall: Callable[[], Any], *, analyze: bool = Tru
             plan_ms = re.search(r"Planning Time: ([\d.]+) ms", text)
             out.append({"kind": _kind(query), "exec_ms": float(exec_ms.group(1)) if exec_ms else None,
                         "plan_ms": float(plan_ms.group(1)) if plan_ms else None,
-                        "hnsw": bool(re.search(r"Index Scan using atoms_embedding_\d+", text)), "plan": text})  # fmt: skip
+                        "hnsw": bool(re.search(r"Index Scan using atoms_halfvec_\d+", text)), "plan": text})  # fmt: skip
     return out

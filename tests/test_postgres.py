@@ -194,9 +194,12 @@ def test_migrations_are_recorded(engine: Engine, settings: Settings) -> None:
         indexes = {
             r[0]: r[1] for r in conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'atoms'")
         }
-    for n in INDEXED_DIMS:
-        assert f"USING hnsw (((embedding)::vector({n})) vector_cosine_ops)" in indexes[f"atoms_embedding_{n}"]
-        assert f"WHERE (vector_dims(embedding) = {n})" in indexes[f"atoms_embedding_{n}"]
+    for n in INDEXED_DIMS:  # the vector indexes are of the 16-bit copy (migration 12)
+        assert f"USING hnsw (((embedding_half)::halfvec({n})) halfvec_cosine_ops)" in indexes[f"atoms_halfvec_{n}"]
+        assert f"WHERE (vector_dims(embedding_half) = {n})" in indexes[f"atoms_halfvec_{n}"]
+        assert f"INCLUDE (embedding_half) WHERE ((vector_dims(embedding_half) = {n}) AND (seq > 0))" \
+            in indexes[f"atoms_scope_halfvec_{n}"]  # fmt: skip
+        assert f"atoms_embedding_{n}" not in indexes and f"atoms_scope_vectors_{n}" not in indexes
     assert "USING gin (memoryd_scope_kw(scope_hash, kw))" in indexes["atoms_scope_kw"] and "atoms_kw" not in indexes
     PostgresStore(settings.db).close()  # reopening applies nothing twice
     assert engine.store.applied_migrations() == expected  # type: ignore[attr-defined]
@@ -219,7 +222,7 @@ def test_both_backends_have_the_same_tables_and_columns(tmp_path: Path, dsn: str
     assert on_sqlite.keys() - on_pg.keys() == {"meta"}  # snapshot_version: chain_head on PostgreSQL
     assert on_pg.keys() - on_sqlite.keys() == {"chain_head"}
     assert {t: on_sqlite[t] ^ on_pg[t] for t in on_sqlite.keys() & on_pg.keys() if on_sqlite[t] != on_pg[t]} \
-        == {"atoms": {"vec_seq", "kw"}}  # fmt: skip
+        == {"atoms": {"vec_seq", "kw", "embedding_half"}}  # fmt: skip
 
 
 # -- errors that say what to do -------------------------------------------------------------------
@@ -400,11 +403,15 @@ def test_vector_search_fills_k_under_a_selective_scope_filter(dsn: str, monkeypa
         query = centre / np.linalg.norm(centre)
         got = store.vector_candidates(query, scope_hashes=[small.scope_hash], k=20)
         assert len(got) == 20 and {i for i, _ in got} <= set(vectors)
-        exact = sorted(vectors, key=lambda i: -float(vectors[i] @ query))[:20]
-        assert [i for i, _ in got] == exact  # the small scope: exact
+        # the small scope: exact, over the 16-bit copies the index holds (migration 12), each cosine within 1e-4
+        # of the 32-bit one (two of these random vectors are closer to the query than that apart)
+        half = {i: v.astype(np.float16).astype(np.float64) for i, v in vectors.items()}
+        half_query = query.astype(np.float16).astype(np.float64)
+        exact = sorted(half, key=lambda i: -float(half[i] @ half_query / np.linalg.norm(half[i])))[:20]
+        assert [i for i, _ in got] == exact
         assert [c for _, c in got] == sorted((c for _, c in got), reverse=True)
         for atom_id, cos in got:
-            assert cos == pytest.approx(float(vectors[atom_id] @ query), abs=1e-5)
+            assert cos == pytest.approx(float(vectors[atom_id] @ query), abs=1e-4)
         first = got[0][0]
         assert store.cosines(query, [first, "nope"]) == {first: pytest.approx(got[0][1], abs=1e-6)}
         traced: list[tuple[str, Any]] = []
@@ -420,8 +427,8 @@ def test_vector_search_fills_k_under_a_selective_scope_filter(dsn: str, monkeypa
             conn.execute("ANALYZE atoms")
             plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {query_sql}", params))
             small_plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {small_sql}", small_params))
-        assert "atoms_embedding_384" in plan, plan
-        assert "using atoms_embedding" not in small_plan and "using atoms_scope_vectors_384" in small_plan, small_plan
+        assert "atoms_halfvec_384" in plan, plan
+        assert "using atoms_halfvec" not in small_plan and "using atoms_scope_halfvec_384" in small_plan, small_plan
     finally:
         store.close()
 
@@ -789,5 +796,39 @@ def test_vectors_are_stored_bit_for_bit(dsn: str) -> None:
         with _admin(dsn) as conn:
             row = conn.execute("SELECT embedding::real[] FROM atoms WHERE id = %s", (atom.id,)).fetchone()
         assert row is not None and np.array_equal(np.asarray(row[0], dtype=np.float32), v)
+    finally:
+        store.close()
+
+
+def test_vector_search_reads_a_16_bit_copy_of_each_embedding(dsn: str) -> None:
+    """Migration 12: PostgreSQL keeps each embedding's 16-bit copy itself, and vector search reads only that; a
+    vector past a 16-bit float's range keeps its 32-bit values, has no copy and is never found by vector, and a
+    query past that range finds nothing rather than failing."""
+    scope = Scope(tenant_id="t", workspace="acme", repository="half", branch="main", root="/half")
+    rng = np.random.default_rng(5)
+    unit = rng.normal(size=384).astype(np.float32)
+    unit /= np.linalg.norm(unit)
+    huge = unit.copy()
+    huge[0] = 70000.0  # past 65504
+    store = PostgresStore(dsn)
+    try:
+        ok, big = _atom(scope, 0), _atom(scope, 1)
+        with store.transaction() as tx:
+            tx.insert_atom(ok, norm_hash="ok", terms=["half"], vector=unit)
+            tx.insert_atom(big, norm_hash="big", terms=["half"], vector=huge)
+        with _admin(dsn) as conn:
+            rows = dict(conn.execute("SELECT id, embedding_half::real[] FROM atoms WHERE id = ANY(%s)",
+                                     ([ok.id, big.id],)).fetchall())  # fmt: skip
+            full = conn.execute("SELECT embedding::real[] FROM atoms WHERE id = %s", (big.id,)).fetchone()
+        assert np.array_equal(np.asarray(rows[ok.id], dtype=np.float32), unit.astype(np.float16).astype(np.float32))
+        assert rows[big.id] is None and full is not None and np.array_equal(np.asarray(full[0], np.float32), huge)
+        got = store.vector_candidates(unit, scope_hashes=[scope.scope_hash], k=5)
+        assert [i for i, _ in got] == [ok.id] and got[0][1] == pytest.approx(1.0, abs=1e-4)
+        assert store.cosines(unit, [ok.id, big.id]) == {ok.id: pytest.approx(1.0, abs=1e-4)}
+        assert store.vector_candidates(huge, scope_hashes=[scope.scope_hash], k=5) == []
+        assert store.cosines(huge, [ok.id, big.id]) == {}
+        with store.transaction() as tx:  # the copy follows every change of the embedding
+            tx.replace_terms(big.id, ["half"], unit)
+        assert {i for i, _ in store.vector_candidates(unit, scope_hashes=[scope.scope_hash], k=5)} == {ok.id, big.id}
     finally:
         store.close()

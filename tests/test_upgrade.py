@@ -39,6 +39,8 @@ RELEASED = {
          "postgres": "452e7987fa399030e77b16506b1cae9d5a38f70e2e4e017893068984ffe80c76"},
     11: {"sqlite": "141dccf9e930ab7a5f0a07a53cadd3d1acc795a13e90718b9373d4b66c829e4f",
          "postgres": "fb57f1ce60a94fe614ea755019d8db36abe8ed365794b2f3851965023f744292"},
+    12: {"sqlite": "95037cd507caa73a95f7d87a7c883e6b9e399c9d95095bd957b297d90889c607",
+         "postgres": "8307ff861d49aaf99689c3369216ff1843d73c418b5cbb69b7ffad782e150a8c"},
 }  # fmt: skip
 
 
@@ -51,7 +53,7 @@ def test_released_migrations_are_unchanged_and_numbered_alike() -> None:
     for n, digests in RELEASED.items():
         assert _digest("sqlite", n) == digests["sqlite"], f"a released migration (1-{n}) changed on SQLite"
         assert _digest("postgres", n) == digests["postgres"], f"a released migration (1-{n}) changed on PostgreSQL"
-    assert [m.version for m in MIGRATIONS] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
+    assert [m.version for m in MIGRATIONS] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
     names = {m.version: m.name for m in MIGRATIONS}
     assert names[4].startswith("vault outbox") and names[5].startswith("console") and names[6] == "code anchors"
     assert names[7].startswith("team server") and names[8] == "keyword statistics per scope"
@@ -101,7 +103,7 @@ def test_main_store_upgrades_and_keeps_every_memory(legacy: Settings, tmp_path: 
     assert _versions(legacy) == [1, 2, 3]  # as main left it
     widgets = make_repo(tmp_path / "widgets")
     with Engine.open(legacy, cwd=widgets, embedder=HashEmbedder(), authority="operator") as e:
-        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
+        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
         atoms = e.store.get_atoms(list(manifest["atoms"]))
         # migration 8 counted each scope's keyword statistics from the terms main indexed
         facts = e.store.candidate_facts(list(manifest["atoms"]))
@@ -147,4 +149,4 @@ def test_main_store_upgrades_and_keeps_every_memory(legacy: Settings, tmp_path: 
         assert len(pending) == 1 and [a.id for _, a in e.review_pending(scope="global")] == [pending[0].id]
     # and reopening is a no-op (every migration recorded once)
     with Engine.open(legacy, cwd=widgets, embedder=HashEmbedder(), authority="operator") as e:
-        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] and e.verify_chain().ok
+        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] and e.verify_chain().ok

@@ -15,6 +15,7 @@ import numpy as np
 import psycopg
 
 from .base import TermStats, Vector
+from .migrations import HALF_MAX
 from .sql import SqlCore
 
 __all__ = ["EXACT_MAX_ROWS", "SCOPE_SIZE_TTL", "PgIndex", "lexemes"]
@@ -37,6 +38,13 @@ def lexemes(terms: Sequence[str]) -> list[str]:
 def _tsquery(terms: Sequence[str]) -> str:
     """An OR of exact lexemes, quoted so no term is parsed (quotes and backslashes doubled)."""
     return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
+
+
+def _half(dialect: Any, query: Vector) -> object:
+    """The query as the text of a halfvec (the vector indexes are of the 16-bit copy, migration 12); None when
+    it has no such form (empty, not finite, or a value past a 16-bit float's range)."""
+    q = dialect.vector(query)
+    return q if q is not None and bool((np.abs(np.asarray(query, dtype=np.float32)) <= HALF_MAX).all()) else None
 
 
 def _cos(value: float | None) -> float:
@@ -108,40 +116,43 @@ class PgIndex(SqlCore[psycopg.Connection[Any]]):
         stale = [h for h in scopes if now - self._sizes.get((h, n), (-1e9, 0))[0] > SCOPE_SIZE_TTL]
         if stale:
             counted = {r[0]: int(r[1]) for r in self._rows(
-                "SELECT h, (SELECT count(*) FROM (SELECT 1 FROM atoms WHERE scope_hash = h AND vector_dims(embedding)"
-                f" = {n} AND seq > 0 LIMIT ?) c) FROM unnest(?::text[]) AS h", (EXACT_MAX_ROWS + 1, stale))}  # fmt: skip
+                "SELECT h, (SELECT count(*) FROM (SELECT 1 FROM atoms WHERE scope_hash = h AND"
+                f" vector_dims(embedding_half) = {n} AND seq > 0 LIMIT ?) c) FROM unnest(?::text[]) AS h",
+                (EXACT_MAX_ROWS + 1, stale))}  # fmt: skip
             for h in stale:
                 self._sizes[(h, n)] = (now, counted.get(h, 0))
         return sum(self._sizes[(h, n)][1] for h in scopes)
 
     def vector_candidates(self, query: Vector, *, scope_hashes: Sequence[str], k: int) -> list[tuple[str, float]]:
-        q = self.dialect.vector(query)
+        q = _half(self.dialect, query)
         if q is None or not scope_hashes or k <= 0:
             return []
         n = int(np.asarray(query).size)
         if self._scope_vectors(scope_hashes, n) <= EXACT_MAX_ROWS:
             # A small scope (a person's repository is a few thousand rows): every one of its vectors, read in
-            # order from `atoms_scope_vectors_N` (migration 10: `seq > 0` is that index's mark) without visiting
-            # the table. Exact, and cheaper than a filtered HNSW walk that must skip the other scopes' rows; the
-            # MATERIALIZED CTE keeps the planner off the HNSW index. A size without that index is read from the
-            # table, still exactly.
+            # order from `atoms_scope_halfvec_N` (migrations 10, 12: `seq > 0` is that index's mark) without
+            # visiting the table. Exact, and cheaper than a filtered HNSW walk that must skip the other scopes'
+            # rows; the MATERIALIZED CTE keeps the planner off the HNSW index. A size without that index is read
+            # from the table, still exactly. All vector reads are of the 16-bit copy (migration 12).
             return [(r[0], _cos(r[1])) for r in self._rows(
-                f"WITH s AS MATERIALIZED (SELECT id, embedding::vector({n}) <=> ?::vector({n}) AS d FROM atoms"
-                f" WHERE scope_hash = ANY(?::text[]) AND vector_dims(embedding) = {n} AND seq > 0)"
+                f"WITH s AS MATERIALIZED (SELECT id, embedding_half::halfvec({n}) <=> ?::halfvec({n}) AS d FROM atoms"
+                f" WHERE scope_hash = ANY(?::text[]) AND vector_dims(embedding_half) = {n} AND seq > 0)"
                 " SELECT id, 1 - d FROM s ORDER BY d, id LIMIT ?", (q, list(scope_hashes), k))]  # fmt: skip
         # A big scope: HNSW, written exactly as the partial index of this size is defined so the planner
         # uses it, with iterative scan (`_configure`) so the scope filter still yields k rows. Vectors of
         # another model's size are not comparable and never match.
         return [(r[0], _cos(r[1])) for r in self._rows(
-            f"SELECT id, 1 - (embedding::vector({n}) <=> ?::vector({n})) FROM atoms"
-            f" WHERE vector_dims(embedding) = {n} AND scope_hash = ANY(?::text[])"
-            f" ORDER BY embedding::vector({n}) <=> ?::vector({n}) LIMIT ?", (q, list(scope_hashes), q, k))]  # fmt: skip
+            f"SELECT id, 1 - (embedding_half::halfvec({n}) <=> ?::halfvec({n})) FROM atoms"
+            f" WHERE vector_dims(embedding_half) = {n} AND scope_hash = ANY(?::text[])"
+            f" ORDER BY embedding_half::halfvec({n}) <=> ?::halfvec({n}) LIMIT ?",
+            (q, list(scope_hashes), q, k))]  # fmt: skip
 
     def cosines(self, query: Vector, atom_ids: Sequence[str]) -> dict[str, float]:
-        q = self.dialect.vector(query)
+        q = _half(self.dialect, query)
         if q is None or not atom_ids:
             return {}
         n = int(np.asarray(query).size)
-        rows = self._rows(f"SELECT id, 1 - (embedding::vector({n}) <=> ?::vector({n})) FROM atoms"
-                          f" WHERE id = ANY(?::text[]) AND vector_dims(embedding) = {n}", (q, list(atom_ids)))  # fmt: skip
+        rows = self._rows(f"SELECT id, 1 - (embedding_half::halfvec({n}) <=> ?::halfvec({n})) FROM atoms"
+                          f" WHERE id = ANY(?::text[]) AND vector_dims(embedding_half) = {n}",
+                          (q, list(atom_ids)))  # fmt: skip
         return {r[0]: _cos(r[1]) for r in rows}
