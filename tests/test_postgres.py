@@ -783,7 +783,7 @@ def test_access_times_write_no_index(dsn: str) -> None:
 
 
 def test_vectors_are_stored_bit_for_bit(dsn: str) -> None:
-    """The text form sent to pgvector (9 significant digits) gives back every float32 exactly, extremes included."""
+    """The binary form sent to pgvector gives back every float32 exactly, extremes included."""
     scope = Scope(tenant_id="t", workspace="acme", repository="bits", branch="main", root="/bits")
     rng = np.random.default_rng(11)
     v = rng.normal(size=512).astype(np.float32)

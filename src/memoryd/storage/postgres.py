@@ -38,7 +38,7 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout, TooManyRequest
 from ..shared.errors import StorageBusy, StorageError
 from .base import Tracer, Vector
 from .migrations import POSTGRES_SCOPE_STATS
-from .pg_index import PgIndex, lexemes
+from .pg_index import PgIndex, VectorParam, lexemes
 from .pg_route import PRIMARY_ONLY, ReadRouter, read_targets, reading_as
 from .sql import Dialect, ExcMap, SqlStore, SqlTx, dbapi_map, translate
 
@@ -156,16 +156,15 @@ class PostgresDialect(Dialect):
         return tuple(value)
 
     def vector(self, value: Vector | None) -> object:
-        """pgvector's text form; None for vectors PostgreSQL cannot hold (empty, too long, not finite)."""
+        """pgvector's binary form, 32-bit (`VectorParam`); None for vectors PostgreSQL cannot hold (empty, too
+        long, not finite)."""
         if value is None:
             return None
         v = np.asarray(value, dtype=np.float32).ravel()
         if not 0 < v.shape[0] <= _MAX_DIM or not np.isfinite(v).all():
             log.warning("a vector of %d dimensions (or not finite) is stored as NULL", v.shape[0])
             return None
-        # 9 significant digits give every float32 back exactly (repr of the float64 took 17): 2.6x faster, and 35%
-        # less text for PostgreSQL to parse, on every recall (twice) and every save
-        return "[" + ",".join(map("{:.9g}".format, v.tolist())) + "]"
+        return VectorParam(v, half=False)
 
     def read_vector(self, value: Any) -> Vector | None:
         return None if value is None else np.asarray(value, dtype=np.float32)
