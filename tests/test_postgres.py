@@ -30,7 +30,7 @@ from memoryd.shared.config import Settings
 from memoryd.shared.errors import StorageBusy, StorageError
 from memoryd.shared.models import Atom, Scope
 from memoryd.storage.migrations import INDEXED_DIMS, MIGRATIONS
-from memoryd.storage.postgres import PostgresStore
+from memoryd.storage.postgres import PostgresStore, pgvector_version
 from memoryd.storage.sqlite import SqliteStore
 
 from .pg import PgServer, _free_port
@@ -798,6 +798,18 @@ def test_vectors_are_stored_bit_for_bit(dsn: str) -> None:
         assert row is not None and np.array_equal(np.asarray(row[0], dtype=np.float32), v)
     finally:
         store.close()
+
+
+def test_pgvector_without_halfvec_is_refused_with_what_to_do() -> None:
+    """Migration 12's copy is a halfvec (pgvector 0.7): an older pgvector is named, with the fix."""
+    for old in ("0.5.1", "0.6.2"):
+        with pytest.raises(StorageError) as info:
+            pgvector_version(old, "memories")
+        assert info.value.message == (
+            f"pgvector {old} in database memories has no halfvec type; run `ALTER EXTENSION vector UPDATE;` "
+            "(pgvector >= 0.7 is required, >= 0.8 recommended)"
+        )
+    assert [pgvector_version(v, "memories") for v in ("0.7.4", "0.8.6", "1.0.0")] == [(0, 7), (0, 8), (1, 0)]
 
 
 def test_vector_search_reads_a_16_bit_copy_of_each_embedding(dsn: str) -> None:

@@ -502,13 +502,13 @@ DROP INDEX atoms_kw;
 # time. `embedding_half` is the embedding in 16-bit floats, kept by PostgreSQL itself (a stored generated
 # column: every writer, copy and scrub follows `embedding`, which stays as it was, 32-bit, for copies and
 # exports). 512 of them are 1 KB, short enough to stay in the row (a 32-bit one is 2 KB, kept out of line), so
-# the scope's index, the HNSW graph and the cosines of other candidates read half the bytes or fewer: at 100k
-# memories the scope index is 132 MB instead of 396, the graph 130 MB instead of 260, and the exact search of
-# a person's 3 000 vectors takes 1.6 ms instead of 2.4, the HNSW walk of a team's 2.6 instead of 3.9
-# (bench/team_explain.py). A cosine moves by at most ~3e-5 (the same 50 candidates, in the same order, in
-# every query measured). A vector past a 16-bit float's range (no embedder makes one: theirs are of length 1)
-# has no copy, so no vector search finds it; its norm bounds every value. Adding the column rewrites the table once (the indexes with it); the graph is built
-# in memory up to 256 MB, for this transaction only (100k memories: 15 s, where the default 64 MB took 40).
+# the scope's index, the HNSW graph and the cosines of other candidates read half the bytes or fewer. At 100k
+# memories (bench/vector_half.py): the scope index 132 MB instead of 395, the graph 130 MB instead of 260; p50
+# of a person's exact search 2.49 ms instead of 3.07, of a team's HNSW walk 3.32 instead of 4.18; a cosine
+# moves by at most 5e-5. A vector past a 16-bit float's range (no embedder makes one: theirs are of length 1)
+# has no copy, so no vector search finds it; its norm bounds every value. Adding the column rewrites the table
+# once (the indexes with it); the graph is built in memory up to 256 MB, for this transaction only (100k: 15 s,
+# where the default 64 MB took 40, timed by hand).
 HALF_MAX = 65504  # the largest 16-bit float
 _V12_POSTGRES = (
     "SET LOCAL maintenance_work_mem = '256MB';\n"

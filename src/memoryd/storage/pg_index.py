@@ -45,7 +45,7 @@ def _tsquery(terms: Sequence[str]) -> str:
 
 class VectorParam:
     """A vector parameter in pgvector's binary form: no text to format here or to parse on the server (formatting
-    512 floats as text took ~9% of a recall's CPU in the replica, py-spy). Sent with no type: the server takes it
+    512 floats as text was ~9% of a recall's sampled CPU, py-spy by hand). Sent with no type: the server takes it
     from the statement (the column written, or the cast the statement puts on it)."""
 
     __slots__ = ("data",)

@@ -42,7 +42,7 @@ from .pg_index import PgIndex, VectorParam, lexemes
 from .pg_route import PRIMARY_ONLY, ReadRouter, read_targets, reading_as
 from .sql import Dialect, ExcMap, SqlStore, SqlTx, dbapi_map, translate
 
-__all__ = ["PSYCOPG_EXC_MAP", "PostgresStore"]
+__all__ = ["PSYCOPG_EXC_MAP", "PostgresStore", "pgvector_version"]
 
 log = logging.getLogger("memoryd")
 # An access time is rewritten only when older than this (see `PostgresStore.touch`).
@@ -98,6 +98,16 @@ def _describe(dsn: str) -> str:
     user = f" as {d['user']}" if d.get("user") else ""
     host = d.get("host") or d.get("hostaddr") or "localhost"
     return f"{host}:{d.get('port') or 5432}/{d.get('dbname') or '(default database)'}{user}"
+
+
+def pgvector_version(version: str, db: str) -> tuple[int, ...]:
+    """pgvector's (major, minor), or a StorageError when it is older than memoryd needs: 0.7, whose `halfvec` the
+    vector search reads (migration 12); 0.8's iterative scan is recommended."""
+    parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
+    if parts < (0, 7):
+        raise StorageError(f"pgvector {version} in database {db} has no halfvec type; run `ALTER EXTENSION vector "
+                           "UPDATE;` (pgvector >= 0.7 is required, >= 0.8 recommended)")  # fmt: skip
+    return parts
 
 
 class PostgresDialect(Dialect):
@@ -305,7 +315,7 @@ class PostgresStore(PgIndex, SqlStore[psycopg.Connection[Any]]):
         self.run(conn, script)  # no parameters: sent as one multi-statement query
 
     def _ensure_vector(self, conn: psycopg.Connection[Any]) -> None:
-        """pgvector >= 0.5 in the database (created if the role may), else a StorageError that says what to do."""
+        """pgvector >= 0.7 in the database (created if the role may), else a StorageError that says what to do."""
 
         def one(sql: str) -> Any:
             rows = self.run(conn, sql).fetchall()
@@ -331,11 +341,7 @@ class PostgresStore(PgIndex, SqlStore[psycopg.Connection[Any]]):
                     "(as a superuser or the database owner), then retry"
                 ) from exc.__cause__
             version = one(_PGVECTOR)
-        parts = tuple(int(p) for p in str(version[0]).split(".")[:2] if p.isdigit())
-        if parts < (0, 5):
-            raise StorageError(f"pgvector {version[0]} in database {db} has no HNSW index; run `ALTER EXTENSION "
-                               "vector UPDATE;` (pgvector >= 0.5 is required, >= 0.8 recommended)")  # fmt: skip
-        self._iterative_scan = parts >= (0, 8)
+        self._iterative_scan = pgvector_version(str(version[0]), db) >= (0, 8)
 
     @contextmanager
     def _reader(self) -> Iterator[psycopg.Connection[Any]]:
