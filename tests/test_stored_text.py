@@ -180,7 +180,19 @@ NOT_FREE_TEXT: dict[str, str] = {
     "atom_fts_vocab.cnt": "SQLite FTS5's own: a count",
 }
 _NOT_TEXT_SQLITE = ("INTEGER", "REAL", "BLOB", "NUMERIC", "BOOLEAN")
-_NOT_TEXT_PG = ("int2", "int4", "int8", "float4", "float8", "numeric", "bool", "timestamptz", "timestamp", "vector")
+_NOT_TEXT_PG = (
+    "int2",
+    "int4",
+    "int8",
+    "float4",
+    "float8",
+    "numeric",
+    "bool",
+    "timestamptz",
+    "timestamp",
+    "vector",
+    "halfvec",
+)
 
 
 def _text_columns(settings: Settings) -> set[str]:
