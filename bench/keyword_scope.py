@@ -75,15 +75,11 @@ def _keyword_calls(view: Any, queries: Sequence[str]) -> list[tuple[list[str], d
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     team_load.fill_args(ap)
-    ap.add_argument("--queries", type=int, default=60, help="recalls whose keyword calls are replayed (default 60)")
-    ap.add_argument("--rounds", type=int, default=3, help="times each call is run each way (default 3)")
-    ap.add_argument("--shared-buffers", metavar="SIZE", default="1GB", help="the server's shared_buffers (1GB)")
-    ap.add_argument("--json", metavar="PATH", help="write everything as JSON")
+    team_load.replay_args(ap, "keyword", shared_buffers="1GB")
     args = ap.parse_args()
 
     import psycopg
 
-    from memoryd.engine import Engine, Principal
     from memoryd.shared.config import Settings
     from memoryd.storage.pg_index import PgIndex
     from tests.pg import start_server
@@ -106,17 +102,10 @@ def main() -> None:
                 conn.execute("ANALYZE atoms")
             print(f"atoms_scope_kw built in {build_s:.1f} s (REINDEX: migration 11's cost at this size)", flush=True)
             settings = Settings(home=Path(tmp) / "home", db=dsn)
-            with Engine.open(settings, cwd=tmp, authority="operator") as op:
-                for team in sorted({p.team for p in crew if p.team}):
-                    op.create_team(team)
-                    op.add_members(team, [p.tenant for p in crew if p.team == team])
-                    op.share_scope(f"{team_load.WORKSPACE}/shared-{team}", team)
             queries = gen_queries(args.queries)
             rows = []
-            with Engine.open(settings, cwd=tmp) as base:
-                for kind, person in (("team", crew[0]), ("private", crew[1])):
-                    principal = Principal(token_id="bench", tenant_id=person.tenant, read_only=False, scopes=())
-                    view = base.for_request(principal, person.scope_header)
+            with team_load.person_views(settings, crew, tmp) as views:
+                for kind, view in views:
                     store = view.store
                     calls = _keyword_calls(view, queries)
                     after = PgIndex.keyword_candidates

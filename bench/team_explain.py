@@ -59,7 +59,6 @@ def main() -> None:
     earlier = json.loads(Path(args.compare).read_text()) if args.compare else None
     _pg.force_plan(args.pg_plan)
 
-    from memoryd.engine import Engine, Principal
     from memoryd.shared.config import Settings
     from tests.pg import start_server
 
@@ -76,11 +75,6 @@ def main() -> None:
             print(f"copied into PostgreSQL in {time.monotonic() - started:.0f} s", flush=True)
             home = Path(tmp) / "home"
             settings = Settings(home=home, db=dsn)
-            with Engine.open(settings, cwd=tmp, authority="operator") as op:
-                for team in sorted({p.team for p in crew if p.team}):
-                    op.create_team(team)
-                    op.add_members(team, [p.tenant for p in crew if p.team == team])
-                    op.share_scope(f"{team_load.WORKSPACE}/shared-{team}", team)
             out: dict[str, Any] = {
                 "machine": m,
                 "size": args.size,
@@ -90,10 +84,8 @@ def main() -> None:
                 "scopes": {},
             }
             queries = gen_queries(40)
-            with Engine.open(settings, cwd=tmp) as base:
-                for kind, person in (("team", crew[0]), ("private", crew[1])):
-                    principal = Principal(token_id="bench", tenant_id=person.tenant, read_only=False, scopes=())
-                    view = base.for_request(principal, person.scope_header)
+            with team_load.person_views(settings, crew, tmp) as views:
+                for kind, view in views:
                     for q in queries[:5]:  # warm-up
                         view.recall(q, max_results=10)
                     walls, hits = [], []

@@ -65,7 +65,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -177,6 +179,32 @@ def fill_args(ap: argparse.ArgumentParser) -> None:
         default=str(Path(tempfile.gettempdir()) / "memoryd-team-load"),
         help="the load bench's fill cache (default: $TMPDIR/memoryd-team-load)",
     )
+
+
+def replay_args(ap: argparse.ArgumentParser, calls: str, *, shared_buffers: str) -> None:
+    """The options of a bench that replays a store method's calls from recalls over the fill, both ways in turn."""
+    ap.add_argument("--queries", type=int, default=60, help=f"recalls whose {calls} calls are replayed (default 60)")
+    ap.add_argument("--rounds", type=int, default=3, help="times each call is run each way (default 3)")
+    ap.add_argument("--shared-buffers", metavar="SIZE", default=shared_buffers,
+                    help=f"the server's shared_buffers ({shared_buffers})")  # fmt: skip
+    ap.add_argument("--json", metavar="PATH", help="write everything as JSON")
+
+
+@contextmanager
+def person_views(settings: Any, crew: list[Person], cwd: str) -> Iterator[list[tuple[str, Any]]]:
+    """On the fill's store: its teams made and their repositories shared (as the operator), then the engine's
+    request views of a team member (crew[0], a shared repository) and of a person alone (crew[1])."""
+    from memoryd.engine import Engine, Principal
+
+    with Engine.open(settings, cwd=cwd, authority="operator") as op:
+        for team in sorted({p.team for p in crew if p.team}):
+            op.create_team(team)
+            op.add_members(team, [p.tenant for p in crew if p.team == team])
+            op.share_scope(f"{WORKSPACE}/shared-{team}", team)
+    with Engine.open(settings, cwd=cwd) as base:
+        yield [(kind, base.for_request(Principal(token_id="bench", tenant_id=person.tenant, read_only=False,
+                                                 scopes=()), person.scope_header))
+               for kind, person in (("team", crew[0]), ("private", crew[1]))]  # fmt: skip
 
 
 def cached_fill(args: argparse.Namespace, crew: list[Person], work: Path) -> tuple[Path, dict[str, Any]]:

@@ -120,15 +120,11 @@ def _as_list(result: Any) -> list[tuple[str, float]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     team_load.fill_args(ap)
-    ap.add_argument("--queries", type=int, default=60, help="recalls whose vector calls are replayed (default 60)")
-    ap.add_argument("--rounds", type=int, default=3, help="times each call is run each way (default 3)")
-    ap.add_argument("--shared-buffers", metavar="SIZE", default="2GB", help="the server's shared_buffers (2GB)")
-    ap.add_argument("--json", metavar="PATH", help="write everything as JSON")
+    team_load.replay_args(ap, "vector", shared_buffers="2GB")
     args = ap.parse_args()
 
     import psycopg
 
-    from memoryd.engine import Engine, Principal
     from memoryd.shared.config import Settings
     from memoryd.storage.migrations import INDEXED_DIMS, MIGRATIONS
     from memoryd.storage.pg_index import PgIndex
@@ -172,18 +168,11 @@ def main() -> None:
             print(f"migration 12 on {args.size} memories: {migration_s:.1f} s (the table rewritten, its indexes built)")
             print(C.table(["relation", "MB"], sorted(sizes.items())))
             settings = Settings(home=Path(tmp) / "home", db=dsn)
-            with Engine.open(settings, cwd=tmp, authority="operator") as op:
-                for team in sorted({p.team for p in crew if p.team}):
-                    op.create_team(team)
-                    op.add_members(team, [p.tenant for p in crew if p.team == team])
-                    op.share_scope(f"{team_load.WORKSPACE}/shared-{team}", team)
             queries = gen_queries(args.queries)
             rows = []
             befores = {"vector_candidates": before_candidates, "cosines": before_cosines}
-            with Engine.open(settings, cwd=tmp) as base:
-                for kind, person in (("team", crew[0]), ("private", crew[1])):
-                    principal = Principal(token_id="bench", tenant_id=person.tenant, read_only=False, scopes=())
-                    view = base.for_request(principal, person.scope_header)
+            with team_load.person_views(settings, crew, tmp) as views:
+                for kind, view in views:
                     store = view.store
                     calls = _vector_calls(view, queries)
                     for name, before in befores.items():
