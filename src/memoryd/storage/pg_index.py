@@ -21,7 +21,7 @@ from .base import TermStats, Vector
 from .migrations import HALF_MAX
 from .sql import SqlCore
 
-__all__ = ["EXACT_MAX_ROWS", "SCOPE_SIZE_TTL", "PgIndex", "VectorParam", "lexemes"]
+__all__ = ["EXACT_MAX_ROWS", "MAX_DIM", "SCOPE_SIZE_TTL", "PgIndex", "VectorParam", "lexemes"]
 
 # The vector plan: scopes holding at most this many vectors of the query's size are searched exactly (every
 # vector of the scope, from the scope's vector index, migration 10); bigger ones through HNSW with iterative
@@ -30,6 +30,7 @@ __all__ = ["EXACT_MAX_ROWS", "SCOPE_SIZE_TTL", "PgIndex", "VectorParam", "lexeme
 EXACT_MAX_ROWS = 5_000
 # How long a scope's size is trusted for choosing the plan (it picks the plan, never the answer).
 SCOPE_SIZE_TTL = 30.0
+MAX_DIM = 16000  # pgvector's limit for the `vector` and `halfvec` types
 _MAX_LEXEME = 2046  # tsvector lexemes are at most 2046 bytes and may not be empty
 
 
@@ -65,13 +66,12 @@ class _VectorDumper(Dumper):
 psycopg.adapters.register_dumper(VectorParam, _VectorDumper)
 
 
-def _half(dialect: Any, query: Vector) -> VectorParam | None:
+def _half(query: Vector) -> VectorParam | None:
     """The query as a halfvec (the vector indexes are of the 16-bit copy, migration 12); None when it has no such
-    form (not a vector PostgreSQL holds, or a value past a 16-bit float's range)."""
-    if dialect.vector(query) is None:
-        return None
+    form: empty, too long, or a value not finite or past a 16-bit float's range (NaN fails the comparison)."""
     v = np.asarray(query, dtype=np.float32).ravel()
-    return VectorParam(v, half=True) if bool((np.abs(v) <= HALF_MAX).all()) else None
+    ok = 0 < v.shape[0] <= MAX_DIM and bool((np.abs(v) <= HALF_MAX).all())
+    return VectorParam(v, half=True) if ok else None
 
 
 def _cos(value: float | None) -> float:
@@ -151,7 +151,7 @@ class PgIndex(SqlCore[psycopg.Connection[Any]]):
         return sum(self._sizes[(h, n)][1] for h in scopes)
 
     def vector_candidates(self, query: Vector, *, scope_hashes: Sequence[str], k: int) -> list[tuple[str, float]]:
-        q = _half(self.dialect, query)
+        q = _half(query)
         if q is None or not scope_hashes or k <= 0:
             return []
         n = int(np.asarray(query).size)
@@ -175,7 +175,7 @@ class PgIndex(SqlCore[psycopg.Connection[Any]]):
             (q, list(scope_hashes), q, k))]  # fmt: skip
 
     def cosines(self, query: Vector, atom_ids: Sequence[str]) -> dict[str, float]:
-        q = _half(self.dialect, query)
+        q = _half(query)
         if q is None or not atom_ids:
             return {}
         n = int(np.asarray(query).size)

@@ -38,7 +38,7 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout, TooManyRequest
 from ..shared.errors import StorageBusy, StorageError
 from .base import Tracer, Vector
 from .migrations import POSTGRES_SCOPE_STATS
-from .pg_index import PgIndex, VectorParam, lexemes
+from .pg_index import MAX_DIM, PgIndex, VectorParam, lexemes
 from .pg_route import PRIMARY_ONLY, ReadRouter, read_targets, reading_as
 from .sql import Dialect, ExcMap, SqlStore, SqlTx, dbapi_map, translate
 
@@ -55,7 +55,6 @@ CHECK_IDLE_S = 2.0
 
 # pg_advisory_xact_lock key for schema migrations: "memoryd" as a 64-bit integer.
 MIGRATION_LOCK = int.from_bytes(b"memoryd\x00", "big")
-_MAX_DIM = 16000  # pgvector's limit for the `vector` type
 _PGVECTOR = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
 _KW = "NULLIF(array_to_tsvector(?::text[]), '')"  # no terms: NULL, not in the keyword index
 _COPY_ORDER = {"atoms": "a.seq", "events": "a.seq", "edges": "a.src, a.dst, a.kind", "event_payloads": "a.event_id",
@@ -171,7 +170,7 @@ class PostgresDialect(Dialect):
         if value is None:
             return None
         v = np.asarray(value, dtype=np.float32).ravel()
-        if not 0 < v.shape[0] <= _MAX_DIM or not np.isfinite(v).all():
+        if not 0 < v.shape[0] <= MAX_DIM or not np.isfinite(v).all():
             log.warning("a vector of %d dimensions (or not finite) is stored as NULL", v.shape[0])
             return None
         return VectorParam(v, half=False)
