@@ -7,7 +7,8 @@ Over `bench/team_load.py`'s fill (its cache, or made now), copied into a throwaw
 dropped first, with the indexes on it): what an upgrade costs at this size. The 32-bit indexes migration 12
 dropped are built again beside the 16-bit ones. For a team member (a shared repository: 25% of the table at
 the default layout, HNSW) and a person alone (a private one: 3%, exact), the vector calls of --queries recalls
-are recorded (`vector_candidates` and `cosines`), then each is run --rounds times both ways, alternately:
+are recorded (`vector_candidates`, and the candidates `candidate_facts` reads cosines for, replayed through
+`cosines`), then each is run --rounds times both ways, alternately:
 `before` is the statement as it was (32-bit `embedding`, through `atoms_embedding_N` / `atoms_scope_vectors_N`),
 `after` the store's own (the 16-bit copy). Prints ms per statement (wall, client side), how many candidate
 lists are identical in order, how many top 10s hold the same memories, the largest cosine difference, and
@@ -90,26 +91,30 @@ def _exact_plan() -> Iterator[None]:
 
 def _vector_calls(view: Any, queries: Sequence[str]) -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
     """The arguments of every vector call these recalls make (the store's methods, wrapped meanwhile)."""
-    from memoryd.storage.pg_index import PgIndex
+    from memoryd.storage.postgres import PostgresStore
 
     calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
-    originals = {name: getattr(PgIndex, name) for name in ("vector_candidates", "cosines")}
+    originals = {name: getattr(PostgresStore, name) for name in ("vector_candidates", "candidate_facts")}
+    assert not any(name in vars(PostgresStore) for name in originals)  # both inherited: shadowed, then unshadowed
 
     def recording(name: str) -> Callable[..., Any]:
         def wrapped(self: Any, *args: Any, **kw: Any) -> Any:
-            calls.append((name, args, kw))
+            if name == "vector_candidates":
+                calls.append((name, args, kw))
+            elif kw.get("query") is not None:  # the candidates' cosines are read with their facts (no own statement)
+                calls.append(("cosines", (kw["query"], args[0]), {}))
             return originals[name](self, *args, **kw)
 
         return wrapped
 
     for name in originals:
-        setattr(PgIndex, name, recording(name))
+        setattr(PostgresStore, name, recording(name))
     try:
         for q in queries:
             view.recall(q, max_results=10)
     finally:
-        for name, fn in originals.items():
-            setattr(PgIndex, name, fn)
+        for name in originals:
+            delattr(PostgresStore, name)
     return calls
 
 

@@ -839,6 +839,9 @@ def test_vector_search_reads_a_16_bit_copy_of_each_embedding(dsn: str) -> None:
         assert store.cosines(unit, [ok.id, big.id]) == {ok.id: pytest.approx(1.0, abs=1e-4)}
         assert store.vector_candidates(huge, scope_hashes=[scope.scope_hash], k=5) == []
         assert store.cosines(huge, [ok.id, big.id]) == {}
+        facts = store.candidate_facts([ok.id, big.id], query=unit)  # recall's form: with the facts, alike
+        assert facts[ok.id].cos == pytest.approx(1.0, abs=1e-4) and facts[big.id].cos is None
+        assert [f.cos for f in store.candidate_facts([ok.id, big.id], query=huge).values()] == [None, None]
         with store.transaction() as tx:  # the copy follows every change of the embedding
             tx.replace_terms(big.id, ["half"], unit)
         assert {i for i, _ in store.vector_candidates(unit, scope_hashes=[scope.scope_hash], k=5)} == {ok.id, big.id}

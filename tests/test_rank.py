@@ -173,6 +173,20 @@ def test_wordllama_terms_match_the_model_and_load_from_the_wheel(monkeypatch: py
     assert float(bag[0] @ q) > float(w.bags([frozenset(["banana", "smoothi", "recip"])])[0] @ q)
 
 
+def test_a_full_bag_cache_drops_its_oldest_quarter_not_everything(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memoryd.search import embed
+
+    monkeypatch.setattr(embed, "_BAG_CACHE", 8)
+    w = WordLlamaTerms()
+    sets = [frozenset([f"word{i}", "deploy"]) for i in range(12)]
+    first = w.bags(sets[:8])
+    assert list(w._bag_cache) == sets[:8]
+    w.bags(sets[8:9])  # full: the two oldest go, the rest stay
+    assert list(w._bag_cache) == sets[2:9]
+    again = w.bags(sets[:8])  # a dropped set is embedded again, to the same vector
+    assert np.array_equal(again, first)
+
+
 def test_loading_wordllama_leaves_the_process_logging_alone() -> None:
     # wordllama calls logging.basicConfig(INFO) on import; in a fresh process (pytest's own handlers
     # would hide it here) the root logger must stay unconfigured.

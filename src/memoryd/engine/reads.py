@@ -200,9 +200,9 @@ class Reader:
             candidates = {i: cos for i, cos in candidates.items() if i in allowed}
             for atom_id in allowed:
                 candidates.setdefault(atom_id, None)
-        if q_vec is not None:
-            candidates.update(self.index.cosines(q_vec, [i for i, cos in candidates.items() if cos is None]))
-        facts = self.index.candidate_facts(list(candidates))
+        # The facts of every candidate, and the cosines the keyword and entity candidates lack, in one read.
+        facts = self.index.candidate_facts(list(candidates), query=q_vec)
+        candidates.update({i: facts[i].cos for i, cos in candidates.items() if cos is None and i in facts})
         # A question's reply, the memory saved right after it, joins the candidates: the ranking
         # passes it part of the question's score (a conversation answers in the next turn).
         asks = [i for i, f in facts.items() if f.epistemic == "possible" and f.status in statuses]
@@ -211,9 +211,9 @@ class Reader:
             nexts = {i: n for i, n in nexts.items() if n in allowed}
         new = [n for n in dict.fromkeys(nexts.values()) if n not in candidates]
         if new:
-            new_cos = self.index.cosines(q_vec, new) if q_vec is not None else {}
-            candidates.update({n: new_cos.get(n) for n in new})
-            facts.update(self.index.candidate_facts(new))
+            new_facts = self.index.candidate_facts(new, query=q_vec)
+            candidates.update({n: new_facts[n].cos if n in new_facts else None for n in new})
+            facts.update(new_facts)
         now = utc_now()
         cands: list[rank.Candidate] = []
         for atom_id, cosine in candidates.items():

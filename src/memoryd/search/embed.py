@@ -17,6 +17,7 @@ All return L2-normalised float32 vectors and carry the cosine band (`cosine_floo
 from __future__ import annotations
 
 import hashlib
+import itertools
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -213,8 +214,11 @@ class WordLlamaTerms:
                 vec = self._emb[flat].sum(axis=0) if len(flat) else np.zeros(self.dim, np.float32)
                 n = float(np.linalg.norm(vec))
                 vec = vec / n if n else vec  # a loop of small sums beat reduceat / cumsum 5-40x here
-                if len(self._bag_cache) >= 20_000:  # ~20 MB; the same memories come back query after query
-                    self._bag_cache.clear()
+                if len(self._bag_cache) >= _BAG_CACHE:  # the same memories come back query after query
+                    # the oldest quarter (insertion order); list() takes the keys in one step under the GIL, and
+                    # another thread evicting at once may have taken one already
+                    for old in list(itertools.islice(self._bag_cache, _BAG_CACHE // 4)):
+                        self._bag_cache.pop(old, None)
                 self._bag_cache[key] = vec
             out[i] = vec
         return out
@@ -224,6 +228,10 @@ class WordLlamaTerms:
         n = float(np.linalg.norm(v))
         return (v / n).astype(np.float32) if n else v.astype(np.float32)
 
+
+# Term-set vectors kept by `WordLlamaTerms.bags` (~1 KB each: ~20 MB). Full, it drops its oldest quarter
+# rather than everything: a server recalling over more memories than this kept re-embedding all of them.
+_BAG_CACHE = 20_000
 
 _M = TypeVar("_M")
 

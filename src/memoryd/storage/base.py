@@ -55,6 +55,7 @@ class CandidateFacts:
     terms: tuple[str, ...]  # the keyword terms indexed for the atom
     entities: tuple[str, ...]
     polarity: str = "affirmative"  # negation queries prefer negative memories
+    cos: float | None = None  # with `candidate_facts(query=...)`: the query's cosine (None: no vector of its size)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,9 +246,8 @@ class IndexReads(Protocol):
                            statuses: Sequence[str], limit: int) -> list[str]: ...  # fmt: skip
     # the k atoms (of these scopes) whose vectors are closest to `query`, with their cosines
     def vector_candidates(self, query: Vector, *, scope_hashes: Sequence[str], k: int) -> list[tuple[str, float]]: ...
-    # the cosine of `query` with each listed atom's vector (atoms without one are left out)
-    def cosines(self, query: Vector, atom_ids: Sequence[str]) -> dict[str, float]: ...
-    def candidate_facts(self, atom_ids: Sequence[str]) -> dict[str, CandidateFacts]: ...
+    # each listed atom's scoring facts; with `query`, each one's `cos` as `cosines` gives it, in the same read
+    def candidate_facts(self, atom_ids: Sequence[str], *, query: Vector | None = None) -> dict[str, CandidateFacts]: ...
     # for each listed atom, the next atom created in its scope (one of `statuses`) within the window: a
     # conversation saved turn by turn answers a question in the turn after it
     def successors(self, atom_ids: Sequence[str], *, statuses: Sequence[str],

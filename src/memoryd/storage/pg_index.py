@@ -125,14 +125,16 @@ class PgIndex(SqlCore[psycopg.Connection[Any]]):
         # tenant's) never crowd these scopes' out. Each (entity, scope) pair is one backward range of
         # `edges_dst_scope` (the edge carries its atom's scope, migration 9): only the rows kept are read,
         # then merged newest first per entity. The atom's own scope is checked again (it is read anyway,
-        # for its status): an edge could never widen what a recall sees.
+        # for its status and its `seq`, which orders ties): an edge could never widen what a recall sees.
+        # Each atom is read once: carrying `seq` out of that read halved the atoms visited (the statement
+        # joined `atoms` again for it).
         return [r[0] for r in self._rows(
-            "SELECT a.id, count(*) AS n, a.seq FROM unnest(?::text[]) AS q(dst)"
-            " CROSS JOIN LATERAL (SELECT s.src FROM unnest(?::text[]) AS h(scope_hash) CROSS JOIN LATERAL"
-            " (SELECT e.src FROM edges e JOIN atoms b ON b.id = e.src WHERE e.dst = q.dst AND e.kind = 'mentions'"
-            " AND e.scope_hash = h.scope_hash AND b.scope_hash = h.scope_hash AND b.status = ANY(?::text[])"
-            " ORDER BY e.src DESC LIMIT ?) s ORDER BY s.src DESC LIMIT ?) m JOIN atoms a ON a.id = m.src"
-            " GROUP BY a.id, a.seq ORDER BY n DESC, a.seq DESC LIMIT ?",
+            "SELECT m.src, count(*) AS n, m.seq FROM unnest(?::text[]) AS q(dst)"
+            " CROSS JOIN LATERAL (SELECT s.src, s.seq FROM unnest(?::text[]) AS h(scope_hash) CROSS JOIN LATERAL"
+            " (SELECT e.src, b.seq FROM edges e JOIN atoms b ON b.id = e.src WHERE e.dst = q.dst"
+            " AND e.kind = 'mentions' AND e.scope_hash = h.scope_hash AND b.scope_hash = h.scope_hash"
+            " AND b.status = ANY(?::text[]) ORDER BY e.src DESC LIMIT ?) s ORDER BY s.src DESC LIMIT ?) m"
+            " GROUP BY m.src, m.seq ORDER BY n DESC, m.seq DESC LIMIT ?",
             (list(entity_ids), list(dict.fromkeys(scope_hashes)), list(statuses), limit * 4, limit * 4, limit))]  # fmt: skip
 
     def _scope_vectors(self, scope_hashes: Sequence[str], n: int) -> int:
@@ -173,6 +175,18 @@ class PgIndex(SqlCore[psycopg.Connection[Any]]):
             f" WHERE vector_dims(embedding_half) = {n} AND scope_hash = ANY(?::text[])"
             f" ORDER BY embedding_half::halfvec({n}) <=> ?::halfvec({n}) LIMIT ?",
             (q, list(scope_hashes), q, k))]  # fmt: skip
+
+    def _cosine_column(self, query: Vector) -> tuple[str | None, list[Any]]:
+        """`candidate_facts(query=...)` reads the cosines with the facts, as `cosines` would (16-bit copies;
+        NULL for another size or no copy): one statement per recall fewer."""
+        q = _half(query)
+        if q is None:
+            return "NULL", []
+        n = int(np.asarray(query).size)
+        return f"CASE WHEN vector_dims(a.embedding_half) = {n} THEN 1 - (a.embedding_half <=> ?::halfvec({n})) END", [q]
+
+    def _read_cosine(self, value: Any) -> float | None:
+        return None if value is None else _cos(value)
 
     def cosines(self, query: Vector, atom_ids: Sequence[str]) -> dict[str, float]:
         q = _half(query)
