@@ -43,7 +43,7 @@ def build_server(
     cwd: str | Path | None = None,
     engine_handle: EngineHandle | None = None,
     team: bool = False,
-) -> MCPServer[Any]:
+) -> MemorydServer:
     """Build an MCP server for `profile`; the engine opens in the background on first use.
 
     `engine_handle` shares an already opening engine (the HTTP transport's console uses the same one).
@@ -217,10 +217,13 @@ def local_app(profile: str, handle: EngineHandle) -> tuple[MCPServer[Any], Any]:
     runs, the ASGI app)."""
     from mcp.server.transport_security import TransportSecuritySettings
 
+    from .fast import tool_call
+
     mcp = build_server(profile, engine_handle=handle, team=True)
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = mcp.streamable_http_app(stateless_http=True, json_response=True, transport_security=security)
-    return mcp, http_guard(app, token=None, allowed_hosts={"localhost"}, post_only=True)
+    return mcp, http_guard(app, token=None, allowed_hosts={"localhost"}, post_only=True,
+                           fast=tool_call(mcp, "/mcp"))  # fmt: skip
 
 
 def _identify(handle: EngineHandle) -> Any:
@@ -273,9 +276,12 @@ def _serve_team(profile: str, host: str, port: int, allowed: set[str]) -> None:
             handle.get()
         except MemorydError as exc:
             sys.exit(f"memoryd-mcp: {exc.message}")
+    from .fast import tool_call
+
     mcp = build_server(profile, engine_handle=handle, team=True)
     app = http_guard(mcp.streamable_http_app(host=host, stateless_http=True, json_response=True), token=None,
-                     allowed_hosts=allowed, identify=_identify(handle), post_only=True)  # fmt: skip
+                     allowed_hosts=allowed, identify=_identify(handle), post_only=True,
+                     fast=tool_call(mcp, "/mcp"))  # fmt: skip
     # Keep-alive longer than a load balancer's idle timeout (commonly 60 s): a connection the server closes
     # while a client reuses it fails that request with no answer (seen in bench/team_load.py at uvicorn's 5 s).
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=75, http=timed_protocol())

@@ -84,6 +84,11 @@ class MemorydServer(MCPServer[Any]):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         self._bind(context)
+        return await self.call_bound_tool(name, arguments, context)
+
+    async def call_bound_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """`call_tool` with the request's engine already bound (`REQUEST_ENGINE`): the stateless HTTP fast path
+        (`memoryd.mcp.fast`) binds it from the ASGI scope itself."""
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:

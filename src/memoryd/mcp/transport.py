@@ -183,6 +183,8 @@ class Refusal(NamedTuple):
 # The team server's identity check: the request's headers (lower-case names) and the client's address → the
 # engine it acts with, or why not.
 Identify = Callable[[dict[bytes, bytes], str | None], Awaitable[Any]]
+# A checked POST's lower-case headers, ASGI scope and body text → an answer's JSON bytes, or None (the app answers).
+FastPath = Callable[[dict[bytes, bytes], dict[str, Any], str], Awaitable[bytes | None]]
 
 
 # Headers a request may carry once: with two, which one a check reads and which one acts would be up to
@@ -192,7 +194,7 @@ SINGLE_HEADERS = (b"authorization", b"memoryd-scope", b"memoryd-client", b"host"
 
 
 def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify: Identify | None = None,
-               post_only: bool = False) -> Any:  # fmt: skip
+               post_only: bool = False, fast: FastPath | None = None) -> Any:  # fmt: skip
     """Wrap an ASGI app: the shared HTTP rules (`memoryd.shared.http_security`) and checked JSON bodies.
 
     - A header of SINGLE_HEADERS sent more than once: 400 (before anything reads it).
@@ -206,6 +208,8 @@ def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify
       ASGI scope as `memoryd.engine` for the MCP handlers (`MemorydServer._bind`).
     - A POST body must be at most MAX_BODY_BYTES, UTF-8, JSON, free of lone surrogates; otherwise
       a JSON-RPC error comes back with status 400 (413 when too large).
+    - `fast` (the stateless servers): a checked body it answers (a plain `tools/call`, `memoryd.mcp.fast`) is
+      answered without the SDK's per-request session; whatever it declines goes to `app`.
     """
     from ..shared.http_security import bearer_ok, read_body, refusal, replay
 
@@ -274,9 +278,12 @@ def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify
             await send_json(send, 413, error_reply(None, INVALID_REQUEST, f"Invalid Request: invalid_input: the "
                                                    f"body is larger than {MAX_BODY_BYTES} bytes"))  # fmt: skip
             return
-        reply, _ = check_message(body)
+        reply, text = check_message(body)
         if reply is not None:
             await send_json(send, 400, reply.rstrip(b"\n"))
+            return
+        if fast is not None and text is not None and (answer := await fast(headers, scope, text)) is not None:
+            await send_json(send, 200, answer)
             return
         await app(scope, replay(body, receive), send)
 
