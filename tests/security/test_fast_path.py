@@ -11,6 +11,7 @@ through the fast path too.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -184,3 +185,21 @@ async def test_the_fast_path_answers_as_the_sdk_does(apps: tuple[Any, Any, list[
         assert result["isError"] and text.startswith("not_found: "), text
     if what == "a sensitive scope without a grant":
         assert body["error"]["code"] == -32001 and body["error"]["message"].startswith("AuthorizationRequired:")
+
+
+async def test_the_fast_path_logs_a_failed_tool_where_the_sdk_does(apps: tuple[Any, Any, list[bool]],
+                                                                   caplog: pytest.LogCaptureFixture) -> None:  # fmt: skip
+    """Same logger, level and text as the SDK's own line (servers quiet the "mcp" loggers), nothing in memoryd's log."""
+    fast, slow, _ = apps
+    caplog.set_level(logging.INFO)
+    logged = []
+    for app in (fast, slow):
+        caplog.clear()
+        await _post(app, {}, _call("mem_search", {"query": "x", "top_k": "many"}))
+        await _post(app, {}, _call("mem_get", {"memory_id": "01K0000000000000000000000Z"}))
+        logged.append(sorted((r.name, r.levelname, r.getMessage()) for r in caplog.records
+                             if r.name == "memoryd" or r.name.startswith("mcp.server.mcpserver")))  # fmt: skip
+    # the engine's own refusals (not found) are results, logged by neither; a bad argument is the SDK's line
+    assert logged[0] == logged[1] == [("mcp.server.mcpserver.server", "INFO", "Tool 'mem_search' failed: "
+                                       "'invalid_input: top_k: Input should be a valid integer, unable to parse "
+                                       "string as an integer'")], logged  # fmt: skip

@@ -39,7 +39,11 @@ if TYPE_CHECKING:
 
 __all__ = ["tool_call"]
 
-log = logging.getLogger("memoryd")
+# What the fast path logs, it logs where the SDK would, under the same names and levels: servers quiet the
+# "mcp" loggers (each request's INFO lines), and a failed tool's message stays out of memoryd's own log.
+tool_log = logging.getLogger("mcp.server.mcpserver.server")
+dispatch_log = logging.getLogger("mcp.shared.jsonrpc_dispatcher")
+runner_log = logging.getLogger("mcp.server.runner")
 DEFAULT_VERSION = "2025-03-26"  # the SDK's DEFAULT_NEGOTIATED_VERSION: a request without the header
 _FIELDS = frozenset({"jsonrpc", "id", "method", "params"})
 
@@ -101,12 +105,12 @@ def tool_call(mcp: MemorydServer, path: str) -> FastPath:
             try:
                 wire = serialize_server_result("tools/call", version, dumped)
             except ValidationError:
-                log.exception("handler for %r returned an invalid result", "tools/call")
+                runner_log.exception("handler for %r returned an invalid result", "tools/call")
                 raise MCPError(code=-32603, message="Handler returned an invalid result") from None
         except Exception as exc:
             error = handler_exception_to_error_data(exc)
             if error is None:
-                log.exception("handler for %r raised", "tools/call")
+                dispatch_log.exception("handler for %r raised", "tools/call")
                 error = ErrorData(code=0, message=str(exc))
             return (
                 JSONRPCError(jsonrpc="2.0", id=rid, error=error)
@@ -136,11 +140,11 @@ async def _call(mcp: MemorydServer, name: str, arguments: dict[str, Any]) -> Cal
         if isinstance(exc, ToolError) and not isinstance(exc, UnexpectedToolError):
             if isinstance(exc.__cause__, ValidationError):
                 fields = sorted({".".join(str(part) for part in err["loc"]) for err in exc.__cause__.errors()})
-                log.info("Tool %r rejected arguments: %r", name, fields)
+                tool_log.info("Tool %r rejected arguments: %r", name, fields)
             else:
-                log.info("Tool %r failed: %r", name, str(exc))
+                tool_log.info("Tool %r failed: %r", name, str(exc))
         else:
-            log.exception("Tool %r raised an unexpected exception", name)
+            tool_log.exception("Tool %r raised an unexpected exception", name)
         return CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
     if not isinstance(result, CallToolResult):  # an interim result (input_required): not ours to shape
         raise TypeError(f"tool {name!r} returned {type(result).__name__}")
