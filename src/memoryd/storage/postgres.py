@@ -438,9 +438,9 @@ class PostgresStore(PgIndex, SqlStore[psycopg.Connection[Any]]):
             recalls, self._recall_log = self._recall_log, []
             self._flushed_at = time.monotonic()
         # SKIP LOCKED: never wait for (or deadlock with) a writer; access times are a hint. Only times older
-        # than TOUCH_GRANULARITY are rewritten: an updated row is a new row version in every index (the
-        # decay index holds the time, so no HOT update), HNSW and GIN included, which made access times the
-        # database's main cost under many concurrent recalls (bench/team_load.py). Decay counts in days.
+        # than TOUCH_GRANULARITY are rewritten: each is a new row version (a HOT update since migration 10:
+        # no index holds the time and pages keep room for it; before, every index took a new entry, HNSW and
+        # GIN included), and the standbys replay it. Decay counts in days.
         at = datetime.now(UTC)
         try:
             with self._bookkeeping() as conn:
