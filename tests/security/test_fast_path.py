@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -203,3 +204,12 @@ async def test_the_fast_path_logs_a_failed_tool_where_the_sdk_does(apps: tuple[A
     assert logged[0] == logged[1] == [("mcp.server.mcpserver.server", "INFO", "Tool 'mem_search' failed: "
                                        "'invalid_input: top_k: Input should be a valid integer, unable to parse "
                                        "string as an integer'")], logged  # fmt: skip
+
+
+async def test_a_server_with_sessions_or_event_streams_gets_no_fast_path(tmp_path: Path) -> None:
+    body = json.dumps(_call("mem_search", {"query": "x"}))
+    headers = {k.lower().encode(): v.encode() for k, v in HEADERS.items()}
+    for stateless, json_response in ((False, True), (True, False)):
+        mcp = build_server("memoryd", settings=Settings(home=tmp_path / "home"), cwd=tmp_path, team=True)
+        mcp.streamable_http_app(stateless_http=stateless, json_response=json_response)
+        assert await tool_call(mcp, "/mcp")(headers, {"path": "/mcp"}, body) is None, (stateless, json_response)

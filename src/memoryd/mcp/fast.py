@@ -70,13 +70,14 @@ def _headers_fit(headers: dict[bytes, bytes]) -> str | None:
 
 
 def tool_call(mcp: MemorydServer, path: str) -> FastPath:
-    """The fast path for `mcp`'s endpoint at `path`, built after `mcp.streamable_http_app(...)`: only a stateless
-    server with JSON answers, and only while nothing reshapes a tool result (a cache hint)."""
+    """The fast path for `mcp`'s endpoint at `path`, built after `mcp.streamable_http_app(...)`: only for a
+    stateless server with JSON answers. (The SDK's other reshaping of a result, cache hints, is not for
+    `tools/call`, and memoryd sets none.)"""
     manager = mcp.session_manager
-    if not (manager.stateless and manager.json_response) or "tools/call" in mcp._lowlevel_server.cache_hints:
+    if not (manager.stateless and manager.json_response):
         return _never
     security = TransportSecurityMiddleware(manager.security_settings)  # the SDK's Host/Origin/Content-Type rules
-    tools = {t.name for t in mcp._tool_manager.list_tools()}
+    tools = mcp.tool_names()
 
     async def answer(headers: dict[bytes, bytes], scope: dict[str, Any], text: str) -> bytes | None:
         if scope.get("path") != path or (version := _headers_fit(headers)) is None:

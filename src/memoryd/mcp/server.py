@@ -86,6 +86,10 @@ class MemorydServer(MCPServer[Any]):
         self._bind(context)
         return await self.call_bound_tool(name, arguments, context)
 
+    def tool_names(self) -> set[str]:
+        """The tools this server serves (the SDK's registry)."""
+        return {t.name for t in self._tool_manager.list_tools()}
+
     async def call_bound_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         """`call_tool` with the request's engine already bound (`REQUEST_ENGINE`): the stateless HTTP fast path
         (`memoryd.mcp.fast`) binds it from the ASGI scope itself."""
