@@ -13,7 +13,7 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -126,6 +126,25 @@ def pg_server() -> Iterator[PgServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """An empty store of each backend, opened directly (no engine): a SQLite file, a fresh PostgreSQL database."""
+    from memoryd.storage.postgres import PostgresStore
+    from memoryd.storage.sqlite import SqliteStore
+
+    if request.param == "sqlite":
+        s: Any = SqliteStore(tmp_path / "memoryd.db")
+        yield s
+        s.close()
+        return
+    server: PgServer = request.getfixturevalue("pg_server")
+    dsn = server.fresh_database()
+    s = PostgresStore(dsn)
+    yield s
+    s.close()
+    server.drop_database(dsn)
 
 
 @pytest.fixture(params=BACKENDS)

@@ -4,36 +4,15 @@ a real PostgreSQL."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 from memoryd.shared.models import Atom, Scope
-from memoryd.storage.postgres import PostgresStore
-from memoryd.storage.sqlite import SqliteStore
-
-from .pg import PgServer
 
 SCOPE = Scope(tenant_id="ann", workspace="acme", repository="r", branch="main", root="/r")
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    if request.param == "sqlite":
-        s: Any = SqliteStore(tmp_path / "memoryd.db")
-        yield s
-        s.close()
-        return
-    server: PgServer = request.getfixturevalue("pg_server")
-    dsn = server.fresh_database()
-    s = PostgresStore(dsn)
-    yield s
-    s.close()
-    server.drop_database(dsn)
 
 
 def _atom(i: int) -> Atom:

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import random
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psycopg
-import pytest
 
 from memoryd.engine.migrate import migrate_store
 from memoryd.shared.models import Atom, Scope
@@ -29,21 +28,6 @@ SCOPES = [
 WEIGHTS = [20, 2, 10]  # the small scope holds ~6% of the rows: most mentions of an entity are elsewhere
 ENTITIES = ["entity:lib:postgres", "entity:lib:redis", "entity:file:app.py", "entity:person:ann"]
 STATUSES = ["active", "negated"]
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    if request.param == "sqlite":
-        s: Any = SqliteStore(tmp_path / "memoryd.db")
-        yield s
-        s.close()
-        return
-    server: PgServer = request.getfixturevalue("pg_server")
-    dsn = server.fresh_database()
-    s = PostgresStore(dsn)
-    yield s
-    s.close()
-    server.drop_database(dsn)
 
 
 def _atom(i: int, scope: Scope, status: str) -> Atom:
