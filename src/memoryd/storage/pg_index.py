@@ -189,11 +189,10 @@ class PgIndex(SqlCore[psycopg.Connection[Any]]):
         return None if value is None else _cos(value)
 
     def cosines(self, query: Vector, atom_ids: Sequence[str]) -> dict[str, float]:
-        q = _half(query)
-        if q is None or not atom_ids:
+        """The cosines `candidate_facts(query=...)` reads with the facts, on their own (atoms without a copy of the
+        query's size are left out): the same expression, `_cosine_column`."""
+        cos_sql, params = self._cosine_column(query)
+        if not atom_ids or not params:  # no halfvec form of the query: no cosine
             return {}
-        n = int(np.asarray(query).size)
-        rows = self._rows(f"SELECT id, 1 - (embedding_half::halfvec({n}) <=> ?::halfvec({n})) FROM atoms"
-                          f" WHERE id = ANY(?::text[]) AND vector_dims(embedding_half) = {n}",
-                          (q, list(atom_ids)))  # fmt: skip
-        return {r[0]: _cos(r[1]) for r in rows}
+        rows = self._rows(f"SELECT a.id, {cos_sql} FROM atoms a WHERE a.id = ANY(?::text[])", [*params, list(atom_ids)])
+        return {r[0]: _cos(r[1]) for r in rows if r[1] is not None}
