@@ -379,7 +379,7 @@ def _atom(scope: Scope, i: int) -> Atom:
 def test_vector_search_fills_k_under_a_selective_scope_filter(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The plan by scope size (issue 27): a small scope is searched exactly over its own rows; a big one
     through HNSW, whose iterative scan keeps going until k rows pass the filter (HNSW alone stops at
-    ef_search candidates)."""
+    ef_search candidates), in relaxed order, sorted after."""
     import memoryd.storage.pg_index as pg_module
 
     monkeypatch.setattr(pg_module, "EXACT_MAX_ROWS", 100)  # the big scope (400) takes HNSW, the small (30) not
@@ -429,6 +429,11 @@ def test_vector_search_fills_k_under_a_selective_scope_filter(dsn: str, monkeypa
             small_plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {small_sql}", small_params))
         assert "atoms_halfvec_384" in plan, plan
         assert "using atoms_halfvec" not in small_plan and "using atoms_scope_halfvec_384" in small_plan, small_plan
+        # the big scope: k rows of its own, through the relaxed-order scan, put in order by distance (ties by id)
+        assert store._one("SELECT current_setting('hnsw.iterative_scan')") == ("relaxed_order",)
+        got = store.vector_candidates(query, scope_hashes=[big.scope_hash], k=300)
+        assert len(got) == 300 and len({i for i, _ in got}) == 300
+        assert got == sorted(got, key=lambda r: (-r[1], r[0]))
     finally:
         store.close()
 

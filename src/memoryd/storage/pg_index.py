@@ -161,20 +161,23 @@ class PgIndex(SqlCore[psycopg.Connection[Any]]):
             # A small scope (a person's repository is a few thousand rows): every one of its vectors, read in
             # order from `atoms_scope_halfvec_N` (migrations 10, 12: `seq > 0` is that index's mark) without
             # visiting the table. Exact, and cheaper than a filtered HNSW walk that must skip the other scopes'
-            # rows; the MATERIALIZED CTE keeps the planner off the HNSW index. A size without that index is read
-            # from the table, still exactly. All vector reads are of the 16-bit copy (migration 12).
+            # rows; the subquery's OFFSET 0 keeps the planner off the HNSW index (which only answers an ORDER BY)
+            # without storing every row's distance first, as a MATERIALIZED CTE did (a person's 3 000: 1.67 ms
+            # against 2.07, bench/vector_plans.py). A size without that index is read from the table, still
+            # exactly. All vector reads are of the 16-bit copy (migration 12).
             return [(r[0], _cos(r[1])) for r in self._rows(
-                f"WITH s AS MATERIALIZED (SELECT id, embedding_half::halfvec({n}) <=> ?::halfvec({n}) AS d FROM atoms"
-                f" WHERE scope_hash = ANY(?::text[]) AND vector_dims(embedding_half) = {n} AND seq > 0)"
-                " SELECT id, 1 - d FROM s ORDER BY d, id LIMIT ?", (q, list(scope_hashes), k))]  # fmt: skip
+                f"SELECT id, 1 - d FROM (SELECT id, embedding_half::halfvec({n}) <=> ?::halfvec({n}) AS d FROM atoms"
+                f" WHERE scope_hash = ANY(?::text[]) AND vector_dims(embedding_half) = {n} AND seq > 0 OFFSET 0) s"
+                " ORDER BY d, id LIMIT ?", (q, list(scope_hashes), k))]  # fmt: skip
         # A big scope: HNSW, written exactly as the partial index of this size is defined so the planner
-        # uses it, with iterative scan (`_configure`) so the scope filter still yields k rows. Vectors of
-        # another model's size are not comparable and never match.
+        # uses it, with iterative scan (`_configure`: relaxed order) so the scope filter still yields k rows,
+        # then put in order here: by `d + 0`, since PostgreSQL 17+ takes a CTE's rows as sorted by `d` (the
+        # index's order, which relaxed order does not keep). Vectors of another model's size never match.
         return [(r[0], _cos(r[1])) for r in self._rows(
-            f"SELECT id, 1 - (embedding_half::halfvec({n}) <=> ?::halfvec({n})) FROM atoms"
+            f"WITH s AS MATERIALIZED (SELECT id, embedding_half::halfvec({n}) <=> ?::halfvec({n}) AS d FROM atoms"
             f" WHERE vector_dims(embedding_half) = {n} AND scope_hash = ANY(?::text[])"
-            f" ORDER BY embedding_half::halfvec({n}) <=> ?::halfvec({n}) LIMIT ?",
-            (q, list(scope_hashes), q, k))]  # fmt: skip
+            f" ORDER BY embedding_half::halfvec({n}) <=> ?::halfvec({n}) LIMIT ?) SELECT id, 1 - d FROM s"
+            " ORDER BY d + 0, id", (q, list(scope_hashes), q, k))]  # fmt: skip
 
     def _cosine_column(self, query: Vector) -> tuple[str | None, list[Any]]:
         """`candidate_facts(query=...)` reads the cosines with the facts, as `cosines` would (16-bit copies;

@@ -283,7 +283,10 @@ class PostgresStore(PgIndex, SqlStore[psycopg.Connection[Any]]):
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         settings = [("TimeZone", "UTC"), ("lock_timeout", f"{self.busy_timeout_ms}ms"), ("hnsw.ef_search", "100")]
         if self._iterative_scan:  # pgvector >= 0.8: keep scanning the graph until k rows pass the scope filter
-            settings.append(("hnsw.iterative_scan", "strict_order"))
+            # Relaxed order: the rows may come slightly out of order (`vector_candidates` sorts them). Strict
+            # order found fewer of a team scope's true neighbours at more cost: at 100k, recall@10 0.685
+            # against 0.847, mean 3.78 ms against 2.60 (bench/vector_plans.py).
+            settings.append(("hnsw.iterative_scan", "relaxed_order"))
         # One round trip; hnsw.* may be set before pgvector loads in this backend (it adopts them).
         calls = ", ".join("set_config(?, ?, false)" for _ in settings)
         self.run(conn, f"SELECT {calls}", [x for pair in settings for x in pair])
