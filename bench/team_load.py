@@ -297,6 +297,34 @@ def tree_cpu_s(pid: int) -> float | None:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+_ROLES = ("startup", "walreceiver", "walsender", "checkpointer", "background writer", "walwriter", "autovacuum")
+
+
+def tree_cpu_roles(pid: int) -> dict[str, float]:
+    """`tree_cpu_s` by PostgreSQL process role (from each child's title): `backends` serve statements,
+    `startup` replays WAL on a standby, `postmaster and exited` is the postmaster and the children it reaped."""
+    own = _stat(pid)
+    if own is None:
+        return {}
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {"postmaster and exited": sum(int(x) for x in own[11:15]) / tick}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        fields = _stat(int(stat.parent.name))
+        if fields is None or fields[1] != str(pid):
+            continue
+        try:
+            title = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        role = next((r for r in _ROLES if f": {r}" in title), "backends" if "(" in title else "other")
+        out[role] = out.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def roles_since(now: dict[str, float], before: dict[str, float]) -> dict[str, float]:
+    return {role: round(v - before.get(role, 0.0), 2) for role, v in now.items()}
+
+
 def machine_busy() -> tuple[float, float]:
     """(busy, total) CPU seconds of the whole machine since boot, from /proc/stat."""
     values = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
@@ -571,6 +599,7 @@ async def run_phase(name: str, callers: list[Caller], replicas: list[Replica], a
     stats = Stats()
     cpu0 = {r.name: r.cpu_s() for r in replicas}
     pg0 = tree_cpu_s(pg_pid) if pg_pid else None
+    roles0 = tree_cpu_roles(pg_pid) if pg_pid else {}
     busy0, total0 = machine_busy()
     self0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.monotonic()
@@ -597,6 +626,7 @@ async def run_phase(name: str, callers: list[Caller], replicas: list[Replica], a
     self1 = resource.getrusage(resource.RUSAGE_SELF)
     busy1, total1 = machine_busy()
     pg1 = tree_cpu_s(pg_pid) if pg_pid else None
+    roles = roles_since(tree_cpu_roles(pg_pid), roles0) if pg_pid else {}
     cpu = {}
     for r in replicas:
         end = r.cpu_s() if r.killed_at is None else killed.get("cpu_s")
@@ -612,7 +642,7 @@ async def run_phase(name: str, callers: list[Caller], replicas: list[Replica], a
         "saves": stats.saves, "acked": len(stats.acked), "retried_duplicates": stats.retried_duplicates,
         "empty_searches": stats.empty_searches, "killed": killed or None,
         "ryw": {"checked": stats.ryw_checked, "missed": len(stats.ryw_missed), "samples": stats.ryw_missed[:10]},
-        "cpu_s": {"replicas": cpu, "postgres": None if pg0 is None or pg1 is None else pg1 - pg0,
+        "cpu_s": {"replicas": cpu, "postgres": None if pg0 is None or pg1 is None else pg1 - pg0, "postgres_roles": roles,
                   "load_generator": (self1.ru_utime + self1.ru_stime) - (self0.ru_utime + self0.ru_stime),
                   "machine_busy": busy1 - busy0, "machine_total": total1 - total0},
         "_acked_ids": list(stats.acked),
@@ -693,6 +723,7 @@ class StandbyWatch:
     def __init__(self, standby: Any, primary_dsn: str, standby_dsn: str) -> None:
         self.standby, self.primary_dsn, self.standby_dsn = standby, primary_dsn, standby_dsn
         self.cpu0 = tree_cpu_s(standby.proc.pid)
+        self.roles0 = tree_cpu_roles(standby.proc.pid)
         self.x0, self.p0 = xacts(standby_dsn), xacts(primary_dsn)
         self.killed: dict[str, Any] = {}
 
@@ -712,6 +743,7 @@ class StandbyWatch:
             "standby_xacts": None if x1 is None or self.x0 is None else x1 - self.x0,
             "primary_xacts": None if self.p0 is None else (xacts(self.primary_dsn) or 0) - self.p0,
             "killed_at_s": self.killed.get("at_s"),
+            "cpu_roles_s": None if self.killed else roles_since(tree_cpu_roles(self.standby.proc.pid), self.roles0),
         }  # fmt: skip
         if self.killed:  # restart it; the replicas' monitors bring it back within about a second
             t = time.monotonic()
@@ -754,6 +786,35 @@ def top_statements(dsn: str, calls: int, n: int = 12) -> list[dict[str, Any]]:
              "exec_ms_each": r[1] / max(1, r[0]), "rows": r[3], "query": r[4]} for r in rows]  # fmt: skip
 
 
+def maintenance(dsn: str) -> dict[str, list[float]]:
+    """--pg-stats: per table, autovacuum and autoanalyze runs so far and their ms (PostgreSQL 18 counts them)."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True, connect_timeout=3) as conn:
+        rows = conn.execute("SELECT relname, autovacuum_count, total_autovacuum_time, autoanalyze_count,"
+                            " total_autoanalyze_time FROM pg_stat_user_tables").fetchall()  # fmt: skip
+    return {r[0]: [float(x) for x in r[1:]] for r in rows}
+
+
+def maintenance_since(dsn: str, before: dict[str, list[float]]) -> dict[str, Any]:
+    """The autovacuum and autoanalyze runs of each table since `before` (`maintenance`): runs and ms of each;
+    and the share of atoms' pages the visibility map marks all-visible now (a scope's vectors are read from its
+    index alone only on those: migration 13)."""
+    import psycopg
+
+    out: dict[str, Any] = {"tables": {}}
+    for table, now in maintenance(dsn).items():
+        d = [a - b for a, b in zip(now, before.get(table, [0.0] * 4), strict=True)]
+        if d[0] or d[2]:
+            out["tables"][table] = {"autovacuums": d[0], "autovacuum_ms": d[1], "autoanalyzes": d[2],
+                                    "autoanalyze_ms": d[3]}  # fmt: skip
+    with psycopg.connect(dsn, autocommit=True, connect_timeout=3) as conn:
+        row = conn.execute("SELECT all_visible, pg_relation_size('atoms') / current_setting('block_size')::int"
+                           " FROM pg_visibility_map_summary('atoms')").fetchone()  # fmt: skip
+    out["atoms_all_visible"] = row[0] / max(1, row[1]) if row else None
+    return out
+
+
 def print_statements(where: str, stmts: list[dict[str, Any]]) -> None:
     print(C.table([f"{where}: exec ms / load call", "plan ms / load call", "exec ms each", "calls", "statement"],
                   [[f"{s['exec_ms_per_call']:.2f}", f"{s['plan_ms_per_call']:.2f}", f"{s['exec_ms_each']:.2f}",
@@ -777,6 +838,10 @@ def standby_row(s: dict[str, Any]) -> str:
 
 def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def _roles_row(roles: dict[str, float]) -> str:
+    return ", ".join(f"{role} {v:.1f}" for role, v in sorted(roles.items(), key=lambda kv: -kv[1]) if v >= 0.05)
 
 
 def print_phase(p: dict[str, Any]) -> None:
@@ -809,6 +874,9 @@ def print_phase(p: dict[str, Any]) -> None:
         ["CPU s: replicas / PostgreSQL / load generator",
          f"{cpu} / {C.fmt(c['postgres'], 1)} / {C.fmt(c['load_generator'], 1)}"],
         ["machine CPU (all cores)", share],
+        *([["CPU s by PostgreSQL process: primary", _roles_row(c["postgres_roles"])]] if c.get("postgres_roles") else []),
+        *([["CPU s by PostgreSQL process: standby", _roles_row(p["standby"]["cpu_roles_s"])]]
+          if (p.get("standby") or {}).get("cpu_roles_s") else []),
     ]))  # fmt: skip
     for s in e["failed_samples"][:5]:
         print(f"  failed: {s}")
@@ -848,10 +916,12 @@ def src_server(src: str, work: Path) -> str:
 
 
 def per_call(p: dict[str, Any]) -> dict[str, float | None]:
-    """CPU milliseconds per call of a phase: PostgreSQL (its whole process tree) and the replicas together."""
+    """CPU milliseconds per call of a phase: PostgreSQL (its whole process tree, and the standby's with --standby)
+    and the replicas together."""
     c, n = p["cpu_s"], max(1, p["calls"])
     replicas = [v for v in c["replicas"].values() if v is not None]
-    return {"postgres_ms": None if c["postgres"] is None else 1000 * c["postgres"] / n,
+    standby = (p.get("standby") or {}).get("cpu_s") or 0.0  # a standby's own process tree (--standby)
+    return {"postgres_ms": None if c["postgres"] is None else 1000 * (c["postgres"] + standby) / n,
             "replicas_ms": 1000 * sum(replicas) / n if replicas else None,
             "machine_ms": 1000 * c["machine_busy"] / n}  # fmt: skip
 
@@ -936,7 +1006,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="shared_buffers of the PostgreSQL servers, e.g. 2GB (default: the test server's 128MB)")  # fmt: skip
     ap.add_argument("--pg-stats", action="store_true",
                     help="load pg_stat_statements on the servers and print, per phase, the statements that took "
-                         "their time (per call of the load)")  # fmt: skip
+                         "their time (per call of the load), and the primary's autovacuum and autoanalyze runs")  # fmt: skip
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (databases die with the server)")
     ap.add_argument("--json", metavar="PATH", help="write everything as JSON")
@@ -976,13 +1046,15 @@ def main(argv: list[str] | None = None) -> int:
         fill_home, fill = cached_fill(args, crew, work)
         t = time.perf_counter()
         # what both servers get (the standby also gets the replication settings, from tests/pg_standby.py)
-        both = {**(STATS_SETTINGS if args.pg_stats else {}),
+        # tests/pg.py runs without autovacuum; a team server would not (recall's touches and the saves change
+        # pages, which VACUUM makes all-visible again). On the command line: it outranks ALTER SYSTEM, which is
+        # how this bench set it until 2026-12-05, to no effect (SHOW autovacuum said off, source command line).
+        both = {**(STATS_SETTINGS if args.pg_stats else {}), "autovacuum": "on",
                 **({"shared_buffers": args.shared_buffers} if args.shared_buffers else {})}  # fmt: skip
-        server = _pg.start_server(settings={**(primary_settings() if args.standby else {}), **both} or None)
+        server = _pg.start_server(settings={**(primary_settings() if args.standby else {}), **both})
         fill["pg_start_s"] = time.perf_counter() - t
-        with server.admin() as conn:  # tests/pg.py runs without autovacuum; a team server would not: the load's
-            conn.execute("ALTER SYSTEM SET autovacuum = on")  # updates (recall's touch) leave dead rows behind
-            conn.execute("SELECT pg_reload_conf()")
+        with server.admin() as conn:
+            assert conn.execute("SHOW autovacuum").fetchone() == ("on",)
         dsn = _pg.create_database(server.dsn(), "team_load")
         print("fill: copying into PostgreSQL (migrate_store, HNSW after) ...", flush=True)
         fill["pg"] = copy_into_pg(fill_home / "memoryd.db", dsn, args.src)
@@ -991,6 +1063,7 @@ def main(argv: list[str] | None = None) -> int:
 
             with psycopg.connect(dsn, autocommit=True) as conn:
                 conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+                conn.execute("CREATE EXTENSION IF NOT EXISTS pg_visibility")  # atoms' all-visible pages per phase
         home = work / "server-home"
         shutil.rmtree(home, ignore_errors=True)
         fill["vault_link_s"] = link_vault(fill_home, home)
@@ -1049,6 +1122,7 @@ def main(argv: list[str] | None = None) -> int:
                     watch = StandbyWatch(standby, dsn, read_dsn) if standby is not None else None
                     if args.pg_stats:
                         reset_statements([dsn, *([read_dsn] if standby is not None else [])])
+                        vacuumed = maintenance(dsn)
                     on_standby = name == "standby-kill" and watch is not None
                     run = run_phase(name, callers, replicas, args, kill_after=None if on_standby else kill_after,
                                     pg_pid=server.proc.pid if server.proc else None)  # fmt: skip
@@ -1067,6 +1141,11 @@ def main(argv: list[str] | None = None) -> int:
                             p["statements"]["standby"] = top_statements(read_dsn, p["calls"])
                         for where, stmts in p["statements"].items():
                             print_statements(where, stmts)
+                        p["maintenance"] = m = maintenance_since(dsn, vacuumed)
+                        print("primary: autovacuum / autoanalyze in this phase (runs, ms): " + (", ".join(
+                            f"{t} {v['autovacuums']:.0f} / {v['autoanalyzes']:.0f} ({v['autovacuum_ms']:.0f} / "
+                            f"{v['autoanalyze_ms']:.0f} ms)" for t, v in m["tables"].items()) or "none")
+                            + f"; atoms' pages all-visible at the end: {C.fmt(m['atoms_all_visible'], 3)}")  # fmt: skip
                     p["lost"] = lost_writes(dsn, ids)
                     p["chain"] = verify_chain(env, cwd)
                     out["phases"][name] = p
