@@ -53,14 +53,15 @@ def test_released_migrations_are_unchanged_and_numbered_alike() -> None:
     for n, digests in RELEASED.items():
         assert _digest("sqlite", n) == digests["sqlite"], f"a released migration (1-{n}) changed on SQLite"
         assert _digest("postgres", n) == digests["postgres"], f"a released migration (1-{n}) changed on PostgreSQL"
-    assert [m.version for m in MIGRATIONS] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+    assert [m.version for m in MIGRATIONS] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]
     names = {m.version: m.name for m in MIGRATIONS}
     assert names[4].startswith("vault outbox") and names[5].startswith("console") and names[6] == "code anchors"
     assert names[7].startswith("team server") and names[8] == "keyword statistics per scope"
     assert names[9].startswith("entity candidates by scope") and names[10].startswith(
         "exact vector search of a small scope"
     )
-    assert names[11].startswith("keyword search by scope")
+    assert names[11].startswith("keyword search by scope") and names[12].startswith("vector search in half")
+    assert names[13].startswith("vacuumed often enough")
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -103,7 +104,7 @@ def test_main_store_upgrades_and_keeps_every_memory(legacy: Settings, tmp_path: 
     assert _versions(legacy) == [1, 2, 3]  # as main left it
     widgets = make_repo(tmp_path / "widgets")
     with Engine.open(legacy, cwd=widgets, embedder=HashEmbedder(), authority="operator") as e:
-        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]
         atoms = e.store.get_atoms(list(manifest["atoms"]))
         # migration 8 counted each scope's keyword statistics from the terms main indexed
         facts = e.store.candidate_facts(list(manifest["atoms"]))
@@ -149,4 +150,4 @@ def test_main_store_upgrades_and_keeps_every_memory(legacy: Settings, tmp_path: 
         assert len(pending) == 1 and [a.id for _, a in e.review_pending(scope="global")] == [pending[0].id]
     # and reopening is a no-op (every migration recorded once)
     with Engine.open(legacy, cwd=widgets, embedder=HashEmbedder(), authority="operator") as e:
-        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] and e.verify_chain().ok
+        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13] and e.verify_chain().ok
