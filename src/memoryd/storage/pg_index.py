@@ -162,8 +162,8 @@ class PgIndex(SqlCore[psycopg.Connection[Any]]):
             # order from `atoms_scope_halfvec_N` (migrations 10, 12: `seq > 0` is that index's mark) without
             # visiting the table. Exact, and cheaper than a filtered HNSW walk that must skip the other scopes'
             # rows; the subquery's OFFSET 0 keeps the planner off the HNSW index (which only answers an ORDER BY)
-            # without storing every row's distance first, as a MATERIALIZED CTE did (a person's 3 000: 1.67 ms
-            # against 2.07, bench/vector_plans.py). A size without that index is read from the table, still
+            # without storing every row's distance first, as a MATERIALIZED CTE did (a person's 3 125: 2.67 ms
+            # mean against 3.45, bench/vector_plans.py at 100k). A size without that index is read from the table, still
             # exactly. All vector reads are of the 16-bit copy (migration 12).
             return [(r[0], _cos(r[1])) for r in self._rows(
                 f"SELECT id, 1 - d FROM (SELECT id, embedding_half::halfvec({n}) <=> ?::halfvec({n}) AS d FROM atoms"

@@ -284,8 +284,8 @@ class PostgresStore(PgIndex, SqlStore[psycopg.Connection[Any]]):
         settings = [("TimeZone", "UTC"), ("lock_timeout", f"{self.busy_timeout_ms}ms"), ("hnsw.ef_search", "100")]
         if self._iterative_scan:  # pgvector >= 0.8: keep scanning the graph until k rows pass the scope filter
             # Relaxed order: the rows may come slightly out of order (`vector_candidates` sorts them). Strict
-            # order found fewer of a team scope's true neighbours at more cost: at 100k, recall@10 0.685
-            # against 0.847, mean 3.78 ms against 2.60 (bench/vector_plans.py).
+            # order found fewer of a team scope's true neighbours at more cost: at 100k, recall@10 0.777
+            # against 0.858, mean 2.94 ms against 2.07 (bench/vector_plans.py).
             settings.append(("hnsw.iterative_scan", "relaxed_order"))
         # One round trip; hnsw.* may be set before pgvector loads in this backend (it adopts them).
         calls = ", ".join("set_config(?, ?, false)" for _ in settings)
