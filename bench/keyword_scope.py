@@ -29,7 +29,6 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 import _common as C  # noqa: E402
-import _pg  # noqa: E402
 import team_load  # noqa: E402
 from latency import gen_queries  # noqa: E402
 
@@ -82,18 +81,13 @@ def main() -> None:
 
     from memoryd.shared.config import Settings
     from memoryd.storage.pg_index import PgIndex
-    from tests.pg import start_server
 
     m = C.machine()
     C.print_machine(m)
     crew = team_load.people(args.clients, args.teams)
     out: dict[str, Any] = {"machine": m, "size": args.size, "shared_buffers": args.shared_buffers, "scopes": {}}
     with tempfile.TemporaryDirectory() as tmp:
-        fill, _ = team_load.cached_fill(args, crew, Path(tmp))
-        server = start_server(settings={"shared_buffers": args.shared_buffers})
-        try:
-            dsn = server.fresh_database(template=None)
-            _pg.bulk_fill(fill / "memoryd.db", dsn)
+        with team_load.postgres_copy(args, crew, Path(tmp), shared_buffers=args.shared_buffers) as (_, dsn):
             with psycopg.connect(dsn, autocommit=True) as conn:
                 conn.execute("CREATE INDEX atoms_kw ON atoms USING gin (kw)")  # what migration 11 dropped
                 t = time.perf_counter()  # what migration 11 costs a store of this size: its index built anew
@@ -131,8 +125,6 @@ def main() -> None:
             print(C.table(["scope", "keyword calls", "before p50 ms", "after p50 ms", "before/after", "identical"],
                           rows))  # fmt: skip
             C.write_json(args.json, out)
-        finally:
-            server.stop()
 
 
 if __name__ == "__main__":

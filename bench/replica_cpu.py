@@ -30,15 +30,13 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import _common as C  # noqa: E402
-import _pg  # noqa: E402
 import team_load  # noqa: E402
 from latency import gen_queries  # noqa: E402
 
 
 def _ports(pid: int) -> set[int]:
     """The local TCP ports of a process and its children (their connections to PostgreSQL among them)."""
-    pids = [pid] + [int(p.parent.name) for p in Path("/proc").glob("[0-9]*/stat")
-                    if (f := team_load._stat(int(p.parent.name))) is not None and f[1] == str(pid)]  # fmt: skip
+    pids = [pid, *team_load.children(pid)]
     inodes = set()
     for p in pids:
         try:
@@ -69,7 +67,7 @@ def backends_cpu_s(conn: Any, replica: Any) -> dict[int, float]:
     for (pid,) in rows:
         f = team_load._stat(pid)
         if f is not None:
-            out[pid] = (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+            out[pid] = team_load.cpu_s(f)
     return out
 
 
@@ -109,11 +107,7 @@ def main() -> None:
     out: dict[str, Any] = {"machine": machine, "args": vars(args), "rounds": []}
     with tempfile.TemporaryDirectory(prefix="memoryd-replica-cpu-") as tmp:
         work = Path(tmp)
-        fill, _ = team_load.cached_fill(args, crew, work)
-        server = _pg.start_server(settings={"shared_buffers": args.shared_buffers})
-        try:
-            dsn = server.fresh_database(template=None)
-            _pg.bulk_fill(fill / "memoryd.db", dsn)
+        with team_load.postgres_copy(args, crew, work, shared_buffers=args.shared_buffers) as (fill, dsn):
             home = work / "home"
             team_load.link_vault(fill, home)
             base = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
@@ -158,8 +152,6 @@ def main() -> None:
             finally:
                 for r in replicas:
                     r.stop()
-        finally:
-            server.stop()
     rounds = out["rounds"]
     summary = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
     out["median"] = summary

@@ -228,6 +228,23 @@ def cached_fill(args: argparse.Namespace, crew: list[Person], work: Path) -> tup
     return home, {**info, "cached": False}
 
 
+@contextmanager
+def postgres_copy(args: argparse.Namespace, crew: list[Person], work: Path, *,
+                  shared_buffers: str | None) -> Iterator[tuple[Path, str]]:  # fmt: skip
+    """The fill (`cached_fill`) copied into a throwaway PostgreSQL (`_pg.bulk_fill`, this tree's schema): the
+    fill's home and the database's URL. The server stops on exit."""
+    import _pg
+
+    fill, _ = cached_fill(args, crew, work)
+    server = _pg.start_server(settings={"shared_buffers": shared_buffers} if shared_buffers else None)
+    try:
+        dsn = server.fresh_database(template=None)
+        _pg.bulk_fill(fill / "memoryd.db", dsn)
+        yield fill, dsn
+    finally:
+        server.stop()
+
+
 def link_vault(src_home: Path, dst_home: Path) -> float:
     """The fill's vault in the servers' home, as hard links (the engine replaces files by rename, never in place)."""
     t = time.perf_counter()
@@ -284,17 +301,25 @@ def _stat(pid: int) -> list[str] | None:
         return None
 
 
-def tree_cpu_s(pid: int) -> float | None:
-    """CPU seconds of a process and its children, live ones and those it reaped (PostgreSQL's backends)."""
-    own = _stat(pid)
-    if own is None:
-        return None
-    ticks = sum(int(x) for x in own[11:15])  # utime stime cutime cstime
+def children(pid: int) -> dict[int, list[str]]:
+    """The live children of a process: each one's pid and /proc stat fields."""
+    out = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         fields = _stat(int(stat.parent.name))
         if fields is not None and fields[1] == str(pid):
-            ticks += int(fields[11]) + int(fields[12])
-    return ticks / os.sysconf("SC_CLK_TCK")
+            out[int(stat.parent.name)] = fields
+    return out
+
+
+def cpu_s(fields: list[str]) -> float:
+    """A process's own CPU seconds (utime + stime) from its stat fields."""
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_s(pid: int) -> float | None:
+    """CPU seconds of a process and its children, live ones and those it reaped (PostgreSQL's backends)."""
+    roles = tree_cpu_roles(pid)
+    return sum(roles.values()) if roles else None
 
 
 _ROLES = ("startup", "walreceiver", "walsender", "checkpointer", "background writer", "walwriter", "autovacuum")
@@ -302,22 +327,19 @@ _ROLES = ("startup", "walreceiver", "walsender", "checkpointer", "background wri
 
 def tree_cpu_roles(pid: int) -> dict[str, float]:
     """`tree_cpu_s` by PostgreSQL process role (from each child's title): `backends` serve statements,
-    `startup` replays WAL on a standby, `postmaster and exited` is the postmaster and the children it reaped."""
+    `startup` replays WAL on a standby, `postmaster and exited` is the process itself and the children it
+    reaped (utime stime cutime cstime). Empty when the process is gone."""
     own = _stat(pid)
     if own is None:
         return {}
-    tick = os.sysconf("SC_CLK_TCK")
-    out = {"postmaster and exited": sum(int(x) for x in own[11:15]) / tick}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        fields = _stat(int(stat.parent.name))
-        if fields is None or fields[1] != str(pid):
-            continue
+    out = {"postmaster and exited": sum(int(x) for x in own[11:15]) / os.sysconf("SC_CLK_TCK")}
+    for child, fields in children(pid).items():
         try:
-            title = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            title = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
-            continue
+            title = ""
         role = next((r for r in _ROLES if f": {r}" in title), "backends" if "(" in title else "other")
-        out[role] = out.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+        out[role] = out.get(role, 0.0) + cpu_s(fields)
     return out
 
 
@@ -598,8 +620,8 @@ async def run_phase(name: str, callers: list[Caller], replicas: list[Replica], a
                     *, kill_after: float | None, pg_pid: int | None) -> dict[str, Any]:  # fmt: skip
     stats = Stats()
     cpu0 = {r.name: r.cpu_s() for r in replicas}
-    pg0 = tree_cpu_s(pg_pid) if pg_pid else None
     roles0 = tree_cpu_roles(pg_pid) if pg_pid else {}
+    pg0 = sum(roles0.values()) if roles0 else None
     busy0, total0 = machine_busy()
     self0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.monotonic()
@@ -625,8 +647,9 @@ async def run_phase(name: str, callers: list[Caller], replicas: list[Replica], a
     wall = time.monotonic() - t0
     self1 = resource.getrusage(resource.RUSAGE_SELF)
     busy1, total1 = machine_busy()
-    pg1 = tree_cpu_s(pg_pid) if pg_pid else None
-    roles = roles_since(tree_cpu_roles(pg_pid), roles0) if pg_pid else {}
+    roles1 = tree_cpu_roles(pg_pid) if pg_pid else {}
+    pg1 = sum(roles1.values()) if roles1 else None
+    roles = roles_since(roles1, roles0)
     cpu = {}
     for r in replicas:
         end = r.cpu_s() if r.killed_at is None else killed.get("cpu_s")
@@ -722,8 +745,8 @@ class StandbyWatch:
 
     def __init__(self, standby: Any, primary_dsn: str, standby_dsn: str) -> None:
         self.standby, self.primary_dsn, self.standby_dsn = standby, primary_dsn, standby_dsn
-        self.cpu0 = tree_cpu_s(standby.proc.pid)
         self.roles0 = tree_cpu_roles(standby.proc.pid)
+        self.cpu0 = sum(self.roles0.values()) if self.roles0 else None
         self.x0, self.p0 = xacts(standby_dsn), xacts(primary_dsn)
         self.killed: dict[str, Any] = {}
 
@@ -736,14 +759,15 @@ class StandbyWatch:
         print(f"  kill -9 of the standby (pid {self.standby.proc.pid}) at {self.killed['at_s']:.1f} s", flush=True)
 
     async def finish(self, callers: list[Caller]) -> dict[str, Any]:
-        cpu = self.killed.get("cpu_s") if self.killed else tree_cpu_s(self.standby.proc.pid)
+        roles1 = {} if self.killed else tree_cpu_roles(self.standby.proc.pid)
+        cpu = self.killed.get("cpu_s") if self.killed else (sum(roles1.values()) if roles1 else None)
         x1 = self.killed.get("xacts") if self.killed else xacts(self.standby_dsn)
         out: dict[str, Any] = {
             "cpu_s": None if cpu is None or self.cpu0 is None else cpu - self.cpu0,
             "standby_xacts": None if x1 is None or self.x0 is None else x1 - self.x0,
             "primary_xacts": None if self.p0 is None else (xacts(self.primary_dsn) or 0) - self.p0,
             "killed_at_s": self.killed.get("at_s"),
-            "cpu_roles_s": None if self.killed else roles_since(tree_cpu_roles(self.standby.proc.pid), self.roles0),
+            "cpu_roles_s": None if self.killed else roles_since(roles1, self.roles0),
         }  # fmt: skip
         if self.killed:  # restart it; the replicas' monitors bring it back within about a second
             t = time.monotonic()

@@ -28,7 +28,6 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 import _common as C  # noqa: E402
-import _pg  # noqa: E402
 import team_load  # noqa: E402
 
 
@@ -55,17 +54,12 @@ def main() -> None:
     import psycopg
 
     from memoryd.storage.postgres import PostgresStore
-    from tests.pg import start_server
 
     m = C.machine()
     C.print_machine(m)
     crew = team_load.people(args.clients, args.teams)
     with tempfile.TemporaryDirectory() as tmp:
-        fill, _ = team_load.cached_fill(args, crew, Path(tmp))
-        server = start_server()
-        try:
-            dsn = server.fresh_database(template=None)
-            _pg.bulk_fill(fill / "memoryd.db", dsn)
+        with team_load.postgres_copy(args, crew, Path(tmp), shared_buffers=None) as (_, dsn):
             store = PostgresStore(dsn)
             rounds: dict[str, list[tuple[float, int, int]]] = {"store.touch": [], "last_accessed_at": [],
                                                                 "updated_at": []}  # fmt: skip
@@ -83,8 +77,6 @@ def main() -> None:
                     rounds["last_accessed_at"].append(_update(conn, "last_accessed_at = now()", part[1]))
                     rounds["updated_at"].append(_update(conn, "updated_at = updated_at + interval '1 second'", part[2]))
             store.close()
-        finally:
-            server.stop()
     rows = []
     for way, got in rounds.items():
         hot = "-" if got[0][2] < 0 else f"{sum(g[2] for g in got)} of {sum(g[1] for g in got)}"

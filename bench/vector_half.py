@@ -33,7 +33,6 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 import _common as C  # noqa: E402
-import _pg  # noqa: E402
 import team_load  # noqa: E402
 from latency import gen_queries  # noqa: E402
 
@@ -133,7 +132,6 @@ def main() -> None:
     from memoryd.shared.config import Settings
     from memoryd.storage.migrations import INDEXED_DIMS, MIGRATIONS
     from memoryd.storage.pg_index import PgIndex
-    from tests.pg import start_server
 
     m = C.machine()
     C.print_machine(m)
@@ -141,11 +139,7 @@ def main() -> None:
     out: dict[str, Any] = {"machine": m, "size": args.size, "shared_buffers": args.shared_buffers, "calls": {}}
     (v12,) = [mig for mig in MIGRATIONS if mig.version == 12]
     with tempfile.TemporaryDirectory() as tmp:
-        fill, _ = team_load.cached_fill(args, crew, Path(tmp))
-        server = start_server(settings={"shared_buffers": args.shared_buffers})
-        try:
-            dsn = server.fresh_database(template=None)
-            _pg.bulk_fill(fill / "memoryd.db", dsn)
+        with team_load.postgres_copy(args, crew, Path(tmp), shared_buffers=args.shared_buffers) as (_, dsn):
             with psycopg.connect(dsn, autocommit=True) as conn:
                 conn.execute("SET maintenance_work_mem = '1GB'")
 
@@ -225,8 +219,6 @@ def main() -> None:
             print(C.table(["scope", "call", "calls", "before p50 ms", "after p50 ms", "before/after", "identical",
                            "same top 10", "max cosine diff", "recall@10 before / after"], rows))  # fmt: skip
             C.write_json(args.json, out)
-        finally:
-            server.stop()
 
 
 if __name__ == "__main__":
