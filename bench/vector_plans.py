@@ -13,7 +13,8 @@ recalls are recorded, then each is run --rounds times in every form, the forms t
 * `hnsw EF relaxed`: iterative scan in relaxed order, the k rows put in order by distance after (as now).
 
 The true neighbours of each call are every vector of its scopes (the exact form). Printed per scope kind and
-form: wall ms per statement (client side, one connection, prepared) p50 / mean / p90, and recall@10 and
+form: wall ms per statement (client side, one connection, prepared; an HNSW form's settings are set
+before its statement, outside the time taken) p50 / mean / p90, and recall@10 and
 recall@k (k = the engine's candidate pool) against the true neighbours. The statements are the store's
 own text except for the form under test (`memoryd.storage.pg_index`).
 
@@ -28,57 +29,50 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 import _common as C  # noqa: E402
-import _pg  # noqa: E402
 import team_load  # noqa: E402
 import vector_half  # noqa: E402
 from latency import gen_queries  # noqa: E402
 
-_EXACT_ROWS = ("SELECT id, embedding_half::halfvec({n}) <=> %s::halfvec({n}) AS d FROM atoms"
-               " WHERE scope_hash = ANY(%s::text[]) AND vector_dims(embedding_half) = {n} AND seq > 0")  # fmt: skip
+_EXACT_ROWS = ("SELECT id, embedding_half::halfvec({n}) <=> %(q)s::halfvec({n}) AS d FROM atoms"
+               " WHERE scope_hash = ANY(%(scopes)s::text[]) AND vector_dims(embedding_half) = {n} AND seq > 0")  # fmt: skip
 EXACT = {
-    "materialized": f"WITH s AS MATERIALIZED ({_EXACT_ROWS}) SELECT id, 1 - d FROM s ORDER BY d, id LIMIT %s",
-    "fenced": f"SELECT id, 1 - d FROM ({_EXACT_ROWS} OFFSET 0) s ORDER BY d, id LIMIT %s",
+    "materialized": f"WITH s AS MATERIALIZED ({_EXACT_ROWS}) SELECT id, 1 - d FROM s ORDER BY d, id LIMIT %(k)s",
+    "fenced": f"SELECT id, 1 - d FROM ({_EXACT_ROWS} OFFSET 0) s ORDER BY d, id LIMIT %(k)s",
 }
-_HNSW_ROWS = ("SELECT id, embedding_half::halfvec({n}) <=> %s::halfvec({n}) AS d FROM atoms"
-              " WHERE vector_dims(embedding_half) = {n} AND scope_hash = ANY(%s::text[])"
-              " ORDER BY embedding_half::halfvec({n}) <=> %s::halfvec({n}) LIMIT %s")  # fmt: skip
+_HNSW_ROWS = ("SELECT id, embedding_half::halfvec({n}) <=> %(q)s::halfvec({n}) AS d FROM atoms"
+              " WHERE vector_dims(embedding_half) = {n} AND scope_hash = ANY(%(scopes)s::text[])"
+              " ORDER BY embedding_half::halfvec({n}) <=> %(q)s::halfvec({n}) LIMIT %(k)s")  # fmt: skip
 HNSW = {
     "strict": f"SELECT id, 1 - d FROM ({_HNSW_ROWS}) s",  # strict order: as the index returns them
     "relaxed": f"WITH s AS MATERIALIZED ({_HNSW_ROWS}) SELECT id, 1 - d FROM s ORDER BY d + 0, id",
 }
 
 
-def forms(conn: Any, efs: Sequence[int]) -> dict[str, Callable[[Any, Sequence[str], int], list[str]]]:
-    """Each form: (query, scope hashes, k) → ids, on `conn` (its HNSW settings set before each statement)."""
-    from memoryd.storage.pg_index import _half
-
-    def exact(sql: str) -> Callable[[Any, Sequence[str], int], list[str]]:
-        def run(query: Any, scopes: Sequence[str], k: int) -> list[str]:
-            n = len(query)
-            return [r[0] for r in conn.execute(sql.format(n=n), (_half(query), list(scopes), k), prepare=True)]
-
-        return run
-
-    def hnsw(sql: str, ef: int, order: str) -> Callable[[Any, Sequence[str], int], list[str]]:
-        def run(query: Any, scopes: Sequence[str], k: int) -> list[str]:
-            conn.execute(f"SET hnsw.ef_search = {int(ef)}; SET hnsw.iterative_scan = {order}_order")
-            q, n = _half(query), len(query)
-            return [r[0] for r in conn.execute(sql.format(n=n), (q, list(scopes), q, k), prepare=True)]
-
-        return run
-
-    out = {f"exact, {name}": exact(sql) for name, sql in EXACT.items()}
+def forms(efs: Sequence[int]) -> dict[str, tuple[str, str]]:
+    """Each form: the settings it runs under (a statement, or "") and its statement."""
+    out = {f"exact, {name}": ("", sql) for name, sql in EXACT.items()}
     for ef in efs:
         for order, sql in HNSW.items():
-            out[f"hnsw {ef} {order}"] = hnsw(sql, ef, order)
+            out[f"hnsw {ef} {order}"] = (
+                f"SET hnsw.ef_search = {int(ef)}; SET hnsw.iterative_scan = {order}_order",
+                sql,
+            )
     return out
+
+
+def ids(conn: Any, sql: str, query: Any, scopes: Sequence[str], k: int) -> list[str]:
+    """A form's statement for one recorded call: the ids it returns, in order."""
+    from memoryd.storage.pg_index import _half
+
+    params = {"q": _half(query), "scopes": list(scopes), "k": k}
+    return [r[0] for r in conn.execute(sql.format(n=len(query)), params, prepare=True)]
 
 
 def main() -> None:
@@ -92,41 +86,40 @@ def main() -> None:
     import psycopg
 
     from memoryd.shared.config import Settings
-    from tests.pg import start_server
 
     m = C.machine()
     C.print_machine(m)
     crew = team_load.people(args.clients, args.teams)
     out: dict[str, Any] = {"machine": m, "size": args.size, "shared_buffers": args.shared_buffers, "forms": {}}
     with tempfile.TemporaryDirectory() as tmp:
-        fill, _ = team_load.cached_fill(args, crew, Path(tmp))
-        server = start_server(settings={"shared_buffers": args.shared_buffers})
-        try:
-            dsn = server.fresh_database(template=None)
-            _pg.bulk_fill(fill / "memoryd.db", dsn)
+        with team_load.postgres_copy(args, crew, Path(tmp), shared_buffers=args.shared_buffers) as (_, dsn):
             settings = Settings(home=Path(tmp) / "home", db=dsn)
             queries = gen_queries(args.queries)
             rows = []
             with psycopg.connect(dsn, autocommit=True) as conn, team_load.person_views(settings, crew, tmp) as views:
-                run = forms(conn, efs)
+                run = forms(efs)
                 for kind, view in views:
                     calls = [(a[0], kw["scope_hashes"], kw["k"])
                              for name, a, kw in vector_half._vector_calls(view, queries) if name == "vector_candidates"]  # fmt: skip
-                    truth = [run["exact, materialized"](*c) for c in calls]
+                    truth = [ids(conn, EXACT["materialized"], *c) for c in calls]
                     ms: dict[str, list[float]] = {name: [] for name in run}
                     found10: dict[str, list[float]] = {name: [] for name in run}
                     found_k: dict[str, list[float]] = {name: [] for name in run}
-                    for name in run:  # warm: each form's statements prepared, its pages read once
+                    for setup, sql in run.values():  # warm: each form's statements prepared, its pages read once
                         for c in calls[:5]:
-                            run[name](*c)
+                            if setup:
+                                conn.execute(setup)
+                            ids(conn, sql, *c)
                     for _ in range(args.rounds):
                         for c, true in zip(calls, truth, strict=True):
-                            for name, fn in run.items():
+                            for name, (setup, sql) in run.items():
+                                if setup:  # the form's settings, outside the time taken
+                                    conn.execute(setup)
                                 t = time.perf_counter()
-                                ids = fn(*c)
+                                got = ids(conn, sql, *c)
                                 ms[name].append((time.perf_counter() - t) * 1000)
-                                found10[name].append(len(set(true[:10]) & set(ids[:10])) / max(1, len(true[:10])))
-                                found_k[name].append(len(set(true) & set(ids)) / max(1, len(true)))
+                                found10[name].append(len(set(true[:10]) & set(got[:10])) / max(1, len(true[:10])))
+                                found_k[name].append(len(set(true) & set(got)) / max(1, len(true)))
                     for name in run:
                         v = ms[name]
                         p90 = statistics.quantiles(v, n=10)[-1]
@@ -138,8 +131,6 @@ def main() -> None:
                                      C.fmt(stats["recall10"], 3), C.fmt(stats["recall_k"], 3)])  # fmt: skip
             print(C.table(["scope", "form", "p50 ms", "mean ms", "p90 ms", "recall@10", "recall@k"], rows))
             C.write_json(args.json, out)
-        finally:
-            server.stop()
 
 
 if __name__ == "__main__":
