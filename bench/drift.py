@@ -65,7 +65,10 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, NamedTuple
 
-BUNDLE = Path(__file__).resolve().parents[1].parent.parent / "shared" / "data" / "repos" / "sqlite-utils.bundle"
+# The data folder beside the checkout (../shared/data), or one level further up (a checkout in a folder of checkouts).
+_REPOS = next((p / "shared" / "data" / "repos" for p in Path(__file__).resolve().parents[1].parents[:2]
+               if (p / "shared" / "data" / "repos").is_dir()), Path("../shared/data/repos"))  # fmt: skip
+BUNDLE = _REPOS / "sqlite-utils.bundle"
 KINDS = ["file_deleted", "file_renamed", "file_changed", "symbol_changed", "symbol_removed", "symbol_moved"]
 
 
@@ -630,7 +633,7 @@ def synthetic(args: argparse.Namespace) -> dict[str, Any]:
 # -- the phrasing suite (issue 26): the eight ways people write about code --------------------------------
 
 PHRASINGS = ["backticked", "parenthesised", "prose", "qualified", "module_fn", "receiver", "class_qualified", "bare"]
-PFLAG = BUNDLE.parent / "pflag.bundle"
+PFLAG = _REPOS / "pflag.bundle"
 _PERIPHERAL = ("test", "tests/", "testing/", "testdata/", "examples/", "vendor/", "docs/", "conftest.py")
 _GO_FUNC = re.compile(r"^func\s+(?:\(\s*\w*\s*\*?\s*(\w+)(?:\[[^\]]*\])?\s*\)\s*)?(\w+)\s*[\[(]", re.M)
 _GO_TYPE = re.compile(r"^type\s+(\w+)\s+(?:struct|interface)\b", re.M)
@@ -841,6 +844,30 @@ def _changed(
     return any(old.get(q, ("",))[1] != new.get(q, ("",))[1] for q in keys)
 
 
+def phrasings(repo: Path, lang: str, defs: dict[str, dict[str, tuple[str, str, str]]], n: int,
+              rng: random.Random) -> tuple[list[Sample], list[tuple[Sample, str, str, bool]]]:  # fmt: skip
+    """(n symbols sampled outside tests, (sample, phrasing, text, unambiguous) for each phrasing that applies)."""
+    bare: Counter[str] = Counter()  # names defined outside tests, for what counts as unambiguous
+    cq: Counter[str] = Counter()
+    for path, d in defs.items():
+        if peripheral(path):
+            continue
+        for q in d:
+            bare[q.rsplit(".", 1)[-1]] += 1
+            cq[q] += 1
+    pool = [Sample(path, q, k, doc, _module_of(path, lang, (repo / path).read_bytes()))
+            for path, d in sorted(defs.items()) if not peripheral(path)
+            for q, (k, _, doc) in d.items() if q.count(".") <= 1 and not q.rsplit(".", 1)[-1].startswith("__")]  # fmt: skip
+    samples = rng.sample(pool, min(n, len(pool)))
+    out: list[tuple[Sample, str, str, bool]] = []
+    for s in samples:
+        for how in PHRASINGS:
+            p = phrase(s, how, lang, bare[s.symbol.rsplit(".", 1)[-1]] > 1, cq[s.symbol] == 1)
+            if p is not None:  # a running number keeps eight phrasings of one fact from being merged as duplicates
+                out.append((s, how, f"{p[0]} Note {len(out) + 1}.", p[1]))
+    return samples, out
+
+
 def phrasing_repo(bundle: Path, lang: str, n: int, horizons: list[int], seed: int, work: Path) -> dict[str, Any]:
     from memoryd.engine import Engine
     from memoryd.search.embed import make_embedder
@@ -850,42 +877,25 @@ def phrasing_repo(bundle: Path, lang: str, n: int, horizons: list[int], seed: in
     git(work, "clone", "-q", str(bundle), str(repo))
     git(repo, "config", "advice.detachedHead", "false")
     commits = git(repo, "rev-list", "--first-parent", "--reverse", "HEAD").split()
+    horizons = sorted({min(h, len(commits) - 1) for h in horizons})  # pflag: 216 first-parent commits
     si = len(commits) - 1 - max(horizons)
     start = commits[si]
     git(repo, "checkout", "-q", "--detach", "-f", start)
     defs = repo_defs(repo, lang)
-    # names defined outside tests, for what counts as unambiguous
-    bare: Counter[str] = Counter()
-    cq: Counter[str] = Counter()
-    for path, d in defs.items():
-        if peripheral(path):
-            continue
-        for q in d:
-            bare[q.rsplit(".", 1)[-1]] += 1
-            cq[q] += 1
     rng = random.Random(seed)
-    pool = [Sample(path, q, k, doc, _module_of(path, lang, (repo / path).read_bytes()))
-            for path, d in sorted(defs.items()) if not peripheral(path)
-            for q, (k, _, doc) in d.items() if q.count(".") <= 1 and not q.rsplit(".", 1)[-1].startswith("__")]  # fmt: skip
-    samples = rng.sample(pool, min(n, len(pool)))
+    samples, phrased = phrasings(repo, lang, defs, n, rng)
     settings = Settings(home=work / f"home-{bundle.stem}", embedder="hash")
     emb = make_embedder("hash")
     memories: list[dict[str, Any]] = []
     with Engine.open(settings, cwd=repo, embedder=emb) as engine:
-        for s in samples:
-            for how in PHRASINGS:
-                p = phrase(s, how, lang, bare[s.symbol.rsplit(".", 1)[-1]] > 1, cq[s.symbol] == 1)
-                if p is None:
-                    continue
-                text, unambiguous = p
-                # a running number keeps eight phrasings of one fact from being merged as duplicates
-                r = engine.memorize(f"{text} Note {len(memories) + 1}.", source="agent", gate="trusted")
-                if r.effect != "applied" or r.atom_id is None:
-                    continue
-                refs = set(r.anchors or [])
-                memories.append({"id": str(r.atom_id), "how": how, "sample": s, "unambiguous": unambiguous,
-                                 "intended": f"{s.path}::{s.symbol}" in refs, "anchors": sorted(refs),
-                                 "note": r.anchor_note})  # fmt: skip
+        for s, how, text, unambiguous in phrased:
+            r = engine.memorize(text, source="agent", gate="trusted")
+            if r.effect != "applied" or r.atom_id is None:
+                continue
+            refs = set(r.anchors or [])
+            memories.append({"id": str(r.atom_id), "how": how, "sample": s, "unambiguous": unambiguous,
+                             "intended": f"{s.path}::{s.symbol}" in refs, "anchors": sorted(refs),
+                             "note": r.anchor_note})  # fmt: skip
     per: dict[str, dict[str, Any]] = {}
     for how in PHRASINGS:
         rows = [m for m in memories if m["how"] == how and m["unambiguous"]]
@@ -1110,14 +1120,45 @@ def _annotate(definition: str) -> str | None:
     return definition[:k] + ": object" + rest
 
 
+def speed_inputs(bundle: Path, lang: str, n: int, horizon: int, seed: int,
+                 work: Path) -> tuple[list[str], list[str], str, str, int]:  # fmt: skip
+    """(the phrasing suite's texts, queries about the same symbols, start and end commit, horizon) for
+    `drift_speed.compare`: the same samples `phrasing_repo` writes about with this seed."""
+    repo = work / f"inputs-{bundle.stem}"
+    git(work, "clone", "-q", str(bundle), str(repo))
+    commits = git(repo, "rev-list", "--first-parent", "--reverse", "HEAD").split()
+    horizon = min(horizon, len(commits) - 1)
+    si = len(commits) - 1 - horizon
+    git(repo, "-c", "advice.detachedHead=false", "checkout", "-q", "--detach", "-f", commits[si])
+    samples, phrased = phrasings(repo, lang, repo_defs(repo, lang), n, random.Random(seed))
+    queries = [f"{s.symbol.rsplit('.', 1)[-1].replace('_', ' ')} {s.doc}".strip() for s in samples[:60]]
+    shutil.rmtree(repo, ignore_errors=True)
+    return [t for _, _, t, _ in phrased], queries, commits[si], commits[si + horizon], horizon
+
+
 def phrasing(args: argparse.Namespace) -> dict[str, Any]:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import drift_speed
+
     work = Path(tempfile.mkdtemp(prefix="memoryd-phrasing-"))
     started = time.perf_counter()
     repos = []
     try:
+        versions = [drift_speed.export_src(rev, work) for rev in args.before]
+        versions.append((drift_speed.THIS, Path(__file__).resolve().parents[1] / "src"))
         for bundle, lang in ((args.bundle, "python"), (args.go_bundle, "go")):
-            repos.append(phrasing_repo(bundle, lang, args.symbols, args.horizons, args.seed, work))
+            if not args.speed_only:
+                repos.append(phrasing_repo(bundle, lang, args.symbols, args.horizons, args.seed, work))
+            else:
+                repos.append({"bundle": bundle.name, "lang": lang})
             print(f"  {bundle.name}: {time.perf_counter() - started:.0f}s", file=sys.stderr)
+            if args.before or args.speed_only:
+                texts, queries, start, end, h = speed_inputs(bundle, lang, args.symbols, max(args.horizons),
+                                                             args.seed, work)  # fmt: skip
+                repos[-1]["speed"] = drift_speed.compare(bundle, versions, texts, queries, start, end, work,
+                                                         reps=args.reps)  # fmt: skip
+                repos[-1]["speed"]["horizon"] = h
+                print(f"  {bundle.name} speed: {time.perf_counter() - started:.0f}s", file=sys.stderr)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return {"machine": machine(), "phrasing": repos, "seconds": round(time.perf_counter() - started)}
@@ -1127,6 +1168,12 @@ def show_phrasing(result: dict[str, Any]) -> None:
     m = result["machine"]
     print(f"machine: {m['nproc']} cpus, {m['ram_mb']} MB, {m['date']}; {result['seconds']}s")
     for r in result["phrasing"]:
+        if "speed" in r:
+            import drift_speed
+
+            drift_speed.show(r["bundle"], r["speed"]["horizon"], r["speed"])
+        if "per_phrasing" not in r:
+            continue
         print(f"\n{r['bundle']} ({r['lang']}): {r['samples']} symbols at commit {r['start']}/{r['commits']}, "
               f"{r['memories']} memories")  # fmt: skip
         print(f"{'phrasing':<16} {'mentions':>8} {'anchored':>8} {'%':>6} {'ambiguous reported':>19}")
@@ -1184,6 +1231,16 @@ def main() -> None:
     ap.add_argument("--phrasing", action="store_true", help="the phrasing suite (issue 26) on both bundles")
     ap.add_argument("--go-bundle", type=Path, default=PFLAG)
     ap.add_argument("--symbols", type=int, default=60, help="phrasing suite: symbols sampled per repository")
+    ap.add_argument(
+        "--before",
+        nargs="*",
+        default=[],
+        metavar="REV",
+        help="phrasing suite: also time stale and recall at the last horizon with these versions "
+        "of memoryd (git revisions) beside this checkout, in one run (bench/drift_speed.py)",
+    )
+    ap.add_argument("--speed-only", action="store_true", help="phrasing suite: the timings only")
+    ap.add_argument("--reps", type=int, default=3, help="phrasing suite timings: processes per version")
     args = ap.parse_args()
     if args.phrasing:
         if args.horizons == [10, 50, 100, 300]:

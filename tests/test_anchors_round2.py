@@ -180,14 +180,20 @@ def test_annotation_only_changes_are_reported_but_leave_the_memory_current(engin
     assert fresh == "code_changed" and [(c.kind, c.aspect) for c in found] == [("symbol_changed", "body")]
 
 
-def test_a_class_anchor_notices_a_change_inside_its_methods(engine: Engine, pkg: Path) -> None:
+def test_a_class_anchor_notices_a_change_of_its_members_signatures_not_their_bodies(engine: Engine,
+                                                                                     pkg: Path) -> None:  # fmt: skip
     a = save(engine, "the Database class in sqlite_utils/db.py wraps one connection")
     db = pkg / "sqlite_utils" / "db.py"
     db.write_text(DB_PY.replace("return self.conn.execute(sql)", "return self.conn.executescript(sql)"))
+    assert engine.code_changes([a])[a] == ("current", [])  # a method's body: its own anchor says so
+    db.write_text(DB_PY.replace("def query(self, sql):", "def query(self, sql: str):"))
+    fresh, found = engine.code_changes([a])[a]
+    assert fresh == "current" and [(c.kind, c.aspect) for c in found] == [("symbol_changed", "annotation_only")]
+    db.write_text(DB_PY.replace("def query(self, sql):", "def query(self, sql, params=None):"))
     fresh, found = engine.code_changes([a])[a]
     assert fresh == "code_changed"
     assert [(c.kind, c.symbol, c.aspect) for c in found] == [("symbol_changed", "Database", "members")]
-    assert "inside its methods" in found[0].detail
+    assert "(its members' signatures)" in found[0].detail
 
 
 def test_drift_checker_without_the_engine(pkg: Path) -> None:

@@ -108,7 +108,10 @@ def file_context(payload: dict[str, Any], home: Path) -> Composed | None:
     from ..anchors.drift import DriftChecker  # only when something is anchored here: parsers load lazily
     from ..anchors.filectx import FileMemory, compose_once
 
-    checker = DriftChecker(repo, home / "cache" / "symbols")
-    memories = [FileMemory(i, t, c, anchors.get(i, []), checker.check(anchors.get(i, []))) for i, t, c in rows]
+    checker = DriftChecker(repo, home / "cache" / "symbols", home / "cache" / "drift")  # the engine's caches
+    checked = checker.check_all([anchors.get(i, []) for i, _, _ in rows])
+    memories = [
+        FileMemory(i, t, c, anchors.get(i, []), changes) for (i, t, c), changes in zip(rows, checked, strict=True)
+    ]
     out = compose_once(rel, memories, budget, record)
     return out if out.included else None

@@ -272,9 +272,16 @@ class GitRepo:
 
     def show_many(self, commit: str, paths: list[str]) -> dict[str, bytes]:
         """The contents of `paths` at `commit` (one `git cat-file --batch`); missing ones are left out."""
-        if not paths:
+        return self._batch([f"{commit}:{p}" for p in paths], paths)
+
+    def read_blobs(self, blobs: list[str]) -> dict[str, bytes]:
+        """The contents of these blob ids (one `git cat-file --batch`); missing ones are left out."""
+        return self._batch(blobs, blobs)
+
+    def _batch(self, specs: list[str], names: list[str]) -> dict[str, bytes]:
+        if not specs:
             return {}
-        spec = "".join(f"{commit}:{p}\n" for p in paths).encode("utf-8", "surrogateescape")
+        spec = "".join(f"{s}\n" for s in specs).encode("utf-8", "surrogateescape")
         try:
             out = subprocess.run(
                 ["git", "-C", str(self.root), "cat-file", "--batch"], input=spec, capture_output=True,
@@ -285,7 +292,7 @@ class GitRepo:
         if out.returncode != 0:
             return {}
         data, pos, found = out.stdout, 0, {}
-        for path in paths:
+        for name in names:
             end = data.find(b"\n", pos)
             if end < 0:
                 break
@@ -294,7 +301,7 @@ class GitRepo:
             if len(head) != 3 or head[1] != b"blob":  # "<spec> missing", or not a file
                 continue
             size = int(head[2])
-            found[path] = data[pos : pos + size]
+            found[name] = data[pos : pos + size]
             pos += size + 1
         return found
 
@@ -333,6 +340,46 @@ class GitRepo:
         """The content of a blob by id (an anchor's file as it was), or None."""
         out = _run(self.root, "cat-file", "blob", blob)
         return out.stdout if out is not None and out.returncode == 0 else None
+
+    def untracked(self, suffixes: tuple[str, ...]) -> tuple[str, ...]:
+        """Untracked files that are not ignored, of these suffixes (where a moved definition may be too)."""
+        if not suffixes:
+            return ()
+
+        def compute() -> tuple[str, ...]:
+            globs = [f"*{s}" for s in suffixes]
+            out = _run(self.root, "ls-files", "-z", "--others", "--exclude-standard", "--", *globs)
+            if out is None or out.returncode != 0:
+                return ()
+            return tuple(p.decode("utf-8", "surrogateescape") for p in out.stdout.split(b"\0") if p)
+
+        return self._cached(("untracked", suffixes), compute, ttl=GREP_TTL)
+
+    def state_token(self, suffixes: tuple[str, ...]) -> str | None:
+        """A name for the whole content of the working tree as far as code anchors can see it: HEAD, and
+        the path and blob id of every tracked file that differs from it and of every untracked file of
+        these suffixes. Equal tokens mean equal answers to every drift question, so searched verdicts
+        are kept under it across processes. None outside a repository with commits."""
+
+        def compute() -> str | None:
+            head = self.head()
+            out = _run(self.root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
+                       "--ignore-submodules")  # fmt: skip
+            if head is None or out is None or out.returncode != 0:
+                return None
+            entries = []
+            for raw in out.stdout.split(b"\0"):
+                if len(raw) < 4:
+                    continue
+                path = raw[3:].decode("utf-8", "surrogateescape")
+                if raw[:2] == b"??" and not path.endswith(suffixes):
+                    continue  # an untracked file no drift check reads
+                entries.append(f"{path}\0{self.blob(path) or '-'}")
+            digest = hashlib.sha1(head.encode(), usedforsecurity=False)
+            digest.update("\n".join(sorted(entries)).encode("utf-8", "surrogateescape"))
+            return digest.hexdigest()[:32]
+
+        return self._cached(("token", suffixes), compute, ttl=GREP_TTL)
 
     def grep_files(self, word: str, suffixes: tuple[str, ...]) -> list[str]:
         """Files (tracked or untracked, not ignored) holding `word` as a whole word, of these suffixes."""

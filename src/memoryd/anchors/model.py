@@ -58,7 +58,9 @@ class Change(NamedTuple):
     since: str | None = None  # the anchor's commit, abbreviated
     to: str | None = None  # the new path (renamed, moved)
     new_symbol: str | None = None  # symbol_renamed: the name the same body now has
-    aspect: str | None = None  # symbol_changed: "signature" | "body" | "members" | "annotation_only" | "docstring_only"
+    # symbol_changed: "signature" | "body" | "members" | "annotation_only" | "docstring_only"; symbol_moved: how it
+    # changed on the way (None: the same definition)
+    aspect: str | None = None
 
     @property
     def minor(self) -> bool:
@@ -80,7 +82,7 @@ class Change(NamedTuple):
                 "annotation_only": " (type annotations only)",
                 "docstring_only": " (docstring only)",
                 "signature": " (its signature)",
-                "members": " (inside its methods)",
+                "members": " (its members' signatures)",
             }.get(self.aspect or "", "")
             return f"the definition of {what} changed{how}{since}"
         if self.kind == "symbol_renamed":
@@ -88,7 +90,8 @@ class Change(NamedTuple):
             return f"{what} was renamed to {self.new_symbol}{where} (same body){since}"
         if self.kind == "symbol_removed":
             return f"{what} is gone{since}"
-        return f"{self.symbol} moved from {self.path} to {self.to}{since}"
+        edited = {"signature": " and its signature changed", "body": " and changed"}.get(self.aspect or "", "")
+        return f"{self.symbol} moved from {self.path} to {self.to}{edited}{since}"
 
     def key(self) -> tuple[str, str, str, str]:
         return (

@@ -5,33 +5,51 @@ tree-sitter and the official grammar wheels (the `memoryd[code]` extra; without 
 file anchors only). Qualified names join containers with dots: `Table.insert_all`, `Server.Start`
 (Go receiver), `Parser.parse` (Rust impl).
 
-Fingerprints ignore layout and comments:
-- a function or method: its syntax tree (Python: `ast.dump` without positions; tree-sitter: the
-  sequence of its tokens, comments left out), so moving it in the file or re-indenting it changes
+Fingerprints ignore layout and comments (`anchors.forms` says what each form reads):
+- a function or method: its syntax tree, so moving it in the file or re-indenting it changes
   nothing, while a changed body, signature, decorator or docstring does;
 - a class (interface, struct, trait, impl): its header (bases, decorators) and the sorted names of
-  its direct members, so a class is "changed" when its interface changes, not when the body of
-  one method does (anchor the method for that).
+  its direct members; its interface adds its members' signatures (`SymbolTable.interface`), so a
+  class is "changed" when what callers see changes, not when the body of one method does (anchor
+  the method for that).
 
-Tables are cached per blob id: in memory, and as JSON under `cache_dir` when one is given, so a
-file version is parsed once whatever process asks.
+A table is made once per file version (blob id) and each form once per (blob, definition), when
+first asked; both are kept in memory and as JSON under `cache_dir` when one is given, so whatever
+process asks next reads them instead of parsing (`save_dirty` writes what was computed since).
 """
 
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import os
+import sys
 import threading
 import warnings
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .forms import (
+    CONTAINERS,
+    FULL,
+    FUNCTIONS,
+    SIGNATURE,
+    py_body_tokens,
+    py_forms,
+    py_fp,
+    sha,
+    text,
+    ts_body_tokens,
+    ts_forms,
+    ts_fp,
+    ts_name,
+)
+
 __all__ = [
     "LANGUAGES", "SymbolTable", "cached_table", "definition_names", "file_table", "language_of", "parse_python",
-    "parser_available", "save", "symbol_table",
+    "parser_available", "save", "save_dirty", "stored_table", "symbol_table",
 ]  # fmt: skip
 
 LANGUAGES: dict[str, str] = {
@@ -50,18 +68,10 @@ _GRAMMARS = {
     "java": ("tree_sitter_java", "language"),
 }
 MAX_PARSE_BYTES = 2_000_000  # bigger files (generated, vendored) get file anchors only
-_CACHE_VERSION = 1
-_MEMORY_TABLES = 16
-
-_FUNCTIONS = {
-    "function_declaration", "generator_function_declaration", "method_definition", "function_item",
-    "method_declaration", "constructor_declaration", "function_signature_item",
-}  # fmt: skip
-_CONTAINERS = {
-    "class_declaration", "abstract_class_declaration", "interface_declaration", "enum_declaration",
-    "struct_item", "enum_item", "trait_item", "impl_item", "type_spec", "type_alias_declaration",
-    "record_declaration", "class",
-}  # fmt: skip
+# `ast.dump` differs between Python versions: a table cached by another one is read again.
+_CACHE_VERSION = f"3-py{sys.version_info[0]}.{sys.version_info[1]}"
+_MEMORY_TABLES = 1024  # tables kept in memory (names, fingerprints, forms and the source)
+_MEMORY_TREES = 16  # of which this many keep their parsed tree
 _ASSIGNED_FUNCTIONS = {"arrow_function", "function_expression", "function", "generator_function"}
 
 
@@ -69,48 +79,80 @@ def language_of(path: str) -> str | None:
     return LANGUAGES.get(os.path.splitext(path)[1].lower())
 
 
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
 class SymbolTable:
     """The definitions of one file version: qualified name -> (kind, first line, last line).
 
-    A plain class, not a dataclass: the file hook loads it, and its start-up counts.
+    A plain class, not a dataclass: the file hook loads it, and its start-up counts. `fps` and
+    `forms` fill in as they are asked for; the tree is parsed again (from `_source`, or `_read()`)
+    only when a table read from the cache is asked for a form it does not hold.
     """
 
-    __slots__ = ("_dirty", "_nodes", "_source", "_tree", "defs", "fps", "lang")
+    __slots__ = ("_dirty", "_nodes", "_read", "_source", "_tree", "blob", "cache_dir", "defs", "forms", "fps", "lang")
 
     def __init__(self, lang: str, defs: dict[str, tuple[str, int, int]], fps: dict[str, str] | None = None,
                  _tree: Any = None, _source: bytes = b"") -> None:  # fmt: skip
         self.lang = lang
         self.defs = defs
         self.fps: dict[str, str] = fps if fps is not None else {}
-        self._tree = _tree  # the parsed tree while in memory (fingerprints are computed on demand)
+        self.forms: dict[str, dict[str, str]] = {}
+        self._tree = _tree  # the parsed tree while in memory
         self._nodes: dict[str, Any] = {}
         self._source = _source
+        self._read: Callable[[], bytes | None] | None = None
         self._dirty = False
+        self.blob: str | None = None
+        self.cache_dir: Path | None = None
 
     def fingerprint(self, name: str) -> str | None:
         if name not in self.defs:
             return None
         fp = self.fps.get(name)
         if fp is None:
-            if not self._nodes:
-                self._reparse()
-            node = self._nodes.get(name)
+            node = self.node(name)
             if node is None:
                 return None
-            fp = _python_fp(node) if self.lang == "python" else _ts_fp(node, self._source)
+            fp = py_fp(node) if self.lang == "python" else ts_fp(node, self._source)
             self.fps[name] = fp
             self._dirty = True
         return fp
 
+    def form(self, name: str, kind: str) -> str | None:
+        """One form of definition `name` (`anchors.forms`: body, bare, nodoc, bare_nodoc, sig, sig_bare,
+        attrs, attrs_bare), computed with the others of its group the first time any is asked."""
+        known = self.forms.get(name)
+        if known is not None and kind in known:
+            return known[kind]
+        node = self.node(name)
+        if node is None:
+            return None
+        group = FULL if kind in FULL else SIGNATURE
+        if self.lang == "python":
+            made = py_forms(node, group)
+        else:
+            fp = self.fingerprint(name) or ""
+            made = ts_forms(node, self._source, group, fp)
+        self.forms.setdefault(name, {}).update(made)
+        self._dirty = True
+        return made.get(kind)
+
+    def interface(self, name: str, *, bare: bool = False) -> str | None:
+        """What callers of class `name` see beyond its fingerprint: its annotated attributes and its
+        direct members' signatures (`bare`: without type annotations). Method bodies are not in it."""
+        if name not in self.defs:
+            return None
+        prefix = name + "."
+        members = sorted(f"{q[len(prefix) :]}:{self.form(q, 'sig_bare' if bare else 'sig')}"
+                         for q in self.defs if q.startswith(prefix) and "." not in q[len(prefix) :])  # fmt: skip
+        return sha("\x1f".join([self.form(name, "attrs_bare" if bare else "attrs") or "", *members]))
+
     def _reparse(self) -> None:
-        fresh = _parse(self.lang, self._source)
+        source = self._source
+        if not source and self._read is not None:
+            source = self._read() or b""
+        fresh = _parse(self.lang, source) if source else None
         if fresh is not None:
-            self._nodes = fresh._nodes
-            self._tree = fresh._tree
+            self._nodes, self._tree, self._source = fresh._nodes, fresh._tree, source
+            _keep_tree(self)
 
     def node(self, name: str) -> Any:
         """The parsed definition of `name` (parsing the source again if the table came from the cache)."""
@@ -120,45 +162,42 @@ class SymbolTable:
             self._reparse()
         return self._nodes.get(name)
 
-    def body_fingerprint(self, name: str) -> str | None:
-        """A fingerprint of the definition that leaves out its own name: the same body under another
-        name (a rename) has the same one. Not cached: only drift checks of vanished symbols ask."""
-        node = self.node(name)
-        if node is None:
-            return None
-        if self.lang == "python":
-            return _sha(_py_dump(node, rename=True))
-        own = node.child_by_field_name("name")
-        skip = (own.start_byte, own.end_byte) if own is not None else None
-        tokens = [_text(n, self._source) for n in _walk(node) if n.child_count == 0 and "comment" not in n.type
-                  and (n.start_byte, n.end_byte) != skip]  # fmt: skip
-        return _sha("\x1f".join([node.type, *tokens]))
+    def drop_tree(self) -> None:
+        self._nodes, self._tree = {}, None
 
     def aspect(self, name: str, other: SymbolTable, other_name: str | None = None) -> str:
         """How definition `name` here differs from `other_name` (default: the same name) in `other`:
-        "annotation_only" (type hints only), "docstring_only", "signature", "body" or "same"."""
-        a, b = self.node(name), other.node(other_name or name)
-        if a is None or b is None or self.lang != other.lang:
+        "same", "annotation_only" (type hints only), "docstring_only", "signature" (a class: its header
+        or its members' names) or "body"."""
+        o = other_name or name
+        if name not in self.defs or o not in other.defs or self.lang != other.lang:
             return "body"
-        if self.lang == "python":
-            if _py_dump(a) == _py_dump(b):
-                return "same"
-            if _py_dump(a, annotations=False) == _py_dump(b, annotations=False):
-                return "annotation_only"
-            if _py_dump(a, docstring=False) == _py_dump(b, docstring=False):
-                return "docstring_only"
-            if _py_dump(a, annotations=False, docstring=False) == _py_dump(b, annotations=False, docstring=False):
-                return "annotation_only"
-            if isinstance(a, ast.ClassDef) or _py_signature(a) != _py_signature(b):
-                return "signature"
-            return "body"
-        ha, hb = _ts_header(a, self._source), _ts_header(b, other._source)
-        return "signature" if ha != hb else "body"
+        if self.fingerprint(name) == other.fingerprint(o):
+            return "same"
+        if self.defs[name][0] == "class":
+            return "signature"
+        for kind, aspect in (
+            ("bare", "annotation_only"),
+            ("nodoc", "docstring_only"),
+            ("bare_nodoc", "annotation_only"),
+        ):
+            if self.form(name, kind) == other.form(o, kind):
+                return aspect
+        return "signature" if self.form(name, "sig") != other.form(o, "sig") else "body"
 
-    def members(self, name: str) -> dict[str, str]:
-        """Fingerprints of the definitions nested in `name` (a class's methods), by their qualified names."""
-        prefix = name + "."
-        return {q: fp for q in self.defs if q.startswith(prefix) and (fp := self.fingerprint(q)) is not None}
+    def interface_change(self, name: str, other: SymbolTable) -> str | None:
+        """None when class `name` offers `other` (a later version) the same interface; "annotation_only"
+        when only its type annotations differ; "members" when a member's signature does."""
+        if self.interface(name) == other.interface(name):
+            return None
+        return "annotation_only" if self.interface(name, bare=True) == other.interface(name, bare=True) else "members"
+
+    def body_tokens(self, name: str) -> list[str]:
+        """The tokens of a definition's body (for how alike two versions of it are)."""
+        node = self.node(name)
+        if node is None:
+            return []
+        return py_body_tokens(node, self._source) if self.lang == "python" else ts_body_tokens(node, self._source)
 
     def find(self, name: str) -> list[str]:
         """Names this table defines that `name` refers to: itself, or those it is a dotted suffix of."""
@@ -221,80 +260,6 @@ def _python_defs(source: bytes) -> SymbolTable | None:
     return table
 
 
-def _python_fp(node: ast.AST) -> str:
-    if isinstance(node, ast.ClassDef):
-        members: set[str] = set()
-        for child in node.body:
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                members.add(child.name)
-            elif isinstance(child, ast.Assign):
-                members.update(t.id for t in child.targets if isinstance(t, ast.Name))
-            elif isinstance(child, ast.AnnAssign) and isinstance(child.target, ast.Name):
-                members.add(child.target.id)
-        header = [ast.dump(x) for x in (*node.bases, *node.keywords, *node.decorator_list)]
-        return _sha(json.dumps(["class", node.name, header, sorted(members)]))
-    return _sha(ast.dump(node))
-
-
-class _Strip(ast.NodeTransformer):
-    def __init__(self, annotations: bool, docstring: bool) -> None:
-        self.annotations, self.docstring = annotations, docstring
-
-    def visit_arg(self, node: ast.arg) -> ast.AST:
-        if not self.annotations:
-            node.annotation = None
-        return node
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST | None:
-        if self.annotations:
-            return node
-        if node.value is None:
-            return None
-        return ast.Assign(targets=[node.target], value=node.value, lineno=0)
-
-    def _body(self, node: Any) -> Any:
-        if not self.annotations and hasattr(node, "returns"):
-            node.returns = None
-        body = node.body
-        if (not self.docstring and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)):  # fmt: skip
-            node.body = body[1:] or [ast.Pass()]
-        self.generic_visit(node)
-        return node
-
-    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _body
-
-
-def _py_dump(node: ast.AST, *, annotations: bool = True, docstring: bool = True, rename: bool = False) -> str:
-    import copy
-
-    if annotations and docstring and not rename:
-        return ast.dump(node)
-    tree = copy.deepcopy(node)
-    if rename and hasattr(tree, "name"):
-        tree.name = "_"
-    if not (annotations and docstring):
-        tree = _Strip(annotations, docstring).visit(tree)
-    return ast.dump(tree)
-
-
-def _py_signature(node: Any) -> str:
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return ""
-    return "\x1f".join(ast.dump(x) for x in (node.args, *node.decorator_list))
-
-
-def _ts_header(node: Any, source: bytes) -> list[str]:
-    body = node.child_by_field_name("body")
-    out = []
-    for n in _walk(node):
-        if body is not None and n.start_byte >= body.start_byte:
-            break
-        if n.child_count == 0 and "comment" not in n.type:
-            out.append(_text(n, source))
-    return out
-
-
 # -- tree-sitter ---------------------------------------------------------------------------------
 
 _parsers: dict[str, Any] = {}
@@ -323,32 +288,6 @@ def _ts_parser(lang: str) -> Any:
     return parser
 
 
-def _text(node: Any, source: bytes) -> str:
-    return source[node.start_byte : node.end_byte].decode("utf-8", "replace")
-
-
-def _ts_name(node: Any, source: bytes) -> str | None:
-    if node.type == "impl_item":
-        target = node.child_by_field_name("type")
-        return _text(target, source).split("<", 1)[0].strip() if target is not None else None
-    if node.type == "method_declaration" and node.child_by_field_name("receiver") is not None:  # Go method
-        receiver = node.child_by_field_name("receiver")
-        kinds = [n for n in _walk(receiver) if n.type == "type_identifier"]
-        name = node.child_by_field_name("name")
-        if kinds and name is not None:
-            return f"{_text(kinds[-1], source)}.{_text(name, source)}"
-    name = node.child_by_field_name("name")
-    return _text(name, source) if name is not None else None
-
-
-def _walk(node: Any) -> Any:
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(reversed(n.children))
-
-
 def _ts_defs(lang: str, source: bytes) -> SymbolTable | None:
     parser = _ts_parser(lang)
     if parser is None:
@@ -364,22 +303,22 @@ def _ts_defs(lang: str, source: bytes) -> SymbolTable | None:
     def visit(node: Any, prefix: str) -> None:
         for child in node.named_children:
             t = child.type
-            if t in _FUNCTIONS or t in _CONTAINERS:
-                own = _ts_name(child, source)
+            if t in FUNCTIONS or t in CONTAINERS:
+                own = ts_name(child, source)
                 if own is None:
                     visit(child, prefix)
                     continue
                 # Go methods already carry their receiver; impl blocks name the type they extend.
                 name = own if (t == "method_declaration" and "." in own) else prefix + own
                 if t != "impl_item":
-                    add(name, "function" if t in _FUNCTIONS else "class", child)
+                    add(name, "function" if t in FUNCTIONS else "class", child)
                 visit(child, name + ".")
             elif t == "variable_declarator":  # const handler = () => {…}
                 value = child.child_by_field_name("value")
                 own = child.child_by_field_name("name")
                 if value is not None and own is not None and value.type in _ASSIGNED_FUNCTIONS:
-                    add(prefix + _text(own, source), "function", child)
-                    visit(value, prefix + _text(own, source) + ".")
+                    add(prefix + text(own, source), "function", child)
+                    visit(value, prefix + text(own, source) + ".")
                 else:
                     visit(child, prefix)
             else:
@@ -389,36 +328,19 @@ def _ts_defs(lang: str, source: bytes) -> SymbolTable | None:
     return table
 
 
-def _ts_fp(node: Any, source: bytes) -> str:
-    if node.type in _CONTAINERS:
-        body = node.child_by_field_name("body")
-        header: list[str] = []
-        for n in _walk(node):
-            if body is not None and n.start_byte >= body.start_byte:
-                break
-            if n.child_count == 0 and "comment" not in n.type:
-                header.append(_text(n, source))
-        members: set[str] = set()
-        if body is not None:
-            for child in body.named_children:
-                name = _ts_name(child, source) if (child.type in _FUNCTIONS or child.type in _CONTAINERS) else None
-                if name is None and child.type in (
-                    "field_declaration",
-                    "public_field_definition",
-                    "property_signature",
-                ):
-                    own = child.child_by_field_name("name") or child.child_by_field_name("property")
-                    name = _text(own, source) if own is not None else None
-                if name:
-                    members.add(name)
-        return _sha(json.dumps(["class", header, sorted(members)]))
-    tokens = [_text(n, source) for n in _walk(node) if n.child_count == 0 and "comment" not in n.type]
-    return _sha("\x1f".join(tokens))
-
-
 # -- tables, cached --------------------------------------------------------------------------------
 
 _tables: OrderedDict[str, SymbolTable] = OrderedDict()
+_trees: OrderedDict[int, SymbolTable] = OrderedDict()  # the tables whose parsed tree is kept, by id
+_LOCK = threading.RLock()  # the caches above are shared by the threads of a daemon
+
+
+def _keep_tree(table: SymbolTable) -> None:
+    with _LOCK:
+        _trees[id(table)] = table
+        _trees.move_to_end(id(table))
+        while len(_trees) > _MEMORY_TREES:
+            _trees.popitem(last=False)[1].drop_tree()
 
 
 def _parse(lang: str, source: bytes) -> SymbolTable | None:
@@ -442,30 +364,40 @@ def _load(cache_dir: Path | None, blob: str, lang: str, source: bytes) -> Symbol
         return None
     if not isinstance(data, dict) or data.get("v") != _CACHE_VERSION or data.get("lang") != lang:
         return None
-    defs = {str(k): (str(v[0]), int(v[1]), int(v[2])) for k, v in data.get("defs", {}).items()}
-    return SymbolTable(lang=lang, defs=defs, fps=dict(data.get("fps", {})), _source=source)
+    try:
+        defs = {str(k): (str(v[0]), int(v[1]), int(v[2])) for k, v in data.get("defs", {}).items()}
+        table = SymbolTable(lang=lang, defs=defs, fps=dict(data.get("fps", {})), _source=source)
+        table.forms = {str(k): dict(v) for k, v in data.get("forms", {}).items()}
+    except (TypeError, ValueError, IndexError, AttributeError):
+        return None  # a damaged cache file: parse again
+    return table
 
 
 def save(table: SymbolTable, blob: str, cache_dir: Path | None) -> None:
-    """Write a table's names and the fingerprints computed so far (atomic; errors are ignored)."""
+    """Write a table's names and the fingerprints and forms computed so far (atomic; errors are ignored)."""
     if cache_dir is None or not table._dirty:
         return
-    if table._nodes:  # a saved table is complete: no process ever parses this version again
-        for name in table.defs:
-            table.fingerprint(name)
     import tempfile  # here: the file hook loads tables far more often than it saves one
 
     path = _disk_path(cache_dir, blob)
-    data = {"v": _CACHE_VERSION, "lang": table.lang, "defs": table.defs, "fps": table.fps}
+    data = {"v": _CACHE_VERSION, "lang": table.lang, "defs": table.defs, "fps": table.fps, "forms": table.forms}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh)
+            json.dump(data, fh, separators=(",", ":"))
         os.replace(tmp, path)
         table._dirty = False
     except OSError:
         pass  # a cache: the next process parses again
+
+
+def save_dirty() -> None:
+    """Save every table in memory that learnt something since it was read or saved (once per check)."""
+    with _LOCK:
+        dirty = [t for t in _tables.values() if t._dirty and t.cache_dir is not None and t.blob]
+    for table in dirty:
+        save(table, table.blob or "", table.cache_dir)
 
 
 _names: OrderedDict[str, frozenset[str]] = OrderedDict()  # blob -> qualified names: cheap, kept for many files
@@ -475,30 +407,31 @@ _MEMORY_NAMES = 4096
 def definition_names(path: str, blob: str, read: Any, cache_dir: Path | None = None) -> frozenset[str] | None:
     """The qualified names a file version defines (no fingerprints); `read()` gives its bytes if needed."""
     key = f"{language_of(path)}:{blob}"
-    hit = _names.get(key)
-    if hit is not None:
-        _names.move_to_end(key)
-        return hit
-    table = cached_table(path, blob)
+    with _LOCK:
+        hit = _names.get(key)
+        if hit is not None:
+            _names.move_to_end(key)
+            return hit
+    table = stored_table(path, blob, cache_dir, read)
     if table is None:
-        data = read()
-        table = symbol_table(path, data, blob, cache_dir) if data is not None else None
-        if table is None:
-            return None
-        save(table, blob, cache_dir)
+        return None
     names = frozenset(table.defs)
-    _names[key] = names
-    while len(_names) > _MEMORY_NAMES:
-        _names.popitem(last=False)
+    with _LOCK:
+        _names[key] = names
+        while len(_names) > _MEMORY_NAMES:
+            _names.popitem(last=False)
     return names
 
 
 def cached_table(path: str, blob: str) -> SymbolTable | None:
-    """The in-memory table of this file version, if it was parsed by this process recently."""
+    """The in-memory table of this file version, if this process read or parsed it recently."""
     lang = language_of(path)
-    table = _tables.get(f"{lang}:{blob}") if lang else None
-    if table is not None and not table._source and not table._nodes:
+    if lang is None:
         return None
+    with _LOCK:
+        table = _tables.get(f"{lang}:{blob}")
+        if table is not None:
+            _tables.move_to_end(f"{lang}:{blob}")
     return table
 
 
@@ -508,13 +441,39 @@ def file_table(repo: Any, rel: str, cache_dir: Path | None = None) -> tuple[Symb
     blob = repo.blob(rel)
     if blob is None:
         return None, None
-    cached = cached_table(rel, blob)  # no read when this version was parsed already
-    if cached is not None:
-        return cached, blob
-    data = repo.read(rel)
-    if data is None:
-        return None, None
-    return symbol_table(rel, data, blob, cache_dir), blob
+    return stored_table(rel, blob, cache_dir, lambda: repo.read(rel)), blob
+
+
+def stored_table(path: str, blob: str, cache_dir: Path | None, read: Callable[[], bytes | None]) -> SymbolTable | None:
+    """The table of file version `blob` (named `path`, for its language): from memory, else the cache
+    directory, else parsed from `read()`; the bytes are read only when a table has to be parsed."""
+    table = cached_table(path, blob)
+    if table is not None:
+        return table
+    lang = language_of(path)
+    if lang is None or not parser_available(lang):
+        return None
+    table = _load(cache_dir, blob, lang, b"")
+    if table is None:
+        data = read()
+        if data is None:
+            return None
+        return symbol_table(path, data, blob, cache_dir)
+    table._read = read
+    return _remember(f"{lang}:{blob}", table, blob, cache_dir)
+
+
+def _remember(key: str, table: SymbolTable, blob: str, cache_dir: Path | None) -> SymbolTable:
+    table.blob, table.cache_dir = blob, cache_dir
+    with _LOCK:
+        known = _tables.get(key)
+        if known is not None:
+            return known
+        _tables[key] = table
+        while len(_tables) > _MEMORY_TABLES:
+            old = _tables.popitem(last=False)[1]
+            _trees.pop(id(old), None)
+    return table
 
 
 def symbol_table(path: str, source: bytes, blob: str, cache_dir: Path | None = None) -> SymbolTable | None:
@@ -523,17 +482,14 @@ def symbol_table(path: str, source: bytes, blob: str, cache_dir: Path | None = N
     if lang is None or not parser_available(lang):
         return None
     key = f"{lang}:{blob}"
-    table = _tables.get(key)
+    table = cached_table(path, blob)
+    if table is not None:
+        return table
+    table = _load(cache_dir, blob, lang, source)
     if table is None:
-        table = _load(cache_dir, blob, lang, source)
+        table = _parse(lang, source)
         if table is None:
-            table = _parse(lang, source)
-            if table is None:
-                return None
-            table._dirty = True
-        _tables[key] = table
-        while len(_tables) > _MEMORY_TABLES:
-            _tables.popitem(last=False)
-    else:
-        _tables.move_to_end(key)
-    return table
+            return None
+        table._dirty = True
+        _keep_tree(table)
+    return _remember(key, table, blob, cache_dir)

@@ -69,7 +69,8 @@ class Anchors:
                     log.exception("git discovery failed; code anchors are off")
                     repo = None
                 if repo is not None:
-                    state = DriftChecker(repo, self.core.settings.home / "cache" / "symbols")
+                    cache = self.core.settings.home / "cache"
+                    state = DriftChecker(repo, cache / "symbols", cache / "drift")
             self._code_state = state
         return None if self._code_state is _OFF else self._code_state
 
@@ -144,17 +145,24 @@ class Anchors:
         checker = self.checker()
         if checker is None or not atom_ids:
             return {}
-        out: dict[str, tuple[str, list[CodeChange]]] = {}
         found = self.memories.anchors_of(list(atom_ids))
-        stamp = checker.repo.stamp() if found else None
-        for atom_id, anchors in found.items():
-            try:
-                changes = checker.check(anchors, stamp)
-            except Exception:  # noqa: BLE001 - a read never fails because of a drift check
-                log.exception("drift check failed for %s", atom_id)
-                continue
-            out[atom_id] = (freshness(anchors, changes) or "current", [to_code_change(c) for c in changes])
-        return out
+        if not found:
+            return {}
+        try:
+            checked: list[list[Change] | None] = list(checker.check_all(list(found.values())))
+        except Exception:  # noqa: BLE001 - a read never fails because of a drift check: one memory at a time
+            checked = [self._check_one(checker, atom_id, anchors) for atom_id, anchors in found.items()]
+        return {atom_id: (freshness(anchors, changes) or "current", [to_code_change(c) for c in changes])
+                for (atom_id, anchors), changes in zip(found.items(), checked, strict=True)
+                if changes is not None}  # fmt: skip
+
+    @staticmethod
+    def _check_one(checker: DriftChecker, atom_id: str, anchors: list[Anchor]) -> list[Change] | None:
+        try:
+            return checker.check(anchors)
+        except Exception:  # noqa: BLE001 - a read never fails because of a drift check
+            log.exception("drift check failed for %s", atom_id)
+            return None
 
     def rank_with_drift(
         self, scored: list[tuple[float, str, Any]], own: set[str], n: int
@@ -331,11 +339,10 @@ class Anchors:
         ids = [i for i in ids if i not in seen]
         atoms = self.memories.get_atoms(ids)
         anchors = self.memories.anchors_of(ids)
-        memories = []
-        for i in ids:
-            if i in atoms:
-                a = anchors.get(i, [])
-                memories.append(FileMemory(i, atoms[i].type, atoms[i].content, a, checker.check(a)))
+        ids = [i for i in ids if i in atoms]
+        checked = checker.check_all([anchors.get(i, []) for i in ids])
+        memories = [FileMemory(i, atoms[i].type, atoms[i].content, anchors.get(i, []), changes)
+                    for i, changes in zip(ids, checked, strict=True)]  # fmt: skip
         budget = budget_tokens if budget_tokens is not None else self.core.settings.file_context_tokens
         out = compose_once(rel, memories, budget, record_file) if record else compose(rel, memories, budget)
         return FileContext(path=rel, text=out.text, memory_ids=out.included, tokens=out.tokens, left_out=out.left_out)

@@ -1,0 +1,143 @@
+"""Where a definition went when it is no longer in its file: moved, renamed, or gone.
+
+Only files that changed since the anchor's commit can hold it now (`git diff --name-only` against the
+working tree, plus untracked files): those are the candidates, of the anchor's language. In order:
+
+1. moved: a candidate defines the same qualified name with the same fingerprint (the same definition,
+   anywhere in the repository; the one in the anchor's package when several do);
+2. renamed: the same body under another name (`forms` "body"), new in its own file or in a changed
+   file that holds a line of the old body; one such definition, or one in the same class;
+3. moved and edited: one candidate in the same package (directory) as the anchor's file, or one test
+   file for a test, defines the same name, same kind, with a body at least `SIMILAR` alike
+   (difflib over its tokens): a test moved from one `_test.go` file to another, a helper moved
+   within a package, both edited on the way. A different definition of the name in another kind
+   of file (a stub in a test for a library function) or a body that has little in common is not;
+4. otherwise removed.
+
+Cost: the candidates' bytes are searched for the name (or a line of the body) before any is parsed;
+tables and forms come from the per-blob cache, so a search costs parsing only the versions no
+process parsed before. Verdicts are kept per working-tree state (`anchors.verdicts`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .model import Anchor, Change
+from .symbols import LANGUAGES, SymbolTable, file_table, language_of
+
+if TYPE_CHECKING:
+    from .git import GitRepo
+
+__all__ = ["MAX_CANDIDATES", "SIMILAR", "candidates", "is_test", "same_package", "vanished"]
+
+SIMILAR = 0.5
+MAX_CANDIDATES = 3000  # changed files read for one search (a change bigger than this is searched in part)
+_MARKERS = 3  # lines of the old body looked for in candidate files
+_MARKER_MIN = 16  # characters a marker line has at least (shorter lines are too common)
+_TEST = re.compile(r"(^|/)(tests?|testing|__tests__|spec)/|(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)\.\w+"
+                   r"|conftest\.py)$")  # fmt: skip
+
+
+def is_test(path: str) -> bool:
+    return _TEST.search(path) is not None
+
+
+def same_package(a: str, b: str) -> bool:
+    """Files of one package (one directory), or two test files: where a definition moves and stays itself."""
+    return a.rpartition("/")[0] == b.rpartition("/")[0] or (is_test(a) and is_test(b))
+
+
+def candidates(repo: GitRepo, a: Anchor, exclude: str) -> list[str]:
+    """Files of the anchor's language that changed since its commit (and untracked ones), but `exclude`."""
+    lang = language_of(a.path)
+    suffixes = tuple(sorted(ext for ext, lg in LANGUAGES.items() if lg == lang))
+    files = set(repo.changed_files(a.commit)) if a.commit else set()
+    files.update(repo.untracked(suffixes))
+    return sorted(f for f in files if f != exclude and language_of(f) == lang)[:MAX_CANDIDATES]
+
+
+def _similar(old: SymbolTable, new: SymbolTable, name: str) -> bool:
+    a, b = old.body_tokens(name), new.body_tokens(name)
+    m = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return m.quick_ratio() >= SIMILAR and m.ratio() >= SIMILAR
+
+
+def _markers(old: SymbolTable, name: str) -> list[bytes]:
+    """The longest lines of the old definition after its first (looked for verbatim in candidates)."""
+    source = old._source or (old._read() if old._read is not None else None) or b""
+    _, first, last = old.defs[name]
+    lines = {x.strip() for x in source.splitlines()[first : last]}  # fmt: skip
+    return sorted((x for x in lines if len(x) >= _MARKER_MIN), key=len, reverse=True)[:_MARKERS]
+
+
+def vanished(repo: GitRepo, cache_dir: Path | None, a: Anchor, old: SymbolTable | None, path: str,
+             since: str | None) -> Change:  # fmt: skip
+    """The change of symbol anchor `a` that is not in its file (`path`, the file's current path)."""
+    kind = old.defs[a.symbol][0] if old is not None and a.symbol in old.defs else None
+    files = candidates(repo, a, path)
+    word = re.compile(rb"(?<![\w$])" + re.escape(a.symbol.rsplit(".", 1)[-1].encode()) + rb"(?![\w$])")
+    markers = _markers(old, a.symbol) if old is not None and kind is not None else []
+    defining: list[tuple[str, SymbolTable]] = []
+    bodies: list[tuple[str, SymbolTable, list[int]]] = []  # files holding a line of the old body, and where
+    for rel in files:
+        data = repo.read(rel)
+        if data is None:
+            continue
+        named = word.search(data) is not None
+        at = [data.count(b"\n", 0, i) + 1 for m in markers if (i := data.find(m)) >= 0]
+        if not named and not at:
+            continue
+        table, _ = file_table(repo, rel, cache_dir)
+        if table is None:
+            continue
+        if named and a.symbol in table.defs and (kind is None or table.defs[a.symbol][0] == kind):
+            defining.append((rel, table))
+        if at:
+            bodies.append((rel, table, at))
+    exact = [rel for rel, t in defining if t.fingerprint(a.symbol) == a.fingerprint]
+    if len(exact) > 1:
+        exact = [rel for rel in exact if same_package(a.path, rel)]
+    if len(exact) == 1:
+        return Change("symbol_moved", a.path, symbol=a.symbol, since=since, to=exact[0])
+    if old is None or kind is None:
+        return Change("symbol_removed", a.path, symbol=a.symbol, since=since)
+    renamed = _renamed(repo, cache_dir, a, old, kind, path, bodies)
+    if renamed is not None:
+        return Change("symbol_renamed", a.path, symbol=a.symbol, since=since, to=renamed[0], new_symbol=renamed[1])
+    near = [(rel, t) for rel, t in defining if same_package(a.path, rel) and _similar(old, t, a.symbol)]
+    if len(near) == 1:
+        rel, t = near[0]
+        aspect = old.aspect(a.symbol, t)
+        return Change("symbol_moved", a.path, symbol=a.symbol, since=since, to=rel,
+                      aspect=None if aspect == "same" else aspect)  # fmt: skip
+    return Change("symbol_removed", a.path, symbol=a.symbol, since=since)
+
+
+def _renamed(repo: GitRepo, cache_dir: Path | None, a: Anchor, old: SymbolTable, kind: str, path: str,
+             bodies: list[tuple[str, SymbolTable, list[int]]]) -> tuple[str, str] | None:  # fmt: skip
+    """(file, name) of the one definition with the anchor's body under a new name: new in its own file,
+    else in a changed file holding a line of the old body (only the definitions around that line)."""
+    body = old.form(a.symbol, "body")
+    if body is None:
+        return None
+    parent = a.symbol.rsplit(".", 1)[0] if "." in a.symbol else ""
+    own, _ = file_table(repo, path, cache_dir)
+    places: list[tuple[str, SymbolTable, list[str]]] = []
+    if own is not None:
+        places.append((path, own, [q for q in own.defs if q not in old.defs or path != a.path]))
+    for rel, table, lines in bodies:
+        around = [q for q, (_, first, last) in table.defs.items() if any(first <= n <= last for n in lines)]
+        places.append((rel, table, around))
+    for rel, table, names in places:
+        hits = [q for q in names if table.defs[q][0] == kind and table.form(q, "body") == body]
+        if len(hits) > 1 and parent:
+            hits = [q for q in hits if q.rsplit(".", 1)[0] == parent] or hits
+        if len(hits) == 1:
+            return rel, hits[0]
+        if hits:
+            return None  # the same body twice: not ours to pick
+    return None
