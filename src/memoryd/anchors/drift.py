@@ -234,21 +234,36 @@ class DriftChecker:
                 return vanished(self.repo, self.cache_dir, a, self._old_table(a), path, since)
 
             return self._searched(a, ("vanished", path, blob), search)
-        if table.fingerprint(a.symbol) != a.fingerprint:
-            old = self._old_table(a)
-            aspect = old.aspect(a.symbol, table) if old is not None and a.symbol in old.defs else None
-            if aspect != "same":  # "same": the old version reads alike (a fingerprint of another Python's ast)
-                return Change("symbol_changed", path, symbol=a.symbol, since=since, aspect=aspect)
-        if table.defs[a.symbol][0] == "class":  # a class is also its members' signatures
-            old = self._old_table(a)
-            change = old.interface_change(a.symbol, table) if old is not None and a.symbol in old.defs else None
+        kept = self._old_table(a, parse=False)  # what the anchor's version left in the cache, if anything
+        text = kept.known(a.symbol, "text") if kept is not None else None
+        # The same text is the same definition; a class's too, with its members, unless they live outside it
+        # (Go methods, Rust impl blocks).
+        outside = table.defs[a.symbol][0] == "class" and table.lang in ("go", "rust")
+        if text is None or text != table.text(a.symbol) or outside:
+            change = self._compare(a, since, path, table, kept)
             if change is not None:
-                return Change("symbol_changed", path, symbol=a.symbol, since=since, aspect=change)
+                return change
         if renamed and a.path not in file_paths:  # the file anchor already reports the rename
             return Change("symbol_moved", a.path, symbol=a.symbol, since=since, to=path)
         return None
 
-    def _old_table(self, a: Anchor) -> SymbolTable | None:
+    def _compare(self, a: Anchor, since: str | None, path: str, table: SymbolTable,
+                 old: SymbolTable | None) -> Change | None:  # fmt: skip
+        """The change of the anchor's definition to its version in `table` (`old`: the anchor's own version,
+        when the cache had it)."""
+        if table.fingerprint(a.symbol) != a.fingerprint:
+            old = old or self._old_table(a)
+            aspect = old.aspect(a.symbol, table) if old is not None and a.symbol in old.defs else None
+            if aspect != "same":  # "same": the old version reads alike (a fingerprint of another Python's ast)
+                return Change("symbol_changed", path, symbol=a.symbol, since=since, aspect=aspect)
+        if table.defs[a.symbol][0] == "class":  # a class is also its members' signatures
+            old = old or self._old_table(a)
+            aspect = old.interface_change(a.symbol, table) if old is not None and a.symbol in old.defs else None
+            if aspect is not None:
+                return Change("symbol_changed", path, symbol=a.symbol, since=since, aspect=aspect)
+        return None
+
+    def _old_table(self, a: Anchor, *, parse: bool = True) -> SymbolTable | None:
         """The symbol table of the anchor's file as it was when the anchor was taken (None: unreadable).
         The old versions this check needs and no cache holds are read with one `git cat-file --batch`."""
         if not a.blob:
@@ -261,14 +276,19 @@ class DriftChecker:
             data = self._old_blobs.pop(blob, None)
             return data if data is not None else self.repo.read_blob(blob)
 
-        return stored_table(a.path, blob, self.cache_dir, read)
+        return stored_table(a.path, blob, self.cache_dir, read, parse=parse)
 
     def _prefetch(self) -> dict[str, bytes]:
         """The anchors' old versions in this check that are neither in memory nor on disk, whose file changed."""
         want = set()
         for anchors in self._batch:
             for a in anchors:
-                if a.kind != "symbol" or not a.blob or a.blob in want or cached_table(a.path, a.blob) is not None:
+                if (
+                    a.kind != "symbol"
+                    or not a.blob
+                    or a.blob in want
+                    or cached_table(a.path, a.blob, self.cache_dir) is not None
+                ):
                     continue
                 if self.cache_dir is not None and os.path.exists(self.cache_dir / a.blob[:2] / f"{a.blob}.json"):
                     continue

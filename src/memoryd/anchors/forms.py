@@ -138,11 +138,15 @@ def _py_attrs(node: Any, ann: bool) -> str:
     return sha("\x1f".join(attrs))
 
 
-def py_forms(node: Any, kinds: tuple[str, ...]) -> dict[str, str]:
-    """The forms of one Python definition named in `kinds` (`FULL` or `SIGNATURE`)."""
-    if kinds is FULL:
-        return {"body": sha(_canon(node, rename=True)), "bare": sha(_canon(node, ann=False)),
-                "nodoc": sha(_canon(node, doc=False)), "bare_nodoc": sha(_canon(node, ann=False, doc=False))}  # fmt: skip
+_FULL_OPTIONS = {"body": {"rename": True}, "bare": {"ann": False}, "nodoc": {"doc": False},
+                 "bare_nodoc": {"ann": False, "doc": False}}  # fmt: skip
+
+
+def py_forms(node: Any, kind: str) -> dict[str, str]:
+    """Form `kind` of one Python definition: alone when it reads the whole definition (`FULL`), else
+    with the other signature forms."""
+    if kind in FULL:
+        return {kind: sha(_canon(node, **_FULL_OPTIONS[kind]))}
     return {"sig": _py_signature(node, True), "sig_bare": _py_signature(node, False),
             "attrs": _py_attrs(node, True), "attrs_bare": _py_attrs(node, False)}  # fmt: skip
 
@@ -213,9 +217,9 @@ def ts_fp(node: Any, source: bytes) -> str:
     return sha("\x1f".join(text(n, source) for n in walk(node) if n.child_count == 0 and "comment" not in n.type))
 
 
-def ts_forms(node: Any, source: bytes, kinds: tuple[str, ...], fp: str) -> dict[str, str]:
-    """The forms of one tree-sitter definition named in `kinds` (`FULL` or `SIGNATURE`)."""
-    if kinds is FULL:
+def ts_forms(node: Any, source: bytes, kind: str, fp: str) -> dict[str, str]:
+    """Form `kind` of one tree-sitter definition, with the others of its group (`FULL` or `SIGNATURE`)."""
+    if kind in FULL:
         own = node.child_by_field_name("name")
         skip = (own.start_byte, own.end_byte) if own is not None else None
         tokens = [text(n, source) for n in walk(node) if n.child_count == 0 and "comment" not in n.type

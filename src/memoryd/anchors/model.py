@@ -65,7 +65,7 @@ class Change(NamedTuple):
     @property
     def minor(self) -> bool:
         """A change that leaves what the code does as it was (type hints, a docstring)."""
-        return self.aspect in MINOR_ASPECTS
+        return self.kind == "symbol_changed" and self.aspect in MINOR_ASPECTS
 
     @property
     def detail(self) -> str:
@@ -90,7 +90,9 @@ class Change(NamedTuple):
             return f"{what} was renamed to {self.new_symbol}{where} (same body){since}"
         if self.kind == "symbol_removed":
             return f"{what} is gone{since}"
-        edited = {"signature": " and its signature changed", "body": " and changed"}.get(self.aspect or "", "")
+        edited = {"signature": " and its signature changed", "body": " and changed",
+                  "annotation_only": " and its type annotations changed",
+                  "docstring_only": " and its docstring changed"}.get(self.aspect or "", "")  # fmt: skip
         return f"{self.symbol} moved from {self.path} to {self.to}{edited}{since}"
 
     def key(self) -> tuple[str, str, str, str]:

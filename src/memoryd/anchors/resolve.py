@@ -17,56 +17,45 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
 from .git import GREP_MAX_FILES, GitRepo
+from .mentions import FILE_SUFFIXES, Mention, mentions, norm_symbol
 from .model import Anchor
-from .symbols import LANGUAGES, SymbolTable, file_table, language_of, parser_available
+from .symbols import LANGUAGES, SymbolTable, cached_table, file_table, language_of, parser_available, save
 
 __all__ = ["AnchorError", "NameReport", "Resolver", "parse_ref"]
 
 _AUTO_LIMIT = 12  # automatic anchors per memory (a long text naming many files keeps the first ones)
 _AUTO_SEARCH_FILES = 15  # an automatic repository-wide lookup gives up on names in more files than this
-_BACKTICK = re.compile(r"`([A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)*)(?:\(\))?`")
-_RECEIVERS = ("self.", "this.", "cls.", "super().")
-# Suffixes that make a bare anchor a file name rather than a dotted symbol (`db.py`, not `Table.insert`).
-_FILE_SUFFIXES = frozenset(
-    "py pyi js mjs cjs jsx ts tsx go rs java kt rb php c h cc cpp hpp cs swift md rst txt json yml yaml toml "
-    "ini cfg sql sh html css lock".split()
-)
 _IDENT = re.compile(r"^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*$")
 _LOOKUP_FILES = 400  # files parsed for one repository-wide lookup (the definition grep narrows them first)
 _GO_PACKAGE = re.compile(rb"^package[ \t]+([A-Za-z_]\w*)", re.M)
-# Go receivers, optionally package-qualified: (*FlagSet).GetInt, pflag.(*FlagSet).GetInt, (FlagSet).Name
-_RECEIVER = re.compile(r"(?<![\w.])((?:[A-Za-z_]\w*\.)*)\(\s*\*?\s*([A-Za-z_]\w*)\s*\)\s*\.([A-Za-z_]\w*)")
-# module:function, as entry points and pytest ids write it: sqlite_utils.db:Table.insert
-_MODULE_FN = re.compile(r"(?<![\w./:-])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?![\w/])")
-_DOTTED = re.compile(r"(?<![\w$.:-])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w/-])")
-_WORD = re.compile(r"(?<![\w/$.:*-])([A-Za-z_]\w*)(?![\w/-]|\.\w)")
-_KIND_WORDS = frozenset(
-    "function functions method methods class classes func type struct interface constructor property helper "
-    "decorator classmethod staticmethod receiver def enum trait callback hook".split()
-)
-_STOP = frozenset("the a an this that its it in of on to for and or is are was be by with from as at new old".split())
+_GO_MODULE = re.compile(rb"^module[ \t]+(\S+)", re.M)
 _PERIPHERAL = re.compile(r"(^|/)(tests?|testing|testdata|examples?|vendor|third_party|node_modules|docs?|benchmarks?)/"
                          r"|(^|/)(test_[^/]*|[^/]*_test\.\w+|conftest\.py)$")  # fmt: skip
+# How well a qualifier names a definition's module: exactly (`sqlite_utils.db`, Go's package), or a package
+# holding it (`sqlite_utils` for sqlite_utils/db.py, Go's module `cobra` for cobra/doc).
+_EXACT, _WITHIN = 20, 10
 
 
 class NameReport(NamedTuple):
     """What anchoring did with one name a memory's text mentions."""
 
     name: str
-    outcome: str  # "anchored" | "ambiguous" | "not_found"
+    outcome: str  # "anchored" | "ambiguous" | "not_found" | "passing"
     candidates: list[str]
 
     def words(self) -> str:
         if self.outcome == "anchored":
             return f"{self.name} -> {self.candidates[0]}"
+        if self.outcome == "passing":
+            return f"{self.name}: mentioned in passing (the memory is not about it)"
         if self.outcome == "ambiguous":
             return f"{self.name}: ambiguous ({', '.join(self.candidates)}); name the file or anchor it explicitly"
-        if "." in self.name and self.name.rsplit(".", 1)[-1].lower() in _FILE_SUFFIXES:
+        if "." in self.name and self.name.rsplit(".", 1)[-1].lower() in FILE_SUFFIXES:
             return f"{self.name}: no such file in the repository"
         return f"{self.name}: no definition found in the repository"
 
@@ -75,44 +64,22 @@ def _is_peripheral(path: str) -> bool:
     return _PERIPHERAL.search(path) is not None
 
 
-def _looks_like_code(name: str) -> bool:
-    """snake_case, camelCase, CapWords with two humps, dotted, a leading underscore."""
-    core = name.lstrip("_")
-    return (name != core or "_" in core.strip("_") or "." in name or re.search(r"[a-z0-9][A-Z]", core) is not None
-            or re.search(r"[A-Z][a-z]+[A-Z]", core) is not None)  # fmt: skip
+def _by_context(found: list[Anchor], words: set[str]) -> list[Anchor]:
+    """The one of several definitions of a name the text's context picks: the one whose class the text
+    names (`self.update()` on a NullProgressBar), else whose class it names in lower case ("close() on
+    a context object"), else whose file it names; all of them when none or several are picked."""
+    lower = {w.lower() for w in words}
 
+    def owner(a: Anchor) -> str:
+        return a.symbol.rsplit(".", 1)[0].rsplit(".", 1)[-1] if "." in a.symbol else ""
 
-def _names_in(text: str) -> tuple[list[str], list[str]]:
-    """(names written as code: backticked, receivers, module:function, dotted; plain words that may be names)."""
-    strong: list[str] = []
-    masked = text
-    for m in _RECEIVER.finditer(text):
-        strong.append(f"{m.group(1)}{m.group(2)}.{m.group(3)}")
-        masked = masked.replace(m.group(0), " " * len(m.group(0)))
-    for m in _MODULE_FN.finditer(masked):
-        if m.group(1).lower() in ("http", "https", "file", "ssh", "git", "mailto"):
-            continue
-        strong.append(f"{m.group(1)}.{m.group(2)}")
-        masked = masked.replace(m.group(0), " " * len(m.group(0)))
-    for m in _BACKTICK.finditer(masked):
-        strong.append(_norm_symbol(m.group(1)))
-    for m in _DOTTED.finditer(masked):
-        name = _norm_symbol(m.group(1))
-        if (name.rsplit(".", 1)[-1].lower() not in _FILE_SUFFIXES and name.split(".")[0].lower() not in ("e", "i", "www")
-                and name.rsplit(".", 1)[-1] not in ("com", "org", "net", "io", "dev")):  # fmt: skip
-            strong.append(name)
-    masked = _DOTTED.sub(lambda m: " " * len(m.group(0)), masked)
-    weak: list[str] = []
-    words = list(_WORD.finditer(masked))
-    for i, m in enumerate(words):
-        w = m.group(1)
-        near = {x.group(1).lower() for x in words[max(0, i - 1) : i + 2] if x is not m}
-        if w.lower() in _KIND_WORDS or w.lower() in _STOP:
-            continue
-        label = masked[m.end() : m.end() + 2] in (": ", ":\n") or masked[m.end() :] == ":"  # `Parse: …`
-        if _looks_like_code(w) or near & _KIND_WORDS or label:
-            weak.append(w)
-    return strong, [w for w in weak if w not in strong]
+    for picked in ([a for a in found if owner(a) in words], [a for a in found if owner(a).lower() in lower],
+                   [a for a in found if a.path.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower() in lower]):  # fmt: skip
+        if len(picked) == 1:
+            return picked
+        if len(picked) > 1:
+            return picked  # narrowed, still ambiguous: say which
+    return found
 
 
 class AnchorError(ValueError):
@@ -122,15 +89,7 @@ class AnchorError(ValueError):
 def parse_ref(ref: str) -> tuple[str, str]:
     """`path::Symbol` -> (path, symbol); `path` -> (path, ""); `::Symbol` -> ("", symbol)."""
     path, sep, symbol = ref.partition("::")
-    return path.strip(), _norm_symbol(symbol) if sep else ""
-
-
-def _norm_symbol(name: str) -> str:
-    name = name.strip().removesuffix("()").replace("::", ".").replace("#", ".")
-    for prefix in _RECEIVERS:
-        if name.startswith(prefix):
-            name = name[len(prefix) :]
-    return name
+    return path.strip(), norm_symbol(symbol) if sep else ""
 
 
 @dataclass
@@ -139,6 +98,7 @@ class Resolver:
 
     repo: GitRepo
     cache_dir: Path | None = None
+    _modules: dict[tuple[str, str], tuple[str, str] | None] = field(default_factory=dict, repr=False)
 
     # -- files -------------------------------------------------------------------------------
 
@@ -181,9 +141,19 @@ class Resolver:
             kind, line, _ = table.defs[q]
             found.append(Anchor(path=rel, symbol=q, kind="symbol", lang=table.lang, commit=commit, blob=blob,
                                 fingerprint=table.fingerprint(q), line=line, origin=origin))  # fmt: skip
-        # Not written to the disk cache here: a file version anchored now is the anchor's own blob, which
-        # a drift check never needs to parse; drift checks save the versions they do parse.
         return found
+
+    def prime(self, anchors: Iterable[Anchor]) -> None:
+        """Keep with each anchored file version what drift checks will compare (`SymbolTable.prime`), on
+        disk: the version is parsed now, and no check has to parse it again."""
+        tables: dict[str, SymbolTable] = {}
+        for a in anchors:
+            table = cached_table(a.path, a.blob, self.cache_dir) if a.kind == "symbol" and a.blob else None
+            if table is not None and a.blob:
+                table.prime(a.symbol)
+                tables[a.blob] = table
+        for blob, table in tables.items():
+            save(table, blob, self.cache_dir)
 
     def search(self, name: str, *, commit: str | None, origin: str, exclude: Iterable[str] = (),
                max_files: int = GREP_MAX_FILES) -> list[Anchor]:  # fmt: skip
@@ -227,14 +197,15 @@ class Resolver:
                 q, prefix = ".".join(parts[i:]), parts[:i]
                 # every definition the name can mean here: `Parse` is both func Parse and FlagSet.Parse
                 hits = [d for d in table.defs if d == q or (not prefix and d.endswith("." + q))]
-                if not hits or (prefix and not self._module_matches(rel, prefix, table.lang)):
+                module = self._module_score(rel, prefix, table.lang) if hits and prefix else 0
+                if not hits or (prefix and not module):
                     continue
                 for h in hits:
                     kind, line, _ = table.defs[h]
                     a = Anchor(path=rel, symbol=h, kind="symbol", lang=table.lang, commit=commit, blob=blob,
                                fingerprint=table.fingerprint(h), line=line, origin=origin)  # fmt: skip
                     seen.append(a)
-                    best.append((len(parts) - i + (10 if prefix else 0), a))
+                    best.append((len(parts) - i + module, a))
                 break
         if not best:
             return [], seen
@@ -246,22 +217,53 @@ class Resolver:
                 found = main
         return found, seen
 
-    def _module_matches(self, rel: str, prefix: list[str], lang: str) -> bool:
-        """Whether `prefix` (`sqlite_utils.db`, `pflag`) names the module of file `rel`."""
+    def _module_score(self, rel: str, prefix: list[str], lang: str) -> int:
+        """How well `prefix` (`sqlite_utils.db`, `pflag`, `cobra`) names the module of file `rel`: _EXACT (its
+        module, or for Go its package or directory), _WITHIN (a package holding it: `sqlite_utils` for
+        sqlite_utils/db.py; for Go the module of its go.mod, `cobra` for cobra's doc/ package), else 0."""
         stem = os.path.splitext(rel)[0]
         stem = stem.removesuffix("/__init__")
         dotted = stem.replace("/", ".")
         want = ".".join(prefix)
         if dotted == want or dotted.endswith("." + want):
-            return True
-        if lang == "go":
-            directory = rel.rsplit("/", 1)[0] if "/" in rel else ""
-            if directory and (
-                directory == want or directory.endswith("/" + prefix[-1]) or directory.rsplit("/", 1)[-1] == prefix[-1]
-            ):
-                return True
-            return prefix[-1] == self._go_package(rel)
-        return False
+            return _EXACT
+        if lang != "go":
+            return _WITHIN if ("." + dotted).find("." + want + ".") >= 0 else 0
+        directory = rel.rsplit("/", 1)[0] if "/" in rel else ""
+        if directory and (
+            directory == want or directory.endswith("/" + prefix[-1]) or directory.rsplit("/", 1)[-1] == prefix[-1]
+        ):
+            return _EXACT
+        if prefix[-1] == self._go_package(rel):
+            return _EXACT
+        module = self._go_module(directory)
+        if module is not None:
+            path, root = module
+            name = path.rsplit("/", 1)[-1]
+            if re.fullmatch(r"v\d+", name) and "/" in path:  # github.com/x/y/v2 is module y
+                name = path.rsplit("/", 2)[-2]
+            inside = not root or rel.startswith(root + "/")
+            if inside and (prefix[-1] == name or path.endswith("/" + "/".join(prefix)) or path == want):
+                return _WITHIN
+        return 0
+
+    def _go_module(self, directory: str) -> tuple[str, str] | None:
+        """(module path, its directory) of the go.mod nearest above `directory` in the repository."""
+        key = ("gomod", directory)
+        if key not in self._modules:
+            found = None
+            here = directory
+            while True:
+                data = self.repo.read(f"{here}/go.mod" if here else "go.mod")
+                m = _GO_MODULE.search(data[:4000]) if data else None
+                if m is not None:
+                    found = (m.group(1).decode("utf-8", "replace").strip('"'), here)
+                    break
+                if not here:
+                    break
+                here = here.rsplit("/", 1)[0] if "/" in here else ""
+            self._modules[key] = found
+        return self._modules[key]
 
     def _go_package(self, rel: str) -> str | None:
         data = self.repo.read(rel)
@@ -275,18 +277,14 @@ class Resolver:
     def resolve_text(self, text: str, entity_ids: Sequence[str]) -> tuple[list[Anchor], list[NameReport]]:
         """(the anchors a memory's text implies, what was done with each name it saw).
 
-        Names are taken wherever people write them: backticked, called (`f()`), dotted
-        (`Table.insert_all`, `pkg.mod.Class.method`), `module:function`, Go receivers
-        (`(*FlagSet).GetInt`), and plain words that look like code (snake_case, camelCase,
-        a leading underscore) or stand next to "function", "method", "class", "type"…
-        A name is looked up in the files the text names first, then in the whole repository.
+        Names are read as `anchors.mentions` reads them; only the memory's subjects are anchored (a
+        name mentioned in passing, after a verb or in a description, is reported, not anchored). A
+        name is looked up in the files the text names first, then in the whole repository; a bare
+        method name several classes define is anchored only when the text names one of the classes
+        (or one of the files) and listed as ambiguous otherwise.
         """
         files = [e.split(":", 2)[2] for e in entity_ids if e.startswith("entity:file:")]
-        functions = [_norm_symbol(e.split(":", 2)[2]) for e in entity_ids if e.startswith("entity:function:")]
-        strong, weak = _names_in(text)
-        names = list(dict.fromkeys(functions + strong))
-        if not files and not names and not weak:
-            return [], []
+        functions = [norm_symbol(e.split(":", 2)[2]) for e in entity_ids if e.startswith("entity:function:")]
         commit = self.repo.head()
         anchors: dict[tuple[str, str], Anchor] = {}
         reports: list[NameReport] = []
@@ -303,43 +301,63 @@ class Resolver:
             if a is not None:
                 anchors[(rel, "")] = a
                 paths.append(rel)
-        file_words = {p.rsplit("/", 1)[-1].rsplit(".", 1)[0] for p in paths}
         words = set(re.findall(r"[A-Za-z_]\w*", text))
+        resolved: dict[str, tuple[list[Anchor], list[Anchor]] | None] = {}
+
+        def resolve(m: Mention) -> tuple[list[Anchor], list[Anchor]] | None:
+            if m.name not in resolved:
+                resolved[m.name] = self._resolve_name(m.name, not m.strong, paths, words, commit)
+            return resolved[m.name]
+
+        found_names = mentions(text, functions, is_name=lambda m: bool((resolve(m) or ([], []))[0]))
         weak_anchored: set[tuple[str, str]] = set()
-        for name in dict.fromkeys(names + weak):
+        for m in found_names:
             if len(anchors) >= _AUTO_LIMIT:
                 break
-            if not name or not _IDENT.match(name) or any(name == p or p.endswith(name) for p in paths):
+            if not m.subject:
+                if m.strong:
+                    reports.append(NameReport(m.name, "passing", []))
                 continue
-            if name.rsplit(".", 1)[-1].lower() in _FILE_SUFFIXES and "." in name:
-                continue  # a file name written without its directory
-            is_weak = name not in names
-            found = [a for rel in paths for a in self.symbol_in(rel, name, commit=commit, origin="auto")]
-            if not found and "." in name:  # `sqlite_utils.db.Table.insert` with db.py named
-                found = [a for rel in paths for a in self.lookup_in(rel, name, commit=commit)]
-            seen = found
-            if not found:
-                if is_weak and name in file_words:
-                    continue  # a plain word of the prose: not a name unless a named file defines it
-                found, seen = self.lookup(name, commit=commit, origin="auto", exclude=paths, defs_only=is_weak)
-            if len(found) > 1:  # `self.update()` on a NullProgressBar: the class the text names decides
-                named = [a for a in found if "." in a.symbol and a.symbol.rsplit(".", 1)[0].rsplit(".", 1)[-1] in words]
-                found = named or found
+            got = resolve(m)
+            if got is None:
+                continue
+            found, seen = got
             if len(found) == 1:
                 anchors.setdefault((found[0].path, found[0].symbol), found[0])
-                if is_weak:
+                if not m.strong:
                     weak_anchored.add((found[0].path, found[0].symbol))
-                reports.append(NameReport(name, "anchored", [found[0].ref]))
+                reports.append(NameReport(m.name, "anchored", [found[0].ref]))
             elif len(found) > 1:
-                reports.append(NameReport(name, "ambiguous", [a.ref for a in found[:5]]))
-            elif not is_weak:
-                reports.append(NameReport(name, "not_found", [a.ref for a in seen[:5]]))
+                reports.append(NameReport(m.name, "ambiguous", [a.ref for a in found[:5]]))
+            elif m.strong:
+                reports.append(NameReport(m.name, "not_found", [a.ref for a in seen[:5]]))
         # A class named only as the context of one of its methods (`self.update()` on a NullProgressBar)
         # is not a second subject of the memory.
         owners = {(a.path, a.symbol.rsplit(".", 1)[0]) for a in anchors.values() if "." in a.symbol}
         for key in weak_anchored & owners:
             anchors.pop(key, None)
-        return list(anchors.values())[:_AUTO_LIMIT], reports
+        kept = list(anchors.values())[:_AUTO_LIMIT]
+        self.prime(kept)
+        return kept, reports
+
+    def _resolve_name(self, name: str, weak: bool, paths: list[str], words: set[str],
+                      commit: str | None) -> tuple[list[Anchor], list[Anchor]] | None:  # fmt: skip
+        """(the definitions `name` means here, the candidates seen); None: not a name to look up."""
+        if not name or not _IDENT.match(name) or any(name == p or p.endswith(name) for p in paths):
+            return None
+        if name.rsplit(".", 1)[-1].lower() in FILE_SUFFIXES and "." in name:
+            return None  # a file name written without its directory
+        found = [a for rel in paths for a in self.symbol_in(rel, name, commit=commit, origin="auto")]
+        if not found and "." in name:  # `sqlite_utils.db.Table.insert` with db.py named
+            found = [a for rel in paths for a in self.lookup_in(rel, name, commit=commit)]
+        seen = found
+        if not found:
+            if weak and name in {p.rsplit("/", 1)[-1].rsplit(".", 1)[0] for p in paths}:
+                return None  # a plain word of the prose: not a name unless a named file defines it
+            found, seen = self.lookup(name, commit=commit, origin="auto", exclude=paths, defs_only=weak)
+        if len(found) > 1:
+            found = _by_context(found, words)
+        return found, seen
 
     def lookup_in(self, rel: str, name: str, *, commit: str | None) -> list[Anchor]:
         """`name` qualified by its module, looked up in file `rel` only."""
@@ -349,7 +367,7 @@ class Resolver:
         parts = name.split(".")
         for i in range(1, len(parts)):
             q = ".".join(parts[i:])
-            if q in table.defs and self._module_matches(rel, parts[:i], table.lang):
+            if q in table.defs and self._module_score(rel, parts[:i], table.lang):
                 kind, line, _ = table.defs[q]
                 return [Anchor(path=rel, symbol=q, kind="symbol", lang=table.lang, commit=commit, blob=blob,
                                fingerprint=table.fingerprint(q), line=line, origin="auto")]  # fmt: skip
@@ -367,9 +385,9 @@ class Resolver:
             rel = None
             if path:
                 rel, candidates = self.find_file(path)
-                looks_like_file = "/" in path or os.path.splitext(path)[1][1:].lower() in _FILE_SUFFIXES
+                looks_like_file = "/" in path or os.path.splitext(path)[1][1:].lower() in FILE_SUFFIXES
                 if rel is None and not symbol and _IDENT.match(path) and not candidates and not looks_like_file:
-                    symbol = _norm_symbol(path)  # a bare name that is not a file: a symbol
+                    symbol = norm_symbol(path)  # a bare name that is not a file: a symbol
                 elif rel is None:
                     if candidates:
                         raise AnchorError(f"{where}: ambiguous, it matches {', '.join(candidates[:5])}; give the path")
@@ -400,4 +418,5 @@ class Resolver:
             if len(found) > 1:
                 raise AnchorError(f"{where}: ambiguous, it matches {', '.join(a.ref for a in found[:5])}")
             out[(found[0].path, found[0].symbol)] = found[0]
+        self.prime(out.values())
         return list(out.values())

@@ -33,9 +33,7 @@ from typing import Any
 
 from .forms import (
     CONTAINERS,
-    FULL,
     FUNCTIONS,
-    SIGNATURE,
     py_body_tokens,
     py_forms,
     py_fp,
@@ -116,21 +114,41 @@ class SymbolTable:
             self._dirty = True
         return fp
 
+    def known(self, name: str, kind: str) -> str | None:
+        """Form `kind` of `name` if it was computed already (here or by the process that saved the table)."""
+        return self.forms.get(name, {}).get(kind)
+
+    def text(self, name: str) -> str | None:
+        """A hash of the definition's source lines (dedented, trailing blanks dropped): equal texts are equal
+        definitions, so most drift checks of a changed file need no syntax tree of the definition."""
+        known = self.known(name, "text")
+        if known is not None or name not in self.defs:
+            return known
+        source = self._source or (self._read() if self._read is not None else None) or b""
+        if not source:
+            return None
+        _, first, last = self.defs[name]
+        lines = source.splitlines()[first - 1 : last]
+        indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
+        body = b"\n".join((x[indent:] if not x[:indent].strip() else x).rstrip() for x in lines)
+        made = sha(body.decode("utf-8", "surrogateescape"))
+        self.forms.setdefault(name, {})["text"] = made
+        self._dirty = True
+        return made
+
     def form(self, name: str, kind: str) -> str | None:
         """One form of definition `name` (`anchors.forms`: body, bare, nodoc, bare_nodoc, sig, sig_bare,
-        attrs, attrs_bare), computed with the others of its group the first time any is asked."""
+        attrs, attrs_bare), computed the first time it is asked (the signature forms together: they are cheap)."""
         known = self.forms.get(name)
         if known is not None and kind in known:
             return known[kind]
         node = self.node(name)
         if node is None:
             return None
-        group = FULL if kind in FULL else SIGNATURE
         if self.lang == "python":
-            made = py_forms(node, group)
+            made = py_forms(node, kind)
         else:
-            fp = self.fingerprint(name) or ""
-            made = ts_forms(node, self._source, group, fp)
+            made = ts_forms(node, self._source, kind, self.fingerprint(name) or "")
         self.forms.setdefault(name, {}).update(made)
         self._dirty = True
         return made.get(kind)
@@ -140,10 +158,29 @@ class SymbolTable:
         direct members' signatures (`bare`: without type annotations). Method bodies are not in it."""
         if name not in self.defs:
             return None
+        kind = "iface_bare" if bare else "iface"
+        known = self.known(name, kind)
+        if known is not None:
+            return known
         prefix = name + "."
         members = sorted(f"{q[len(prefix) :]}:{self.form(q, 'sig_bare' if bare else 'sig')}"
                          for q in self.defs if q.startswith(prefix) and "." not in q[len(prefix) :])  # fmt: skip
-        return sha("\x1f".join([self.form(name, "attrs_bare" if bare else "attrs") or "", *members]))
+        made = sha("\x1f".join([self.form(name, "attrs_bare" if bare else "attrs") or "", *members]))
+        self.forms.setdefault(name, {})[kind] = made
+        self._dirty = True
+        return made
+
+    def prime(self, name: str) -> None:
+        """Compute now, while the tree is in memory, what a drift check asks of the version an anchor is
+        taken at (its text, fingerprint, the forms an aspect compares; a class's interface), so that
+        the check reads them from the cache instead of parsing this version again."""
+        self.text(name)
+        self.fingerprint(name)
+        self.form(name, "bare_nodoc")
+        self.form(name, "sig")
+        if self.defs.get(name, ("",))[0] == "class":
+            self.interface(name)
+            self.interface(name, bare=True)
 
     def _reparse(self) -> None:
         source = self._source
@@ -176,13 +213,10 @@ class SymbolTable:
             return "same"
         if self.defs[name][0] == "class":
             return "signature"
-        for kind, aspect in (
-            ("bare", "annotation_only"),
-            ("nodoc", "docstring_only"),
-            ("bare_nodoc", "annotation_only"),
-        ):
-            if self.form(name, kind) == other.form(o, kind):
-                return aspect
+        if self.form(name, "bare_nodoc") == other.form(o, "bare_nodoc"):  # else neither of the two alone is equal
+            if self.form(name, "bare") == other.form(o, "bare"):
+                return "annotation_only"
+            return "docstring_only" if self.form(name, "nodoc") == other.form(o, "nodoc") else "annotation_only"
         return "signature" if self.form(name, "sig") != other.form(o, "sig") else "body"
 
     def interface_change(self, name: str, other: SymbolTable) -> str | None:
@@ -423,16 +457,22 @@ def definition_names(path: str, blob: str, read: Any, cache_dir: Path | None = N
     return names
 
 
-def cached_table(path: str, blob: str) -> SymbolTable | None:
-    """The in-memory table of this file version, if this process read or parsed it recently."""
+def cached_table(path: str, blob: str, cache_dir: Path | None = None) -> SymbolTable | None:
+    """The in-memory table of this file version, if this process read or parsed it recently (for the data
+    home whose cache is `cache_dir`: each saves into its own)."""
     lang = language_of(path)
     if lang is None:
         return None
+    key = _key(lang, blob, cache_dir)
     with _LOCK:
-        table = _tables.get(f"{lang}:{blob}")
+        table = _tables.get(key)
         if table is not None:
-            _tables.move_to_end(f"{lang}:{blob}")
+            _tables.move_to_end(key)
     return table
+
+
+def _key(lang: str, blob: str, cache_dir: Path | None) -> str:
+    return f"{lang}:{blob}:{cache_dir or ''}"
 
 
 def file_table(repo: Any, rel: str, cache_dir: Path | None = None) -> tuple[SymbolTable | None, str | None]:
@@ -444,10 +484,12 @@ def file_table(repo: Any, rel: str, cache_dir: Path | None = None) -> tuple[Symb
     return stored_table(rel, blob, cache_dir, lambda: repo.read(rel)), blob
 
 
-def stored_table(path: str, blob: str, cache_dir: Path | None, read: Callable[[], bytes | None]) -> SymbolTable | None:
+def stored_table(path: str, blob: str, cache_dir: Path | None, read: Callable[[], bytes | None], *,
+                 parse: bool = True) -> SymbolTable | None:  # fmt: skip
     """The table of file version `blob` (named `path`, for its language): from memory, else the cache
-    directory, else parsed from `read()`; the bytes are read only when a table has to be parsed."""
-    table = cached_table(path, blob)
+    directory, else (unless `parse` is False) parsed from `read()`; the bytes are read only when a
+    table has to be parsed."""
+    table = cached_table(path, blob, cache_dir)
     if table is not None:
         return table
     lang = language_of(path)
@@ -455,12 +497,14 @@ def stored_table(path: str, blob: str, cache_dir: Path | None, read: Callable[[]
         return None
     table = _load(cache_dir, blob, lang, b"")
     if table is None:
+        if not parse:
+            return None
         data = read()
         if data is None:
             return None
         return symbol_table(path, data, blob, cache_dir)
     table._read = read
-    return _remember(f"{lang}:{blob}", table, blob, cache_dir)
+    return _remember(_key(lang, blob, cache_dir), table, blob, cache_dir)
 
 
 def _remember(key: str, table: SymbolTable, blob: str, cache_dir: Path | None) -> SymbolTable:
@@ -481,8 +525,8 @@ def symbol_table(path: str, source: bytes, blob: str, cache_dir: Path | None = N
     lang = language_of(path)
     if lang is None or not parser_available(lang):
         return None
-    key = f"{lang}:{blob}"
-    table = cached_table(path, blob)
+    key = _key(lang, blob, cache_dir)
+    table = cached_table(path, blob, cache_dir)
     if table is not None:
         return table
     table = _load(cache_dir, blob, lang, source)
