@@ -76,6 +76,7 @@ class DriftChecker:
         self._lock = threading.RLock()
         self._batch: Sequence[Sequence[Anchor]] = ()
         self._old_blobs: dict[str, bytes] | None = None
+        self._fetched_cached = False
         self._searched_now = False  # whether the verdict being made searched the repository
         self._suffixes: tuple[str, ...] | None = None  # of the languages with a parser: loaded when a search needs them
 
@@ -102,7 +103,7 @@ class DriftChecker:
         """
         with self._lock:
             stamp = self.repo.stamp() if stamp is None else stamp
-            self._batch, self._old_blobs = groups, None
+            self._batch, self._old_blobs, self._fetched_cached = groups, None, False
             try:
                 return [self._group(anchors, stamp) for anchors in groups]
             finally:
@@ -272,26 +273,27 @@ class DriftChecker:
 
         def read() -> bytes | None:
             if self._old_blobs is None:
-                self._old_blobs = self._prefetch()
+                self._old_blobs = self._prefetch(cached=False)
             data = self._old_blobs.pop(blob, None)
+            if data is None and not self._fetched_cached:  # a cached version asked for its source (a search)
+                self._fetched_cached = True
+                self._old_blobs.update(self._prefetch(cached=True))
+                data = self._old_blobs.pop(blob, None)
             return data if data is not None else self.repo.read_blob(blob)
 
         return stored_table(a.path, blob, self.cache_dir, read, parse=parse)
 
-    def _prefetch(self) -> dict[str, bytes]:
-        """The anchors' old versions in this check that are neither in memory nor on disk, whose file changed."""
+    def _prefetch(self, *, cached: bool) -> dict[str, bytes]:
+        """The old versions of the anchors in this check whose file changed: those no cache holds (`cached`
+        False: their tables will be parsed), or those it does (their source is wanted by a search)."""
         want = set()
         for anchors in self._batch:
             for a in anchors:
-                if (
-                    a.kind != "symbol"
-                    or not a.blob
-                    or a.blob in want
-                    or cached_table(a.path, a.blob, self.cache_dir) is not None
-                ):
+                if a.kind != "symbol" or not a.blob or a.blob in want or self.repo.blob(a.path) == a.blob:
                     continue
-                if self.cache_dir is not None and os.path.exists(self.cache_dir / a.blob[:2] / f"{a.blob}.json"):
-                    continue
-                if self.repo.blob(a.path) != a.blob:
+                known = cached_table(a.path, a.blob, self.cache_dir) is not None or (
+                    self.cache_dir is not None and os.path.exists(self.cache_dir / a.blob[:2] / f"{a.blob}.json")
+                )
+                if known == cached:
                     want.add(a.blob)
         return self.repo.read_blobs(sorted(want))

@@ -13,7 +13,9 @@ import hashlib
 import os
 import re
 import subprocess
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,6 +28,7 @@ GIT_TIMEOUT = 10.0
 GREP_MAX_FILES = 40
 # Word searches also see untracked and unstaged edits, which the stamp does not: their answers live this long.
 GREP_TTL = 30.0
+READ_CACHE = 32 * 1024 * 1024  # bytes of recently read files kept per repository
 
 
 def blob_id(data: bytes) -> str:
@@ -60,6 +63,9 @@ class GitRepo:
         self.common_dir = common_dir
         self._cache: dict[Any, tuple[Any, Any]] = {}  # key -> (stamp, value)
         self._files: dict[str, tuple[tuple[int, int, int], str]] = {}  # path -> (stat key, blob)
+        self._texts: OrderedDict[str, tuple[tuple[int, int, int], bytes]] = OrderedDict()  # path -> (stat, bytes)
+        self._text_bytes = 0
+        self._lock = threading.Lock()
 
     @classmethod
     def discover(cls, path: str | os.PathLike[str]) -> GitRepo | None:
@@ -226,10 +232,28 @@ class GitRepo:
         return blob
 
     def read(self, rel: str) -> bytes | None:
+        """The working-tree file's bytes; the recently read ones are kept (by their stat) up to `READ_CACHE`
+        bytes, so a drift check's searches read each candidate once."""
+        path = f"{self.root}/{rel}"
+        key = _stat_key(path)
+        with self._lock:
+            hit = self._texts.get(rel)
+            if hit is not None and key is not None and hit[0] == key:
+                self._texts.move_to_end(rel)
+                return hit[1]
         try:
-            return (self.root / rel).read_bytes()
+            with open(path, "rb") as fh:
+                data = fh.read()
         except OSError:
             return None
+        if key is not None and len(data) <= READ_CACHE // 8:
+            with self._lock:
+                old = self._texts.pop(rel, None)
+                self._text_bytes += len(data) - (len(old[1]) if old else 0)
+                self._texts[rel] = (key, data)
+                while self._text_bytes > READ_CACHE:
+                    self._text_bytes -= len(self._texts.popitem(last=False)[1][1])
+        return data
 
     # -- history -----------------------------------------------------------------------------
 

@@ -60,6 +60,20 @@ def candidates(repo: GitRepo, a: Anchor, exclude: str) -> list[str]:
     return sorted(f for f in files if f != exclude and language_of(f) == lang)[:MAX_CANDIDATES]
 
 
+def _has_word(data: bytes, word: bytes) -> bool:
+    """Whether `word` stands in `data` as a whole word (a plain search first: most files do not hold it)."""
+    i = data.find(word)
+    while i >= 0:
+        end = i + len(word)
+        if (i == 0 or data[i - 1 : i] not in _WORDISH) and (end == len(data) or data[end : end + 1] not in _WORDISH):
+            return True
+        i = data.find(word, i + 1)
+    return False
+
+
+_WORDISH = frozenset(bytes([c]) for c in b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
+
+
 def _similar(old: SymbolTable, new: SymbolTable, name: str) -> bool:
     a, b = old.body_tokens(name), new.body_tokens(name)
     m = difflib.SequenceMatcher(None, a, b, autojunk=False)
@@ -79,7 +93,7 @@ def vanished(repo: GitRepo, cache_dir: Path | None, a: Anchor, old: SymbolTable 
     """The change of symbol anchor `a` that is not in its file (`path`, the file's current path)."""
     kind = old.defs[a.symbol][0] if old is not None and a.symbol in old.defs else None
     files = candidates(repo, a, path)
-    word = re.compile(rb"(?<![\w$])" + re.escape(a.symbol.rsplit(".", 1)[-1].encode()) + rb"(?![\w$])")
+    parts = [p.encode() for p in a.symbol.split(".")]
     markers = _markers(old, a.symbol) if old is not None and kind is not None else []
     defining: list[tuple[str, SymbolTable]] = []
     bodies: list[tuple[str, SymbolTable, list[int]]] = []  # files holding a line of the old body, and where
@@ -87,7 +101,7 @@ def vanished(repo: GitRepo, cache_dir: Path | None, a: Anchor, old: SymbolTable 
         data = repo.read(rel)
         if data is None:
             continue
-        named = word.search(data) is not None
+        named = all(_has_word(data, p) for p in parts)
         at = [data.count(b"\n", 0, i) + 1 for m in markers if (i := data.find(m)) >= 0]
         if not named and not at:
             continue

@@ -328,6 +328,7 @@ def _ts_defs(lang: str, source: bytes) -> SymbolTable | None:
         return None
     tree = parser.parse(source)
     table = SymbolTable(lang=lang, defs={}, _tree=tree, _source=source)
+    flat = lang == "go"
 
     def add(name: str, kind: str, node: Any) -> None:
         if name not in table.defs:
@@ -346,7 +347,8 @@ def _ts_defs(lang: str, source: bytes) -> SymbolTable | None:
                 name = own if (t == "method_declaration" and "." in own) else prefix + own
                 if t != "impl_item":
                     add(name, "function" if t in FUNCTIONS else "class", child)
-                visit(child, name + ".")
+                if not (flat and t in FUNCTIONS):  # a Go function's body declares nothing named
+                    visit(child, name + ".")
             elif t == "variable_declarator":  # const handler = () => {…}
                 value = child.child_by_field_name("value")
                 own = child.child_by_field_name("name")
