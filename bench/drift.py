@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import copy
 import difflib
 import io
 import json
@@ -742,21 +743,28 @@ def py_truth_defs(source: bytes) -> dict[str, tuple[str, str, str]] | None:
     return {q: (kinds[q][0], toks[q], kinds[q][1]) for q in kinds if q in toks}
 
 
-def _py_noann(source: bytes, name: str) -> str | None:
-    """The definition `name` with its annotations removed (ast), for telling annotation-only changes."""
+def _py_node(source: bytes, name: str) -> Any:
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
-    parts = name.split(".")
     body: list[ast.stmt] = tree.body
     node: Any = None
-    for p in parts:
+    for p in name.split("."):
         node = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                      and n.name == p), None)  # fmt: skip
         if node is None:
             return None
         body = node.body
+    return node
+
+
+def _py_noann(source: bytes, name: str, docstrings: bool = True) -> str | None:
+    """The definition `name` with its annotations (and, `docstrings=False`, its docstrings) removed (ast),
+    for telling annotation-only and docstring-only changes."""
+    node = _py_node(source, name)
+    if node is None:
+        return None
     for n in ast.walk(node):
         if isinstance(n, ast.arg):
             n.annotation = None
@@ -765,7 +773,24 @@ def _py_noann(source: bytes, name: str) -> str | None:
         if hasattr(n, "body") and isinstance(n.body, list):  # `x: T = v` is `x = v`; a bare `x: T` is nothing
             n.body = [ast.Assign(targets=[b.target], value=b.value, lineno=0) if isinstance(b, ast.AnnAssign) else b
                       for b in n.body if not (isinstance(b, ast.AnnAssign) and b.value is None)] or [ast.Pass()]  # fmt: skip
+            if not docstrings and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.body and (
+                    isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)
+                    and isinstance(n.body[0].value.value, str)):  # fmt: skip
+                n.body = n.body[1:] or [ast.Pass()]
     return ast.dump(node)
+
+
+def _py_minor(old: bytes, new: bytes, name: str, kind: str) -> bool:
+    """Truth: a change of `name` that only touches type annotations or docstrings (a class: only the
+    annotations of its interface)."""
+    if kind == "class":
+        a, b = _py_iface(old, name, False), _py_iface(new, name, False)
+        return a is not None and a == b
+    for docstrings in (True, False):
+        a, b = _py_noann(old, name, docstrings), _py_noann(new, name, docstrings)
+        if a is not None and a == b:
+            return True
+    return False
 
 
 class Sample(NamedTuple):
@@ -833,15 +858,66 @@ def phrase(s: Sample, how: str, lang: str, ambiguous_bare: bool, unique_cq: bool
     return f"{last}: {doc}.", not ambiguous_bare
 
 
-def _changed(
-    old: dict[str, tuple[str, str, str]] | None, new: dict[str, tuple[str, str, str]] | None, name: str
-) -> bool:
-    """Truth: did definition `name` (a class with its methods) change between two versions of its file?"""
-    if old is None or new is None or name not in new:
+def _signature(text: str, lang: str) -> str:
+    """The signature part of a truth definition: Go up to its body's brace, Python its tokens up to the
+    colon that ends the `def` line (decorators included)."""
+    if lang == "go":
+        i = _go_body_open(text, 0)
+        return text[:i] if i >= 0 else text
+    toks, depth, seen = text.split("\x1f"), 0, False
+    for i, t in enumerate(toks):
+        if t == "def":
+            seen = True
+        depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(t, 0)
+        if seen and depth == 0 and t == ":":
+            return "\x1f".join(toks[:i])
+    return text
+
+
+def _changed(old: dict[str, tuple[str, str, str]] | None, new: dict[str, tuple[str, str, str]] | None, name: str,
+             lang: str = "python") -> bool:  # fmt: skip
+    """Truth: did definition `name` change between two versions of its file? A class (struct) by its
+    interface: its header and member names (Python; a Go struct: its fields) and its direct members'
+    signatures (Go: the methods on it), not their bodies (issue 38)."""
+    if old is None or new is None or name not in new or name not in old:
         return True
-    keys = [q for q in old if q == name or (old[name][0] == "class" and q.startswith(name + "."))]
-    keys += [q for q in new if q.startswith(name + ".") and q not in old and old[name][0] == "class"]
-    return any(old.get(q, ("",))[1] != new.get(q, ("",))[1] for q in keys)
+    if old[name][0] != "class":
+        return old[name][1] != new[name][1]
+    if old[name][1] != new[name][1]:
+        return True
+
+    def members(d: dict[str, tuple[str, str, str]]) -> dict[str, str]:
+        prefix = name + "."
+        return {q: _signature(v[1], lang) for q, v in d.items() if q.startswith(prefix) and "." not in q[len(prefix) :]}
+
+    return members(old) != members(new)
+
+
+def _py_iface(source: bytes, name: str, annotations: bool) -> str | None:
+    """A class's interface by `ast` (header, members' signatures, attributes' annotations), with or
+    without type annotations: for telling annotation-only interface changes."""
+    node = _py_node(source, name)
+    if not isinstance(node, ast.ClassDef):
+        return None
+
+    def sig(f: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+        args = copy.deepcopy(f.args)
+        if not annotations:
+            for a in ast.walk(args):
+                if isinstance(a, ast.arg):
+                    a.annotation = None
+        returns = ast.dump(f.returns) if annotations and f.returns is not None else ""
+        return f"{type(f).__name__} {ast.dump(args)} {[ast.dump(d) for d in f.decorator_list]} {returns}"
+
+    parts = [ast.dump(x) for x in (*node.bases, *node.keywords, *node.decorator_list)]
+    for c in node.body:
+        if isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            parts.append(f"{c.name}: {sig(c)}")
+        elif isinstance(c, ast.AnnAssign) and isinstance(c.target, ast.Name):
+            parts.append(f"{c.target.id}: {ast.dump(c.annotation) if annotations else ''}")
+        elif isinstance(c, ast.ClassDef):
+            parts.append(f"class {c.name}")
+    return "\n".join(sorted(parts))
 
 
 def phrasings(repo: Path, lang: str, defs: dict[str, dict[str, tuple[str, str, str]]], n: int,
@@ -924,23 +1000,17 @@ def phrasing_repo(bundle: Path, lang: str, n: int, horizons: list[int], seed: in
             fresh = engine._anchoring.code_changes([m["id"] for m in memories])
             for m in memories:
                 s = m["sample"]
-                truth = _changed(old_defs[s.path], new_defs[s.path], s.symbol)
-                minor = False
-                if (
-                    truth
-                    and lang == "python"
-                    and new_src[s.path] is not None
-                    and new_defs[s.path]
-                    and s.symbol in new_defs[s.path]
-                ):
-                    a, b = _py_noann(old_src[s.path], s.symbol), _py_noann(new_src[s.path] or b"", s.symbol)
-                    minor = a is not None and a == b
+                truth = _changed(old_defs[s.path], new_defs[s.path], s.symbol, lang)
+                new_here = new_defs[s.path]
+                minor = bool(truth and lang == "python" and new_src[s.path] is not None and new_here
+                             and s.symbol in new_here
+                             and _py_minor(old_src[s.path], new_src[s.path] or b"", s.symbol, s.kind))  # fmt: skip
                 got = fresh.get(m["id"], ("none", []))
                 flagged = got[0] == "code_changed"
                 if minor:  # annotation-only: must not be stale, and must be reported as such
-                    mc["annotation_only"] += 1
+                    mc["changes"] += 1
                     mc["flagged_stale"] += flagged
-                    mc["reported_separately"] += any(ch.aspect == "annotation_only" for ch in got[1])
+                    mc["reported_separately"] += any(ch.minor for ch in got[1])
                     continue
                 verdict = "tp" if truth and flagged else "fp" if flagged else "fn" if truth else "tn"
                 c[verdict] += 1
@@ -962,7 +1032,7 @@ def phrasing_repo(bundle: Path, lang: str, n: int, horizons: list[int], seed: in
                       "precision": None if p is None else round(p, 3), "recall": None if r is None else round(r, 3),
                       "unambiguous_precision": None if up is None else round(up, 3),
                       "unambiguous_recall": None if ur is None else round(ur, 3),
-                      "annotation_only": dict(minor_flags[h])}  # fmt: skip
+                      "annotation_or_docstring_only": dict(minor_flags[h])}  # fmt: skip
     edits = edit_pass(repo, settings, emb, memories, lang, rng, start)
     return {"bundle": bundle.name, "lang": lang, "commits": len(commits), "start": si, "samples": len(samples),
             "memories": len(memories), "per_phrasing": per, "misses": misses, "e2e": e2e_out, "e2e_wrong": wrong, "edits": edits}  # fmt: skip

@@ -64,9 +64,18 @@ def _child(op: str, spec: dict[str, Any]) -> dict[str, Any]:
         from memoryd.shared.config import Settings
     except ImportError:  # before the shared/ layout
         from memoryd.config import Settings  # type: ignore[no-redef]
+    from memoryd.anchors import symbols
     from memoryd.engine import Engine
     from memoryd.search.embed import make_embedder
 
+    parses = [0]  # files parsed (every version has `symbols._parse`): a warm run should parse none
+    real_parse = symbols._parse
+
+    def counted(*args: Any) -> Any:
+        parses[0] += 1
+        return real_parse(*args)
+
+    symbols._parse = counted
     settings = Settings(home=Path(spec["home"]), embedder="hash", anchors=spec.get("anchors", True))
     t0 = time.perf_counter()
     with Engine.open(settings, cwd=spec["repo"], embedder=make_embedder("hash")) as engine:
@@ -81,7 +90,7 @@ def _child(op: str, spec: dict[str, Any]) -> dict[str, Any]:
             t, c = time.perf_counter(), time.process_time()
             found = engine.stale(limit=10**6)
             return {"s": time.perf_counter() - t, "cpu_s": time.process_time() - c, "stale": len(found),
-                    "open_s": opened}  # fmt: skip
+                    "open_s": opened, "parses": parses[0]}  # fmt: skip
         ms = []
         for q in spec["queries"]:
             t = time.perf_counter()
@@ -146,6 +155,7 @@ def compare(bundle: Path, versions: list[tuple[str, Path]], texts: list[str], qu
                     out = _run(src, "stale", spec, work)
                     r.setdefault(f"stale_{key}_s", []).append(out["s"])
                     r.setdefault(f"stale_{key}_cpu_s", []).append(out["cpu_s"])
+                    r.setdefault(f"parses_{key}", []).append(out["parses"])
                     r["stale"] = [out["stale"]]
                 for flag in ("off", "on") if rep % 2 == 0 else ("on", "off"):
                     out = _run(src, "recall", {**spec, "anchors": flag == "on"}, work)
@@ -160,6 +170,8 @@ def compare(bundle: Path, versions: list[tuple[str, Path]], texts: list[str], qu
             **med,
             "anchored": prep["anchored"],
             "stale_memories": r["stale"][0],
+            "parses_cold": max(r["parses_cold"]),
+            "parses_warm": max(r["parses_warm"]),
             "warm_over_cold": round(med["stale_warm_s"] / med["stale_cold_s"], 3) if med["stale_cold_s"] else None,
             **{
                 f"recall_{k}_{name}_ms": pct(r[f"recall_{k}"], p)
@@ -181,6 +193,7 @@ def show(bundle: str, horizon: int, result: dict[str, Any]) -> None:
     print(f"\nspeed on {bundle} at +{horizon} commits ({result['texts']} memories, {result['queries']} queries x "
           f"{result['reps']} processes per version and flag; medians, ms unless said)")  # fmt: skip
     cols = ("anchored", "stale_memories", "stale_cold_s", "stale_warm_s", "warm_over_cold", "stale_cold_over_first",
+            "parses_cold", "parses_warm",
             "recall_off_p50_ms", "recall_on_p50_ms", "recall_on_over_off_p50", "recall_off_p95_ms", "recall_on_p95_ms",
             "recall_on_over_off_p95", "recall_cold_on_p50_ms", "recall_cold_on_p95_ms")  # fmt: skip
     width = max(len(v) for v in result["versions"]) + 2

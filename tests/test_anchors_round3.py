@@ -23,7 +23,7 @@ from memoryd.engine import Engine
 
 from .conftest import git, make_repo
 from .test_anchors import commit, save
-from .test_anchors_round2 import _bench
+from .test_anchors_round2 import BENCH, _bench
 
 REPOS = _bench().BUNDLE.parent  # type: ignore[attr-defined]
 needs_go = pytest.mark.skipif(not parser_available("go"), reason="needs the code extra (tree-sitter-go)")
@@ -366,14 +366,14 @@ def test_a_search_reads_only_files_changed_since_the_anchor(tmp_path: Path, monk
     code = Code(repo, tmp_path / "cache")
     a = code.anchor("`handle` in lib/core.py answers", "handle")
     (repo / "lib" / "core.py").write_text("def other():\n    return 2\n")
-    (repo / "lib" / "new.py").write_text("def handle():\n    return 1\n")
+    (repo / "lib" / "zz_new.py").write_text("def handle():\n    return 1\n")  # after every use_*.py
     commit(repo, "handle moved")
     parsed: list[bytes] = []
     real_parse = symbols._parse
     monkeypatch.setattr(symbols, "_parse", lambda lang, source: parsed.append(source) or real_parse(lang, source))
     assert code.check(a) == Change("symbol_moved", "lib/core.py", symbol="handle", since=a.commit[:7],  # type: ignore[index]
-                                   to="lib/new.py")  # fmt: skip
-    assert len(parsed) <= 2, [p[:40] for p in parsed]  # core.py now and new.py; none of the 60 others
+                                   to="lib/zz_new.py")  # fmt: skip
+    assert len(parsed) <= 2, [p[:40] for p in parsed]  # core.py now and zz_new.py; none of the 60 others
 
 
 @pytest.mark.sqlite_only("runs `memoryd stale` as processes on the default store")
@@ -414,3 +414,35 @@ def code(repo: Path) -> Iterator[Path]:
     (repo / "auth" / "session.py").write_text(SESSION_PY)
     commit(repo, "code")
     yield repo
+
+
+# -- the short form of the bench's timings (bench/drift.py --phrasing --before REV), as CI runs it ----------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["python", "go"])
+def test_speed_short_form(tmp_path: Path, lang: str) -> None:
+    """`bench/drift_speed.compare` on this checkout, small: memories written 300 commits back (pflag: its
+    whole first-parent history), `stale` cold and warm in fresh processes, recall with anchors on and off.
+    Timings are the bench's to report; what is checked is the work: a warm run parses no file."""
+    import importlib.util
+    import sys
+
+    if lang == "go" and not parser_available("go"):
+        pytest.skip("needs the code extra (tree-sitter-go)")
+    bench = _bench()
+    bundle = REPOS / ("sqlite-utils.bundle" if lang == "python" else "pflag.bundle")
+    if not bundle.exists():
+        pytest.skip(f"{bundle.name} is not available here")
+    spec = importlib.util.spec_from_file_location("drift_speed", BENCH.parent / "drift_speed.py")
+    assert spec is not None and spec.loader is not None
+    speed = importlib.util.module_from_spec(spec)
+    sys.modules["drift_speed"] = speed
+    spec.loader.exec_module(speed)
+    texts, queries, start, end, _ = bench.speed_inputs(bundle, lang, 4, 300, 13, tmp_path)  # type: ignore[attr-defined]
+    src = BENCH.parents[1] / "src"
+    out = speed.compare(bundle, [(speed.THIS, src)], texts, queries[:4], start, end, tmp_path, reps=1)
+    v = out["versions"][speed.THIS]
+    assert v["anchored"] > 0 and v["stale_memories"] > 0, v
+    assert v["parses_cold"] > 0 and v["parses_warm"] == 0, v
+    assert v["recall_on_p50_ms"] and v["recall_off_p50_ms"], v

@@ -33,6 +33,7 @@ from .git import GREP_TTL, GitRepo, _stat_key
 from .model import Anchor, Change
 from .moves import vanished
 from .symbols import (
+    CACHE_VERSION,
     LANGUAGES,
     SymbolTable,
     cached_table,
@@ -78,6 +79,7 @@ class DriftChecker:
         self._old_blobs: dict[str, bytes] | None = None
         self._fetched_cached = False
         self._searched_now = False  # whether the verdict being made searched the repository
+        self._pure = True  # whether it follows from the anchor and its file's blob alone
         self._suffixes: tuple[str, ...] | None = None  # of the languages with a parser: loaded when a search needs them
 
     @property
@@ -132,12 +134,27 @@ class DriftChecker:
             change: Change | None = hit[4]
             if change is None or change.to is None or _stat_key(f"{self._root}/{change.to}") == hit[2]:
                 return change
-        self._searched_now = False
-        change = self.check_anchor(a, file_paths, symbol_paths)
+        change = self._decide(a, file_paths, symbol_paths)
         to_stat = _stat_key(f"{self._root}/{change.to}") if change is not None and change.to else None
         if len(self._memo) > _MEMO_MAX:
             self._memo.clear()
         self._memo[key] = (st, stamp, to_stat, bucket if self._searched_now else None, change)
+        return change
+
+    def _decide(self, a: Anchor, file_paths: set[str], symbol_paths: set[str]) -> Change | None:
+        """`check_anchor`, or the verdict kept for this anchor and its file's blob (`anchors.verdicts`):
+        a symbol anchor whose file changed and whose symbol is still there is decided by that blob alone."""
+        self._searched_now, self._pure = False, True
+        blob = self.repo.blob(a.path) if a.kind == "symbol" else None
+        if blob is None or blob == a.blob:
+            return self.check_anchor(a, file_paths, symbol_paths)
+        key = anchor_key(a, a.path in file_paths, blob, CACHE_VERSION)
+        known, change = self.verdicts.get_file(a.path, key)
+        if known:
+            return change
+        change = self.check_anchor(a, file_paths, symbol_paths)
+        if self._pure and not self._searched_now:
+            self.verdicts.put_file(a.path, key, change)
         return change
 
     def check_anchor(
@@ -225,6 +242,7 @@ class DriftChecker:
         lang = language_of(path)
         if lang is None or not parser_available(lang):
             # No parser here (the code extra is missing): the file changed, the symbol cannot be told.
+            self._pure = False  # another process may have the parser: not kept
             return Change("file_changed", path, since=since) if blob != a.blob else None
         table, _ = file_table(self.repo, path, self.cache_dir)
         if table is None:

@@ -65,6 +65,7 @@ class GitRepo:
         self._files: dict[str, tuple[tuple[int, int, int], str]] = {}  # path -> (stat key, blob)
         self._texts: OrderedDict[str, tuple[tuple[int, int, int], bytes]] = OrderedDict()  # path -> (stat, bytes)
         self._text_bytes = 0
+        self._head: tuple[Any, str | None] = (None, None)  # (HEAD's stat, the ref it names)
         self._lock = threading.Lock()
 
     @classmethod
@@ -141,20 +142,26 @@ class GitRepo:
 
     # -- state -------------------------------------------------------------------------------
 
-    def _head_ref(self) -> str | None:
+    def _head_ref(self, head_stat: Any = None) -> str | None:
+        """The ref HEAD points to (None: detached), read again only when HEAD's stat changes."""
+        if head_stat is not None and self._head[0] == head_stat:
+            return self._head[1]
         try:
             text = (self.git_dir / "HEAD").read_text("utf-8").strip()
         except OSError:
             return None
-        return text[5:].strip() if text.startswith("ref:") else None
+        ref = text[5:].strip() if text.startswith("ref:") else None
+        self._head = (head_stat, ref)
+        return ref
 
     def stamp(self) -> tuple[Any, ...]:
         """Changes whenever HEAD moves, a branch is checked out or committed to, or the index changes."""
-        ref = self._head_ref()
-        parts: list[Any] = [_stat_key(self.git_dir / "HEAD"), _stat_key(self.git_dir / "index"),
-                            _stat_key(self.common_dir / "packed-refs")]  # fmt: skip
+        git_dir = str(self.git_dir)
+        head = _stat_key(f"{git_dir}/HEAD")
+        ref = self._head_ref(head)
+        parts: list[Any] = [head, _stat_key(f"{git_dir}/index"), _stat_key(f"{self.common_dir}/packed-refs")]
         if ref:
-            parts.append(_stat_key(self.common_dir / ref))
+            parts.append(_stat_key(f"{self.common_dir}/{ref}"))
         return tuple(parts)
 
     def _cached(self, key: Any, compute: Callable[[], _T], ttl: float | None = None) -> _T:

@@ -21,7 +21,6 @@ process parsed before. Verdicts are kept per working-tree state (`anchors.verdic
 
 from __future__ import annotations
 
-import difflib
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -75,6 +74,8 @@ _WORDISH = frozenset(bytes([c]) for c in b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJK
 
 
 def _similar(old: SymbolTable, new: SymbolTable, name: str) -> bool:
+    import difflib  # here: the file hook imports this module and rarely searches
+
     a, b = old.body_tokens(name), new.body_tokens(name)
     m = difflib.SequenceMatcher(None, a, b, autojunk=False)
     return m.quick_ratio() >= SIMILAR and m.ratio() >= SIMILAR

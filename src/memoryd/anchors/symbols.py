@@ -46,7 +46,7 @@ from .forms import (
 )
 
 __all__ = [
-    "LANGUAGES", "SymbolTable", "cached_table", "definition_names", "file_table", "language_of", "parse_python",
+    "CACHE_VERSION", "LANGUAGES", "SymbolTable", "cached_table", "definition_names", "file_table", "language_of", "parse_python",
     "parser_available", "save", "save_dirty", "stored_table", "symbol_table",
 ]  # fmt: skip
 
@@ -67,7 +67,7 @@ _GRAMMARS = {
 }
 MAX_PARSE_BYTES = 2_000_000  # bigger files (generated, vendored) get file anchors only
 # `ast.dump` differs between Python versions: a table cached by another one is read again.
-_CACHE_VERSION = f"3-py{sys.version_info[0]}.{sys.version_info[1]}"
+CACHE_VERSION = f"3-py{sys.version_info[0]}.{sys.version_info[1]}"
 _MEMORY_TABLES = 1024  # tables kept in memory (names, fingerprints, forms and the source)
 _MEMORY_TREES = 16  # of which this many keep their parsed tree
 _ASSIGNED_FUNCTIONS = {"arrow_function", "function_expression", "function", "generator_function"}
@@ -111,7 +111,7 @@ class SymbolTable:
                 return None
             fp = py_fp(node) if self.lang == "python" else ts_fp(node, self._source)
             self.fps[name] = fp
-            self._dirty = True
+            self._touch()
         return fp
 
     def known(self, name: str, kind: str) -> str | None:
@@ -133,7 +133,7 @@ class SymbolTable:
         body = b"\n".join((x[indent:] if not x[:indent].strip() else x).rstrip() for x in lines)
         made = sha(body.decode("utf-8", "surrogateescape"))
         self.forms.setdefault(name, {})["text"] = made
-        self._dirty = True
+        self._touch()
         return made
 
     def form(self, name: str, kind: str) -> str | None:
@@ -150,7 +150,7 @@ class SymbolTable:
         else:
             made = ts_forms(node, self._source, kind, self.fingerprint(name) or "")
         self.forms.setdefault(name, {}).update(made)
-        self._dirty = True
+        self._touch()
         return made.get(kind)
 
     def interface(self, name: str, *, bare: bool = False) -> str | None:
@@ -167,7 +167,7 @@ class SymbolTable:
                          for q in self.defs if q.startswith(prefix) and "." not in q[len(prefix) :])  # fmt: skip
         made = sha("\x1f".join([self.form(name, "attrs_bare" if bare else "attrs") or "", *members]))
         self.forms.setdefault(name, {})[kind] = made
-        self._dirty = True
+        self._touch()
         return made
 
     def prime(self, name: str) -> None:
@@ -198,6 +198,12 @@ class SymbolTable:
         if not self._nodes:
             self._reparse()
         return self._nodes.get(name)
+
+    def _touch(self) -> None:
+        """Something new was learnt: the table is saved at the next `save_dirty`."""
+        self._dirty = True
+        if self.cache_dir is not None:
+            _dirty[id(self)] = self
 
     def drop_tree(self) -> None:
         self._nodes, self._tree = {}, None
@@ -368,6 +374,7 @@ def _ts_defs(lang: str, source: bytes) -> SymbolTable | None:
 
 _tables: OrderedDict[str, SymbolTable] = OrderedDict()
 _trees: OrderedDict[int, SymbolTable] = OrderedDict()  # the tables whose parsed tree is kept, by id
+_dirty: dict[int, SymbolTable] = {}  # tables with something to save, by id
 _LOCK = threading.RLock()  # the caches above are shared by the threads of a daemon
 
 
@@ -398,7 +405,7 @@ def _load(cache_dir: Path | None, blob: str, lang: str, source: bytes) -> Symbol
         data = json.loads(_disk_path(cache_dir, blob).read_text("utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict) or data.get("v") != _CACHE_VERSION or data.get("lang") != lang:
+    if not isinstance(data, dict) or data.get("v") != CACHE_VERSION or data.get("lang") != lang:
         return None
     try:
         defs = {str(k): (str(v[0]), int(v[1]), int(v[2])) for k, v in data.get("defs", {}).items()}
@@ -416,7 +423,7 @@ def save(table: SymbolTable, blob: str, cache_dir: Path | None) -> None:
     import tempfile  # here: the file hook loads tables far more often than it saves one
 
     path = _disk_path(cache_dir, blob)
-    data = {"v": _CACHE_VERSION, "lang": table.lang, "defs": table.defs, "fps": table.fps, "forms": table.forms}
+    data = {"v": CACHE_VERSION, "lang": table.lang, "defs": table.defs, "fps": table.fps, "forms": table.forms}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
@@ -424,16 +431,19 @@ def save(table: SymbolTable, blob: str, cache_dir: Path | None) -> None:
             json.dump(data, fh, separators=(",", ":"))
         os.replace(tmp, path)
         table._dirty = False
+        _dirty.pop(id(table), None)
     except OSError:
         pass  # a cache: the next process parses again
 
 
 def save_dirty() -> None:
-    """Save every table in memory that learnt something since it was read or saved (once per check)."""
+    """Save every table that learnt something since it was read or saved (once per check)."""
     with _LOCK:
-        dirty = [t for t in _tables.values() if t._dirty and t.cache_dir is not None and t.blob]
+        dirty = list(_dirty.values())
+        _dirty.clear()
     for table in dirty:
-        save(table, table.blob or "", table.cache_dir)
+        if table._dirty and table.cache_dir is not None and table.blob:
+            save(table, table.blob, table.cache_dir)
 
 
 _names: OrderedDict[str, frozenset[str]] = OrderedDict()  # blob -> qualified names: cheap, kept for many files
@@ -511,6 +521,8 @@ def stored_table(path: str, blob: str, cache_dir: Path | None, read: Callable[[]
 
 def _remember(key: str, table: SymbolTable, blob: str, cache_dir: Path | None) -> SymbolTable:
     table.blob, table.cache_dir = blob, cache_dir
+    if table._dirty:
+        table._touch()
     with _LOCK:
         known = _tables.get(key)
         if known is not None:
@@ -536,6 +548,6 @@ def symbol_table(path: str, source: bytes, blob: str, cache_dir: Path | None = N
         table = _parse(lang, source)
         if table is None:
             return None
-        table._dirty = True
+        table._touch()
         _keep_tree(table)
     return _remember(key, table, blob, cache_dir)

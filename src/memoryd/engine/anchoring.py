@@ -15,7 +15,7 @@ import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..anchors.drift import DriftChecker, freshness
 from ..anchors.filectx import FileMemory, compose, compose_once
@@ -25,7 +25,7 @@ from ..anchors.resolve import AnchorError, parse_ref
 from ..shared.errors import Conflict, InvalidInput
 from ..shared.injected import InjectedRecord
 from ..shared.limits import check_text, check_texts
-from ..shared.models import Atom, CodeChange, FileContext, StaleMemory
+from ..shared.models import Atom, ChangeKind, CodeChange, FileContext, StaleMemory
 from ..storage.base import MemoryReads
 
 if TYPE_CHECKING:
@@ -43,8 +43,10 @@ _ALL = 2**31 - 1  # `stale` checks every anchored memory of the repository
 
 
 def to_code_change(c: Change) -> CodeChange:
-    return CodeChange(kind=c.kind, path=c.path, symbol=c.symbol, since=c.since, to=c.to, new_symbol=c.new_symbol,
-                      aspect=c.aspect, detail=c.detail)  # fmt: skip
+    """The model of a change the drift check made (its fields are already what the model allows: no
+    validation on the recall path)."""
+    return CodeChange.model_construct(kind=cast(ChangeKind, c.kind), path=c.path, symbol=c.symbol, since=c.since, to=c.to,
+                                      new_symbol=c.new_symbol, aspect=c.aspect, detail=c.detail)  # fmt: skip
 
 
 class Anchors:
@@ -142,6 +144,12 @@ class Anchors:
 
     def code_changes(self, atom_ids: Sequence[str]) -> dict[str, tuple[str, list[CodeChange]]]:
         """atom id -> (freshness, changes) for each listed atom that has anchors (others are left out)."""
+        return {
+            i: (fresh, [to_code_change(c) for c in changes]) for i, (fresh, changes) in self._fresh(atom_ids).items()
+        }
+
+    def _fresh(self, atom_ids: Sequence[str]) -> dict[str, tuple[str, list[Change]]]:
+        """`code_changes` with the drift check's own records (made into models only for what is shown)."""
         checker = self.checker()
         if checker is None or not atom_ids:
             return {}
@@ -152,7 +160,7 @@ class Anchors:
             checked: list[list[Change] | None] = list(checker.check_all(list(found.values())))
         except Exception:  # noqa: BLE001 - a read never fails because of a drift check: one memory at a time
             checked = [self._check_one(checker, atom_id, anchors) for atom_id, anchors in found.items()]
-        return {atom_id: (freshness(anchors, changes) or "current", [to_code_change(c) for c in changes])
+        return {atom_id: (freshness(anchors, changes) or "current", changes)
                 for (atom_id, anchors), changes in zip(found.items(), checked, strict=True)
                 if changes is not None}  # fmt: skip
 
@@ -176,10 +184,10 @@ class Anchors:
         """
         if self.checker() is None or not own:
             return scored, {}
-        drift: dict[str, tuple[str, list[CodeChange]]] = {}
+        drift: dict[str, tuple[str, list[Change]]] = {}
         checked, k = 0, min(len(scored), 2 * n)
         while True:
-            drift.update(self.code_changes([i for _, i, _ in scored[checked:k] if i in own]))
+            drift.update(self._fresh([i for _, i, _ in scored[checked:k] if i in own]))
             checked = k
             head = sorted(
                 ((round(sc * DRIFT_WEIGHT, 4), i, {**sig, "drift": DRIFT_WEIGHT})
@@ -187,7 +195,9 @@ class Anchors:
                  for sc, i, sig in scored[:k]), key=lambda s: (-s[0], s[1]),
             )  # fmt: skip
             if k >= len(scored) or (len(head) >= n and head[n - 1][0] >= scored[k][0]):
-                return head + scored[k:], drift
+                shown = {i for _, i, _ in head[:n]}  # the hits: their changes as models
+                return head + scored[k:], {i: (f, [to_code_change(c) for c in ch] if i in shown else [])
+                                           for i, (f, ch) in drift.items()}  # fmt: skip
             k = min(len(scored), 2 * k)
 
     def anchors(self, atom_id: str) -> list[Anchor]:

@@ -159,8 +159,9 @@ class CodeChange(BaseModel):
     new_symbol: str | None = Field(None, description="symbol_renamed: the name the same body has now.")
     aspect: str | None = Field(
         None,
-        description="symbol_changed: signature, body, members (a class's methods), "
-        "annotation_only or docstring_only (the last two leave the memory current).",
+        description="symbol_changed: signature, body, members (a class's members' signatures), "
+        "annotation_only or docstring_only (the last two leave the memory current); symbol_moved: how the "
+        "definition changed on the way (none: the same definition).",
     )
     detail: str = Field(description="The change in words.")
 
