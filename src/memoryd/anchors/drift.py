@@ -270,11 +270,15 @@ class DriftChecker:
                  old: SymbolTable | None) -> Change | None:  # fmt: skip
         """The change of the anchor's definition to its version in `table` (`old`: the anchor's own version,
         when the cache had it)."""
-        if table.fingerprint(a.symbol) != a.fingerprint:
-            old = old or self._old_table(a)
+        if old is not None and a.symbol in old.defs:  # kept at write: compare forms (no fingerprint walk first)
+            aspect: str | None = old.aspect(a.symbol, table)
+        elif table.fingerprint(a.symbol) != a.fingerprint:
+            old = self._old_table(a)
             aspect = old.aspect(a.symbol, table) if old is not None and a.symbol in old.defs else None
-            if aspect != "same":  # "same": the old version reads alike (a fingerprint of another Python's ast)
-                return Change("symbol_changed", path, symbol=a.symbol, since=since, aspect=aspect)
+        else:
+            aspect = "same"
+        if aspect != "same":  # "same" also when only the fingerprint's format differs (another Python's ast)
+            return Change("symbol_changed", path, symbol=a.symbol, since=since, aspect=aspect)
         if table.defs[a.symbol][0] == "class":  # a class is also its members' signatures
             old = old or self._old_table(a)
             aspect = old.interface_change(a.symbol, table) if old is not None and a.symbol in old.defs else None

@@ -89,6 +89,11 @@ def _markers(old: SymbolTable, name: str) -> list[bytes]:
     return sorted((x for x in lines if len(x) >= _MARKER_MIN), key=len, reverse=True)[:_MARKERS]
 
 
+def _marked(data: bytes, markers: list[bytes]) -> list[int]:
+    """The lines (1-based) where `data` holds one of the markers."""
+    return [data.count(b"\n", 0, i) + 1 for m in markers if (i := data.find(m)) >= 0]
+
+
 def vanished(repo: GitRepo, cache_dir: Path | None, a: Anchor, old: SymbolTable | None, path: str,
              since: str | None) -> Change:  # fmt: skip
     """The change of symbol anchor `a` that is not in its file (`path`, the file's current path)."""
@@ -103,7 +108,7 @@ def vanished(repo: GitRepo, cache_dir: Path | None, a: Anchor, old: SymbolTable 
         if data is None:
             continue
         named = all(_has_word(data, p) for p in parts)
-        at = [data.count(b"\n", 0, i) + 1 for m in markers if (i := data.find(m)) >= 0]
+        at = _marked(data, markers)
         if not named and not at:
             continue
         table, _ = file_table(repo, rel, cache_dir)
@@ -142,8 +147,11 @@ def _renamed(repo: GitRepo, cache_dir: Path | None, a: Anchor, old: SymbolTable,
     parent = a.symbol.rsplit(".", 1)[0] if "." in a.symbol else ""
     own, _ = file_table(repo, path, cache_dir)
     places: list[tuple[str, SymbolTable, list[str]]] = []
-    if own is not None:
-        places.append((path, own, [q for q in own.defs if q not in old.defs or path != a.path]))
+    if own is not None:  # new in its own file; around a line of the old body when it has such lines
+        lines = _marked(repo.read(path) or b"", _markers(old, a.symbol))
+        places.append((path, own, [q for q, (_, first, last) in own.defs.items()
+                                   if (q not in old.defs or path != a.path)
+                                   and (not lines or any(first <= n <= last for n in lines))]))  # fmt: skip
     for rel, table, lines in bodies:
         around = [q for q, (_, first, last) in table.defs.items() if any(first <= n <= last for n in lines)]
         places.append((rel, table, around))

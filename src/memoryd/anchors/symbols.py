@@ -85,7 +85,8 @@ class SymbolTable:
     only when a table read from the cache is asked for a form it does not hold.
     """
 
-    __slots__ = ("_dirty", "_nodes", "_read", "_source", "_tree", "blob", "cache_dir", "defs", "forms", "fps", "lang")
+    __slots__ = ("_dirty", "_lines", "_nodes", "_read", "_source", "_tree", "blob", "cache_dir", "defs", "forms", "fps",
+                 "lang")  # fmt: skip
 
     def __init__(self, lang: str, defs: dict[str, tuple[str, int, int]], fps: dict[str, str] | None = None,
                  _tree: Any = None, _source: bytes = b"") -> None:  # fmt: skip
@@ -97,6 +98,7 @@ class SymbolTable:
         self._nodes: dict[str, Any] = {}
         self._source = _source
         self._read: Callable[[], bytes | None] | None = None
+        self._lines: list[bytes] | None = None  # the source's lines, while the tree is kept
         self._dirty = False
         self.blob: str | None = None
         self.cache_dir: Path | None = None
@@ -124,11 +126,14 @@ class SymbolTable:
         known = self.known(name, "text")
         if known is not None or name not in self.defs:
             return known
-        source = self._source or (self._read() if self._read is not None else None) or b""
-        if not source:
+        if not self._source and self._read is not None:
+            self._source = self._read() or b""
+        if not self._source:
             return None
+        if self._lines is None:
+            self._lines = self._source.splitlines()
         _, first, last = self.defs[name]
-        lines = source.splitlines()[first - 1 : last]
+        lines = self._lines[first - 1 : last]
         indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
         body = b"\n".join((x[indent:] if not x[:indent].strip() else x).rstrip() for x in lines)
         made = sha(body.decode("utf-8", "surrogateescape"))
@@ -176,11 +181,12 @@ class SymbolTable:
         the check reads them from the cache instead of parsing this version again."""
         self.text(name)
         self.fingerprint(name)
-        self.form(name, "bare_nodoc")
-        self.form(name, "sig")
-        if self.defs.get(name, ("",))[0] == "class":
+        if self.defs.get(name, ("",))[0] == "class":  # compared by fingerprint and interface, not by walks
             self.interface(name)
             self.interface(name, bare=True)
+            return
+        for kind in ("bare_nodoc", "nodoc", "body", "sig"):
+            self.form(name, kind)
 
     def _reparse(self) -> None:
         source = self._source
@@ -206,7 +212,7 @@ class SymbolTable:
             _dirty[id(self)] = self
 
     def drop_tree(self) -> None:
-        self._nodes, self._tree = {}, None
+        self._nodes, self._tree, self._lines = {}, None, None
 
     def aspect(self, name: str, other: SymbolTable, other_name: str | None = None) -> str:
         """How definition `name` here differs from `other_name` (default: the same name) in `other`:
@@ -215,15 +221,14 @@ class SymbolTable:
         o = other_name or name
         if name not in self.defs or o not in other.defs or self.lang != other.lang:
             return "body"
+        if self.defs[name][0] == "class":
+            return "same" if self.fingerprint(name) == other.fingerprint(o) else "signature"
+        # Without annotations and docstrings first: most changes differ there already (one walk each side).
+        if self.form(name, "bare_nodoc") != other.form(o, "bare_nodoc"):
+            return "signature" if self.form(name, "sig") != other.form(o, "sig") else "body"
         if self.fingerprint(name) == other.fingerprint(o):
             return "same"
-        if self.defs[name][0] == "class":
-            return "signature"
-        if self.form(name, "bare_nodoc") == other.form(o, "bare_nodoc"):  # else neither of the two alone is equal
-            if self.form(name, "bare") == other.form(o, "bare"):
-                return "annotation_only"
-            return "docstring_only" if self.form(name, "nodoc") == other.form(o, "nodoc") else "annotation_only"
-        return "signature" if self.form(name, "sig") != other.form(o, "sig") else "body"
+        return "docstring_only" if self.form(name, "nodoc") == other.form(o, "nodoc") else "annotation_only"
 
     def interface_change(self, name: str, other: SymbolTable) -> str | None:
         """None when class `name` offers `other` (a later version) the same interface; "annotation_only"
