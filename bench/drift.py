@@ -70,6 +70,7 @@ from typing import Any, NamedTuple
 _REPOS = next((p / "shared" / "data" / "repos" for p in Path(__file__).resolve().parents[1].parents[:2]
                if (p / "shared" / "data" / "repos").is_dir()), Path("../shared/data/repos"))  # fmt: skip
 BUNDLE = _REPOS / "sqlite-utils.bundle"
+MINOR = ("annotation_only", "docstring_only")  # aspects that leave a memory current
 KINDS = ["file_deleted", "file_renamed", "file_changed", "symbol_changed", "symbol_removed", "symbol_moved"]
 
 
@@ -1010,7 +1011,9 @@ def phrasing_repo(bundle: Path, lang: str, n: int, horizons: list[int], seed: in
                 if minor:  # annotation-only: must not be stale, and must be reported as such
                     mc["changes"] += 1
                     mc["flagged_stale"] += flagged
-                    mc["reported_separately"] += any(ch.minor for ch in got[1])
+                    mc["reported_separately"] += any(
+                        ch.kind == "symbol_changed" and ch.aspect in MINOR for ch in got[1]
+                    )
                     continue
                 verdict = "tp" if truth and flagged else "fp" if flagged else "fn" if truth else "tn"
                 c[verdict] += 1

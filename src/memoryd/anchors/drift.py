@@ -22,9 +22,11 @@ on disk under that state (`anchors.verdicts`), so a second process with the same
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,9 +50,21 @@ from .verdicts import Verdicts, anchor_key
 if TYPE_CHECKING:
     from .resolve import Resolver
 
-__all__ = ["DriftChecker", "freshness"]
+__all__ = ["SAVE_EVERY", "DriftChecker", "freshness"]
 
 _MEMO_MAX = 50_000
+SAVE_EVERY = 10.0  # seconds between saves of what recall checks learnt (`check_all(save=False)`)
+
+
+_unsaved: weakref.WeakSet[DriftChecker] = weakref.WeakSet()  # checkers with something left to save
+
+
+@atexit.register
+def _save_at_exit() -> None:
+    for checker in list(_unsaved):
+        home = checker.cache_dir.parent.parent if checker.cache_dir is not None else None
+        if home is None or home.exists():  # not into a data home removed meanwhile (a test's)
+            checker.flush()
 
 
 def freshness(anchors: Sequence[Anchor], changes: Sequence[Change]) -> str | None:
@@ -80,6 +94,7 @@ class DriftChecker:
         self._fetched_cached = False
         self._searched_now = False  # whether the verdict being made searched the repository
         self._pure = True  # whether it follows from the anchor and its file's blob alone
+        self._saved = -SAVE_EVERY  # when learnt tables and verdicts were last saved (monotonic)
         self._suffixes: tuple[str, ...] | None = None  # of the languages with a parser: loaded when a search needs them
 
     @property
@@ -95,9 +110,12 @@ class DriftChecker:
         """What changed since each anchor was taken, in anchor order (empty: all current)."""
         return self.check_all([anchors], stamp)[0]
 
-    def check_all(self, groups: Sequence[Sequence[Anchor]], stamp: Any = None) -> list[list[Change]]:
-        """`check` for the anchors of many memories at once (one memory's anchors per group), then the
-        tables and verdicts learnt are saved once.
+    def check_all(self, groups: Sequence[Sequence[Anchor]], stamp: Any = None, *,
+                  save: bool = True) -> list[list[Change]]:  # fmt: skip
+        """`check` for the anchors of many memories at once (one memory's anchors per group), then what
+        was learnt (tables, verdicts) is saved: at once with `save`, else at most every `SAVE_EVERY`
+        seconds (recall checks a few memories at a time: a table rewritten on every recall costs more
+        than the check), and when the process exits.
 
         Verdicts are remembered per anchor and reused while its file's stat, the repository stamp
         (HEAD and the index) and, for a searched answer, GREP_TTL still hold, so a steady working
@@ -110,10 +128,15 @@ class DriftChecker:
                 return [self._group(anchors, stamp) for anchors in groups]
             finally:
                 self._batch, self._old_blobs = (), None
-                self.flush()
+                if save or time.monotonic() - self._saved >= SAVE_EVERY:
+                    self.flush()
+                else:
+                    _unsaved.add(self)
 
     def flush(self) -> None:
-        """Save the symbol tables and verdicts learnt since the last flush (`check_all` does it)."""
+        """Save the symbol tables and verdicts learnt since the last flush."""
+        self._saved = time.monotonic()
+        _unsaved.discard(self)
         save_dirty()
         self.verdicts.flush()
 

@@ -148,8 +148,9 @@ class Anchors:
             i: (fresh, [to_code_change(c) for c in changes]) for i, (fresh, changes) in self._fresh(atom_ids).items()
         }
 
-    def _fresh(self, atom_ids: Sequence[str]) -> dict[str, tuple[str, list[Change]]]:
-        """`code_changes` with the drift check's own records (made into models only for what is shown)."""
+    def _fresh(self, atom_ids: Sequence[str], *, save: bool = True) -> dict[str, tuple[str, list[Change]]]:
+        """`code_changes` with the drift check's own records (made into models only for what is shown);
+        `save=False` (recall) leaves saving what was learnt to the checker's next periodic save."""
         checker = self.checker()
         if checker is None or not atom_ids:
             return {}
@@ -157,7 +158,7 @@ class Anchors:
         if not found:
             return {}
         try:
-            checked: list[list[Change] | None] = list(checker.check_all(list(found.values())))
+            checked: list[list[Change] | None] = list(checker.check_all(list(found.values()), save=save))
         except Exception:  # noqa: BLE001 - a read never fails because of a drift check: one memory at a time
             checked = [self._check_one(checker, atom_id, anchors) for atom_id, anchors in found.items()]
         return {atom_id: (freshness(anchors, changes) or "current", changes)
@@ -187,7 +188,7 @@ class Anchors:
         drift: dict[str, tuple[str, list[Change]]] = {}
         checked, k = 0, min(len(scored), 2 * n)
         while True:
-            drift.update(self._fresh([i for _, i, _ in scored[checked:k] if i in own]))
+            drift.update(self._fresh([i for _, i, _ in scored[checked:k] if i in own], save=False))
             checked = k
             head = sorted(
                 ((round(sc * DRIFT_WEIGHT, 4), i, {**sig, "drift": DRIFT_WEIGHT})
