@@ -954,7 +954,9 @@ def phrasing_repo(bundle: Path, lang: str, n: int, horizons: list[int], seed: in
     git(work, "clone", "-q", str(bundle), str(repo))
     git(repo, "config", "advice.detachedHead", "false")
     commits = git(repo, "rev-list", "--first-parent", "--reverse", "HEAD").split()
-    horizons = sorted({min(h, len(commits) - 1) for h in horizons})  # pflag: 216 first-parent commits
+    # pflag has 216 first-parent commits: at most half the history, so that memories are written about its own
+    # code (its first commit is Go's flag package, `package flag`)
+    horizons = sorted({min(h, len(commits) // 2) for h in horizons})
     si = len(commits) - 1 - max(horizons)
     start = commits[si]
     git(repo, "checkout", "-q", "--detach", "-f", start)

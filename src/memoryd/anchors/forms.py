@@ -67,13 +67,8 @@ def _canon(node: Any, *, ann: bool = True, doc: bool = True, rename: bool = Fals
         if not isinstance(n, ast.AST):
             add(repr(n))
             return
-        if not ann and isinstance(n, ast.AnnAssign):
-            add("Assign(")
-            visit(n.target)
-            add(",")
-            visit(n.value)
-            add(")")
-            return
+        if not ann and isinstance(n, ast.AnnAssign):  # read as the plain assignment it annotates
+            n = ast.Assign(targets=[n.target], value=n.value, type_comment=None)
         add(type(n).__name__)
         add("(")
         for field in n._fields:

@@ -7,8 +7,9 @@ working tree, plus untracked files): those are the candidates, of the anchor's l
    anywhere in the repository; the one in the anchor's package when several do);
 2. renamed: the same body under another name (`forms` "body"), new in its own file or in a changed
    file that holds a line of the old body; one such definition, or one in the same class;
-3. moved and edited: one candidate in the same package (directory) as the anchor's file, or one test
-   file for a test, defines the same name, same kind, with a body at least `SIMILAR` alike
+3. moved and edited: one candidate in the same package (directory) as the anchor's file and of its kind
+   (test or not), or one test file for a test, defines the same name, same kind, with a body at least
+   `SIMILAR` alike
    (difflib over its tokens): a test moved from one `_test.go` file to another, a helper moved
    within a package, both edited on the way. A different definition of the name in another kind
    of file (a stub in a test for a library function) or a body that has little in common is not;
@@ -46,8 +47,11 @@ def is_test(path: str) -> bool:
 
 
 def same_package(a: str, b: str) -> bool:
-    """Files of one package (one directory), or two test files: where a definition moves and stays itself."""
-    return a.rpartition("/")[0] == b.rpartition("/")[0] or (is_test(a) and is_test(b))
+    """Two files of one package (one directory) and one kind (both tests or neither), or two test files:
+    where a definition moves and stays itself (a library function does not become a test's stub)."""
+    if is_test(a) != is_test(b):
+        return False
+    return is_test(a) or a.rpartition("/")[0] == b.rpartition("/")[0]
 
 
 def candidates(repo: GitRepo, a: Anchor, exclude: str) -> list[str]:

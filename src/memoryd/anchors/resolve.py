@@ -39,6 +39,8 @@ _PERIPHERAL = re.compile(r"(^|/)(tests?|testing|testdata|examples?|vendor|third_
 # How well a qualifier names a definition's module: exactly (`sqlite_utils.db`, Go's package), or a package
 # holding it (`sqlite_utils` for sqlite_utils/db.py, Go's module `cobra` for cobra/doc).
 _EXACT, _WITHIN = 20, 10
+_NAMED = re.compile(r"\b([A-Za-z_]\w*)\s+(?:objects?|instances?|class)\b", re.I)  # "a context object"
+_MODULE_WORD = re.compile(r"\b([A-Za-z_]\w*)\s+(?:module|file|package)\b", re.I)  # "the utils module"
 
 
 class NameReport(NamedTuple):
@@ -64,21 +66,22 @@ def _is_peripheral(path: str) -> bool:
     return _PERIPHERAL.search(path) is not None
 
 
-def _by_context(found: list[Anchor], words: set[str]) -> list[Anchor]:
+def _by_context(found: list[Anchor], text: str) -> list[Anchor]:
     """The one of several definitions of a name the text's context picks: the one whose class the text
-    names (`self.update()` on a NullProgressBar), else whose class it names in lower case ("close() on
-    a context object"), else whose file it names; all of them when none or several are picked."""
-    lower = {w.lower() for w in words}
+    names as written (`self.update()` on a NullProgressBar), else whose class it names in lower case
+    before "object"/"instance"/"class" ("close() on a context object"), else whose file it names as
+    a module ("in the utils module"); all of them when none is picked (narrowed when several are)."""
+    words = set(re.findall(r"[A-Za-z_]\w*", text))
+    lower = {m.group(1).lower() for m in _NAMED.finditer(text)}
+    modules = {m.group(1).lower() for m in _MODULE_WORD.finditer(text)}
 
     def owner(a: Anchor) -> str:
         return a.symbol.rsplit(".", 1)[0].rsplit(".", 1)[-1] if "." in a.symbol else ""
 
     for picked in ([a for a in found if owner(a) in words], [a for a in found if owner(a).lower() in lower],
-                   [a for a in found if a.path.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower() in lower]):  # fmt: skip
-        if len(picked) == 1:
-            return picked
-        if len(picked) > 1:
-            return picked  # narrowed, still ambiguous: say which
+                   [a for a in found if a.path.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower() in modules]):  # fmt: skip
+        if picked:
+            return picked  # one: the context's pick; several: narrowed, still ambiguous
     return found
 
 
@@ -301,12 +304,11 @@ class Resolver:
             if a is not None:
                 anchors[(rel, "")] = a
                 paths.append(rel)
-        words = set(re.findall(r"[A-Za-z_]\w*", text))
         resolved: dict[str, tuple[list[Anchor], list[Anchor]] | None] = {}
 
         def resolve(m: Mention) -> tuple[list[Anchor], list[Anchor]] | None:
             if m.name not in resolved:
-                resolved[m.name] = self._resolve_name(m.name, not m.strong, paths, words, commit)
+                resolved[m.name] = self._resolve_name(m.name, not m.strong, paths, text, commit)
             return resolved[m.name]
 
         found_names = mentions(text, functions, is_name=lambda m: bool((resolve(m) or ([], []))[0]))
@@ -340,7 +342,7 @@ class Resolver:
         self.prime(kept)
         return kept, reports
 
-    def _resolve_name(self, name: str, weak: bool, paths: list[str], words: set[str],
+    def _resolve_name(self, name: str, weak: bool, paths: list[str], text: str,
                       commit: str | None) -> tuple[list[Anchor], list[Anchor]] | None:  # fmt: skip
         """(the definitions `name` means here, the candidates seen); None: not a name to look up."""
         if not name or not _IDENT.match(name) or any(name == p or p.endswith(name) for p in paths):
@@ -356,7 +358,7 @@ class Resolver:
                 return None  # a plain word of the prose: not a name unless a named file defines it
             found, seen = self.lookup(name, commit=commit, origin="auto", exclude=paths, defs_only=weak)
         if len(found) > 1:
-            found = _by_context(found, words)
+            found = _by_context(found, text)
         return found, seen
 
     def lookup_in(self, rel: str, name: str, *, commit: str | None) -> list[Anchor]:
