@@ -81,11 +81,13 @@ def _child(op: str, spec: dict[str, Any]) -> dict[str, Any]:
     with Engine.open(settings, cwd=spec["repo"], embedder=make_embedder("hash")) as engine:
         opened = time.perf_counter() - t0
         if op == "prepare":
-            anchored = 0
+            anchored, ms = 0, []
             for text in spec["texts"]:
+                t = time.perf_counter()
                 r = engine.memorize(text, source="agent", gate="trusted")
+                ms.append((time.perf_counter() - t) * 1000)
                 anchored += bool(r.anchors)
-            return {"anchored": anchored}
+            return {"anchored": anchored, "memorize_ms": ms}
         if op == "stale":
             t, c = time.perf_counter(), time.process_time()
             found = engine.stale(limit=10**6)
@@ -169,6 +171,8 @@ def compare(bundle: Path, versions: list[tuple[str, Path]], texts: list[str], qu
         out[label] = {
             **med,
             "anchored": prep["anchored"],
+            "memorize_p50_ms": pct(prep["memorize_ms"], 0.5),
+            "memorize_p95_ms": pct(prep["memorize_ms"], 0.95),
             "stale_memories": r["stale"][0],
             "parses_cold": max(r["parses_cold"]),
             "parses_warm": max(r["parses_warm"]),
@@ -192,7 +196,7 @@ def compare(bundle: Path, versions: list[tuple[str, Path]], texts: list[str], qu
 def show(bundle: str, horizon: int, result: dict[str, Any]) -> None:
     print(f"\nspeed on {bundle} at +{horizon} commits ({result['texts']} memories, {result['queries']} queries x "
           f"{result['reps']} processes per version and flag; medians, ms unless said)")  # fmt: skip
-    cols = ("anchored", "stale_memories", "stale_cold_s", "stale_warm_s", "warm_over_cold", "stale_cold_over_first",
+    cols = ("anchored", "memorize_p50_ms", "memorize_p95_ms", "stale_memories", "stale_cold_s", "stale_warm_s", "warm_over_cold", "stale_cold_over_first",
             "parses_cold", "parses_warm",
             "recall_off_p50_ms", "recall_on_p50_ms", "recall_on_over_off_p50", "recall_off_p95_ms", "recall_on_p95_ms",
             "recall_on_over_off_p95", "recall_cold_on_p50_ms", "recall_cold_on_p95_ms")  # fmt: skip
