@@ -23,7 +23,7 @@ from memoryd.engine import Engine
 
 from .conftest import git, make_repo
 from .test_anchors import commit, save
-from .test_anchors_round2 import BENCH, _bench
+from .test_anchors_round2 import BENCH, _bench, anchored
 
 REPOS = _bench().BUNDLE.parent  # type: ignore[attr-defined]
 needs_go = pytest.mark.skipif(not parser_available("go"), reason="needs the code extra (tree-sitter-go)")
@@ -250,12 +250,6 @@ def click_like(repo: Path) -> Path:
                                      "def strip_quotes(s):\n    return unquote(s).strip(\"'\")\n")  # fmt: skip
     commit(repo, "code")
     return repo
-
-
-def anchored(engine: Engine, text: str) -> tuple[list[str], str | None]:
-    r = engine.memorize(text, source="user", gate="trusted")
-    assert r.effect == "applied", r
-    return sorted(r.anchors or []), r.anchor_note
 
 
 def test_a_bare_method_is_anchored_only_where_the_context_picks_one_never_to_another_name(

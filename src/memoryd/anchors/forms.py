@@ -68,6 +68,8 @@ def _canon(node: Any, *, ann: bool = True, doc: bool = True, rename: bool = Fals
             add(repr(n))
             return
         if not ann and isinstance(n, ast.AnnAssign):  # read as the plain assignment it annotates
+            if n.value is None:  # a bare `x: T` is nothing (lists leave it out before it gets here)
+                return
             n = ast.Assign(targets=[n.target], value=n.value, type_comment=None)
         add(type(n).__name__)
         add("(")
