@@ -121,6 +121,19 @@ def test_a_go_test_moved_to_another_test_file_is_followed(bundles: dict[str, Pat
     assert change is not None and (change.kind, change.to) == ("symbol_moved", "func_go1.21_test.go"), change
 
 
+@needs_go
+def test_a_rename_is_found_where_its_body_lines_also_stand_elsewhere(bundles: dict[str, Path], tmp_path: Path) -> None:
+    """pflag at 5126803: FlagSet.ParseAll shares lines with FlagSet.Parse; renamed in place, it is still found
+    (the old body's lines are looked for at every place they stand, not the first)."""
+    repo = clone(bundles, "pflag", "5126803", tmp_path / "pf")
+    code = Code(repo, tmp_path / "cache")
+    a = code.anchor("`FlagSet.ParseAll` in flag.go parses with a callback", "FlagSet.ParseAll")
+    flag = repo / "flag.go"
+    flag.write_text(flag.read_text().replace(") ParseAll(", ") ParseAllRenamed("))
+    change = code.check(a)
+    assert change is not None and (change.kind, change.new_symbol) == ("symbol_renamed", "FlagSet.ParseAllRenamed")
+
+
 GO_TEST = """package tool
 
 import "testing"

@@ -93,9 +93,16 @@ def _markers(old: SymbolTable, name: str) -> list[bytes]:
     return sorted((x for x in lines if len(x) >= _MARKER_MIN), key=len, reverse=True)[:_MARKERS]
 
 
-def _marked(data: bytes, markers: list[bytes]) -> list[int]:
-    """The lines (1-based) where `data` holds one of the markers."""
-    return [data.count(b"\n", 0, i) + 1 for m in markers if (i := data.find(m)) >= 0]
+def _marked(data: bytes, markers: list[bytes], most: int = 16) -> list[int]:
+    """The lines (1-based) where `data` holds one of the markers (each place: a body copied elsewhere in
+    the file must not hide the renamed one)."""
+    lines: list[int] = []
+    for m in markers:
+        i = data.find(m)
+        while i >= 0 and len(lines) < most * len(markers):
+            lines.append(data.count(b"\n", 0, i) + 1)
+            i = data.find(m, i + 1)
+    return lines
 
 
 def vanished(repo: GitRepo, cache_dir: Path | None, a: Anchor, old: SymbolTable | None, path: str,
