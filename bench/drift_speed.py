@@ -9,9 +9,10 @@ taking turns (ABBA) so that the machine's load falls on all of them:
 - `stale` cold: a fresh process on a copy of the store as it was right after the move (nothing of
   the new code parsed or cached yet), timing `Engine.stale` over every anchored memory;
 - `stale` warm: a second fresh process on the same store and data home (what the first persisted);
-- recall with anchors on and off: fresh processes on that store, every query timed (no untimed
-  warm-up), `max_results=10`; and recall with anchors on in a fresh copy where no `stale` ran first
-  (the first recalls after a pull pay for what they check).
+- recall with anchors on and off: one fresh process on that store with two engines, one with anchors
+  on and one off, taking turns query by query (paired), every query timed (no untimed warm-up),
+  `max_results=10`; and the same in a fresh copy where no `stale` ran first (the first recalls after
+  a pull pay for what they check).
 
 Each version runs from its own source tree (`git archive REV src`, first on PYTHONPATH; this
 checkout's `src/` for "this"), through public names only (`Engine.open`, `memorize`, `stale`,
@@ -93,12 +94,17 @@ def _child(op: str, spec: dict[str, Any]) -> dict[str, Any]:
             found = engine.stale(limit=10**6)
             return {"s": time.perf_counter() - t, "cpu_s": time.process_time() - c, "stale": len(found),
                     "open_s": opened, "parses": parses[0]}  # fmt: skip
-        ms = []
-        for q in spec["queries"]:
-            t = time.perf_counter()
-            engine.recall(q, max_results=10)
-            ms.append((time.perf_counter() - t) * 1000)
-        return {"ms": ms}
+        # recall: this engine (anchors on) and a second one on the same store with anchors off, taking turns
+        # query by query (paired: what the two differ in is the drift check, not the process or the moment)
+        off_settings = Settings(home=Path(spec["home"]), embedder="hash", anchors=False)
+        times: dict[str, list[float]] = {"on": [], "off": []}
+        with Engine.open(off_settings, cwd=spec["repo"], embedder=make_embedder("hash")) as off:
+            for n, q in enumerate(spec["queries"]):
+                for flag in ("on", "off") if n % 2 == 0 else ("off", "on"):
+                    t = time.perf_counter()
+                    (engine if flag == "on" else off).recall(q, max_results=10)
+                    times[flag].append((time.perf_counter() - t) * 1000)
+        return times
 
 
 def _run(src: Path, op: str, spec: dict[str, Any], work: Path) -> dict[str, Any]:
@@ -151,7 +157,9 @@ def compare(bundle: Path, versions: list[tuple[str, Path]], texts: list[str], qu
                 shutil.copytree(homes[i], run)  # the store as it was right after the move
                 spec = {"home": str(run), "repo": str(repo), "queries": queries}
                 if cold_recall:  # no stale first: the first recalls pay for what they check
-                    r.setdefault("recall_cold_on", []).extend(_run(src, "recall", spec, work)["ms"])
+                    out = _run(src, "recall", spec, work)
+                    r.setdefault("recall_cold_on", []).extend(out["on"])
+                    r.setdefault("recall_cold_off", []).extend(out["off"])
                     continue
                 for key in ("cold", "warm"):
                     out = _run(src, "stale", spec, work)
@@ -159,9 +167,9 @@ def compare(bundle: Path, versions: list[tuple[str, Path]], texts: list[str], qu
                     r.setdefault(f"stale_{key}_cpu_s", []).append(out["cpu_s"])
                     r.setdefault(f"parses_{key}", []).append(out["parses"])
                     r["stale"] = [out["stale"]]
-                for flag in ("off", "on") if rep % 2 == 0 else ("on", "off"):
-                    out = _run(src, "recall", {**spec, "anchors": flag == "on"}, work)
-                    r.setdefault(f"recall_{flag}", []).extend(out["ms"])
+                out = _run(src, "recall", spec, work)  # after stale: what it kept is there
+                r.setdefault("recall_on", []).extend(out["on"])
+                r.setdefault("recall_off", []).extend(out["off"])
         print(f"    speed {bundle.stem} round {rep + 1}/{reps}: {time.perf_counter() - started:.0f}s", file=sys.stderr)
     out: dict[str, Any] = {}
     for (label, _), prep in zip(versions, prepared, strict=True):
@@ -179,14 +187,15 @@ def compare(bundle: Path, versions: list[tuple[str, Path]], texts: list[str], qu
             "warm_over_cold": round(med["stale_warm_s"] / med["stale_cold_s"], 3) if med["stale_cold_s"] else None,
             **{
                 f"recall_{k}_{name}_ms": pct(r[f"recall_{k}"], p)
-                for k in ("on", "off", "cold_on")
+                for k in ("on", "off", "cold_on", "cold_off")
                 for name, p in (("p50", 0.5), ("p95", 0.95))
             },  # fmt: skip
             "runs": {k: [round(x, 3) for x in v] for k, v in r.items() if k.startswith("stale_")},
         }
         for q in ("p50", "p95"):
-            on, off = out[label][f"recall_on_{q}_ms"], out[label][f"recall_off_{q}_ms"]
-            out[label][f"recall_on_over_off_{q}"] = round(on / off, 2) if on and off else None
+            for cold in ("", "cold_"):
+                on, off = out[label][f"recall_{cold}on_{q}_ms"], out[label][f"recall_{cold}off_{q}_ms"]
+                out[label][f"recall_{cold}on_over_off_{q}"] = round(on / off, 2) if on and off else None
     first = out[versions[0][0]]["stale_cold_s"]
     for label, _ in versions:
         out[label]["stale_cold_over_first"] = round(out[label]["stale_cold_s"] / first, 2) if first else None
@@ -199,7 +208,8 @@ def show(bundle: str, horizon: int, result: dict[str, Any]) -> None:
     cols = ("anchored", "memorize_p50_ms", "memorize_p95_ms", "stale_memories", "stale_cold_s", "stale_warm_s", "warm_over_cold", "stale_cold_over_first",
             "parses_cold", "parses_warm",
             "recall_off_p50_ms", "recall_on_p50_ms", "recall_on_over_off_p50", "recall_off_p95_ms", "recall_on_p95_ms",
-            "recall_on_over_off_p95", "recall_cold_on_p50_ms", "recall_cold_on_p95_ms")  # fmt: skip
+            "recall_on_over_off_p95", "recall_cold_off_p50_ms", "recall_cold_on_p50_ms", "recall_cold_on_over_off_p50",
+            "recall_cold_off_p95_ms", "recall_cold_on_p95_ms", "recall_cold_on_over_off_p95")  # fmt: skip
     width = max(len(v) for v in result["versions"]) + 2
     print(f"{'':<28}" + "".join(f"{v:>{width}}" for v in result["versions"]))
     for c in cols:
