@@ -319,11 +319,11 @@ class DriftChecker:
         def read() -> bytes | None:
             if self._old_blobs is None:
                 self._old_blobs = self._prefetch(cached=False)
-            data = self._old_blobs.pop(blob, None)
+            data = self._old_blobs.get(blob)
             if data is None and not self._fetched_cached:  # a cached version asked for its source (a search)
                 self._fetched_cached = True
                 self._old_blobs.update(self._prefetch(cached=True))
-                data = self._old_blobs.pop(blob, None)
+                data = self._old_blobs.get(blob)
             return data if data is not None else self.repo.read_blob(blob)
 
         return stored_table(a.path, blob, self.cache_dir, read, parse=parse)

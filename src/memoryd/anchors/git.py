@@ -272,34 +272,50 @@ class GitRepo:
     def diff(self, commit: str | None) -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...]]:
         """(renamed old -> new, deleted, added) between `commit` and the working tree (tracked paths);
         deleted and added are what git's rename detection left unpaired."""
-        if not commit:
-            return {}, (), ()
+        renames, deleted, added, _ = self._name_status(commit)
+        return renames, deleted, added
 
-        def compute() -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...]]:
+    def changed_files(self, commit: str) -> tuple[str, ...]:
+        """Files that differ between `commit` and the working tree and exist there (tracked: modified, added,
+        renamed to), where a definition that left its file may be now. The same `git diff` as `diff`."""
+        return self._name_status(commit)[3]
+
+    def _name_status(
+        self, commit: str | None
+    ) -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        if not commit:
+            return {}, (), (), ()
+
+        def compute() -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
             out = _run(self.root, "diff", "--find-renames", "--name-status", "-z", "--no-ext-diff", commit, "--")
             if out is None or out.returncode != 0:
-                return {}, (), ()
+                return {}, (), (), ()
             parts = out.stdout.decode("utf-8", "surrogateescape").split("\0")
             found: dict[str, str] = {}
             deleted: list[str] = []
             added: list[str] = []
+            changed: list[str] = []
             i = 0
             while i < len(parts) and parts[i]:
                 status = parts[i]
                 if status.startswith(("R", "C")) and i + 2 < len(parts):
                     if status.startswith("R"):
                         found[parts[i + 1]] = parts[i + 2]
+                    changed.append(parts[i + 2])
                     i += 3
                 else:
                     if i + 1 < len(parts):
                         if status == "D":
                             deleted.append(parts[i + 1])
-                        elif status == "A":
-                            added.append(parts[i + 1])
+                        else:
+                            changed.append(parts[i + 1])
+                            if status == "A":
+                                added.append(parts[i + 1])
                     i += 2
-            return found, tuple(deleted), tuple(added)
+            return found, tuple(deleted), tuple(added), tuple(changed)
 
-        return self._cached(("diff", commit), compute)
+        # the working tree can change without HEAD or the index: answers also live GREP_TTL
+        return self._cached(("diff", commit), compute, ttl=GREP_TTL)
 
     def show_many(self, commit: str, paths: list[str]) -> dict[str, bytes]:
         """The contents of `paths` at `commit` (one `git cat-file --batch`); missing ones are left out."""
@@ -356,35 +372,28 @@ class GitRepo:
 
         return self._cached(("grepdefs", word, suffixes), compute, ttl=GREP_TTL)
 
-    def changed_files(self, commit: str) -> tuple[str, ...]:
-        """Files that differ between `commit` and the working tree (tracked), for rename-by-body lookups."""
-
-        def compute() -> tuple[str, ...]:
-            out = _run(self.root, "diff", "--name-only", "-z", "--no-renames", commit, "--")
-            if out is None or out.returncode != 0:
-                return ()
-            return tuple(p.decode("utf-8", "surrogateescape") for p in out.stdout.split(b"\0") if p)
-
-        return self._cached(("changed", commit, self.stamp()), compute, ttl=GREP_TTL)
-
     def read_blob(self, blob: str) -> bytes | None:
         """The content of a blob by id (an anchor's file as it was), or None."""
         out = _run(self.root, "cat-file", "blob", blob)
         return out.stdout if out is not None and out.returncode == 0 else None
 
+    def _status(self) -> tuple[tuple[str, str], ...] | None:
+        """(XY, path) of every path `git status` lists (untracked ones too, each file), or None on failure."""
+
+        def compute() -> tuple[tuple[str, str], ...] | None:
+            out = _run(self.root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
+                       "--ignore-submodules")  # fmt: skip
+            if out is None or out.returncode != 0:
+                return None
+            return tuple((raw[:2].decode("ascii", "replace"), raw[3:].decode("utf-8", "surrogateescape"))
+                         for raw in out.stdout.split(b"\0") if len(raw) >= 4)  # fmt: skip
+
+        return self._cached("status", compute, ttl=GREP_TTL)
+
     def untracked(self, suffixes: tuple[str, ...]) -> tuple[str, ...]:
         """Untracked files that are not ignored, of these suffixes (where a moved definition may be too)."""
-        if not suffixes:
-            return ()
-
-        def compute() -> tuple[str, ...]:
-            globs = [f"*{s}" for s in suffixes]
-            out = _run(self.root, "ls-files", "-z", "--others", "--exclude-standard", "--", *globs)
-            if out is None or out.returncode != 0:
-                return ()
-            return tuple(p.decode("utf-8", "surrogateescape") for p in out.stdout.split(b"\0") if p)
-
-        return self._cached(("untracked", suffixes), compute, ttl=GREP_TTL)
+        status = self._status() if suffixes else None
+        return tuple(p for xy, p in status or () if xy == "??" and p.endswith(suffixes))
 
     def state_token(self, suffixes: tuple[str, ...]) -> str | None:
         """A name for the whole content of the working tree as far as code anchors can see it: HEAD, and
@@ -393,19 +402,12 @@ class GitRepo:
         are kept under it across processes. None outside a repository with commits."""
 
         def compute() -> str | None:
-            head = self.head()
-            out = _run(self.root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
-                       "--ignore-submodules")  # fmt: skip
-            if head is None or out is None or out.returncode != 0:
+            head, status = self.head(), self._status()
+            if head is None or status is None:
                 return None
-            entries = []
-            for raw in out.stdout.split(b"\0"):
-                if len(raw) < 4:
-                    continue
-                path = raw[3:].decode("utf-8", "surrogateescape")
-                if raw[:2] == b"??" and not path.endswith(suffixes):
-                    continue  # an untracked file no drift check reads
-                entries.append(f"{path}\0{self.blob(path) or '-'}")
+            entries = [
+                f"{path}\0{self.blob(path) or '-'}" for xy, path in status if xy != "??" or path.endswith(suffixes)
+            ]  # an untracked file no check reads: left out
             digest = hashlib.sha1(head.encode(), usedforsecurity=False)
             digest.update("\n".join(sorted(entries)).encode("utf-8", "surrogateescape"))
             return digest.hexdigest()[:32]

@@ -87,7 +87,9 @@ def _similar(old: SymbolTable, new: SymbolTable, name: str) -> bool:
 
 def _markers(old: SymbolTable, name: str) -> list[bytes]:
     """The longest lines of the old definition after its first (looked for verbatim in candidates)."""
-    source = old._source or (old._read() if old._read is not None else None) or b""
+    if not old._source and old._read is not None:
+        old._source = old._read() or b""  # kept: the next marker of this version reads no blob again
+    source = old._source
     _, first, last = old.defs[name]
     lines = {x.strip() for x in source.splitlines()[first : last]}  # fmt: skip
     return sorted((x for x in lines if len(x) >= _MARKER_MIN), key=len, reverse=True)[:_MARKERS]

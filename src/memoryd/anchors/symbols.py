@@ -223,7 +223,9 @@ class SymbolTable:
             return "body"
         if self.defs[name][0] == "class":
             return "same" if self.fingerprint(name) == other.fingerprint(o) else "signature"
-        # Without annotations and docstrings first: most changes differ there already (one walk each side).
+        if self.form(name, "sig_bare") != other.form(o, "sig_bare"):  # parameters or decorators: no walk needed
+            return "signature"
+        # Without annotations and docstrings next: most changes differ there already (one walk each side).
         if self.form(name, "bare_nodoc") != other.form(o, "bare_nodoc"):
             return "signature" if self.form(name, "sig") != other.form(o, "sig") else "body"
         if self.fingerprint(name) == other.fingerprint(o):
