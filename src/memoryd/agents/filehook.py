@@ -23,7 +23,7 @@ from ..shared.injected import InjectedRecord
 if TYPE_CHECKING:
     from ..anchors.filectx import Composed
 
-__all__ = ["FILE_TOOLS", "FILE_TOOLS_MATCHER", "default_home", "file_context", "hook_output", "settings_from_env"]
+__all__ = ["FILE_TOOLS", "FILE_TOOLS_MATCHER", "file_context", "hook_output", "settings_from_env"]
 
 # Claude Code's file tools and the input field naming the file; `memoryd install` and the plugin register
 # FILE_TOOLS_MATCHER for the hooks' `file` handler (pretool.PRE_TOOL_USE).
@@ -35,21 +35,13 @@ FILE_TOOLS_MATCHER = "|".join(FILE_TOOLS)
 DEFAULT_BUDGET = 600
 
 
-def default_home() -> Path:
-    """`Settings().home` without importing pydantic: MEMORYD_HOME, else the platform data directory."""
-    env = os.environ.get("MEMORYD_HOME")
-    if env:
-        return Path(env)
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("memoryd", appauthor=False))
-
-
 def hook_output(payload: dict[str, Any], home: Path | None = None) -> str:
     """The PreToolUse hook's stdout for a file tool: additionalContext, or nothing."""
     import json
 
-    out = file_context(payload, home or default_home())
+    from ..shared.home import data_home
+
+    out = file_context(payload, home or data_home())
     if out is None:
         return ""
     return json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": out.text}},

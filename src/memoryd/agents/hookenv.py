@@ -19,19 +19,12 @@ LOG_MAX_BYTES = 1_000_000
 
 
 def data_home(settings: Settings | None) -> Path:
+    """The hooks' data home: the settings' when given, else the environment's (`memoryd.shared.home`)."""
     if settings is not None:
         return Path(settings.home)
-    env = os.environ.get("MEMORYD_HOME")
-    if env:
-        return Path(env)
-    try:
-        from ..shared.config import Settings
+    from ..shared.home import data_home as home
 
-        return Path(Settings().home)
-    except Exception:  # noqa: BLE001 - a broken environment must not stop the log
-        import platformdirs
-
-        return Path(platformdirs.user_data_dir("memoryd", appauthor=False))
+    return home()
 
 
 def log(settings: Settings | None, event: str, message: str) -> None:

@@ -396,7 +396,9 @@ class Daemon:
             await self._error(send, exc.code, exc.message)
             return
         except MemorydError as exc:
-            await self._error(send, exc.code, exc.message)
+            from .operator import error_body
+
+            await self._json(send, _STATUS.get(exc.code, 500), {"error": error_body(exc)})
             return
         except Exception as exc:
             log.exception("%s failed", path)

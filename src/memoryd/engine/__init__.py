@@ -211,6 +211,12 @@ class Engine:
                     vault_lock=c.vault_lock, principal=principal)  # fmt: skip
         return type(self)(c.settings, c.store, c.embedder, scope, core=core)
 
+    @classmethod
+    def api(cls) -> dict[str, Callable[..., Any]]:
+        """The engine's API as one list: every public method that names its part, by name, with the part's own
+        function (its signature and type hints). The daemon's operator endpoint serves what this lists."""
+        return {name: attr.method for name, attr in vars(cls).items() if isinstance(attr, _part)}
+
     def close(self) -> None:
         self._core.store.close()
 
@@ -304,6 +310,7 @@ class Engine:
     verify_chain = _part("_reader", Reader.verify_chain)
     stats = _part("_reader", Reader.stats)
     export = _part("_reader", Reader.export)
+    export_file = _part("_reader", Reader.export_file)
     agent_brief = _part("_reader", Reader.agent_brief)
     session_context = _part("_reader", Reader.session_context)
 

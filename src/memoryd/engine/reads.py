@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import IO, NamedTuple
 
 from ..search import rank
@@ -289,6 +290,18 @@ class Reader:
             by_status=c["by_status"], indexes=IndexCoverage(semantic=c["semantic"], keyword=c["keyword"],
                                                             temporal=c["temporal"], categorical=c["categorical"]),
         )  # fmt: skip
+
+    def export_file(self, path: Path) -> int:
+        """`export` into the file `path`, written whole or not at all (a temporary file beside it, renamed over it
+        once every line is written). Returns the number of lines. Raises InvalidInput when it cannot be written."""
+        from ..shared.files import atomic_text
+
+        path = Path(path)
+        try:
+            with atomic_text(path) as fh:
+                return self.export(fh)
+        except OSError as exc:
+            raise InvalidInput(f"cannot write the export to {path}: {exc.strerror or exc}") from None
 
     def export(self, out: IO[str]) -> int:
         """Write every atom, then every event, as JSON lines. Returns the number of lines."""
