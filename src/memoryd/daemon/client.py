@@ -274,11 +274,16 @@ class Client:
             raise DaemonError(status, "internal", f"HTTP {status}")
         return answer
 
-    def health(self, timeout: float = 2.0) -> dict[str, Any] | None:
-        """The running daemon's health, or None when none listens (never starts one)."""
+    def health(self, timeout: float = 2.0, *, strict: bool = False) -> dict[str, Any] | None:
+        """The running daemon's health, or None when none listens (never starts one). `strict`: one that listens
+        but does not answer in time raises DaemonError (else None)."""
         try:
             status, data, _ = self._send("GET", "/v1/health", None, {"Host": "localhost"}, timeout)
-        except (_NotListening, DaemonUnavailable, DaemonError):
+        except (_NotListening, DaemonUnavailable):
+            return None
+        except DaemonError:
+            if strict:
+                raise
             return None
         if status != 200:
             return None
@@ -407,7 +412,12 @@ def connect(*, start: bool, client: dict[str, str] | None = None, deadline: floa
         raise DaemonUnavailable("MEMORYD_DAEMON is off")
     c = Client(client=client, autostart=start)
     end = deadline if deadline is not None else time.monotonic() + c.start_timeout
-    info = c.health(timeout=max(0.05, min(2.0, end - time.monotonic())))
+    try:
+        info = c.health(timeout=max(0.05, min(2.0, end - time.monotonic())), strict=True)
+    except DaemonError as exc:  # it listens but does not answer: a caller that may wait finds out within its time
+        if start:
+            return c
+        raise DaemonUnavailable(f"the daemon does not answer ({exc.message})") from None
     current = info is not None and info.get("version") == version() and info.get("settings") == settings_digest()
     if current:
         return c

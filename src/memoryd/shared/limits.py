@@ -83,6 +83,7 @@ LIMITS: dict[str, tuple[int, str, str]] = {
         "repositories (and `global`) one team-server token may act in (memoryd token create --scope)",
     ),
     "scope_header": (8192, "characters", "the Memoryd-Scope header of one team-server request"),
+    "given": (10000, "items", "ids a prompt hook says its session already has (the local API's POST /v1/prompt)"),
 }
 
 
