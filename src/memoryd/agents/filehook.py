@@ -19,19 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..anchors.git import GitRepo
 from ..shared.injected import InjectedRecord
+from .hookenv import FILE_TOOLS, FILE_TOOLS_MATCHER, target_of
 
 if TYPE_CHECKING:
     from ..anchors.filectx import Composed
 
 __all__ = ["FILE_TOOLS", "FILE_TOOLS_MATCHER", "file_context", "hook_output", "settings_from_env", "target_of"]
 
-# Claude Code's file tools and the input field naming the file; `memoryd install` and the plugin register
-# FILE_TOOLS_MATCHER for the hooks' `file` handler (pretool.PRE_TOOL_USE).
-FILE_TOOLS: dict[str, str] = {
-    "Read": "file_path", "Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path",
-    "NotebookEdit": "notebook_path",
-}  # fmt: skip
-FILE_TOOLS_MATCHER = "|".join(FILE_TOOLS)
 DEFAULT_BUDGET = 600
 
 
@@ -62,20 +56,6 @@ def settings_from_env(home: Path) -> tuple[str | None, bool, int]:
     except ValueError:
         budget = DEFAULT_BUDGET
     return db, anchors, min(max(budget, 50), 20_000)
-
-
-def target_of(payload: dict[str, Any]) -> str | None:
-    """The absolute path of the file a file tool call names, or None (not a file tool, no path, over the limits
-    table's `path`: nothing to add, as for a file outside the repository)."""
-    field = FILE_TOOLS.get(str(payload.get("tool_name") or ""))
-    tool_input = payload.get("tool_input")
-    target = tool_input.get(field) if field and isinstance(tool_input, dict) else None
-    from ..shared.limits import LIMITS  # standard library only
-
-    if not isinstance(target, str) or not target.strip() or len(target) > LIMITS["path"][0]:
-        return None
-    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-    return target if os.path.isabs(target) else os.path.join(cwd or os.getcwd(), target)
 
 
 def file_context(payload: dict[str, Any], home: Path) -> Composed | None:

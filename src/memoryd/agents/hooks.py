@@ -209,14 +209,14 @@ class Way:
 
 def _bounded(fn: Callable[[], Any], seconds: float, settings: Settings | None, event: str) -> Any:
     """`fn()` on a daemon thread; past `seconds` give up (None): whatever it does later reaches no one."""
-    import traceback
-
     box: dict[str, Any] = {}
 
     def target() -> None:
         try:
             box["out"] = fn()
         except BaseException as exc:  # noqa: BLE001 - reported below, never raised into the agent
+            import traceback
+
             box["error"], box["tb"] = exc, traceback.format_exc()
 
     t = threading.Thread(target=target, name=f"memoryd-hook-{event}", daemon=True)

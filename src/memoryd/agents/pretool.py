@@ -95,7 +95,7 @@ def _pin_scope(payload: dict[str, Any], way: Way) -> dict[str, Any] | None:
 def _is_file_tool(tool_name: str) -> bool:
     if tool_name.startswith("mcp__"):
         return False  # an MCP tool's hook does not pay for importing the file hook
-    from .filehook import FILE_TOOLS  # light: no engine, numpy or pydantic
+    from .hookenv import FILE_TOOLS
 
     return tool_name in FILE_TOOLS
 
@@ -103,7 +103,7 @@ def _is_file_tool(tool_name: str) -> bool:
 def _file_context(payload: dict[str, Any], way: Way) -> dict[str, Any] | None:
     """Claude Code's file tools: the memories anchored to the file, those the session was not given yet: the
     daemon's (`/v1/context`, `Engine.memories_for_path`), else its fast twin here (`memoryd.agents.filehook`)."""
-    from .filehook import file_context, target_of
+    from .hookenv import target_of
 
     if way.client is not None:
         target = target_of(payload)
@@ -119,6 +119,8 @@ def _file_context(payload: dict[str, Any], way: Way) -> dict[str, Any] | None:
             return {"additionalContext": text, "claim": [i["id"] for i in answer.get("items", [])]} if text else None
         if way.client is not None:  # the daemon failed or took too long: nothing this time
             return None
+    from .filehook import file_context  # no engine: the store read directly, the anchors' own checks
+
     out = file_context(payload, way.home())
     return {"additionalContext": out.text, "claim": list(out.included)} if out is not None else None
 

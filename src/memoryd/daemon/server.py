@@ -119,34 +119,21 @@ class Views:
         self._lock = threading.Lock()
 
     def scope_of(self, header: str | None) -> Scope:
-        from ..engine.tenancy import read_scope_header, scope_fields
-        from ..shared.errors import InvalidInput
-        from ..shared.limits import check_text
-        from ..shared.models import Scope
-        from ..shared.scope import infer_scope, local_tenant
+        """The request's scope (`engine.tenancy.local_scope`), a directory's reused for SCOPE_TTL seconds."""
+        from ..engine.tenancy import local_scope
 
-        data = read_scope_header(header, missing='send {"cwd": "/abs/dir"} or {"workspace", "repository"} (the '
-                                                 "global scope is never assumed)")  # fmt: skip
-        if "cwd" in data:
-            if set(data) != {"cwd"}:
-                raise InvalidInput('Memoryd-Scope: "cwd" goes alone (the scope is inferred from it)')
-            cwd = check_text("cwd", data["cwd"], field="Memoryd-Scope cwd", required=True)
-            if not isinstance(cwd, str) or not os.path.isabs(cwd) or not os.path.isdir(cwd):
-                raise InvalidInput(f"Memoryd-Scope cwd must be an absolute path of a directory, got {cwd!r}")
-            now = time.monotonic()
-            with self._lock:
-                hit = self._scopes.get(cwd)
-            if hit is not None and now - hit[0] < SCOPE_TTL:
-                return hit[1]
-            scope = infer_scope(cwd)
+        now = time.monotonic()
+        with self._lock:
+            hit = self._scopes.get(header or "")
+        if hit is not None and now - hit[0] < SCOPE_TTL:
+            return hit[1]
+        scope = local_scope(header)
+        if header and '"cwd"' in header:  # an inferred scope costs git calls; an explicit one nothing
             with self._lock:
                 if len(self._scopes) > 1024:
                     self._scopes.clear()
-                self._scopes[cwd] = (now, scope)
-            return scope
-        workspace, repository, branch, root = scope_fields(data, expected="cwd, or workspace, repository, branch, root")
-        return Scope(tenant_id=local_tenant(), workspace=workspace, repository=repository, branch=branch,
-                     root=root if workspace == "local" else "")  # fmt: skip
+                self._scopes[header] = (now, scope)
+        return scope
 
     def view(self, scope: Scope, principal: str | None) -> Engine:
         key = (scope.scope_hash, scope.branch, principal)
