@@ -64,14 +64,17 @@ class D:
         return int(info["pid"]) if info else None
 
 
-@pytest.fixture
-def d(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[D]:
+def daemon_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[D]:
+    """A data home and a repository, the daemon turned on for this test (and stopped at its end)."""
     home = tmp_path / "home"
     env = _env(home)
     use_env(monkeypatch, env)
     daemon = D(home, make_repo(tmp_path / "widgets"), env)
     yield daemon
     Client(home, autostart=False).stop()
+
+
+d = pytest.fixture(daemon_home, name="d")
 
 
 def _daemons(home: Path) -> list[int]:

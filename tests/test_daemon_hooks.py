@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,8 +18,9 @@ import pytest
 from memoryd.daemon.client import Client
 from memoryd.shared.injected import InjectedRecord
 
-from .test_daemon import MEMORYD, PY, D, _daemons, _env, _wait, use_env
+from .test_daemon import MEMORYD, PY, D, _daemons, _env, _wait, daemon_home, use_env
 
+d = pytest.fixture(daemon_home, name="d")
 MEMORY = "The deploy pipeline runs database migrations before switching traffic."
 PROMPT = "when do the database migrations run in the deploy pipeline?"
 
@@ -41,18 +41,6 @@ def stalled(self, method, path, body, headers, timeout):
 C.Client._send = stalled
 sys.exit(hooks.main(["user-prompt-submit"]))
 """
-
-
-@pytest.fixture
-def d(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[D]:
-    from .conftest import make_repo
-
-    home = tmp_path / "home"
-    env = _env(home)
-    use_env(monkeypatch, env)
-    daemon = D(home, make_repo(tmp_path / "widgets"), env)
-    yield daemon
-    Client(home, autostart=False).stop()
 
 
 def _seed(d: D) -> str:
