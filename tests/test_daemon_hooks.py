@@ -120,9 +120,15 @@ def test_session_start_warms_the_daemon_for_the_first_prompt(tmp_path: Path, mon
         start = {"session_id": "s-warm", "cwd": str(repo), "hook_event_name": "SessionStart", "source": "startup"}
         r = subprocess.run([MEMORYD, "hook", "session-start"], input=json.dumps(start), env=env, cwd=repo,
                            capture_output=True, text=True, timeout=60)  # fmt: skip
-        assert r.returncode == 0 and "[memoryd · acme/widgets]" in _context(r)
-        health = Client(home, autostart=False).health()
-        assert health is not None and len(_daemons(home)) == 1
+        # The brief, unless the daemon's cold start (its imports, its engine open beside the models loading) took
+        # longer than the hook's 6 s on a busy machine: then nothing, said in hooks.log, and nothing recorded; the
+        # daemon it started goes on starting.
+        brief = _context(r)
+        said = (home / "hooks.log").read_text() if (home / "hooks.log").exists() else ""
+        assert r.returncode == 0 and ("[memoryd · acme/widgets]" in brief if brief else
+                                      "did not listen within the time left" in said or "answered timeout" in said)  # fmt: skip
+        assert InjectedRecord(home, "s-warm").ids() == set() or brief
+        assert _wait(lambda: Client(home, autostart=False).health() is not None) and len(_daemons(home)) == 1
         assert _wait(lambda: (Client(home, autostart=False).health() or {}).get("models") == "ready", timeout=120)
         memory = _seed(d)
         r, _ = _prompt(d, "s-warm")

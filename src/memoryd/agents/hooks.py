@@ -185,7 +185,8 @@ class Way:
 
         def work() -> Any:
             with (engine or self.open)() as e:
-                return ENDPOINTS[endpoint](e, body)
+                due = {"within_ms": max(0, int(self.left() * 1000))} if "within_ms" in body else {}  # after the open
+                return ENDPOINTS[endpoint](e, {**body, **due})
 
         return _bounded(work, self.left(), self.settings, self.event)
 

@@ -173,9 +173,6 @@ class Views:
             self._views[key] = new
         return new
 
-    def for_cwd(self, cwd: str, client: dict[str, str] | None) -> Engine:
-        return self.view(self.scope_of(json.dumps({"cwd": cwd})), _principal(client) if client else None)
-
 
 _CLIENT_KEYS = ("host", "agent", "session", "channel", "sender")
 
