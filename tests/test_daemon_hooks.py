@@ -135,3 +135,41 @@ def test_session_start_warms_the_daemon_for_the_first_prompt(tmp_path: Path, mon
         assert memory in _context(r)
     finally:
         Client(home, autostart=False).stop()
+
+
+def test_the_prompt_scope_and_observe_endpoints_answer_and_check_their_input(d: D, tmp_path: Path) -> None:
+    """`/v1/prompt` is the engine's decision (what the hook prints, nothing recorded); `/v1/scope` the request's
+    scope; `/v1/observe` starts reading a transcript; each refuses a malformed body with the field named."""
+    from memoryd.daemon.client import DaemonError
+
+    memory = _seed(d)
+    c = d.client(client={"host": "openclaw", "agent": "main"})
+    answer = c.call("/v1/prompt", {"prompt": PROMPT, "limit": 3}, scope=d.scope())
+    assert [i["id"] for i in answer["items"]] == [memory] and answer["semantic"] is True
+    assert answer["text"] == f"{answer['header']}\n{answer['items'][0]['line']}"
+    assert answer["header"] == "[memoryd · acme/widgets] memories relevant to this prompt:"
+    assert c.call("/v1/prompt", {"prompt": PROMPT, "given": [memory]}, scope=d.scope())["items"] == []
+    assert c.call("/v1/prompt", {"prompt": "what is the capital of Peru?"}, scope=d.scope())["text"] == ""
+    assert not (d.home / "sessions").exists()  # nothing recorded by the daemon
+    scope = c.call("/v1/scope", {}, scope=d.scope())
+    assert (scope["workspace"], scope["repository"], scope["name"]) == ("acme", "widgets", "acme/widgets")
+    for path, body, message in [
+        ("/v1/prompt", {}, "prompt is required"),
+        ("/v1/prompt", {"prompt": "x", "within_ms": -1}, "within_ms must be a whole number of milliseconds, got -1"),
+        ("/v1/prompt", {"prompt": "x", "limit": 0}, "limit must be an integer between 1 and 100, got 0"),
+        ("/v1/prompt", {"prompt": "x", "given": "01ABC"}, "given must be a list of strings"),
+        ("/v1/prompt", {"prompt": "x", "given": ["a"] * 10_001}, "given lists 10001 ids; the limit is 10000"),
+        ("/v1/prompt", {"prompt": "x", "top": 3}, "unknown fields ['top']; expected ['given', 'limit', 'prompt', 'within_ms']"),
+        ("/v1/scope", {"cwd": "/"}, "unknown fields ['cwd']; expected []"),
+        ("/v1/context", {"path": "README", "record": "no"}, "record must be true or false"),
+        ("/v1/observe", {"transcript_path": "/x.jsonl"}, "session_id is required"),
+    ]:  # fmt: skip
+        with pytest.raises(DaemonError) as info:
+            c.call(path, body, scope=d.scope())
+        assert (info.value.status, info.value.code, info.value.message) == (400, "invalid_input", message), path
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("")
+    started = c.call("/v1/observe", {"session_id": "s-o", "transcript_path": str(transcript), "event": "pre-compact"},
+                     scope=d.scope())  # fmt: skip
+    assert started == {"started": True}
+    assert _wait(lambda: "observe pre-compact:" in (d.home / "daemon.log").read_text())
