@@ -68,10 +68,14 @@ EVENTS: dict[str, str] = {
 }
 _ALIASES = {**{k: k for k in EVENTS}, **{v.lower(): k for k, v in EVENTS.items()}}
 
-# Each hook's one deadline, from the process's start: below the timeouts `memoryd install` declares (10 s, 5 s).
-BUDGETS = {"pre-tool-use": 3.0, "session-start": 6.0, "user-prompt-submit": 6.0, "session-end": 5.0, "pre-compact": 5.0}
+# Each hook's one deadline, from the process's start: at least 1.5 s below the timeout `memoryd install` declares
+# for it (agents.install.common.HOOK_EVENTS: 10, 10, 5, 15, 30 s), for Python's start and exit on a busy machine.
+# A warm daemon answers in tens of milliseconds; the budget is what a cold start (the daemon's, or this process's
+# own engine) may take before the hook gives up with nothing.
+BUDGETS = {"pre-tool-use": 3.0, "session-start": 8.5, "user-prompt-submit": 8.5, "session-end": 5.0, "pre-compact": 5.0}
 STDIN_TIMEOUT = 2.0
 IN_PROCESS_MIN = 0.3  # seconds an in-process fallback needs at least; with less left the hook answers nothing
+ASK_MARGIN = 0.15  # a request to the daemon gives up this much before the deadline, so the hook logs why
 WORKER_HARD_STOP = 120  # the detached observation worker's hard stop
 
 HookOutput = namedtuple("HookOutput", ["stdout", "exit_code"], defaults=["", 0])  # noqa: PYI024 - no typing import
@@ -145,7 +149,7 @@ class Way:
         if isinstance(session, str) and session and len(session) <= 128 and not any(c in session for c in "@#/"):
             who["session"] = session
         try:
-            return connect(start=True, client=who, deadline=self.deadline)
+            return connect(start=True, client=who, deadline=self.deadline, lazy=True)  # the first ask starts it
         except DaemonUnavailable as exc:
             log(self.settings, self.event, f"the daemon is not available ({exc}); running in-process")
             return None
@@ -160,7 +164,7 @@ class Way:
         if self.client is not None:
             try:
                 return self.client.call(
-                    f"/v1/{endpoint}", body, scope={"cwd": self.cwd}, timeout=max(0.05, self.left())
+                    f"/v1/{endpoint}", body, scope={"cwd": self.cwd}, timeout=max(0.05, self.left() - ASK_MARGIN)
                 )
             except DaemonError as exc:
                 log(self.settings, self.event, f"the daemon answered {exc.code}: {exc.message}; the agent continues "

@@ -307,6 +307,8 @@ class Client:
             raise DaemonUnavailable(f"cannot create the data home {self.paths.home}: {exc}") from None
         if not os.access(self.paths.home, os.W_OK | os.X_OK):
             raise DaemonUnavailable(f"the data home {self.paths.home} is not writable")
+        if os.path.isdir(self.paths.socket):  # a daemon would only find it out after its start: say so now
+            raise DaemonUnavailable(f"cannot create the socket {self.paths.socket}: a directory is in its place")
 
     def _start_lock(self, deadline: float, busy: str) -> int:
         """The start lock, held (the open descriptor: closing it releases the lock) once no other client
@@ -399,7 +401,8 @@ class Client:
             os.close(fd)
 
 
-def connect(*, start: bool, client: dict[str, str] | None = None, deadline: float | None = None) -> Client:
+def connect(*, start: bool, client: dict[str, str] | None = None, deadline: float | None = None,
+            lazy: bool = False) -> Client:  # fmt: skip
     """THE choice every local surface makes between the resident daemon and its own process: a client of this data
     home's daemon, or DaemonUnavailable (saying why) to run in-process.
 
@@ -407,10 +410,14 @@ def connect(*, start: bool, client: dict[str, str] | None = None, deadline: floa
     restarted, by `deadline` (time.monotonic(); default START_TIMEOUT from now). Without (the CLI, `memoryd
     ui`): only a daemon that runs already with this version and settings, left as it is otherwise. Raises
     DaemonUnavailable when MEMORYD_DAEMON is off, none runs (without `start`), or it cannot run here.
+    `lazy` (with `start`; a hook, whose every millisecond counts): no health check first, the first request
+    starts or restarts it (`Client.raw`), raising DaemonUnavailable there.
     """
     if not enabled():
         raise DaemonUnavailable("MEMORYD_DAEMON is off")
     c = Client(client=client, autostart=start)
+    if start and lazy:
+        return c
     end = deadline if deadline is not None else time.monotonic() + c.start_timeout
     try:
         info = c.health(timeout=max(0.05, min(2.0, end - time.monotonic())), strict=True)
