@@ -157,6 +157,10 @@ export class MemorydClient {
   recall(scope: Scope, client: ClientInfo, query: string, limit: number, timeoutMs: number) {
     return this.call<{ items: RecallItem[] }>("POST", "/v1/recall", { query, limit }, scope, client, timeoutMs);
   }
+  /** What a prompt is given: the engine's relevance decision within its token budget (the Claude Code hook's too). */
+  prompt(scope: Scope, client: ClientInfo, prompt: string, limit: number, timeoutMs: number) {
+    return this.call<{ items: RecallItem[]; text: string }>("POST", "/v1/prompt", { prompt, limit, within_ms: timeoutMs }, scope, client, timeoutMs);
+  }
   memorize(scope: Scope, client: ClientInfo, body: { content: string; type?: string; title?: string; tags?: string[]; source?: string }, timeoutMs: number) {
     return this.call<MemorizeAnswer>("POST", "/v1/memorize", body, scope, client, timeoutMs);
   }

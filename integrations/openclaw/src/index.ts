@@ -190,7 +190,7 @@ export class MemorydPlugin {
     }
   }
 
-  /** before_prompt_build: recall within the budget; nothing on timeout or error (fail open). */
+  /** before_prompt_build: the memories memoryd judges relevant, within the budget; nothing on timeout or error (fail open). */
   async beforePrompt(event: { prompt?: string; currentUserMessage?: string; messages?: unknown[] }, ctx: TurnContext): Promise<{ appendSystemContext: string } | undefined> {
     const key = ctx.sessionKey || ctx.sessionId || "";
     const query = userText(event.currentUserMessage ?? event.prompt ?? "");
@@ -200,7 +200,8 @@ export class MemorydPlugin {
     if (ctx.trigger === "heartbeat" || ctx.trigger === "cron") return undefined;
     const started = performance.now();
     try {
-      const answer = await this.client.recall(scopeFor(this.cfg, ctx), clientFor(ctx), query.slice(0, 2000), this.cfg.recallLimit, this.cfg.recallTimeoutMs);
+      // The engine decides what is relevant and what fits (POST /v1/prompt), as for Claude Code's prompt hook.
+      const answer = await this.client.prompt(scopeFor(this.cfg, ctx), clientFor(ctx), query.slice(0, 2000), this.cfg.recallLimit, this.cfg.recallTimeoutMs);
       const ms = Math.round(performance.now() - started);
       const items = Array.isArray(answer.items) ? answer.items.filter((m) => m && typeof m.content === "string") : [];
       this.log("info", "recall", `recalled ${items.length} memories in ${ms} ms`, { agent: ctx.agentId, ms, ids: items.map((m) => m.id) });

@@ -304,7 +304,8 @@ def ui(
     With the memoryd daemon running (and no --host), the daemon serves it with its warm engine
     until Ctrl-C here.
     """
-    from ..ui.server import serve, serve_by_daemon
+    from ..daemon.console import serve_by_daemon
+    from ..ui.server import serve
 
     try:
         by_daemon = None if host is not None else serve_by_daemon(port=port, open_browser=not no_browser, cwd=cwd,

@@ -9,13 +9,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ..shared.display import shown_content, split_actor
 from ..shared.errors import EXIT_CODES, InvalidInput, MemorydError
-from .common import CwdOpt, JsonOpt, _change, _effect_exit, _emit, _fail, _local_engine, _run, app
+from .common import CwdOpt, JsonOpt, _change, _effect_exit, _emit, _fail, _iso, _local_engine, _run, app
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
-    from ..engine import Engine
+    from ..daemon.operator import Operator
 
 
 @app.command()
@@ -57,15 +56,13 @@ def recall(
     cwd: CwdOpt = None,
 ) -> None:
     """Search memories of this repository and the global scope."""
-    from ..engine import visible_content
-
     hits = _run(cwd, lambda e: e.recall(query, max_results=max_results, include_negated=include_negated, path=path,
-                                        symbol=symbol).hits)  # fmt: skip
+                                        symbol=symbol)["hits"])  # fmt: skip
     rows = [
-        {"atom_id": h.atom.id, "score": h.score, "content": visible_content(h.atom), "type": h.atom.type,
-         "status": h.atom.status, "created_at": h.atom.created_at.isoformat(), "source": h.atom.source,
-         **({"freshness": h.freshness} if h.freshness else {}),
-         **({"code_changes": [c.model_dump() for c in h.code_changes]} if h.code_changes else {})}
+        {"atom_id": h["atom"]["id"], "score": h["score"], "content": shown_content(h["atom"]), "type": h["atom"]["type"],
+         "status": h["atom"]["status"], "created_at": _iso(h["atom"]["created_at"]), "source": h["atom"]["source"],
+         **({"freshness": h["freshness"]} if h.get("freshness") else {}),
+         **({"code_changes": h["code_changes"]} if h.get("code_changes") else {})}
         for h in hits
     ]  # fmt: skip
 
@@ -107,7 +104,7 @@ def govern(
 ) -> None:
     """Quarantine, seal, tombstone, derive a lesson from, or restore a memory."""
 
-    def run(e: Engine) -> BaseModel:
+    def run(e: Operator) -> Any:
         if action == "restore":
             return e.restore(target_atom, reason, actor="cli")
         return e.govern(target_atom, action, reason, lesson_content, actor="cli")
@@ -134,7 +131,7 @@ def handoff(
 @app.command()
 def stats(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
     """Counts, index coverage and snapshot version."""
-    s = _run(cwd, lambda e: e.stats()).model_dump()
+    s = _run(cwd, lambda e: e.stats())
     _emit(s, json_, lambda: "\n".join(
         [f"atoms: {s['atoms']}", f"edges: {s['edges']}", f"snapshot_version: {s['snapshot_version']}"]
         + [f"index {k}: {v}" for k, v in s["indexes"].items()] + [f"status {k}: {v}" for k, v in s["by_status"].items()]
@@ -147,11 +144,7 @@ def history(
 ) -> None:
     """Every audit event of a memory, oldest first: the source a caller named apart from the person and
     token memoryd authenticated (team server; the daemon's client and session)."""
-    from ..engine.core import split_actor
-
-    events = [
-        _attributed(e.model_dump(mode="json"), split_actor(e.actor)) for e in _run(cwd, lambda e: e.history(atom_id))
-    ]
+    events = [_attributed(e, split_actor(e["actor"])) for e in _run(cwd, lambda e: e.history(atom_id))]
     _emit(events, json_, lambda: "\n".join(
         f"{e['at']}  {e['action']:<13} by {_one_line(e['source'])}"
         + (f"  [person {_one_line(e['person'])}, token {_one_line(e['token'])}]" if e["person"] else "")
@@ -173,7 +166,7 @@ def _one_line(text: str | None) -> str:
 @app.command()
 def verify(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
     """Verify the audit chain; exits 8 when it does not verify."""
-    r = _run(cwd, lambda e: e.verify_chain()).model_dump()
+    r = _run(cwd, lambda e: e.verify_chain())
     _emit(r, json_, lambda: f"chain ok ({r['events']} events)" if r["ok"]
           else f"chain BROKEN at event {r['first_bad_seq']}: {r['problem']}")  # fmt: skip
     if not r["ok"]:
@@ -184,7 +177,7 @@ def verify(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
 def brief(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
     """The session-start brief: latest handoff, constraints, preferences, recent decisions."""
     b = _run(cwd, lambda e: e.agent_brief())
-    _emit(b.model_dump(mode="json"), json_, lambda: b.text)
+    _emit(b, json_, lambda: b["text"])
 
 
 @app.command()
@@ -219,12 +212,15 @@ def export(
         return
     if format != "jsonl":
         _fail(InvalidInput(f"unknown format {format!r}; expected jsonl or markdown"))
-    if output is None:
-        n = _run(cwd, lambda e: e.export(sys.stdout))
-    else:
-        with output.open("w", encoding="utf-8") as fh:
-            n = _run(cwd, lambda e: e.export(fh))
-        typer.echo(f"wrote {n} lines to {output}", err=True)
+    if output is None:  # a stream: this process's own engine writes it
+        try:
+            with _local_engine(cwd) as engine:
+                engine.export(sys.stdout)
+        except MemorydError as exc:
+            _fail(exc)
+        return
+    n = _run(cwd, lambda e: e.export_file(output))  # written whole or not at all
+    typer.echo(f"wrote {n} lines to {output}", err=True)
 
 
 @app.command("import")

@@ -1,4 +1,5 @@
 """The web console served by the daemon (`memoryd ui` with a daemon running): its warm engine, the same guard.
+Both sides live here: `Consoles` (the daemon's) and `serve_by_daemon` (the `memoryd ui` process's client).
 
 Each `memoryd ui` asks for a console of its own (`POST /v1/console`, internal): a new per-run loopback
 address 127.x.y.z and a new token (or `MEMORYD_TOKEN`), the console's Host/Origin/cookie/CSRF rules
@@ -14,9 +15,11 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import sys
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..shared.errors import InvalidInput, NotFound
@@ -24,7 +27,7 @@ from ..shared.errors import InvalidInput, NotFound
 if TYPE_CHECKING:
     from ..engine import Engine
 
-__all__ = ["Consoles"]
+__all__ = ["Consoles", "serve_by_daemon"]
 
 log = logging.getLogger("memoryd.daemon")
 MAX_CONSOLES = 8
@@ -46,7 +49,7 @@ class Consoles:
 
         from ..ui import create_app
         from ..ui.security import TokenError, allowed_hosts, resolve_token
-        from ..ui.server import _bind_loopback
+        from ..ui.server import bind_loopback
 
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise InvalidInput(f"port must be 0-65535, got {port!r}")
@@ -61,7 +64,7 @@ class Consoles:
         except TokenError as exc:
             raise InvalidInput(str(exc)) from None
         try:
-            host, sock = _bind_loopback(port)
+            host, sock = bind_loopback(port)
         except OSError as exc:
             raise InvalidInput(f"cannot listen on 127.x.y.z:{port}: {exc.strerror}; pick another --port (0 = any "
                                "free one)") from None  # fmt: skip
@@ -135,3 +138,57 @@ class Consoles:
     def __len__(self) -> int:
         with self._lock:
             return len(self._servers)
+
+
+def serve_by_daemon(*, port: int, open_browser: bool = True, cwd: Path | None = None,
+                    allowed_host: Sequence[str] = ()) -> int | None:  # fmt: skip
+    """`memoryd ui` through the running daemon of this home (its warm engine), on its own per-run loopback
+    address and token; this process prints the address, opens the browser, and holds the console until
+    interrupted. None when no daemon of this home (version, settings) runs (`client.connect`): the caller
+    serves in-process (`memoryd.ui.server.serve`)."""
+    import signal
+
+    from ..shared.errors import InvalidInput
+    from ..ui.server import open_in_browser
+    from .client import DaemonError, DaemonUnavailable, connect
+
+    try:
+        client = connect(start=False)
+        scope = {"cwd": os.path.abspath(cwd if cwd is not None else os.getcwd())}
+        console = client.call("/v1/console", {"port": port, "allowed_host": list(allowed_host)}, scope=scope)
+    except DaemonUnavailable:  # none runs (or it exited since it answered its health): this process serves
+        return None
+    except DaemonError as exc:
+        print(f"memoryd ui: {exc.message}" if exc.code == InvalidInput.code else
+              f"memoryd ui: the daemon answered {exc.code}: {exc.message}", file=sys.stderr)  # fmt: skip
+        return 2 if exc.code == InvalidInput.code else 1
+    print(f"memoryd ui: {console['url']}", flush=True)
+    print(f"memoryd ui: served by the memoryd daemon (pid {console['pid']}); Ctrl-C closes this console",
+          file=sys.stderr, flush=True)  # fmt: skip
+    if open_browser:
+        open_in_browser(console["url"])
+
+    def stop(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        while True:
+            time.sleep(KEEP)
+            try:
+                client.call("/v1/console/keep", {"id": console["id"]}, scope=scope, timeout=KEEP)
+            except DaemonError as exc:
+                print(f"memoryd ui: the console is gone ({exc.code}: {exc.message})", file=sys.stderr)
+                return 1
+            except DaemonUnavailable as exc:
+                print(f"memoryd ui: the console is gone (the daemon stopped: {exc})", file=sys.stderr)
+                return 1
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        client.call("/v1/console/stop", {"id": console["id"]}, scope=scope, timeout=15.0)
+    except (DaemonError, DaemonUnavailable):
+        pass
+    return 0

@@ -125,11 +125,9 @@ class _Stdio:
 
 def forward(profile: str, cwd: str) -> int:
     """Serve stdio through the daemon until stdin closes. Raises DaemonUnavailable before reading anything."""
-    from .client import Client
+    from .client import connect
 
-    client = Client()
-    if client.health() is None:
-        client.start()
+    client = connect(start=True)
     io = _Stdio(client, profile, json.dumps({"cwd": cwd}, ensure_ascii=True), sys.stdout.buffer)
     slots = threading.BoundedSemaphore(8)  # requests in flight at once (a thread each; no executor to import)
     workers: list[threading.Thread] = []

@@ -17,6 +17,7 @@
     Library(core, reader)                   saved prompts and memories as MCP resources
     Console(core, reader, review, admin)    what the web console (`memoryd ui`) reads
     Tenancy(core)                           the team server: tokens, teams, shares, a request's scope
+    Injector(core, reader)                  what a hook adds to a prompt (the one relevance decision)
 
 Each public method of `Engine` names the part that implements it (`_part`), so the API is one list; the
 text arguments a method keeps are redacted here, on the way in (`inputs.STORED_TEXT`).
@@ -45,6 +46,7 @@ from .anchoring import Anchors
 from .console import Console
 from .core import PLACEHOLDERS, Core, private_home, visible_content
 from .importer import Importer
+from .inject import Injector
 from .inputs import STORED_TEXT, redact_call
 from .library import Library
 from .observations import Observer
@@ -132,6 +134,7 @@ class Engine:
         self._console = Console(core, self._reader, self._review, self._admin, memories=store, audit=store, access=store,
                                reports=store)  # fmt: skip
         self._tenancy = Tenancy(core, access=store)
+        self._injector = Injector(core, self._reader)
 
     @classmethod
     def open(
@@ -210,6 +213,12 @@ class Engine:
         core = Core(c.settings, c.store, c.embedder, scope, authority="agent", term_embedder=c.term_embedder,
                     vault_lock=c.vault_lock, principal=principal)  # fmt: skip
         return type(self)(c.settings, c.store, c.embedder, scope, core=core)
+
+    @classmethod
+    def api(cls) -> dict[str, Callable[..., Any]]:
+        """The engine's API as one list: every public method that names its part, by name, with the part's own
+        function (its signature and type hints). The daemon's operator endpoint serves what this lists."""
+        return {name: attr.method for name, attr in vars(cls).items() if isinstance(attr, _part)}
 
     def close(self) -> None:
         self._core.store.close()
@@ -304,8 +313,10 @@ class Engine:
     verify_chain = _part("_reader", Reader.verify_chain)
     stats = _part("_reader", Reader.stats)
     export = _part("_reader", Reader.export)
+    export_file = _part("_reader", Reader.export_file)
     agent_brief = _part("_reader", Reader.agent_brief)
     session_context = _part("_reader", Reader.session_context)
+    prompt_context = _part("_injector", Injector.prompt_context)
 
     def timeline(
         self, *, scope: str | None = "auto", since: str = "30d", types: Sequence[str] | None = None, limit: int = 100

@@ -17,12 +17,13 @@ from ulid import ULID
 from ..formats import vault
 from ..search.embed import Embedder, TermEmbedder
 from ..shared.config import Settings
+from ..shared.display import PLACEHOLDERS, shown_content, split_actor
 from ..shared.errors import AuthorizationRequired, Forbidden, InvalidInput, NotFound
 from ..shared.limits import LIMITS, UNSTORABLE, check_text, check_texts, unstorable
 from ..shared.models import ATOM_TYPES, Atom, Scope
 from ..storage.base import Store, StoreTx
 from .inputs import shown
-from .tracked import FilePlan, TrackedTx, check_source, plan_file, publish, split_actor
+from .tracked import FilePlan, TrackedTx, check_source, plan_file, publish
 
 __all__ = [
     "AUTHORITIES",
@@ -43,12 +44,6 @@ log = logging.getLogger("memoryd")
 # person at the CLI, who may name any scope.
 AUTHORITIES = ("agent", "operator")
 
-PLACEHOLDERS = {
-    "quarantined": "[quarantined: content hidden pending review]",
-    "sealed": "[sealed: content visible to audit only]",
-    "tombstoned": "[tombstoned: content destroyed]",
-}
-
 
 def clean(text: str) -> str:
     """What is stored of a text: LF newlines, no surrounding blanks (its secrets were redacted as it came in:
@@ -58,7 +53,7 @@ def clean(text: str) -> str:
 
 def visible_content(atom: Atom) -> str:
     """What a reader may see of an atom: its content, or a placeholder for hidden states."""
-    return PLACEHOLDERS.get(atom.status, atom.content)
+    return shown_content(atom)
 
 
 def private_home(home: Path, *, sqlite: bool) -> None:

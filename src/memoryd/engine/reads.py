@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import IO, NamedTuple
 
 from ..search import rank
@@ -86,7 +87,7 @@ class Reader:
     def recall(
         self, query: str, *, max_results: int = 10, include_negated: bool = False, types: Sequence[str] | None = None,
         entity_ids: Sequence[str] | None = None, scope: Scope | None = None, statuses: Sequence[str] | None = None,
-        path: str | None = None, symbol: str | None = None, record: bool = True,
+        path: str | None = None, symbol: str | None = None, record: bool = True, semantic: bool = True,
     ) -> RecallResult:  # fmt: skip
         """Hybrid search over the current repository and the tenant-global scope.
 
@@ -95,6 +96,7 @@ class Reader:
         ×0.9 and say so (`freshness`, `code_changes`). `record` logs when the recall ran and its hit
         ids (not the query) for the console's Sessions page, and refreshes the hits' access times (their
         decay); the console's searches pass False, so a person browsing changes nothing agents see.
+        `semantic` False: no query embedding (the model is not loaded in time: keyword and entity signals only).
 
         Raises:
             InvalidInput: empty query, max_results outside 1..100, a field over its limit (`memoryd.shared.limits`).
@@ -113,7 +115,7 @@ class Reader:
             start()
         q, cands, stats = self.gather(query, max_results=max_results, include_negated=include_negated, types=types,
                                       entity_ids=entity_ids, scope=scope, statuses=statuses, path=path,
-                                      symbol=symbol)  # fmt: skip
+                                      symbol=symbol, semantic=semantic)  # fmt: skip
         # A path/symbol filter lists every memory anchored there, whatever the query's signals say.
         ranked = rank.rank(q, cands, stats, english=self._english if core.term_embedder is not None else None,
                            keep_zero=bool(path or symbol))  # fmt: skip
@@ -156,7 +158,7 @@ class Reader:
     def gather(
         self, query: str, *, max_results: int = 10, include_negated: bool = False, types: Sequence[str] | None = None,
         entity_ids: Sequence[str] | None = None, scope: Scope | None = None, statuses: Sequence[str] | None = None,
-        path: str | None = None, symbol: str | None = None,
+        path: str | None = None, symbol: str | None = None, semantic: bool = True,
     ) -> tuple[rank.Query, list[rank.Candidate], TermStats]:  # fmt: skip
         """recall's first half: the query's terms and entities, every candidate with its scoring facts.
 
@@ -187,7 +189,7 @@ class Reader:
             candidates[atom_id] = None
         q_vec = None
         try:
-            q_vec = core.embedder.query(query)
+            q_vec = core.embedder.query(query) if semantic else None
         except Exception:
             log.exception("query embedding failed; keyword and entity signals only")
         if q_vec is not None:
@@ -289,6 +291,18 @@ class Reader:
             by_status=c["by_status"], indexes=IndexCoverage(semantic=c["semantic"], keyword=c["keyword"],
                                                             temporal=c["temporal"], categorical=c["categorical"]),
         )  # fmt: skip
+
+    def export_file(self, path: Path) -> int:
+        """`export` into the file `path`, written whole or not at all (a temporary file beside it, renamed over it
+        once every line is written). Returns the number of lines. Raises InvalidInput when it cannot be written."""
+        from ..shared.files import atomic_text
+
+        path = Path(path)
+        try:
+            with atomic_text(path) as fh:
+                return self.export(fh)
+        except OSError as exc:
+            raise InvalidInput(f"cannot write the export to {path}: {exc.strerror or exc}") from None
 
     def export(self, out: IO[str]) -> int:
         """Write every atom, then every event, as JSON lines. Returns the number of lines."""

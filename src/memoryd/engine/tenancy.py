@@ -36,7 +36,7 @@ from ..shared.stamps import utc_now
 from ..storage.base import AccessReads, TokenRecord
 from .core import Core, shown
 
-__all__ = ["IssuedToken", "Principal", "TeamsOverview", "Tenancy", "TokenInfo", "parse_expiry"]
+__all__ = ["IssuedToken", "Principal", "TeamsOverview", "Tenancy", "TokenInfo", "local_scope", "parse_expiry"]
 
 TOKEN_PREFIX = "mdt_"
 GLOBAL = "global"  # among a token's scopes: it may also act in the person's global scope
@@ -367,6 +367,29 @@ class Tenancy:
                            branch=person.branch)  # fmt: skip
             return shared, person
         return person, person
+
+
+def local_scope(header: object) -> Scope:
+    """THE scope of a local request (the daemon's, for every memoryd surface on this machine) from its
+    `Memoryd-Scope` header: `{"cwd": "/abs/dir"}`, inferred exactly as in-process (`shared.scope.infer_scope`,
+    what `Engine.open(cwd=…)` does), or explicit workspace, repository, branch, root (a `local` workspace keeps
+    its root). The global scope is never assumed. Raises InvalidInput."""
+    import os
+
+    from ..shared.scope import infer_scope, local_tenant
+
+    data = read_scope_header(header, missing='send {"cwd": "/abs/dir"} or {"workspace", "repository"} (the global '
+                                              "scope is never assumed)")  # fmt: skip
+    if "cwd" in data:
+        if set(data) != {"cwd"}:
+            raise InvalidInput('Memoryd-Scope: "cwd" goes alone (the scope is inferred from it)')
+        cwd = check_text("cwd", data["cwd"], field="Memoryd-Scope cwd", required=True)
+        if not isinstance(cwd, str) or not os.path.isabs(cwd) or not os.path.isdir(cwd):
+            raise InvalidInput(f"Memoryd-Scope cwd must be an absolute path of a directory, got {cwd!r}")
+        return infer_scope(cwd)
+    workspace, repository, branch, root = scope_fields(data, expected="cwd, or workspace, repository, branch, root")
+    return Scope(tenant_id=local_tenant(), workspace=workspace, repository=repository, branch=branch,
+                 root=root if workspace == "local" else "")  # fmt: skip
 
 
 def _header_repository(header: object) -> tuple[str, str] | None:

@@ -5,15 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import platformdirs
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from .home import data_home
+
 __all__ = ["Settings"]
-
-
-def _default_home() -> Path:
-    return Path(platformdirs.user_data_dir("memoryd", appauthor=False))
 
 
 class Settings(BaseSettings):
@@ -21,7 +18,7 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="MEMORYD_", extra="ignore")
 
-    home: Path = Field(default_factory=_default_home, description="Data root: database and vault.")
+    home: Path = Field(default_factory=data_home, description="Data root: database and vault.")
     db: str | None = Field(None, description="postgresql://… selects PostgreSQL; default the SQLite file in home.")
     embedder: Literal["e5", "use", "hash"] = Field(
         "use",
@@ -73,6 +70,14 @@ class Settings(BaseSettings):
     file_context_tokens: int = Field(
         600, ge=50, le=20_000, description="Token budget of the memories the file hook adds when a file is opened."
     )
+
+    @field_validator("home", mode="before")
+    @classmethod
+    def _home(cls, value: object) -> object:
+        """As `shared.home.data_home` reads MEMORYD_HOME: blank is the default, a leading `~` is expanded."""
+        if isinstance(value, str) and not value.strip():
+            return data_home()
+        return Path(value).expanduser() if isinstance(value, (str, Path)) else value
 
     @field_validator("db")
     @classmethod

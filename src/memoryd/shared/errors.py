@@ -19,7 +19,9 @@ branch on message text.
 
 from __future__ import annotations
 
-from typing import ClassVar
+TYPE_CHECKING = False  # not `typing`'s: the hooks read these, and its import costs a hook ~5 ms
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 __all__ = [
     "AuthorizationRequired",

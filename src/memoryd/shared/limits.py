@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from .errors import InvalidInput
+
+TYPE_CHECKING = False  # not `typing`'s: the hooks read this table, and its import costs a hook ~5 ms
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "LIMITS", "SURROGATE", "UNSTORABLE", "unstorable", "check_count", "check_id", "check_text", "check_texts",
@@ -83,6 +86,7 @@ LIMITS: dict[str, tuple[int, str, str]] = {
         "repositories (and `global`) one team-server token may act in (memoryd token create --scope)",
     ),
     "scope_header": (8192, "characters", "the Memoryd-Scope header of one team-server request"),
+    "given": (10000, "items", "ids a prompt hook says its session already has (the local API's POST /v1/prompt)"),
 }
 
 

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from datetime import UTC, datetime
 
-from ..search.tokenize import normalize
-
-__all__ = ["GENESIS", "chain_hash", "content_hash", "iso", "norm_hash", "parse_iso", "utc_now"]
+__all__ = ["GENESIS", "chain_hash", "content_hash", "iso", "norm_hash", "normalize", "parse_iso", "utc_now"]
 
 GENESIS = "0" * 64  # the prev_hash of the first event
+
+
+def normalize(text: str) -> str:
+    """NFKC, case-folded, whitespace-collapsed form used for exact dedup (`search.tokenize` re-exports it)."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(text.split())
 
 
 def content_hash(content: str) -> str:
