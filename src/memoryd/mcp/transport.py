@@ -200,6 +200,7 @@ def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify
     - A header of SINGLE_HEADERS sent more than once: 400 (before anything reads it).
     - `post_only` (the stateless servers: the team server, the daemon): anything but POST is 405 with
       `Allow: POST` (no event stream to resume, no session to end), never the SDK's 500.
+    - A GET with `Last-Event-ID` (a stream to resume; nothing is kept to replay): 400, never the SDK's 500.
 
     - Host and Origin must name an allowed host, on every bind address (403 with the reason).
     - With a token, `Authorization: Bearer <token>` (scheme in any case), compared in constant time (401).
@@ -246,6 +247,13 @@ def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify
                        "resume and no session to end)")  # fmt: skip
             await send_json(send, 405, json.dumps({"error": "method_not_allowed", "message": message}).encode(),
                             [(b"allow", b"POST")])  # fmt: skip
+            return
+        if scope.get("method") == "GET" and b"last-event-id" in headers:
+            # The SDK resumes a stream only from an event store (none here: nothing is kept to replay); without
+            # one it returned without an answer, which uvicorn turned into a 500.
+            message = ("this server keeps no event history, so a stream cannot be resumed: open a new one without "
+                       "Last-Event-ID (or send the request again)")  # fmt: skip
+            await send_json(send, 400, json.dumps({"error": "invalid_input", "message": message}).encode())
             return
         if identify is not None:
             client = scope.get("client")
