@@ -84,7 +84,9 @@ async def test_resuming_an_event_stream_is_refused_cleanly(tmp_path: Path) -> No
                 await client.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
                                   headers={**HEADERS, **session})  # fmt: skip
                 for extra in (session, {}):  # with the live session, and without one
-                    r = await client.get(url, headers={"Accept": "text/event-stream", "Last-Event-ID": "abc-1", **extra})
+                    r = await client.get(
+                        url, headers={"Accept": "text/event-stream", "Last-Event-ID": "abc-1", **extra}
+                    )
                     assert r.status_code == 400, r.text
                     assert r.json()["error"] == "invalid_input" and "cannot be resumed" in r.json()["message"]
                 # the session still works
