@@ -295,10 +295,12 @@ def _console(handle: EngineHandle, host: str, port: int, token: str | None, allo
     """
     from ..shared.http_security import new_token, origins
     from ..ui import create_app
+    from ..ui.security import console_path
 
     ui_token = token or new_token()
     shown = f"[{host}]" if ":" in host else host
-    print(f"memoryd ui: http://{shown}:{port}/ui/?token={ui_token}", flush=True)
+    path = console_path()
+    print(f"memoryd ui: http://{shown}:{port}/ui{path}/?token={ui_token}", flush=True)
     person: list[Any] = []
 
     def console_engine() -> Any:
@@ -308,7 +310,8 @@ def _console(handle: EngineHandle, host: str, port: int, token: str | None, allo
             person.append(handle.get().acting_as("operator", enforce_sensitive=True))
         return person[0]
 
-    return create_app(console_engine, token=ui_token, hosts=origins(allowed, port), cookie_name=f"memoryd_ui_{port}")
+    return create_app(console_engine, token=ui_token, hosts=origins(allowed, port), cookie_name=f"memoryd_ui_{port}",
+                      path=path)  # fmt: skip
 
 
 def _serve_http(mcp: MCPServer[Any], host: str, port: int, token: str | None, allowed_hosts: set[str], *,
