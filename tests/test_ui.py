@@ -413,7 +413,9 @@ def test_memoryd_ui_prints_one_line_and_serves(tmp_path: Path) -> None:
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        m = re.fullmatch(r"memoryd ui: http://127\.\d+\.\d+\.\d+:(\d+)/[A-Za-z0-9_-]{22}/\?token=([A-Za-z0-9_-]{43})\n", line)
+        m = re.fullmatch(
+            r"memoryd ui: http://127\.\d+\.\d+\.\d+:(\d+)/[A-Za-z0-9_-]{22}/\?token=([A-Za-z0-9_-]{43})\n", line
+        )
         assert m, line
         with httpx2.Client(follow_redirects=True) as c:
             r = c.get(line.split(": ", 1)[1].strip())
@@ -444,7 +446,9 @@ def test_http_transport_serves_the_console_under_ui(tmp_path: Path) -> None:
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().strip()
-        m = re.fullmatch(rf"memoryd ui: http://127\.0\.0\.1:{port}/ui(/[A-Za-z0-9_-]{{22}})/\?token=[A-Za-z0-9_-]{{43}}", line)
+        m = re.fullmatch(
+            rf"memoryd ui: http://127\.0\.0\.1:{port}/ui(/[A-Za-z0-9_-]{{22}})/\?token=[A-Za-z0-9_-]{{43}}", line
+        )
         assert m, line
         deadline = time.monotonic() + 30  # the line comes as uvicorn starts, just before it listens
         while True:

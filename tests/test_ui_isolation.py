@@ -264,7 +264,9 @@ def _attack(browser: Any, url: str, atom: str, neighbour: str | None = None) -> 
     read = httpx2.get(f"{origin}/memories", headers={"Cookie": stolen} if stolen else {})
     # had it the cookie's value by any other way: off the console's path it opens nothing
     cookie = "; ".join(f"{c['name']}={c['value']}" for c in held)
-    replayed = {p: httpx2.get(origin + p, headers={"Cookie": cookie}).status_code for p in ("/", "/memories", "/health")}
+    replayed = {
+        p: httpx2.get(origin + p, headers={"Cookie": cookie}).status_code for p in ("/", "/memories", "/health")
+    }
     return {"stolen": stolen, "script": _Evil.results[0] if _Evil.results else None, "read": read.status_code,
             "replayed": replayed, "held": held, "visits": len(_Evil.results),
             "on_path": httpx2.get(f"{base}/memories", headers={"Cookie": cookie}).status_code}  # fmt: skip
