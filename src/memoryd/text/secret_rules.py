@@ -309,6 +309,7 @@ SECRET_WORDS = (
 #   -p*          attached or the next word               -u=:   a user:password value, the part after ':' (or %, ,)
 #   -passin=pass:  the part after `pass:` (openssl)      /p:    attached after the colon (xfreerdp /p:X)
 #   #N           the N-th word that is no option (0-based, after the command's own words); #-1 the last one
+#   #key         the word after a word that names a secret (`npm config set //host/:_authToken VALUE`)
 CLI_CREDENTIALS: tuple[tuple[str, str], ...] = (
     ("sshpass", "-p*"),
     (
@@ -342,6 +343,13 @@ CLI_CREDENTIALS: tuple[tuple[str, str], ...] = (
     ("htpasswd", ""),  # -b: `secret_structure._htpasswd`
     ("vault login", "#0"),
     ("sqlplus|sqlldr|expdp|impdp|rman", "#0=/"),
+    ("npm config set|yarn config set|pnpm config set|aws configure set|git config|gcloud config set", "#key"),
+    ("az keyvault secret set", "--value"),
+    ("ssh-keygen", "-N -P"),
+    ("http|https", "-a=: --auth=:"),
+    ("psexec|psexec.py|paexec|winexe", "-p"),
+    ("schtasks", "/rp /RP"),
+    ("ConvertTo-SecureString|convertto-securestring", "#0 -String"),
 )
 
 # Cookies that hold a session or a credential, by name (lower-case): sessionid, PHPSESSID, connect.sid,
@@ -375,6 +383,33 @@ LABELS: tuple[tuple[str, str], ...] = tuple(
         "parola d'ordine",
         "пароль",
         "паролем",
+        # Dutch, Polish, Turkish, Swedish, Norwegian, Danish, Finnish, Czech, Vietnamese, Indonesian, Malay,
+        # Arabic, Hebrew, Hindi, Thai, Greek; Spanish "clave" (the Wi-Fi's)
+        "wachtwoord",
+        "hasło",
+        "haslo",
+        "şifre",
+        "sifre",
+        "lösenord",
+        "lösenordet",
+        "passord",
+        "passordet",
+        "adgangskode",
+        "salasana",
+        "heslo",
+        "mật khẩu",
+        "mat khau",
+        "kata sandi",
+        "kata laluan",
+        "كلمة المرور",
+        "كلمة السر",
+        "סיסמה",
+        "סיסמא",
+        "पासवर्ड",
+        "รหัสผ่าน",
+        "κωδικός πρόσβασης",
+        "κωδικός",
+        "clave",
         # English and Italian use the English word; with a copula and a few words between ("the password for
         # the staging db is …", "la password del database è …")
         "password",

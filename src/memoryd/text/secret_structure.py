@@ -133,10 +133,13 @@ def _option_value(text: str, words: list[tuple[int, int]], i: int, form: str) ->
 
 
 def _positional(text: str, rest: list[tuple[int, int]], form: str) -> tuple[int, int] | None:
-    """`#N` (the N-th word that is no option), `#N=/` (its part after '/', to an '@': user/password@db), `#unc`
+    """`#N` (the N-th word that is no option), `#N=/` (its part after '/', to an '@': user/password@db), `#key`
+    (the word after one that names a secret), `#unc`
     (the word after a \\\\server\\share path: `net use Z: \\\\srv\\share PASSWORD`)."""
     index, _, after = form[1:].partition("=")
-    if index == "unc":
+    if index == "key":  # the word after one naming a secret
+        k = next((j + 1 for j, (s, e) in enumerate(rest[:-1]) if secret_key(text[s:e].rsplit(":", 1)[-1])), len(rest))
+    elif index == "unc":
         k = next((j + 1 for j, (s, _) in enumerate(rest) if text.startswith("\\\\", s)), len(rest))
     else:
         k = int(index)
@@ -209,7 +212,8 @@ def _htpasswd(text: str, words: list[tuple[int, int]]) -> list[Span]:
 
 _STDIN = re.compile(
     r"\b(?:echo|printf)[ \t]+(?:-[neE]+[ \t]+)?(?P<q>['\"]?)(?:[\w.@-]{1,64}:)??(?P<v>[^\s'\"|]{4,256})(?P=q)[ \t]*\|"
-    r"[ \t]*(?:sudo[ \t]+)?[^\n|;]{0,200}?(?:--password-stdin|--pass-stdin|chpasswd|passwd[ \t]+--stdin)"
+    r"[ \t]*(?:sudo[ \t]+(?:-\w+[ \t]+)*-S\b|(?:sudo[ \t]+)?[^\n|;]{0,200}?(?:--password-stdin|--pass-stdin|chpasswd|"
+    r"passwd[ \t]+--stdin|\bkinit\b))"
 )
 # user:password@host without a scheme (proxy settings, impacket's domain/user:pass@host, ftp user:pass@host)
 _USER_PASS = re.compile(r"(?:[\w.%+-]{1,64}/)?[\w.%+-]{1,64}:(?P<v>[^\s:@/'\"]{3,128})")
@@ -218,8 +222,15 @@ _HOST = re.compile(r"(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|localhost|\[[0-9a-fA-F
 
 # -- markup and config -------------------------------------------------------------------------------------
 
-_ELEMENT = re.compile(r"<(?P<tag>[A-Za-z_][\w.:-]{0,63})(?P<attrs>\s[^<>]{0,512}?)?>(?P<v>[^<>]{1,512})</(?P=tag)\s*>")
-_TAG = re.compile(r"<[A-Za-z_][\w.:-]{0,63}\s[^<>]{0,1024}>")
+_ELEMENT = re.compile(
+    r"<(?P<tag>[A-Za-z_][\w.:-]{0,63})(?P<attrs>\s[^<>]{0,512}?)?>(?:<!\[CDATA\[(?P<cdata>[^\]\n]{1,512})\]\]>|"
+    r"(?P<v>[^<>]{1,512}))</(?P=tag)\s*>"
+)
+_TAG = re.compile(r"<(?P<name>[A-Za-z_][\w.:-]{0,63})\s[^<>]{0,1024}>")
+# PHP's define('DB_PASSWORD', 'X')
+_DEFINE = re.compile(
+    r"""\bdefine\([ \t]*(['"])(?P<k>[\w.-]{1,64})\1[ \t]*,[ \t]*(['"])(?P<v>[^'"\n]{1,512})\3[ \t]*\)"""
+)
 _ATTR = re.compile(r"""(?P<attr>[\w.:-]{1,40})\s*=\s*(?P<q>["'])(?P<val>[^"'<>\n]{0,512})(?P=q)""")
 _NAMING = frozenset({"name", "key", "id", "property", "param", "setting", "field", "type"})
 _VALUE_ATTRS = frozenset({"value", "val", "content", "default", "secret"})
@@ -245,18 +256,19 @@ def markup(text: str, low: str) -> list[Span]:
             kind = _names_secret(m["tag"]) or next(
                 (k for a in _ATTR.finditer(m["attrs"] or "") if a["attr"].lower() in _NAMING - {"type"}
                  and (k := _names_secret(a["val"]))), None)  # fmt: skip
-            s, e = m.span("v")
+            s, e = m.span("v" if m["v"] is not None else "cdata")
             while s < e and text[s].isspace():
                 s += 1
             while e > s and text[e - 1].isspace():
                 e -= 1
             if kind and _value_ok(text, s, e, strong=kind == "password") and "\n" not in text[s:e]:
                 found.append((s, e, kind))
-    if "value" in low or "secret" in low:
+    if "value" in low or "secret" in low or "content" in low:
         for tag in _TAG.finditer(text):
             attrs = list(_ATTR.finditer(text, tag.start(), tag.end()))
-            kind = next((k for a in attrs if a["attr"].lower() in _NAMING
-                         and (k := _names_secret(a["val"]))), None)  # fmt: skip
+            kind = _names_secret(tag["name"]) or next(
+                (k for a in attrs if a["attr"].lower() in _NAMING and (k := _names_secret(a["val"]))), None
+            )
             if kind is None:
                 continue
             for a in attrs:
@@ -264,9 +276,18 @@ def markup(text: str, low: str) -> list[Span]:
                 if a["attr"].lower() in _VALUE_ATTRS and _value_ok(text, s, e, strong=kind == "password"):
                     found.append((s, e, kind))
         for m in _NAME_VALUE.finditer(text):
-            kind = secret_key(m["n"])
+            kind = secret_key(m["n"]) or ("session_cookie" if _SESSION_NAME.search(m["n"]) else None)
             if kind and _value_ok(text, *m.span("v"), strong=kind == "password"):
                 found.append((*m.span("v"), kind))
+    if "define(" in low:
+        for m in _DEFINE.finditer(text):
+            kind, (s, e) = secret_key(m["k"]), m.span("v")
+            if (
+                kind
+                and (kind == "password" or " " not in text[s:e])
+                and _value_ok(text, s, e, strong=kind == "password")
+            ):
+                found.append((s, e, kind))
     if "machine" in low:
         found += [(*m.span("v"), "password") for m in _NETRC.finditer(text) if _value_ok(text, *m.span("v"))]
     return found
@@ -302,6 +323,24 @@ def _cookie_pairs(text: str, start: int, body: str, *, first_only: bool) -> list
     return found
 
 
+_COOKIE_DICT = re.compile(r"\bcookies[ \t]*=[ \t]*\{(?P<body>[^{}\n]{0,1024})\}")
+_DICT_PAIR = re.compile(r"""(['"])(?P<n>[^'"\n]{1,128})\1[ \t]*:[ \t]*(['"])(?P<v>[^'"\n]{1,1024})\3""")
+# res.cookie('sid', 'X'), response.set_cookie("sessionid", "X"), cookies.set(…), localStorage.setItem('authToken', 'X')
+_COOKIE_CALL = re.compile(
+    r"""(?:\bset_cookie|\.cookie|\bsetCookie|\bcookies\.set|\badd_cookie|Storage\.setItem)\([ \t]*(['"])(?P<n>[^'"\n]{1,128})\1"""
+    r"""[ \t]*,[ \t]*(['"])(?P<v>[^'"\n]{1,1024})\3"""
+)
+# a cookies.txt (Netscape) line: domain, flag, path, secure, expiry, name, value
+_COOKIE_JAR = re.compile(
+    r"(?m)^[^\t\n]+\t(?:TRUE|FALSE)\t[^\t\n]*\t(?:TRUE|FALSE)\t\d+\t(?P<n>[^\t\n]+)\t(?P<v>[^\t\n]+)$"
+)
+
+
+def _session_value(text: str, name: str, s: int, e: int) -> bool:
+    value = text[s:e]
+    return bool(_SESSION_NAME.search(name)) and len(value) >= 8 and _value_ok(text, s, e) and not not_a_value(value)
+
+
 def cookies(text: str, low: str) -> list[Span]:
     """A session cookie's value (`Cookie: sessionid=X`, `Set-Cookie: session=X; Path=/`, `curl -b 'sid=X'`,
     `document.cookie = "auth_token=X"`) and a session header's (`X-Session-Id: X`) when it looks generated."""
@@ -312,6 +351,19 @@ def cookies(text: str, low: str) -> list[Span]:
     if "cookie" in low or "-b" in low:
         for m in _COOKIE_STRING.finditer(text):
             found += _cookie_pairs(text, m.start("body"), m["body"], first_only=m.group().startswith("document"))
+    if "cookies" in low:
+        for d in _COOKIE_DICT.finditer(text):
+            for m in _DICT_PAIR.finditer(text, d.start("body"), d.end("body")):
+                if _session_value(text, m["n"], *m.span("v")):
+                    found.append((*m.span("v"), "session_cookie"))
+    if "cookie" in low or "storage" in low:
+        for m in _COOKIE_CALL.finditer(text):
+            if _session_value(text, m["n"], *m.span("v")):
+                found.append((*m.span("v"), "session_cookie"))
+    if "\ttrue\t" in low or "\tfalse\t" in low:
+        for m in _COOKIE_JAR.finditer(text):
+            if _session_value(text, m["n"], *m.span("v")):
+                found.append((*m.span("v"), "session_cookie"))
     if "-" in text:
         for m in _HEADER.finditer(text):
             name, value = m["name"], m["v"]
@@ -327,8 +379,11 @@ def cookies(text: str, low: str) -> list[Span]:
 
 # -- labels in other languages -----------------------------------------------------------------------------
 
-_STRONG_SEP = r"[ \t]*(?:[:：=]|[—–]|-(?=[ \t]))[ \t]*"
-_COPULA = r"[ \t]+(?:is|was|ist|lautet|war|est|était|es|era|é|è|это)[ \t]*:?[ \t]*|[ \t]*(?:は|が)[ \t]*|(?:는|은|이|가)[ \t]+"
+_STRONG_SEP = r"[ \t]*(?:[:：=＝]|[—–]|-(?=[ \t]))[ \t]*"
+_COPULA = (
+    r"[ \t]+(?:is|was|ist|lautet|heißt|war|est|était|es|era|é|è|это|är|jest|je|là|adalah)[ \t]*:?[ \t]*"
+    r"|[ \t]*(?:は|が)[ \t]*|(?:는|은|이|가)[ \t]+"
+)
 _QUOTES = "「『\"'“‘«"
 # where a value ends: a space, a line's end, a closing quote, sentence punctuation before a space (not ! or ?: more
 # often a password's last character here than a sentence's), a Japanese or Korean copula; a value glued to anything
@@ -337,14 +392,18 @@ _END = r"(?:[ \t]*$|\s|[」』\"'”’»。、]|[.,;:)](?=\s|$)|です|でし�
 
 
 def _is_cjk(label: str) -> bool:
-    return any("\u3040" <= c <= "\u30ff" or "\uac00" <= c <= "\ud7af" or "\u4e00" <= c <= "\u9fff" for c in label)
+    """A label of a script written without spaces between words (Japanese, Korean compounds, Chinese, Thai)."""
+    return any(
+        "\u3040" <= c <= "\u30ff" or "\uac00" <= c <= "\ud7af" or "\u4e00" <= c <= "\u9fff" or "\u0e00" <= c <= "\u0e7f"
+        for c in label
+    )
 
 
 _TAIL = re.compile(
     rf"(?P<mid>(?:[ \t]+[^\s.,;!?:：=。、「」\"'’()\[\]{{}}<>]{{1,24}}){{0,4}}?)"
     rf"(?:(?P<strong>{_STRONG_SEP})|(?P<copula>{_COPULA}))"
     rf"(?:(?<=[:：=—–-])[ \t]*[\w.@-]{{1,64}}[ \t]+/[ \t]+)?"  # a user name first: "Zugangsdaten: ci / X"
-    rf"[{_QUOTES}]?(?P<v>[!-~]{{4,256}}?)(?={_END})",
+    rf"(?:«[ \t]*|[{_QUOTES}])?(?P<v>[!-~]{{4,256}}?)(?={_END})",
     re.I | re.M,
 )
 
@@ -409,6 +468,22 @@ def _command_keywords() -> tuple[str, ...]:
     return (*sorted(words), "echo", "printf")
 
 
+_IDENTIFIED = re.compile(
+    r"(?P<kw>(?i:\bIDENTIFIED[ \t]+BY))[ \t]+(?!PASSWORD\b|VALUES\b)(?P<q>['\"]?)(?P<v>[^\s'\";`]{1,128})(?P=q)"
+)
+
+
+def sql_password(text: str, low: str) -> list[Span]:
+    """SQL's `IDENTIFIED BY 'X'` (MySQL, Oracle); `WITH PASSWORD 'X'` is an assignment (`redact._assignments`). In
+    lower case and unquoted ("identified by reviewers") only a value mixing letters and digits counts."""
+    found: list[Span] = []
+    for m in _IDENTIFIED.finditer(text):
+        sql = m["kw"].isupper() or m["q"] or (re.search(r"[A-Za-z]", m["v"]) and re.search(r"\d", m["v"]))
+        if sql and _value_ok(text, *m.span("v")):
+            found.append((*m.span("v"), "password"))
+    return found
+
+
 def user_pass_at(text: str, low: str) -> list[Span]:
     """`user:password@host` without a scheme (a proxy setting, `domain/user:password@host`)."""
     found: list[Span] = []
@@ -422,7 +497,12 @@ def user_pass_at(text: str, low: str) -> list[Span]:
 FAMILIES: tuple[tuple[str, tuple[str, ...], Callable[[str, str], list[Span]]], ...] = (
     ("command_line", _command_keywords(), command_line),
     ("command_line", ("@",), user_pass_at),
-    ("markup_config", ("</", "value", "machine"), markup),
-    ("cookie_session", ("cookie", "session", "sess", "sid", "csrf", "xsrf"), cookies),
+    ("command_line", ("identified by",), sql_password),
+    ("markup_config", ("</", "value", "content=", "machine", "define("), markup),
+    (
+        "cookie_session",
+        ("cookie", "session", "sess", "sid", "csrf", "xsrf", "storage", "\ttrue\t", "\tfalse\t"),
+        cookies,
+    ),
     ("language_label", tuple({label for label, _ in LABELS}), labels),
 )
