@@ -408,6 +408,10 @@ _TAIL = re.compile(
 )
 
 
+def _in_word(c: str) -> bool:
+    return c.isalnum() or c == "_"  # `key_password` is an identifier, not the label "password"
+
+
 def _label_places(text: str, low: str) -> list[tuple[int, str]]:
     """(where each credential label ends, the label) in the text: a word of its own for a Latin or Cyrillic one,
     anywhere in a compound for a Japanese or Korean one (管理者パスワード)."""
@@ -419,13 +423,14 @@ def _label_places(text: str, low: str) -> list[tuple[int, str]]:
         while i >= 0:
             j = i + len(label)
             word = not _is_cjk(label)
-            if not word or ((i == 0 or not low[i - 1].isalpha()) and (j == len(low) or not low[j].isalpha())):
+            if not word or ((i == 0 or not _in_word(low[i - 1])) and (j == len(low) or not _in_word(low[j]))):
                 found.append((j, label))
             i = low.find(label, i + 1)
     return found
 
 
 _KINDS = {label: kind for label, kind in LABELS}
+_ENGLISH = frozenset({"password", "passphrase", "passcode"})
 # words between a label and its value that make it name something about the secret (its length, policy …)
 _MID_NOT_SECRET = frozenset("länge richtlinie longueur politique longitud política длина политика".split())
 
@@ -451,7 +456,8 @@ def labels(text: str, low: str) -> list[Span]:
         if not value or not plausible(value, strong=True) or value.startswith("-"):
             continue
         if m["strong"] is not None:
-            ok = not prose(text, s, e, any_word=True)
+            # English `password: X` / `password = X` is the assignment scan's (`redact._assignments`), with its checks
+            ok = label not in _ENGLISH and not prose(text, s, e, any_word=True)
         elif kind == "password":
             ok = bool(re.search(r"[^\W\d_]", value) and re.search(r"\d", value)) and len(value) >= 6
         else:
@@ -475,10 +481,10 @@ _IDENTIFIED = re.compile(
 
 def sql_password(text: str, low: str) -> list[Span]:
     """SQL's `IDENTIFIED BY 'X'` (MySQL, Oracle); `WITH PASSWORD 'X'` is an assignment (`redact._assignments`). In
-    lower case and unquoted ("identified by reviewers") only a value mixing letters and digits counts."""
+    lower case ("identified by reviewers", "identified by 'name'") only a value mixing letters and digits counts."""
     found: list[Span] = []
     for m in _IDENTIFIED.finditer(text):
-        sql = m["kw"].isupper() or m["q"] or (re.search(r"[A-Za-z]", m["v"]) and re.search(r"\d", m["v"]))
+        sql = m["kw"].isupper() or (re.search(r"[A-Za-z]", m["v"]) and re.search(r"\d", m["v"]))
         if sql and _value_ok(text, *m.span("v")):
             found.append((*m.span("v"), "password"))
     return found
