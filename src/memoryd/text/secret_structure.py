@@ -295,7 +295,14 @@ def markup(text: str, low: str) -> list[Span]:
 
 # -- cookies and session headers ---------------------------------------------------------------------------
 
-_COOKIE_HEADER = re.compile(r"(?i)\b(?P<set>set-)?cookie[\"']?[ \t]*:[ \t]*(?P<body>[^\n\"'`]*)")
+# `Cookie: …`, `Set-Cookie: …`, and a few words between ("Cookie header in the HAR: …")
+_COOKIE_HEADER = re.compile(
+    r"(?i)\b(?P<set>set-)?cookies?(?:[ \t]+[\w-]{1,24}){0,4}?[\"']?[ \t]*:[ \t]*(?P<body>[^\n\"'`]*)"
+)
+# a session cookie by its well-known name anywhere (PHPSESSID=…, JSESSIONID=…, sessionid=…, laravel_session=…)
+_SESSION_PAIR = re.compile(
+    r"(?i)(?<![\w.-])(?P<n>[\w.-]{0,40}(?:sess(?:ion)?_?id|sessid|_session)|sid)=(?P<v>[^\s;,'\"&<>()\[\]{}]{16,512})"
+)
 _COOKIE_STRING = re.compile(
     r"(?:\bdocument\.cookie[ \t]*=[ \t]*|(?<![\w-])(?:-b|--cookie)[ \t]+)(?P<q>[\"'`]?)(?P<body>[^\n\"'`]*)"
 )
@@ -351,6 +358,10 @@ def cookies(text: str, low: str) -> list[Span]:
     if "cookie" in low or "-b" in low:
         for m in _COOKIE_STRING.finditer(text):
             found += _cookie_pairs(text, m.start("body"), m["body"], first_only=m.group().startswith("document"))
+    if "sess" in low or "sid=" in low:
+        for m in _SESSION_PAIR.finditer(text):
+            if _session_value(text, m["n"], *m.span("v")) and (generated(m["v"]) or random_looking(m["v"])):
+                found.append((*m.span("v"), "session_cookie"))
     if "cookies" in low:
         for d in _COOKIE_DICT.finditer(text):
             for m in _DICT_PAIR.finditer(text, d.start("body"), d.end("body")):
@@ -402,7 +413,7 @@ def _is_cjk(label: str) -> bool:
 _TAIL = re.compile(
     rf"(?P<mid>(?:[ \t]+[^\s.,;!?:：=。、「」\"'’()\[\]{{}}<>]{{1,24}}){{0,4}}?)"
     rf"(?:(?P<strong>{_STRONG_SEP})|(?P<copula>{_COPULA}))"
-    rf"(?:(?<=[:：=—–-])[ \t]*[\w.@-]{{1,64}}[ \t]+/[ \t]+)?"  # a user name first: "Zugangsdaten: ci / X"
+    rf"(?:(?:(?<=[:：=＝—–-])|(?<=[:：=＝—–-][ \t]))[ \t]*[\w.@-]{{1,64}}[ \t]+/[ \t]+)?"  # a user first: "…: ci / X"
     rf"(?:«[ \t]*|[{_QUOTES}])?(?P<v>[!-~]{{4,256}}?)(?={_END})",
     re.I | re.M,
 )
@@ -444,6 +455,7 @@ def labels(text: str, low: str) -> list[Span]:
     for pos, label in _label_places(text, low):
         m = _TAIL.match(text, pos)
         if m is None:
+            found += _inverted(text, pos, label)
             continue
         if any(w in METADATA_WORDS or w in _MID_NOT_SECRET for w in re.findall(r"\w+", m["mid"].lower())):
             continue
@@ -458,13 +470,36 @@ def labels(text: str, low: str) -> list[Span]:
         if m["strong"] is not None:
             # English `password: X` / `password = X` is the assignment scan's (`redact._assignments`), with its checks
             ok = label not in _ENGLISH and not prose(text, s, e, any_word=True)
-        elif kind == "password":
-            ok = bool(re.search(r"[^\W\d_]", value) and re.search(r"\d", value)) and len(value) >= 6
         else:
-            ok = generated(value) or random_looking(value)
+            ok = _after_copula(value, kind)
         if ok:
             found.append((s, e, kind))
     return found
+
+
+# the copula before the label ("für den Testnutzer lautet das Passwort X", "la clave es X" reads the other way)
+_COPULA_BEFORE = re.compile(r"(?i)(?<!\w)(?:is|ist|lautet|heißt|est|es|è|é|är|jest|je)[ \t]+(?:\w+[ \t]+){0,2}$")
+_BARE_VALUE = re.compile(rf"[ \t]+(?:«[ \t]*|[{_QUOTES}])?(?P<v>[!-~]{{6,256}}?)(?={_END})")
+
+
+def _inverted(text: str, pos: int, label: str) -> list[Span]:
+    """A label after its copula, the value right after it: "… lautet das Passwort X", "… is the password X"."""
+    start = pos - len(label)
+    if _COPULA_BEFORE.search(text, max(0, start - 40), start) is None or (m := _BARE_VALUE.match(text, pos)) is None:
+        return []
+    s, e = m.span("v")
+    while e > s and text[e - 1] in "\"'`”’.,;:)]}>」』»":
+        e -= 1
+    kind = _KINDS[label]
+    return [(s, e, kind)] if plausible(text[s:e], strong=True) and _after_copula(text[s:e], kind) else []
+
+
+def _after_copula(value: str, kind: str) -> bool:
+    """A value after a copula ("ist", "est", "は"), not after `:`: a password mixes letters and digits, a key or
+    token looks generated (so "das Passwort ist falsch" stays)."""
+    if kind == "password":
+        return bool(re.search(r"[^\W\d_]", value) and re.search(r"\d", value)) and len(value) >= 6
+    return generated(value) or random_looking(value)
 
 
 def _command_keywords() -> tuple[str, ...]:
