@@ -315,6 +315,7 @@ def test_backoff_never_holds_back_a_valid_token_for_others_failures(
     from memoryd.shared.errors import TooManyAttempts
 
     monkeypatch.setattr(tenancy, "_GATE", token_gate.Gate())
+    monkeypatch.setattr(token_gate.Gate, "FIRST_BACKOFF_S", 30.0)  # holds outlast this test's slow scrypt checks
     free = token_gate.Gate.FREE
     nat = "198.51.100.7"  # everyone behind one address
     # someone behind the NAT fails with made-up ids, other people's ids, wrong secrets: the address is held
@@ -426,3 +427,34 @@ def test_a_request_reads_its_token_and_share_in_one_statement(op: Engine) -> Non
     with pytest.raises(Unauthorized, match="unknown token, or its secret does not match"):
         other = alice_t.id[:-1] + ("Y" if alice_t.id.endswith("X") else "X")  # an id that is not alice's
         op.authenticate(f"mdt_{other}_{'a' * 43}", scope_header=header("acme/api"))
+
+
+def test_the_hashing_slot_serves_ids_that_never_failed_first() -> None:
+    """Issue 37: behind guesses at many real ids (each failing), a newcomer's check does not queue behind them."""
+    import threading
+    import time
+
+    from memoryd.engine.token_gate import Slot
+
+    slot, order = Slot(), []
+    assert slot.acquire(1.0)
+
+    def wait(name: str, urgent: bool) -> None:
+        if slot.acquire(10.0, urgent=urgent):
+            order.append(name)
+            time.sleep(0.05)
+            slot.release()
+
+    guesses = [threading.Thread(target=wait, args=(f"guess{i}", False)) for i in range(3)]
+    for t in guesses:
+        t.start()
+    time.sleep(0.2)  # the guesses wait first
+    newcomer = threading.Thread(target=wait, args=("newcomer", True))
+    newcomer.start()
+    time.sleep(0.2)
+    slot.release()
+    for t in [*guesses, newcomer]:
+        t.join(timeout=10)
+    assert order[0] == "newcomer" and sorted(order[1:]) == ["guess0", "guess1", "guess2"], order
+    assert slot.acquire(0.5) and not slot.acquire(0.1)  # one at a time; a waiter gives up at its timeout
+    slot.release()

@@ -234,7 +234,7 @@ class Tenancy:
         held = 0  # a token this process checked before passes; others meet the backoff (token_gate)
         if record is None or not _known(presented, record):
             held = _GATE.check(keys, live=record is not None)  # refused before hashing, or checked anyway
-        if not _matches(presented, secret, record):
+        if not _matches(presented, secret, record, urgent=_GATE.fresh(keys)):
             _GATE.failed(keys, address=not held)
             if held:  # from a held address: answered as a made-up id is there
                 _GATE.refuse(held)
@@ -388,13 +388,14 @@ def _info(t: TokenRecord, now: datetime) -> TokenInfo:
     )
 
 
-def _matches(presented: str, secret: str, record: TokenRecord | None) -> bool:
+def _matches(presented: str, secret: str, record: TokenRecord | None, *, urgent: bool = False) -> bool:
     """`_check` under the hashing bound; an unknown id pays the same scrypt as a known one (no timing tells
-    which ids exist). Raises StorageBusy when no hashing slot frees within `Gate.WAIT_S`."""
+    which ids exist). `urgent`: the id never failed, its check goes first. Raises StorageBusy when no hashing
+    slot frees within `Gate.WAIT_S`."""
     if record is not None and _known(presented, record):
         return True  # remembered: no hashing
     start = time.perf_counter()
-    if not _GATE.hashing.acquire(timeout=Gate.WAIT_S):
+    if not _GATE.hashing.acquire(Gate.WAIT_S, urgent=urgent):
         raise StorageBusy("the team server is busy checking tokens; try again")
     try:
         if record is None:

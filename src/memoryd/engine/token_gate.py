@@ -1,6 +1,6 @@
 """What a wrong team-server secret may cost, and whom its failures hold back (issues 23 and 37).
 
-A token's secret is checked with scrypt (~40 ms, 16 MiB): at most `HASHING` checks run at once, a waiter
+A token's secret is checked with scrypt (~40 ms, 16 MiB): one check runs at a time (`Slot`), a waiter
 gives up after `WAIT_S`. Failures are counted per key, `FREE` per `WINDOW_S`; past them a key is held back
 for a time that doubles with each further failure (1 s up to `MAX_BACKOFF_S`). The keys are chosen so that
 a valid token is never held back by someone else's failures:
@@ -15,7 +15,9 @@ a valid token is never held back by someone else's failures:
   as an unknown id is there, 429; the unknown id's answer waits as long as recent checks took (`pace`), so
   neither the answer nor its timing tells a real id from a made-up one, and the wait costs no CPU.
 
-A token the process verified before is never held back (`tenancy._known`). Per process; bounded in memory.
+A token the process verified before is never held back (`tenancy._known`). The hashing slot serves first a
+check whose token id never failed (`Slot`): a newcomer's valid token does not queue behind guesses at ids that
+failed already. Per process; bounded in memory.
 """
 
 from __future__ import annotations
@@ -42,23 +44,54 @@ class GateKeys:
     pair: str
     secret: str
     address: str | None
+    token: str  # the id from any address: never refuses, only orders the hashing queue (`Gate.fresh`)
 
     @classmethod
     def of(cls, token_id: str, secret: str, client: str | None) -> GateKeys:
         digest = hashlib.sha256(secret.encode()).hexdigest()[:32]  # the secret itself is never kept
         return cls(pair=f"id:{token_id}@{client or ''}", secret=f"secret:{digest}",
-                   address=f"addr:{client}" if client else None)  # fmt: skip
+                   address=f"addr:{client}" if client else None, token=f"seen:{token_id}")  # fmt: skip
+
+
+class Slot:
+    """The hashing slot: one check at a time; a waiter marked `urgent` goes before the others."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._busy = False
+        self._urgent = 0
+
+    def acquire(self, timeout: float, *, urgent: bool = False) -> bool:
+        """Wait up to `timeout` s for the slot; False when it stayed taken."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            self._urgent += urgent
+            try:
+                while self._busy or (not urgent and self._urgent):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    self._cond.wait(left)
+                self._busy = True
+                return True
+            finally:
+                self._urgent -= urgent
+
+    def release(self) -> None:
+        with self._cond:
+            self._busy = False
+            self._cond.notify_all()
 
 
 class Gate:
     """The hashing bound and the failure counters of one process."""
 
-    HASHING, WAIT_S = 1, 5.0
-    FREE, WINDOW_S, MAX_BACKOFF_S, KEYS = 5, 60.0, 60.0, 10_000
+    WAIT_S = 5.0
+    FREE, WINDOW_S, FIRST_BACKOFF_S, MAX_BACKOFF_S, KEYS = 5, 60.0, 1.0, 60.0, 10_000
     SAMPLES = 64  # recent check durations `pace` draws from
 
     def __init__(self) -> None:
-        self.hashing = threading.BoundedSemaphore(self.HASHING)
+        self.hashing = Slot()
         self._lock = threading.Lock()
         self._failures: dict[str, tuple[int, float, float]] = {}  # key -> (failures, window start, held until)
         self._durations: deque[float] = deque(maxlen=self.SAMPLES)
@@ -75,7 +108,7 @@ class Gate:
             address = self._wait(keys.address, now)
             pace = self._pace() if address and not live else None
             if not wait and pace is not None:
-                self._count((keys.pair, keys.secret), now)
+                self._count((keys.pair, keys.secret, keys.token), now)
         if wait:
             self.refuse(wait)
         if pace is not None:
@@ -86,7 +119,12 @@ class Gate:
         """A wrong secret: counted for its pair, its secret and, unless `address` is False (the address was held
         already: a made-up id refused there does not extend it either), its address."""
         with self._lock:
-            self._count((keys.pair, keys.secret, keys.address if address else None), time.monotonic())
+            self._count((keys.pair, keys.secret, keys.token, keys.address if address else None), time.monotonic())
+
+    def fresh(self, keys: GateKeys) -> bool:
+        """Whether this token id has no failure counted (from any address): its check goes first."""
+        with self._lock:
+            return keys.token not in self._failures
 
     def cleared(self, keys: GateKeys) -> None:
         """A valid token from this address: its own pair's failures are forgiven (not the address's)."""
@@ -114,7 +152,7 @@ class Gate:
                 n, start = 0, now
             n += 1
             if n > self.FREE:
-                until = now + min(self.MAX_BACKOFF_S, 2.0 ** (n - self.FREE - 1))
+                until = now + min(self.MAX_BACKOFF_S, self.FIRST_BACKOFF_S * 2.0 ** (n - self.FREE - 1))
             self._failures[k] = (n, start, until)
 
     def _wait(self, key: str | None, now: float) -> int:
