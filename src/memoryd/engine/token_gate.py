@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from ..shared.errors import TooManyAttempts
 
-__all__ = ["Gate", "GateKeys"]
+__all__ = ["Gate", "GateKeys", "Slot"]
 
 _MESSAGE = "too many failed attempts with this token or from this address; retry in {wait} s"
 
@@ -122,9 +122,11 @@ class Gate:
             self._count((keys.pair, keys.secret, keys.token, keys.address if address else None), time.monotonic())
 
     def fresh(self, keys: GateKeys) -> bool:
-        """Whether this token id has no failure counted (from any address): its check goes first."""
+        """Whether this token id has no failure counted in the last `WINDOW_S` (from any address): its check goes
+        first."""
         with self._lock:
-            return keys.token not in self._failures
+            f = self._failures.get(keys.token)
+        return f is None or time.monotonic() - f[1] > self.WINDOW_S
 
     def cleared(self, keys: GateKeys) -> None:
         """A valid token from this address: its own pair's failures are forgiven (not the address's)."""
