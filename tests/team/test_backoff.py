@@ -79,7 +79,7 @@ async def test_many_clients_behind_one_address_are_not_locked_out(store: tuple[s
             # someone behind the address: made-up ids, wrong secrets of colleagues' ids, until refused for a while
             # (the hold doubles with each failure that gets through: 1 s, 2 s, 4 s …)
             statuses = await _flood(
-                client, port, lambda i: _made_up(i) if i % 2 else _wrong(tokens[("p1", "p2", "bob")[i % 3]], i)
+                client, port, lambda i: _made_up(i) if i % 2 else _wrong(tokens[("p1", "p2")[i % 4 // 2]], i)
             )
             assert statuses[:5] == [401] * 5 and statuses[-1] == 429, statuses
             # the flood is answered 429 the same way for a made-up id and for a real id's wrong secret
@@ -90,7 +90,8 @@ async def test_many_clients_behind_one_address_are_not_locked_out(store: tuple[s
                 assert re.fullmatch(r"too many failed attempts with this token or from this address; retry in \d+ s",
                                     r.json()["message"])  # fmt: skip
             assert abs(int(made_up.headers["retry-after"]) - int(real.headers["retry-after"])) <= 1
-            # the colleagues behind the same address, valid tokens never used before: served, at once
+            # the colleagues behind the same address, valid tokens never used before: served, at once (a person
+            # whose own id was guessed there is the documented exception: test_tenancy, "frank")
             for name in ("carol", "dave", "erin", "bob", "alice"):
                 r = await _post(client, port, tokens[name])
                 assert r.status_code == 200 and '"serverInfo"' in r.text, (name, r.status_code, r.text)

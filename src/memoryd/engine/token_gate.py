@@ -109,8 +109,8 @@ class Gate:
             pace = self._pace() if address and not live else None
             if not wait and pace is not None:
                 self._count((keys.pair, keys.secret, keys.token), now)
-        if wait:
-            self.refuse(wait)
+        if wait:  # the longest hold that applies, whether or not the id is real
+            self.refuse(max(wait, address))
         if pace is not None:
             self.refuse(address, pace)
         return address
