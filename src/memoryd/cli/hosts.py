@@ -299,8 +299,8 @@ def ui(
 ) -> None:
     """Serve the web console: browse, search, review, correct, govern and audit memories.
 
-    Prints one line, `memoryd ui: http://127.x.y.z:PORT/?token=…`; the address and the token are
-    new on every start (or --host, MEMORYD_TOKEN). Sensitive scopes stay locked without a grant.
+    Prints one line, `memoryd ui: http://127.x.y.z:PORT/PATH/?token=…`; the address, the path and the
+    token are new on every start (or --host, MEMORYD_TOKEN). Sensitive scopes stay locked without a grant.
     With the memoryd daemon running (and no --host), the daemon serves it with its warm engine
     until Ctrl-C here.
     """

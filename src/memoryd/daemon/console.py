@@ -2,8 +2,8 @@
 Both sides live here: `Consoles` (the daemon's) and `serve_by_daemon` (the `memoryd ui` process's client).
 
 Each `memoryd ui` asks for a console of its own (`POST /v1/console`, internal): a new per-run loopback
-address 127.x.y.z and a new token (or `MEMORYD_TOKEN`), the console's Host/Origin/cookie/CSRF rules
-unchanged (memoryd.ui.security). The person's view of the scope the CLI sent (operator authority, a
+address 127.x.y.z, capability path and token (or `MEMORYD_TOKEN`), the console's Host/Origin/path/cookie/CSRF
+rules unchanged (memoryd.ui.security). The person's view of the scope the CLI sent (operator authority, a
 sensitive scope still locked without a grant: `ui.server.open_console_engine`'s rules). The console stops
 when that `memoryd ui` says so (`POST /v1/console/stop`, at Ctrl-C), LEASE seconds after it last renewed it
 (`POST /v1/console/keep`: a `memoryd ui` killed with -9), or with the daemon. While one runs, the daemon
@@ -48,7 +48,7 @@ class Consoles:
         import uvicorn
 
         from ..ui import create_app
-        from ..ui.security import TokenError, allowed_hosts, resolve_token
+        from ..ui.security import TokenError, allowed_hosts, console_path, resolve_token
         from ..ui.server import bind_loopback
 
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
@@ -69,8 +69,9 @@ class Consoles:
             raise InvalidInput(f"cannot listen on 127.x.y.z:{port}: {exc.strerror}; pick another --port (0 = any "
                                "free one)") from None  # fmt: skip
         bound = sock.getsockname()[1]
+        path = console_path()
         app = create_app(engine, token=token, hosts=allowed_hosts(host, bound, allowed_host),
-                         cookie_name=f"memoryd_ui_{bound}")  # fmt: skip
+                         cookie_name=f"memoryd_ui_{bound}", path=path)  # fmt: skip
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
         console_id = secrets.token_hex(8)
         thread = threading.Thread(target=self._run, args=(server, sock, console_id), name=f"memoryd-ui-{console_id}",
@@ -83,7 +84,7 @@ class Consoles:
                 self._reaper.start()
         thread.start()
         log.info("console %s serving on %s:%d", console_id, host, bound)
-        return {"id": console_id, "url": f"http://{host}:{bound}/?token={token}", "pid": os.getpid()}
+        return {"id": console_id, "url": f"http://{host}:{bound}{path}/?token={token}", "pid": os.getpid()}
 
     def _run(self, server: Any, sock: Any, console_id: str) -> None:
         try:

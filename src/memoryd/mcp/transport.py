@@ -20,6 +20,7 @@ from typing import Any, BinaryIO, NamedTuple
 import anyio
 import anyio.to_thread
 
+from ..shared.http_security import Networks
 from ..shared.limits import SURROGATE
 
 __all__ = ["MAX_BODY_BYTES", "Refusal", "check_message", "error_reply", "http_guard", "stdio_streams"]
@@ -194,24 +195,26 @@ SINGLE_HEADERS = (b"authorization", b"memoryd-scope", b"memoryd-client", b"host"
 
 
 def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify: Identify | None = None,
-               post_only: bool = False, fast: FastPath | None = None) -> Any:  # fmt: skip
+               post_only: bool = False, fast: FastPath | None = None, trusted_proxies: Networks = ()) -> Any:  # fmt: skip
     """Wrap an ASGI app: the shared HTTP rules (`memoryd.shared.http_security`) and checked JSON bodies.
 
     - A header of SINGLE_HEADERS sent more than once: 400 (before anything reads it).
     - `post_only` (the stateless servers: the team server, the daemon): anything but POST is 405 with
       `Allow: POST` (no event stream to resume, no session to end), never the SDK's 500.
+    - A GET with `Last-Event-ID` (a stream to resume; nothing is kept to replay): 400, never the SDK's 500.
 
     - Host and Origin must name an allowed host, on every bind address (403 with the reason).
     - With a token, `Authorization: Bearer <token>` (scheme in any case), compared in constant time (401).
     - With `identify` (the team server), every request's identity: its answer is a `Refusal` (sent as JSON
       `{"error", "message"}`, 401 with `WWW-Authenticate`) or the engine the request acts with, left in the
-      ASGI scope as `memoryd.engine` for the MCP handlers (`MemorydServer._bind`).
+      ASGI scope as `memoryd.engine` for the MCP handlers (`MemorydServer._bind`). The client address it gets is
+      the peer's, or, from one of `trusted_proxies`, the one their `X-Forwarded-For` names (`client_address`).
     - A POST body must be at most MAX_BODY_BYTES, UTF-8, JSON, free of lone surrogates; otherwise
       a JSON-RPC error comes back with status 400 (413 when too large).
     - `fast` (the stateless servers): a checked body it answers (a plain `tools/call`, `memoryd.mcp.fast`) is
       answered without the SDK's per-request session; whatever it declines goes to `app`.
     """
-    from ..shared.http_security import bearer_ok, read_body, refusal, replay
+    from ..shared.http_security import bearer_ok, client_address, read_body, refusal, replay
 
     async def send_json(send: Any, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None) -> None:
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(extra or [])]
@@ -247,9 +250,17 @@ def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify
             await send_json(send, 405, json.dumps({"error": "method_not_allowed", "message": message}).encode(),
                             [(b"allow", b"POST")])  # fmt: skip
             return
+        if scope.get("method") == "GET" and b"last-event-id" in headers:
+            # The SDK resumes a stream only from an event store (none here: nothing is kept to replay); without
+            # one it returned without an answer, which uvicorn turned into a 500.
+            message = ("this server keeps no event history, so a stream cannot be resumed: open a new one without "
+                       "Last-Event-ID (or send the request again)")  # fmt: skip
+            await send_json(send, 400, json.dumps({"error": "invalid_input", "message": message}).encode())
+            return
         if identify is not None:
-            client = scope.get("client")
-            who = await identify(headers, str(client[0]) if client else None)
+            peer = scope.get("client")
+            forwarded = [v for k, v in scope.get("headers", []) if k.lower() == b"x-forwarded-for"]
+            who = await identify(headers, client_address(str(peer[0]) if peer else None, forwarded, trusted_proxies))
             if isinstance(who, Refusal):
                 extra = [(b"www-authenticate", b'Bearer realm="memoryd"')] if who.status == 401 else []
                 if who.retry_after is not None:

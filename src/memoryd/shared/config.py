@@ -43,6 +43,10 @@ class Settings(BaseSettings):
         5000, ge=100, le=3_600_000,
         description="With db_read: a standby whose replay is further behind the primary leaves the read rotation.",
     )  # fmt: skip
+    trusted_proxies: str = Field(
+        "", description="Team server: reverse proxies (addresses or CIDR networks, comma-separated) whose "
+                        "X-Forwarded-For names the client for the failed-token backoff; from any other peer it is ignored.",
+    )  # fmt: skip
     dura_reject_below: float = Field(0.35, description="DURA average below which a save is rejected as junk.")
     dura_pending_below: float = Field(
         0.6, description="DURA average below which an agent save waits for review (memoryd profile)."
@@ -86,6 +90,14 @@ class Settings(BaseSettings):
             return None
         if not value.startswith(("postgresql://", "postgres://")):
             raise ValueError("MEMORYD_DB must be a postgresql://… URL (unset = the SQLite file in MEMORYD_HOME)")
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies(cls, value: str) -> str:
+        from .http_security import parse_networks
+
+        parse_networks(value)  # a bad entry: the message names it
         return value
 
     @field_validator("db_read")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import create_app
-from .security import allowed_hosts, resolve_token
+from .security import allowed_hosts, console_path, resolve_token
 
 if TYPE_CHECKING:
     from ..engine import Embedder, Engine
@@ -128,9 +128,10 @@ def serve(*, host: str | None = None, port: int = DEFAULT_PORT, open_browser: bo
     engine = open_console_engine(cwd)
     threading.Thread(target=engine.warm, name="memoryd-ui-warm", daemon=True).start()
     url_host = f"[{host}]" if ":" in host else host
-    url = f"http://{url_host}:{bound}/?token={token}"
+    path = console_path()
+    url = f"http://{url_host}:{bound}{path}/?token={token}"
     app = create_app(engine, token=token, hosts=allowed_hosts(host, bound, allowed_host),
-                     cookie_name=f"memoryd_ui_{bound}")  # fmt: skip
+                     cookie_name=f"memoryd_ui_{bound}", path=path)  # fmt: skip
     print(f"memoryd ui: {url}", flush=True)
     if open_browser:
         open_in_browser(url)
