@@ -65,7 +65,7 @@ def _forwardable(argv: list[str]) -> tuple[str, str | None] | None:
 def _ids(line: bytes) -> list[Any]:
     try:
         message = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # the daemon answers it (a parse error, nested too deep)
         return []
     items = message if isinstance(message, list) else [message]
     return [m["id"] for m in items if isinstance(m, dict) and "method" in m and m.get("id") is not None]
