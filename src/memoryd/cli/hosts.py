@@ -188,7 +188,7 @@ OpenClawOpt = Annotated[str, typer.Option("--openclaw", help="OpenClaw's CLI (de
 def install_openclaw_cmd(
     openclaw: OpenClawOpt = "openclaw",
     plugin: Annotated[
-        Path | None, typer.Option("--plugin", help="The built plugin (default: integrations/openclaw).")
+        Path | None, typer.Option("--plugin", help="A built plugin folder (default: the one inside this memoryd).")
     ] = None,
     command: Annotated[
         str | None, typer.Option("--command", help="The memoryd the plugin starts the daemon with.")
