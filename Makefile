@@ -14,6 +14,8 @@ OPENCLAW_STAMP := clients/openclaw/node_modules/.installed-stamp
 # memoryd's OpenClaw plugin (integrations/openclaw), built into the package (memoryd/agents/install/openclaw_plugin:
 # its manifest, package.json and JavaScript, shipped in the wheel) by the TypeScript compiler alone, pinned with
 # Node's types by integrations/openclaw/toolchain/package-lock.json (26 MB; nothing of OpenClaw). Needs node and npm.
+# The build is committed too, so `uv tool install ./memoryd` from a clone carries the plugin without Node;
+# tests/openclaw/test_plugin_build.py fails when it differs from a fresh build of the sources.
 OC_TOOLCHAIN := integrations/openclaw/toolchain
 OC_TOOLCHAIN_STAMP := $(OC_TOOLCHAIN)/node_modules/.installed-stamp
 PLUGIN_OUT := src/memoryd/agents/install/openclaw_plugin
@@ -97,7 +99,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 ## The whole test suite, slow end-to-end suites included (what CI runs).
-test: $(STAMP) $(CLIENTS_STAMP) $(OPENCLAW_PLUGIN) browser
+test: $(STAMP) $(CLIENTS_STAMP) $(OPENCLAW_STAMP) $(OPENCLAW_PLUGIN) browser
 	$(PY) -m pytest
 
 ## Everything but the suites marked slow.
@@ -110,4 +112,4 @@ ui: $(STAMP)
 
 clean:
 	rm -rf $(VENV) $(BUILD_VENV) .pytest_cache clients/node_modules clients/openclaw/node_modules $(OC_TOOLCHAIN)/node_modules \
-		$(PLUGIN_OUT) dist build
+		dist build

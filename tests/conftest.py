@@ -21,6 +21,8 @@ from memoryd.engine import Engine
 from memoryd.search.embed import UseEmbedder
 from memoryd.shared.config import Settings
 
+from .wheelhouse import wheel, wheel_venv  # noqa: F401  (session fixtures: the built wheel, a venv holding it)
+
 if TYPE_CHECKING:
     from .pg import PgServer
 

@@ -27,46 +27,20 @@ from memoryd.mcp.mem import AGENT_TOOLS
 
 from .conftest import make_repo
 from .mcp.clients import server_env
+from .wheelhouse import BIN, run_ok
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-BIN = "Scripts" if os.name == "nt" else "bin"
 
 
-def _run(cmd: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None,
-         timeout: float = 600) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
-                       stdin=subprocess.DEVNULL)  # fmt: skip
-    assert r.returncode == 0, (cmd, r.stdout[-3000:], r.stderr[-3000:])
-    return r
+_run = run_ok
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # its own notice, not ours
-    # `make wheel` as written: the build frontend in a small venv of its own, never the test virtualenv
-    plan = _run(["make", "-n", "-C", str(ROOT), "wheel"], env=env).stdout
-    assert "[test]" not in plan and "pip install --quiet build" in plan, plan
-    bv = tmp_path_factory.mktemp("build-venv")
-    r = _run(["make", "--no-print-directory", "-C", str(ROOT), "wheel", f"DIST={out}", f"BUILD_VENV={bv}",
-              f"PYTHON={sys.executable}"], env=env)  # sdist, then the wheel from it  # fmt: skip
-    assert not (bv / BIN / "pytest").exists() and not (bv / BIN / "memoryd").exists()  # the frontend only
-    warnings = [line for line in (r.stdout + r.stderr).splitlines()
-                if "warning" in line.lower() and "Location 'file:" not in line]  # fmt: skip
-    assert warnings == [], warnings  # e.g. the licence table setuptools deprecates
-    (built,) = out.glob("memoryd-*.whl")
-    return built
-
-
-@pytest.fixture(scope="module")
-def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def venv(wheel_venv: Path) -> Path:
     """A fresh virtualenv with the wheel installed by pip (no extras); its bin directory."""
-    root = tmp_path_factory.mktemp("venv")
-    _run([sys.executable, "-m", "venv", str(root)])
-    _run([str(root / BIN / "python"), "-m", "pip", "install", "--quiet", str(wheel)])
-    return root / BIN
+    return wheel_venv
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
