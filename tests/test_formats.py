@@ -15,6 +15,8 @@ from memoryd.engine import Engine
 from memoryd.formats import detect
 from memoryd.shared.errors import InvalidInput
 
+from .conftest import backend_settings
+
 DATA = Path(__file__).parent / "data" / "imports"
 
 
@@ -293,15 +295,8 @@ def test_markdown_export_import_export_is_byte_stable(engine: Engine, repo: Path
 @pytest.fixture
 def fresh_settings(settings: Any, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
     """Settings of a second, empty store on the same backend as `settings`."""
-    from memoryd.shared.config import Settings
-
-    if settings.db is None:
-        yield Settings(home=tmp_path / "fresh", db=None)
-        return
-    server = request.getfixturevalue("pg_server")
-    dsn = server.fresh_database()
-    yield Settings(home=tmp_path / "fresh", db=dsn)
-    server.drop_database(dsn)
+    with backend_settings(request, "sqlite" if settings.db is None else "postgresql", tmp_path / "fresh") as s:
+        yield s
 
 
 def test_markdown_round_trip_of_a_realistic_store_is_byte_identical(engine: Engine, repo: Path, tmp_path: Path,
