@@ -103,7 +103,7 @@ export class MemorydClient {
       if (waitMs <= 0) throw err;
       const began = performance.now();
       const why = await Promise.race([start, new Promise<string>((r) => setTimeout(() => r(`it did not listen within ${waitMs} ms`), waitMs).unref())]);
-      if (why !== null) throw new MemorydError("unreachable", `${err.message}, and memoryd could not be started: ${why}`);
+      if (why !== null) throw new MemorydError("unreachable", `memoryd is not running and could not be started: ${why}`);
       const left = waitMs - (performance.now() - began);
       return await this.send<T>(method, path, body, scope, client, Math.max(timeoutMs, left));
     }

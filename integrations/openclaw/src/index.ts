@@ -322,7 +322,7 @@ export class MemorydPlugin {
         } catch (err) {
           this.log("warn", "store_failed", `store failed (${describe(err)})`, { agent: ctx.agentId });
           // the person asked for it: the model must not say it was kept
-          return result(`NOT stored: memoryd could not keep it (${describe(err)}). Tell the user this memory was not saved.`, {
+          return result(`NOT stored. Tell the user this memory was not saved: ${describe(err)}`, {
             ok: false,
             error: err instanceof MemorydError ? err.code : "error",
           });

@@ -95,7 +95,7 @@ export class MemorydClient {
             const began = performance.now();
             const why = await Promise.race([start, new Promise((r) => setTimeout(() => r(`it did not listen within ${waitMs} ms`), waitMs).unref())]);
             if (why !== null)
-                throw new MemorydError("unreachable", `${err.message}, and memoryd could not be started: ${why}`);
+                throw new MemorydError("unreachable", `memoryd is not running and could not be started: ${why}`);
             const left = waitMs - (performance.now() - began);
             return await this.send(method, path, body, scope, client, Math.max(timeoutMs, left));
         }
