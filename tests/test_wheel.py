@@ -156,8 +156,10 @@ def test_the_readme_install_lines_work_from_a_clone_as_written(tmp_path: Path) -
     assert commands[0] == "uv tool install ./memoryd" and "pipx install ./memoryd" in block[0]
     assert not any(re.search(r"install memoryd\b(?!\[)", c) for c in commands), commands  # not on PyPI yet
     work = tmp_path / "work"
-    shutil.copytree(ROOT, work / "memoryd", symlinks=True, ignore=shutil.ignore_patterns(
-        ".git", ".venv*", "node_modules", "dist", "build", "*.egg-info", ".pytest_cache", "__pycache__", "out"))  # fmt: skip
+    skip = shutil.ignore_patterns(".git", ".venv*", "node_modules", "build", "*.egg-info", ".pytest_cache",
+                                  "__pycache__", "out")  # fmt: skip
+    shutil.copytree(ROOT, work / "memoryd", symlinks=True,  # a clone: the committed plugin build, not ./dist
+                    ignore=lambda d, names: skip(d, names) | ({"dist"} if Path(d) == ROOT else set()))  # fmt: skip
     fresh = tmp_path / "fresh"
     _run([sys.executable, "-m", "venv", str(fresh)])
     tools = tmp_path / "uvbin"
@@ -175,3 +177,7 @@ def test_the_readme_install_lines_work_from_a_clone_as_written(tmp_path: Path) -
     out = "".join(_run(["/bin/bash", "-c", c], cwd=work, env=env).stdout for c in commands)
     assert f"memoryd {__version__}" in out and f"memoryd-mcp {__version__}" in out, out
     assert os.path.realpath(shutil.which("memoryd-mcp", path=env["PATH"]) or "").startswith(str(tmp_path / "tools"))
+    # the OpenClaw plugin came along (package data), for `memoryd install openclaw`
+    where = _run([str(tmp_path / "tools" / "memoryd" / BIN / "python"), "-c", "from memoryd.agents.install.openclaw "
+                  "import openclaw_plugin_dir as d; print(d())"], cwd=tmp_path).stdout.strip()  # fmt: skip
+    assert where.startswith(str(tmp_path / "tools")) and (Path(where) / "dist" / "index.js").is_file(), where

@@ -191,7 +191,7 @@ export class MemorydClient {
           (stream as unknown as { unref?: () => void } | null)?.unref?.();
         }
         child.on("error", (err) => resolve(`${command} could not be run: ${err.message}`));
-        child.on("exit", (code) => {
+        child.on("close", (code) => { // after its output (the daemon it starts writes to its own log, not here)
           const last = said.trim().split("\n").pop()?.trim();
           resolve(code === 0 ? null : `\`${command} daemon start\` exited ${code}${last ? `: ${last}` : ""}`);
         });

@@ -191,7 +191,7 @@ export class MemorydClient {
                     stream?.unref?.();
                 }
                 child.on("error", (err) => resolve(`${command} could not be run: ${err.message}`));
-                child.on("exit", (code) => {
+                child.on("close", (code) => {
                     const last = said.trim().split("\n").pop()?.trim();
                     resolve(code === 0 ? null : `\`${command} daemon start\` exited ${code}${last ? `: ${last}` : ""}`);
                 });
