@@ -731,3 +731,19 @@ def test_cli_uninstall_codex_takes_hooks_option(tmp_path: Path, monkeypatch: pyt
     r = runner.invoke(app, ["uninstall", "codex", "--hooks", "--codex-home", str(codex)])
     assert r.exit_code == 0, r.output
     assert "deleted" in r.output and not (codex / "hooks.json").exists() and not (codex / "config.toml").exists()
+
+
+def test_openclaw_install_says_when_this_memoryd_carries_no_plugin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plugin is package data (`make openclaw-plugin` builds it in); a memoryd built without it says what to do
+    before it runs OpenClaw's CLI at all."""
+    import memoryd.agents.install.openclaw as oc
+
+    assert (oc.openclaw_plugin_dir() / "dist" / "index.js").is_file()  # this one carries it
+    monkeypatch.setattr(oc, "openclaw_plugin_dir", lambda: tmp_path / "openclaw_plugin")
+    with pytest.raises(InstallError) as caught:
+        oc.install_openclaw(str(tmp_path / "no-openclaw"))
+    assert caught.value.message == (f"this memoryd has no OpenClaw plugin built in ({tmp_path / 'openclaw_plugin'} is "
+                                    "missing): in a checkout, run `make openclaw-plugin` (a wheel made by `make "
+                                    "wheel` carries it)")  # fmt: skip
