@@ -10,7 +10,6 @@ compares them; `python -m memoryd.shared.limits` prints it).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -157,6 +156,8 @@ def json_loads(text: str | bytes, *, field: str = "the body") -> Any:
     """JSON text's value, nested at most LIMITS["json_depth"] levels (a 100,000-deep array exhausted the
     parser's recursion: an unhandled RecursionError, a 500 or a dead stdio server). Raises ValueError (not
     JSON, as `json.loads`) and InvalidInput naming `field` (nested too deep)."""
+    import json  # here, not at the top: a hook that reads LIMITS pays nothing for it
+
     top = LIMITS["json_depth"][0]
     try:
         value = json.loads(text)
