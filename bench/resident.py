@@ -18,9 +18,12 @@ paths interleaved run by run:
   --cli-only: this alone; --before REV: also an older revision's CLI through its own warm daemon, interleaved);
 * RSS of the daemon after --calls calls (a mix: 1 recall, 1 memorize, 1 prompt context (what
   UserPromptSubmit asks), 1 file context (PreToolUse on Read) and 6 health checks in every 10), sampled along the way.
+* --startup-only [--before REV]: `memoryd-mcp --version`, spawn to exit, against `python -c pass` (and REV's, in the
+  same interleaved runs; no store needed).
 
     nice -n 10 .venv/bin/python bench/resident.py --json bench/results/resident.json
     .venv/bin/python bench/resident.py --size 1000 --runs 5 --calls 2000      # a quick look
+    .venv/bin/python bench/resident.py --startup-only --runs 30 --before main  # memoryd-mcp --version, before/after
 """
 
 from __future__ import annotations
@@ -308,6 +311,65 @@ def bench_cli(home: Path, repo: Path, runs: int, before: Path | None = None) -> 
     return out
 
 
+# -- start-up of memoryd-mcp -------------------------------------------------------------------------------------
+
+# The console script's own code (pip's launcher), run as `python -c` so that another tree (--before) runs the same way.
+_MCP_LAUNCHER = ("import sys; from memoryd.daemon.mcp_entry import main; sys.argv[0] = 'memoryd-mcp'; "
+                 "sys.exit(main())")  # fmt: skip
+
+
+def bench_startup(runs: int, before: str | None) -> dict[str, Any]:
+    """`memoryd-mcp --version`, spawn to exit, against Python doing nothing: this checkout's installed command, its
+    sources through the launcher's code, and (--before REV) REV's sources the same way in a temporary worktree, every
+    path in each run (interleaved), bytecode precompiled for both trees."""
+    import compileall
+    import tempfile
+
+    root = HERE.parent
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_") and k != "PYTHONPATH"}
+    paths: dict[str, tuple[list[str], dict[str, str]]] = {
+        "python -c pass": ([PY, "-c", "pass"], env),
+        "memoryd-mcp --version (installed)": ([MCP, "--version"], env),
+        "memoryd-mcp --version (this tree)": ([PY, "-c", _MCP_LAUNCHER, "--version"],
+                                              {**env, "PYTHONPATH": str(root / "src")}),
+    }  # fmt: skip
+    trees = [root / "src"]
+    with tempfile.TemporaryDirectory(prefix="memoryd-before-") as tmp:
+        if before:
+            subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach", "--quiet", tmp, before], check=True)
+            paths[f"memoryd-mcp --version ({before})"] = ([PY, "-c", _MCP_LAUNCHER, "--version"],
+                                                         {**env, "PYTHONPATH": f"{tmp}/src"})  # fmt: skip
+            trees.append(Path(tmp) / "src")
+        try:
+            for tree in trees:
+                compileall.compile_dir(str(tree / "memoryd"), quiet=1)
+            times: dict[str, list[float]] = {name: [] for name in paths}
+            outs: dict[str, set[str]] = {name: set() for name in paths}
+            for k in range(-1, runs):  # run -1: warm-up, not counted
+                for name, (cmd, e) in paths.items():
+                    dt, out = spawn(cmd, "", e, root)
+                    if k >= 0:
+                        times[name].append(dt)
+                        outs[name].add(out.strip())
+        finally:
+            if before:
+                subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", tmp], check=False)
+    return {name: {"p50_ms": round(med(xs) * 1000, 1), "runs": len(xs), "printed": sorted(outs[name])}
+            for name, xs in times.items()}  # fmt: skip
+
+
+def startup_rows(startup: dict[str, Any]) -> list[str]:
+    """The start-up rows: each path's p50 beside Python's own start, against the 150 ms target."""
+    base = startup["python -c pass"]["p50_ms"]
+    rows = ["| `memoryd-mcp --version` (spawn to exit) | p50 | over `python -c pass` | target | met |",
+            "|---|---|---|---|---|"]  # fmt: skip
+    for name, r in startup.items():
+        target = name.startswith("memoryd-mcp")
+        rows.append(f"| {name} ({r['runs']} runs) | {r['p50_ms']:.0f} ms | {r['p50_ms'] - base:+.0f} ms | "
+                    f"{'≤ 150 ms' if target else ''} | {('yes' if r['p50_ms'] <= 150 else 'no') if target else ''} |")  # fmt: skip
+    return rows
+
+
 # -- memory --------------------------------------------------------------------------------------------------------
 
 
@@ -469,10 +531,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--before",
         metavar="REV",
-        help="also the CLI rows of git revision REV (a temporary worktree), "
-        "through its own warm daemon, interleaved with this checkout's",
+        help="also git revision REV's rows (a temporary worktree), interleaved with this checkout's: the "
+        "CLI through its own warm daemon, or with --startup-only its memoryd-mcp --version",
     )
+    ap.add_argument("--startup-only", action="store_true", help="only `memoryd-mcp --version` (no store needed)")
     args = ap.parse_args(argv)
+    if args.startup_only:
+        startup = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": f"{os.cpu_count()} cores, "
+                   f"{platform.machine()}, Python {platform.python_version()}", "runs": args.runs,
+                   "startup": bench_startup(args.runs, args.before)}  # fmt: skip
+        print("\n".join(startup_rows(startup["startup"])))
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(startup, indent=1, ensure_ascii=False))
+        return 0
     hl = _load("hooks_latency")
     home, repo = args.root / "home", hl.make_repo(args.root / "widgets")
     home.mkdir(parents=True, exist_ok=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,8 @@ import pytest
 from memoryd.engine import Engine
 from memoryd.formats import detect
 from memoryd.shared.errors import InvalidInput
+
+from .conftest import backend_settings
 
 DATA = Path(__file__).parent / "data" / "imports"
 
@@ -287,6 +290,43 @@ def test_markdown_export_import_export_is_byte_stable(engine: Engine, repo: Path
         assert r.imported == 3 and r.bad == 1
         assert r.problems[0]["origin"] == bad.relative_to(first).as_posix()
         assert r.problems[0]["reason"].startswith("frontmatter is not valid YAML: ")
+
+
+@pytest.fixture
+def fresh_settings(settings: Any, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Settings of a second, empty store on the same backend as `settings`."""
+    with backend_settings(request, "sqlite" if settings.db is None else "postgresql", tmp_path / "fresh") as s:
+        yield s
+
+
+def test_markdown_round_trip_of_a_realistic_store_is_byte_identical(engine: Engine, repo: Path, tmp_path: Path,
+                                                                    fresh_settings: Any) -> None:  # fmt: skip
+    """Other tools' exports (entities, relations, Chinese and English) and memories saved in an order unlike the
+    folder's (a warning before the decision it guards): export → import into an empty store → export gives the
+    same bytes, entity notes listing several memories included."""
+    for name in ("server-memory.jsonl", "mem0-export.json", "basic-memory-docs"):
+        assert engine.import_file(DATA / name).imported
+    for text, kind in (("Never run schema migrations on PostgreSQL 16 during business hours", "warning"),
+                       ("The billing service keeps its ledger in PostgreSQL 16", "decision"),
+                       ("billing 服务的 PostgreSQL 16 连接池上限是 50，超过会排队", "fact"),
+                       ("登录服务的 login.py 在 get_session() 返回 None 时要先判空", "warning"),
+                       ("Prefer Redis 7 streams over RabbitMQ for the billing service's webhook retries", "preference"),
+                       ("Redis 7 的缓存键统一加 billing: 前缀", "decision")):  # fmt: skip
+        assert engine.memorize(text, type=kind, source="user").effect == "applied"
+    first = tmp_path / "first"
+    counts = engine.export_markdown(first)
+    assert engine.export_markdown(tmp_path / "again") == counts
+    assert _tree(tmp_path / "again") == _tree(first)  # the same store twice: the same bytes
+    shared = [p for p in (first / "entities").rglob("*.md") if p.read_text(encoding="utf-8").count("- [[") >= 2]
+    assert len(shared) >= 5, "the store must have entity notes that list several memories"
+    with Engine.open(fresh_settings, cwd=repo, embedder=engine.embedder) as fresh:
+        r = fresh.import_file(first)
+        assert (r.imported, r.bad, r.rejected, r.duplicates) == (counts["memories"], 0, 0, 0)
+        second = tmp_path / "second"
+        fresh.export_markdown(second)
+    got, want = _tree(second), _tree(first)
+    assert sorted(got) == sorted(want)
+    assert [name for name in want if got[name] != want[name]] == []  # byte for byte, every note
 
 
 def test_basic_memory_reads_notes_as_its_own_parser_does(engine: Engine) -> None:

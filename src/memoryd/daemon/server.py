@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..shared.errors import HTTP_STATUS
+from ..shared.http_security import LOCAL_S
 from .client import API, Paths, home, private_dir, settings_digest, version
 
 if TYPE_CHECKING:
@@ -52,7 +53,8 @@ LOG_MAX_BYTES = 5_000_000
 MAX_BODY = 4 * 1024 * 1024
 SCOPE_TTL = 3.0  # seconds a directory's inferred scope is reused (a branch switch shows within that)
 VIEWS_MAX = 64
-_STATUS = {**HTTP_STATUS, "version_skew": 409}  # the handshake's own answer besides the errors' statuses
+# the handshake's and the transport's own answers besides the errors' statuses
+_STATUS = {**HTTP_STATUS, "version_skew": 409, "request_timeout": 408}
 
 
 class AlreadyRunning(Exception):
@@ -74,14 +76,15 @@ def _peer_uid(sock: socket.socket) -> int | None:
 
 
 def _protocol_class() -> type:
-    from uvicorn.protocols.http.h11_impl import H11Protocol
+    from ..shared.http_security import timed_protocol
 
     body = json.dumps({"error": {"code": "forbidden", "message": "this memoryd daemon serves its own user only"}})
     refusal = (f"HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
                f"connection: close\r\n\r\n{body}").encode()  # fmt: skip
 
-    class PeerChecked(H11Protocol):
-        """uvicorn's HTTP/1.1 with the peer's uid checked when the connection is made."""
+    class PeerChecked(timed_protocol(LOCAL_S)):  # type: ignore[misc]
+        """uvicorn's HTTP/1.1 with the peer's uid checked when the connection is made, and a request's headers
+        due within LOCAL_S of its first byte (a half-sent request held its connection for good)."""
 
         def connection_made(self, transport: Any) -> None:
             sock = transport.get_extra_info("socket")
@@ -359,15 +362,22 @@ class Daemon:
             await self._error(send, "not_found", f"no endpoint {method} {path}; docs/LOCAL_API.md lists them")
             return
         from ..shared.http_security import read_body
+        from ..shared.limits import json_loads
 
-        body_bytes, stopped = await read_body(receive, MAX_BODY)
+        body_bytes, stopped = await read_body(receive, MAX_BODY, within=LOCAL_S)
         if stopped == "disconnect":
             return
         if stopped == "too large":
             await self._error(send, "invalid_input", f"the body is larger than {MAX_BODY} bytes")
             return
+        if stopped == "timeout":
+            await self._error(send, "request_timeout", f"the body did not arrive whole within {LOCAL_S:g} s")
+            return
         try:
-            body = json.loads(body_bytes.decode("utf-8")) if body_bytes.strip() else {}
+            body = json_loads(body_bytes.decode("utf-8")) if body_bytes.strip() else {}
+        except MemorydError as exc:
+            await self._error(send, exc.code, exc.message)
+            return
         except ValueError as exc:
             await self._error(send, "invalid_input", f"the body is not JSON ({exc})")
             return

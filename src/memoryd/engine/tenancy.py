@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from ulid import ULID
 
 from ..shared.errors import Forbidden, InvalidInput, NotFound, StorageBusy, Unauthorized
-from ..shared.limits import check_text, check_texts
+from ..shared.limits import check_text, check_texts, json_loads
 from ..shared.models import Scope
 from ..shared.stamps import utc_now
 from ..storage.base import AccessReads, TokenRecord
@@ -370,7 +370,7 @@ def read_scope_header(header: object, *, missing: str) -> dict[str, Any]:
         raise InvalidInput(f"the Memoryd-Scope header is missing: {missing}")
     check_text("scope_header", header, field="the Memoryd-Scope header")
     try:
-        data = json.loads(header)
+        data = json_loads(header, field="the Memoryd-Scope header")
     except ValueError as exc:
         raise InvalidInput(f"the Memoryd-Scope header is not JSON ({exc})") from None
     if not isinstance(data, Mapping):

@@ -217,13 +217,14 @@ def local_app(profile: str, handle: EngineHandle) -> tuple[MCPServer[Any], Any]:
     runs, the ASGI app)."""
     from mcp.server.transport_security import TransportSecuritySettings
 
+    from ..shared.http_security import LOCAL_S
     from .fast import tool_call
 
     mcp = build_server(profile, engine_handle=handle, team=True)
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = mcp.streamable_http_app(stateless_http=True, json_response=True, transport_security=security)
     return mcp, http_guard(app, token=None, allowed_hosts={"localhost"}, post_only=True,
-                           fast=tool_call(mcp, "/mcp"))  # fmt: skip
+                           fast=tool_call(mcp, "/mcp"), body_s=LOCAL_S)  # fmt: skip
 
 
 def _identify(handle: EngineHandle) -> Any:

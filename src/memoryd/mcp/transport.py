@@ -20,8 +20,9 @@ from typing import Any, BinaryIO, NamedTuple
 import anyio
 import anyio.to_thread
 
+from ..shared.errors import InvalidInput
 from ..shared.http_security import Networks
-from ..shared.limits import SURROGATE
+from ..shared.limits import SURROGATE, json_loads
 
 __all__ = ["MAX_BODY_BYTES", "Refusal", "check_message", "error_reply", "http_guard", "stdio_streams"]
 
@@ -67,40 +68,58 @@ def check_message(data: bytes) -> tuple[bytes | None, str | None]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         try:
-            rid = _id_of(json.loads(data.decode("utf-8", "replace")))
-        except ValueError:
+            rid = _id_of(json_loads(data.decode("utf-8", "replace")))
+        except (ValueError, InvalidInput):
             rid = None
         return error_reply(rid, PARSE_ERROR, f"Parse error: invalid_input: the message is not valid UTF-8 "
                                              f"(byte {exc.start}); send UTF-8"), None  # fmt: skip
     try:
-        obj = json.loads(text)
+        obj = json_loads(text, field="the message")
+    except InvalidInput as exc:
+        return error_reply(None, INVALID_REQUEST, f"Invalid Request: invalid_input: {exc.message}"), None
     except ValueError as exc:
         where = f"{exc.msg} at character {exc.pos}" if isinstance(exc, json.JSONDecodeError) else str(exc)
         return error_reply(None, PARSE_ERROR, f"Parse error: invalid_input: the message is not JSON ({where})"), None
-    items = obj if isinstance(obj, list) else [obj]
-    if not items or not all(isinstance(o, dict) for o in items):
+    if isinstance(obj, list) and obj and all(isinstance(o, dict) for o in obj):
+        return _batch_refusal(obj), None
+    if not isinstance(obj, dict):
         return error_reply(
             None, INVALID_REQUEST, "Invalid Request: invalid_input: a JSON-RPC message is an object"
         ), None
-    for o in items:
-        hit = _first_surrogate(o)
-        if hit is not None:
-            if "method" in o and "id" not in o:
-                return None, None  # a notification: no reply is allowed
-            where, char = hit
-            return error_reply(_id_of(o), INVALID_PARAMS, f"Invalid params: invalid_input: {where} holds a lone "
-                                                          f"surrogate U+{ord(char):04X}; send valid Unicode"), None  # fmt: skip
-    if not isinstance(obj, list):
-        from mcp_types import jsonrpc_message_adapter
+    hit = _first_surrogate(obj)
+    if hit is not None:
+        if "method" in obj and "id" not in obj:
+            return None, None  # a notification: no reply is allowed
+        where, char = hit
+        return error_reply(_id_of(obj), INVALID_PARAMS, f"Invalid params: invalid_input: {where} holds a lone "
+                                                        f"surrogate U+{ord(char):04X}; send valid Unicode"), None  # fmt: skip
+    from mcp_types import jsonrpc_message_adapter
 
-        try:
-            jsonrpc_message_adapter.validate_python(obj, by_name=False)
-        except Exception:
-            if "method" in obj and "id" not in obj:
-                return None, None
-            return error_reply(_id_of(obj), INVALID_REQUEST, "Invalid Request: invalid_input: not a JSON-RPC 2.0 "
-                                                             "request, notification or response"), None  # fmt: skip
+    try:
+        jsonrpc_message_adapter.validate_python(obj, by_name=False)
+    except Exception:
+        if "method" in obj and "id" not in obj:
+            return None, None
+        return error_reply(_id_of(obj), INVALID_REQUEST, "Invalid Request: invalid_input: not a JSON-RPC 2.0 "
+                                                         "request, notification or response"), None  # fmt: skip
     return None, text
+
+
+BATCH_REFUSED = ("Invalid Request: invalid_input: JSON-RPC batches are not supported (MCP 2025-06-18 removed "
+                 "them); send each message on its own")  # fmt: skip
+
+
+def _batch_refusal(batch: list[dict[str, Any]]) -> bytes | None:
+    """A batch's answer: JSON-RPC 2.0's batch of replies, one error per request in it (a client waiting for any
+    of their ids gets it), or one error with a null id when the batch holds no request; None for notifications
+    only (nothing may answer them)."""
+    ids = [_id_of(o) for o in batch if "method" in o and o.get("id") is not None]
+    if ids:
+        return json.dumps([{"jsonrpc": "2.0", "id": rid, "error": {"code": INVALID_REQUEST, "message": BATCH_REFUSED}}
+                           for rid in ids]).encode() + b"\n"  # fmt: skip
+    if all("method" in o and "id" not in o for o in batch):
+        return None
+    return error_reply(None, INVALID_REQUEST, BATCH_REFUSED)
 
 
 class _Writer:
@@ -195,7 +214,8 @@ SINGLE_HEADERS = (b"authorization", b"memoryd-scope", b"memoryd-client", b"host"
 
 
 def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify: Identify | None = None,
-               post_only: bool = False, fast: FastPath | None = None, trusted_proxies: Networks = ()) -> Any:  # fmt: skip
+               post_only: bool = False, fast: FastPath | None = None, trusted_proxies: Networks = (),
+               body_s: float | None = None) -> Any:  # fmt: skip
     """Wrap an ASGI app: the shared HTTP rules (`memoryd.shared.http_security`) and checked JSON bodies.
 
     - A header of SINGLE_HEADERS sent more than once: 400 (before anything reads it).
@@ -213,8 +233,11 @@ def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify
       a JSON-RPC error comes back with status 400 (413 when too large).
     - `fast` (the stateless servers): a checked body it answers (a plain `tools/call`, `memoryd.mcp.fast`) is
       answered without the SDK's per-request session; whatever it declines goes to `app`.
+    - A body not whole within `body_s` seconds (default `http_security.BODY_S`): 408.
     """
-    from ..shared.http_security import bearer_ok, client_address, read_body, refusal, replay
+    from ..shared.http_security import BODY_S, bearer_ok, client_address, read_body, refusal, replay
+
+    within = BODY_S if body_s is None else body_s
 
     async def send_json(send: Any, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None) -> None:
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(extra or [])]
@@ -278,7 +301,7 @@ def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify
             await send_json(send, 413, error_reply(None, INVALID_REQUEST, f"Invalid Request: invalid_input: the body "
                                                    f"is larger than {MAX_BODY_BYTES} bytes"))  # fmt: skip
             return
-        body, stopped = await read_body(receive, MAX_BODY_BYTES)
+        body, stopped = await read_body(receive, MAX_BODY_BYTES, within)
         if stopped == "disconnect":
             return
         if stopped == "timeout":
@@ -292,6 +315,10 @@ def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify
         reply, text = check_message(body)
         if reply is not None:
             await send_json(send, 400, reply.rstrip(b"\n"))
+            return
+        if text is None:  # notifications only, unusable: accepted, and nothing may answer them
+            await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
             return
         if fast is not None and text is not None and (answer := await fast(headers, scope, text)) is not None:
             await send_json(send, 200, answer)

@@ -187,11 +187,14 @@ def refusal(allowed: set[str], host: str, origin: str | None) -> str | None:
 
 HEADER_S = 10.0  # a request's headers must arrive whole within this (slowloris)
 BODY_S = 30.0  # and its body within this
+# The same for the daemon's Unix socket: its clients are local processes that write a request at once, so a
+# half-sent request (a stopped or hostile client) is cut off sooner.
+LOCAL_S = 5.0
 
 
-def timed_protocol() -> type:
+def timed_protocol(header_s: float = HEADER_S) -> type:
     """uvicorn's HTTP/1.1 protocol with a deadline on each request's headers: a connection whose request
-    headers are not complete `HEADER_S` after their first bytes is closed (half-sent requests held a
+    headers are not complete `header_s` after their first bytes is closed (half-sent requests held a
     connection, and its memory, for as long as the client liked). The deadline ends with the headers: a
     kept-alive connection between requests waits for uvicorn's keep-alive timeout, as before."""
     import asyncio
@@ -204,7 +207,7 @@ def timed_protocol() -> type:
 
         def data_received(self, data: bytes) -> None:
             if self._deadline is None and self.conn.their_state is h11.IDLE:
-                self._deadline = self.loop.call_later(HEADER_S, self._headers_due)
+                self._deadline = self.loop.call_later(header_s, self._headers_due)
             super().data_received(data)
             if self._deadline is not None and self.conn.their_state is not h11.IDLE:
                 # The headers are whole: disarmed, so a kept-alive connection idle between two requests is
