@@ -147,7 +147,7 @@ def decider() -> tuple[str, Any]:
 
         floor = Settings().prompt_min_score
         return f"score >= {floor}", lambda query, hits: [h for h in hits if h.score >= floor]
-    return "relevance.inject", relevance.inject
+    return "relevance.inject", lambda query, hits: relevance.inject(hits)
 
 
 def recall_all(st: dict[str, Any], qs: list[dict[str, Any]], mems: list[dict[str, Any]]) -> dict[str, Any]:

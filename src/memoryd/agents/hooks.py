@@ -399,8 +399,11 @@ def _user_prompt(payload: dict[str, Any], settings: Settings | None, embedder: E
     header = _PROMPT_HEADER[_language(prompt)].format(scope=scope_name)
     budget = settings.prompt_context_tokens - estimate_tokens(header)
     chosen: list[tuple[str, str]] = []
+    from ..engine import relevant
+
+    wanted = {h.atom.id for h in relevant(hits)}  # the engine's relevance decision (active memories only)
     for hit in hits:
-        if hit.score < floor or hit.atom.id in seen:
+        if hit.atom.id not in wanted or hit.score < floor or hit.atom.id in seen:
             continue
         line = f"- ({hit.atom.type}, {hit.atom.id}) {' '.join(hit.atom.content.split())}"
         cost = estimate_tokens(line) + 1

@@ -36,6 +36,7 @@ from ..search import threads
 from ..search.embed import MODELS, Embedder, HashEmbedder, TermEmbedder, english_embedder, make_embedder
 from ..search.embed import term_embedder as make_term_embedder
 from ..search.rank import fused
+from ..search.relevance import inject as relevant
 from ..search.tokenize import language
 from ..shared.config import Settings
 from ..shared.models import Atom, Scope
@@ -58,7 +59,8 @@ from .vault_sync import VaultSync
 from .writes import Writer
 
 # What surfaces use besides `Engine`: embedders for a hook's own model choice, the fused score of a
-# signal set (a hook's score bar without the semantic signal), the language of a text.
+# signal set (a hook's score bar without the semantic signal), which of a recall's hits a hook injects
+# (`search.relevance.inject`), the language of a text.
 __all__ = [
     "MODELS",
     "PLACEHOLDERS",
@@ -72,6 +74,7 @@ __all__ = [
     "fused",
     "language",
     "make_embedder",
+    "relevant",
     "visible_content",
 ]
 

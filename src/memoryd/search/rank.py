@@ -15,8 +15,9 @@ Signals:
   paraphrases lower; same-language pairs use the model's band shifted by `sem_shift`;
 - semantic_en: a second, English-strong signal for Latin-script query and memory only. With the
   English sentence model (`embed.MiniLMEnglish`, a second stored vector per memory; `Query.english`)
-  it is the sum of its cosine and `en_mix` × the main cosine, mapped from `mix_floor` to `mix_ceil`,
-  and it replaces the main model's band for those pairs: the two models agree on paraphrases
+  it is the sum of its cosine and `en_mix` × the main cosine past `mix_floor`, mapped by
+  1 - exp(-`mix_k` × x) (no ceiling: two strong matches never tie at 1.0 and lose their order), and
+  it replaces the main model's band for those pairs: the two models agree on paraphrases
   more than either alone (dense-only on the coding dev set: R@5 0.89 against 0.81 and 0.72), and the
   main model's band, calibrated on conversations, maps most paraphrase cosines (0.1-0.4) to 0.
   Keywords then weigh `w_kw_en`. Without it (the former signal, `embed.WordLlamaTerms` over the
@@ -96,7 +97,7 @@ class Params:
     en_floor: float = 0.20  # band of the English signal
     en_ceil: float = 0.50
     en_top: int = 40  # candidates (best by the other signals) that get the English signal
-    echo: float = 0.20  # demotion of question / guess memories for a question
+    echo: float = 0.10  # demotion of question / guess memories for a question (0.20 before issue 35)
     temporal: float = 0.40  # promotion of memories with a relative time word for a "when" query
     negation: float = 0.20  # promotion of negative memories for a negated query
     idf_power: float = 1.0  # keyword words weigh IDF**power (1.5 helped the unique-name cases, cost bilingual)
@@ -106,10 +107,11 @@ class Params:
     name_miss: float = 0.70  # demotion of memories holding none of the query's names (0: off)
     # the English sentence model (semantic_en); fitted on the coding dev set, bench/RESULTS.md (issue 35)
     en_mix: float = 0.75  # weight of the main cosine added to the English one
-    mix_floor: float = 0.30  # band of that sum
-    mix_ceil: float = 1.00
-    w_mix: float = 1.00  # its weight in the noisy-OR
-    w_kw_en: float = 0.45  # the keyword weight where it counts (Latin query and memory)
+    mix_floor: float = 0.30  # that sum counts from here on
+    mix_k: float = 3.0  # ... rising as 1 - exp(-mix_k * (sum - mix_floor))
+    w_mix: float = 0.90  # its weight in the noisy-OR
+    w_kw_en: float = 0.65  # the keyword weight of an English query's recall
+    xling_lift: float = 0.10  # added to the main cosine of a cross-language pair standing in for the English one
 
 
 DEFAULT = Params()
@@ -308,6 +310,12 @@ def _band(x: np.ndarray, floor: np.ndarray | float, ceil: np.ndarray | float) ->
     return out
 
 
+def _rise(x: np.ndarray, p: Params) -> np.ndarray:
+    """The English signal's map: 0 up to `mix_floor`, then 1 - exp(-mix_k * (x - mix_floor))."""
+    out: np.ndarray = 1.0 - np.exp(-p.mix_k * np.maximum(x - p.mix_floor, 0.0))
+    return out
+
+
 def _cues(f: Features, p: Params) -> np.ndarray:
     factor = np.ones(len(f.kw))
     if f.is_question and p.echo:
@@ -339,12 +347,17 @@ def fuse(f: Features, p: Params = DEFAULT, *, english: bool = True) -> tuple[np.
     semantic = p.w_sem * signals["semantic"]
     w_kw: np.ndarray | float = p.w_kw
     if f.english and len(f.cos_en) == len(f.kw):
-        # Latin query and memory with an English vector: the two models' cosines summed, in their own band
+        # An English query: for a Latin memory with an English vector, the two models' cosines summed; for
+        # the others (a Chinese memory), the main cosine stands in for the English one, lifted by `xling_lift`
+        # across languages (the main model places cross-lingual paraphrases lower). One scale for both, so a
+        # Chinese answer still competes with English look-alikes.
         share = f.latin * ~np.isnan(f.cos_en)
-        mixed = _band(f.cos_en + p.en_mix * np.nan_to_num(f.cos), p.mix_floor, p.mix_ceil)
+        cos = np.nan_to_num(f.cos)
+        mixed = _rise(np.nan_to_num(f.cos_en) + p.en_mix * cos, p)
+        stand_in = _rise((1.0 + p.en_mix) * (cos + p.xling_lift * f.cross), p)
         signals["semantic_en"] = share * mixed
-        semantic = share * p.w_mix * mixed + (1.0 - share) * semantic
-        w_kw = p.w_kw + (p.w_kw_en - p.w_kw) * share
+        semantic = p.w_mix * (share * mixed + (1.0 - share) * stand_in * ~np.isnan(f.cos))
+        w_kw = p.w_kw_en
     elif english and p.w_en and len(f.cos_en) == len(f.kw):
         signals["semantic_en"] = f.latin * _band(f.cos_en, p.en_floor, p.en_ceil)
         semantic = np.maximum(semantic, p.w_en * signals["semantic_en"])  # two views of one thing: the stronger

@@ -63,8 +63,10 @@ class Settings(BaseSettings):
                     "prompt; 0 turns the recall off.",
     )  # fmt: skip
     prompt_min_score: float = Field(
-        0.5, ge=0.0, le=1.0, description="UserPromptSubmit hook: only memories scoring at least this are added."
-    )
+        0.0, ge=0.0, le=1.0,
+        description="UserPromptSubmit hook: a score bar on top of the relevance decision (memoryd.search.relevance), "
+                    "which picks the memories to add; only those scoring at least this are added.",
+    )  # fmt: skip
     prompt_model_wait: float = Field(
         2.5, ge=0.0, le=10.0,
         description="UserPromptSubmit hook: seconds it waits for the embedding model (~1.5 s to load when the "
