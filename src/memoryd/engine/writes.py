@@ -154,9 +154,9 @@ class Writer:
             if not rows:
                 break
             vectors = english.passages([content for _, content in rows])  # a model that fails stops the backfill
-            with self.core.store.transaction() as tx:
+            with self.core.write() as tx:
                 for (atom_id, _), vector in zip(rows, vectors, strict=True):
-                    tx.set_model_vector(atom_id, english.name, vector)
+                    tx.index.set_model_vector(atom_id, english.name, vector)
             done += len(rows)
         return done
 
