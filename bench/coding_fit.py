@@ -229,6 +229,14 @@ def main() -> int:
     print(C.table(["gold injected", *ANSWERED, "none: anything"], rows))
     for f in d["folds"]:
         print(f"  fold {f['held_out']}: weights {f['weights']} threshold {f['threshold']}")
+    rows = []
+    w = np.asarray(d["weights"])
+    for t in (0.3, 0.35, 0.4, 0.45, d["threshold"], 0.55, 0.6, 0.7):
+        m = decide(ranked(cache, held, rank.DEFAULT), w, t)
+        rows.append([f"{t:.3f}", *(f"{m[c]['gold']:.2f}" for c in ANSWERED), f"{m['none']['anything']:.2f}"])
+    res["sweep"] = rows
+    print("\n## the trade-off: gold injected per category and none prompts injected, by threshold (all-data weights)")
+    print(C.table(["threshold", *ANSWERED, "none: anything"], rows))
     C.write_json(args.json, res)
     return 0
 
