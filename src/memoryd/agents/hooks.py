@@ -10,8 +10,9 @@ adds `tool_name`, `tool_input`; UserPromptSubmit `prompt`; SessionStart `source`
   `{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": …}}`, at most
   `brief_max_chars` characters. A sensitive scope without a grant gets a notice, not its memories.
   The memories shown are recorded as injected in this session (`memoryd.shared.injected`).
-- `user-prompt-submit`: the memories most relevant to the prompt (hybrid recall over this
-  repository and the global scope, score ≥ `prompt_min_score`), those not injected yet in this
+- `user-prompt-submit`: the memories relevant to the prompt (hybrid recall over this repository and
+  the global scope; the engine's relevance decision, `memoryd.search.relevance.inject`, picks them,
+  score ≥ `prompt_min_score` on top), those not injected yet in this
   session, within `prompt_context_tokens` estimated tokens, as `additionalContext`. The hook waits
   `prompt_model_wait` seconds for the embedding model; past that the recall uses keyword and
   entity signals, and the score bar is scaled to what those can reach. Nothing for a sensitive

@@ -97,7 +97,7 @@ class Params:
     en_floor: float = 0.20  # band of the English signal
     en_ceil: float = 0.50
     en_top: int = 40  # candidates (best by the other signals) that get the English signal
-    echo: float = 0.10  # demotion of question / guess memories for a question (0.20 before issue 35)
+    echo: float = 0.20  # demotion of question / guess memories for a question
     temporal: float = 0.40  # promotion of memories with a relative time word for a "when" query
     negation: float = 0.20  # promotion of negative memories for a negated query
     idf_power: float = 1.0  # keyword words weigh IDF**power (1.5 helped the unique-name cases, cost bilingual)
