@@ -248,17 +248,8 @@ def hook_env(home: Path, src: str | None) -> dict[str, str]:
 
 
 def launcher(src: str | None, work: Path) -> list[str]:
-    """The `memoryd` command of this tree, or of the other checkout (its own entry point, from its pyproject)."""
-    if not src:
-        return [str(Path(sys.executable).parent / "memoryd")]
-    import tomllib
-
-    entry = tomllib.loads((Path(src) / "pyproject.toml").read_text())["project"]["scripts"]["memoryd"]
-    module, func = entry.split(":")
-    path = work / "memoryd-src"
-    path.write_text(f"#!{sys.executable}\nimport sys\nfrom {module} import {func}\nsys.exit({func}())\n")
-    path.chmod(0o755)
-    return [str(path)]
+    """The `memoryd` command of this tree, or of the other checkout."""
+    return [C.src_launcher(src, work, "memoryd")] if src else [str(Path(sys.executable).parent / "memoryd")]
 
 
 def run_hooks(home: Path, root: Path, rows: list[dict[str, Any]], qs: dict[str, dict[str, Any]],
@@ -370,14 +361,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def before_and_after(args: argparse.Namespace, argv: list[str]) -> int:
     """--before REV: this script on a temporary worktree of REV (its src on the path), then on this tree."""
-    rest, skip = [], False
-    for a in argv:
-        if skip:
-            skip = False
-        elif a in ("--before", "--json"):
-            skip = True
-        elif not a.startswith(("--before=", "--json=")):
-            rest.append(a)
+    rest = C.argv_without(argv, "--before", "--json")  # each side writes its own JSON
     sides: dict[str, Any] = {}
     codes = []
     with tempfile.TemporaryDirectory(prefix="memoryd-coding-sides-") as tmp:
