@@ -242,9 +242,10 @@ class Engine:
         """Load what searches need (the vector index, the term model) now, so the first search is fast (servers,
         at start)."""
         self._core.store.warm()
-        start = getattr(self._core.term_embedder, "start", None)  # loads on a thread joined at exit
-        if start is not None:
-            start()
+        for model in (self._core.term_embedder, self._core.english):
+            start = getattr(model, "start", None)  # loads on a thread joined at exit
+            if start is not None:
+                start()
         if self._core.english is not None and self._backfilling is None:
             self._backfilling = threads.start(self._backfill, "memoryd-backfill-vectors", self._stop)
 

@@ -123,9 +123,10 @@ class Reader:
         core.check_types(types)
         check_texts("entity_ids", "entity", entity_ids)
         path, symbol = check_filters(path, symbol)
-        start = getattr(core.term_embedder, "start", None)  # the term model loads while candidates are gathered
-        if start is not None:
-            start()
+        for model in (core.term_embedder, core.english):  # they load while candidates are gathered
+            start = getattr(model, "start", None)
+            if start is not None:
+                start()
         q, cands, stats = self.gather(query, max_results=max_results, include_negated=include_negated, types=types,
                                       entity_ids=entity_ids, scope=scope, statuses=statuses, path=path,
                                       symbol=symbol)  # fmt: skip

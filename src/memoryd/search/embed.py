@@ -34,8 +34,8 @@ from . import threads
 from .tokenize import tokens
 
 __all__ = [
-    "BackgroundEmbedder", "E5Embedder", "Embedder", "HashEmbedder", "MiniLMEnglish", "TermEmbedder", "UseEmbedder",
-    "WordLlamaTerms", "english_embedder", "make_embedder", "term_embedder",
+    "BackgroundEmbedder", "E5Embedder", "Embedder", "HashEmbedder", "LazyEnglish", "MiniLMEnglish", "TermEmbedder",
+    "UseEmbedder", "WordLlamaTerms", "english_embedder", "make_embedder", "term_embedder",
 ]  # fmt: skip
 
 
@@ -319,15 +319,17 @@ class _Loaded(Generic[_M]):
         return self._inner
 
 
-class _BackgroundTerms(_Loaded[TermEmbedder]):
-    """A `TermEmbedder` loaded ahead of use on a background thread, from `start` (a server's warm-up, the
-    start of a recall), or else in the caller's thread at first use.
+class _Lazy(_Loaded[_M]):
+    """A model loaded ahead of use on a background thread, from `start` (a server's warm-up, the start of a
+    recall), or else in the caller's thread at first use.
 
     Not at construction: the load runs Rust code (tokenizers, safetensors), so its thread is joined at
     exit (`threads`), and a command that never recalls (`memoryd stale`) should not wait for it.
     """
 
-    def __init__(self, factory: Callable[[], TermEmbedder], name: str, floor: float, ceil: float) -> None:
+    what = "model"
+
+    def __init__(self, factory: Callable[[], _M], name: str, floor: float, ceil: float) -> None:
         super().__init__(factory)
         self.name = name
         self.cosine_floor = floor
@@ -343,12 +345,18 @@ class _BackgroundTerms(_Loaded[TermEmbedder]):
     def start(self) -> None:
         """Begin loading on a background thread (joined at exit: it runs Rust code); no-op once begun."""
         if self._claim():
-            threads.start(self._load, "memoryd-term-embedder")
+            threads.start(self._load, f"memoryd-{self.what.replace(' ', '-')}")
 
-    def _get(self) -> TermEmbedder:
+    def _get(self) -> _M:
         if self._claim():
             self._load()
-        return self._model("term embedding model")
+        return self._model(self.what)
+
+
+class _BackgroundTerms(_Lazy[TermEmbedder]):
+    """A `TermEmbedder` loaded on first use or from `start` (see `_Lazy`)."""
+
+    what = "term embedding model"
 
     def query(self, text: str) -> np.ndarray:
         return self._get().query(text)
@@ -412,11 +420,29 @@ class BackgroundEmbedder(_Loaded[Embedder]):
 
 
 MODELS: dict[str, type[E5Embedder] | type[UseEmbedder]] = {"e5": E5Embedder, "use": UseEmbedder}
-_ENGLISH: dict[str, BackgroundEmbedder] = {}
 
 
-def english_embedder(kind: str) -> BackgroundEmbedder | None:
-    """The process-wide English sentence model (loading in the background); None for "none"."""
+class LazyEnglish(_Lazy[Embedder]):
+    """The English sentence model, loaded on first use or from `start` (see `_Lazy`: its tokenizer is Rust)."""
+
+    what = "English embedding model"
+
+    def __init__(self, factory: Callable[[], Embedder], name: str, dim: int, floor: float, ceil: float) -> None:
+        super().__init__(factory, name, floor, ceil)
+        self.dim = dim
+
+    def passages(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        return self._get().passages(texts)
+
+    def query(self, text: str) -> NDArray[np.float32]:
+        return self._get().query(text)
+
+
+_ENGLISH: dict[str, LazyEnglish] = {}
+
+
+def english_embedder(kind: str) -> LazyEnglish | None:
+    """The process-wide English sentence model (loaded on first use, or ahead by `start`); None for "none"."""
     if kind == "none":
         return None
     if kind != "minilm":
@@ -424,7 +450,7 @@ def english_embedder(kind: str) -> BackgroundEmbedder | None:
     with _TERM_LOCK:
         if kind not in _ENGLISH:
             cls = MiniLMEnglish
-            _ENGLISH[kind] = BackgroundEmbedder(cls, cls.name, cls.dim, cls.cosine_floor, cls.cosine_ceil)
+            _ENGLISH[kind] = LazyEnglish(cls, cls.name, cls.dim, cls.cosine_floor, cls.cosine_ceil)
         return _ENGLISH[kind]
 
 

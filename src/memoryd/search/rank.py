@@ -16,11 +16,12 @@ Signals:
 - semantic_en: a second, English-strong signal for Latin-script query and memory only. With the
   English sentence model (`embed.MiniLMEnglish`, a second stored vector per memory; `Query.english`)
   it is the sum of its cosine and `en_mix` × the main cosine past `mix_floor`, mapped by
-  1 - exp(-`mix_k` × x) (no ceiling: two strong matches never tie at 1.0 and lose their order), and
-  it replaces the main model's band for those pairs: the two models agree on paraphrases
-  more than either alone (dense-only on the coding dev set: R@5 0.89 against 0.81 and 0.72), and the
-  main model's band, calibrated on conversations, maps most paraphrase cosines (0.1-0.4) to 0.
-  Keywords then weigh `w_kw_en`. Without it (the former signal, `embed.WordLlamaTerms` over the
+  1 - exp(-`mix_k` × x) (no ceiling: two strong matches never tie at 1.0 and lose their order). For
+  an English query it replaces the main model's band: the two models agree on paraphrases more than
+  either alone (dense-only on the coding dev set: R@5 0.89 against 0.81 and 0.72), and the main
+  model's band, calibrated on conversations, maps most paraphrase cosines (0.1-0.4) to 0. A memory
+  the English model cannot judge (Chinese) gets its main cosine in the English one's place, on the
+  same scale. Keywords then weigh `w_kw_en`. Without it (the former signal, `embed.WordLlamaTerms` over the
   memory's index terms, computed for the best `en_top` candidates) the stronger of the two counts;
 - entity: share of the query's entities the memory mentions, each weighted by its rarity (the
   IDF of its name, 1.0 for a name only one memory holds), so a common entity is weak evidence.
@@ -345,7 +346,7 @@ def fuse(f: Features, p: Params = DEFAULT, *, english: bool = True) -> tuple[np.
     ceil = f.ceil + p.sem_shift + p.xling_shift * f.cross
     signals = {"keyword": f.kw, "semantic": _band(f.cos, floor, ceil), "entity": f.ent}
     semantic = p.w_sem * signals["semantic"]
-    w_kw: np.ndarray | float = p.w_kw
+    w_kw = p.w_kw
     if f.english and len(f.cos_en) == len(f.kw):
         # An English query: for a Latin memory with an English vector, the two models' cosines summed; for
         # the others (a Chinese memory), the main cosine stands in for the English one, lifted by `xling_lift`
