@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 import coding_recall as CR  # noqa: E402
 
-GRID = {"en_mix": (0.5, 0.75, 1.0), "mix_floor": (0.2, 0.3), "mix_k": (2.0, 3.0), "w_mix": (0.9, 1.0),
-        "w_kw_en": (0.45, 0.55, 0.65)}  # fmt: skip
+GRID = {"en_mix": (0.5, 0.75, 1.0), "mix_floor": (0.2, 0.3), "mix_k": (2.0, 3.0), "w_mix": (0.7, 0.9),
+        "w_kw_en": (0.65, 0.8)}  # fmt: skip
 ANSWERED = ("paraphrase", "keyword", "update", "task", "apart")
 
 

@@ -24,7 +24,8 @@ leaves them out). Each repository is a git checkout with its own `origin`, so it
 
 `--before REV` runs this script on another commit (a temporary `git worktree` of REV, its `src` first on the
 path of every process) and then on this tree, one after the other, and prints both tables side by side.
-`--features PATH` writes every prompt's top hits with their signals (what `bench/relevance_fit.py` fits).
+`--json PATH` also writes every prompt's top hits with their signals. The constants are fitted by
+`bench/coding_fit.py`.
 """
 
 from __future__ import annotations

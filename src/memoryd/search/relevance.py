@@ -28,8 +28,8 @@ __all__ = ["FEATURES", "MAX_INJECT", "THRESHOLD", "WEIGHTS", "HitLike", "feature
 
 FEATURES = ("bias", "score", "keyword", "semantic", "entity", "gap_next", "gap_best", "first")
 # Fitted by bench/coding_fit.py (all four repositories of the coding dev set); see bench/RESULTS.md.
-WEIGHTS = (-2.838, -0.118, 1.429, 1.694, -1.201, 2.255, -3.309, 1.336)
-THRESHOLD = 0.479
+WEIGHTS = (-2.873, 0.44, 0.582, 2.646, -1.44, 2.087, -3.771, 1.118)
+THRESHOLD = 0.418
 MAX_INJECT = 3
 
 
