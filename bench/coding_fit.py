@@ -15,7 +15,11 @@ both are fitted offline in seconds:
    `--quiet` of the unanswerable prompts (none) injected; per fold fitted on three repositories, scored on
    the fourth: gold injected per category, anything injected on none prompts.
 
-    .venv/bin/python bench/coding_fit.py [--no-grid] [--json PATH]
+`--dense` first ranks each repository's memories by each model's cosine alone (USE, the English model,
+e5 when installed, and English + 0.75 × USE): R@1 / R@5 / R@10 per category, and the cosine of a
+paraphrase's gold, of the best other memory, and of a none prompt's best (p10 / p50 / p90).
+
+    .venv/bin/python bench/coding_fit.py [--dense] [--no-grid] [--json PATH]
 """
 
 from __future__ import annotations
@@ -114,6 +118,52 @@ def grid(cache: list[tuple[Any, ...]], held: dict[str, str], repos: list[str]) -
             "loro": loro}  # fmt: skip
 
 
+def dense(mems: list[dict[str, Any]], qs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each model's cosine alone, within each repository (the diagnosis of issue 35)."""
+    from memoryd.search.embed import MiniLMEnglish, UseEmbedder
+
+    texts, prompts = [m["text"] for m in mems], [q["question"] for q in qs]
+    models: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for name, cls in (("use", UseEmbedder), ("minilm", MiniLMEnglish)):
+        emb = cls()
+        models[name] = (emb.passages(texts), emb.passages(prompts))
+    try:
+        from memoryd.search.embed import E5Embedder
+
+        e5 = E5Embedder()
+        models["e5"] = (e5.passages(texts), np.stack([e5.query(p) for p in prompts]))
+    except ImportError:
+        pass
+    models["minilm+0.75use"] = (np.hstack([models["minilm"][0], 0.75 * models["use"][0]]),
+                                np.hstack([models["minilm"][1], models["use"][1]]))  # fmt: skip
+    by_repo: dict[str, list[int]] = {}
+    for i, m in enumerate(mems):
+        by_repo.setdefault(m["repo"], []).append(i)
+    out: dict[str, Any] = {}
+    for name, (p, q) in models.items():
+        per: dict[str, list[tuple[float, float, float]]] = {}
+        gold_cos, other_cos, none_cos = [], [], []
+        for qi, qq in enumerate(qs):
+            idx = by_repo[qq["repo"]]
+            sims = p[idx] @ q[qi]
+            order = [mems[idx[j]]["id"] for j in np.argsort(-sims)]
+            g = set(qq["gold"])
+            if qq["cat"] == "none":
+                none_cos.append(float(sims.max()))
+                continue
+            per.setdefault(qq["cat"], []).append((float(order[0] in g), float(bool(g & set(order[:5]))),
+                                                  float(bool(g & set(order[:10])))))  # fmt: skip
+            if qq["cat"] == "paraphrase":
+                is_gold = np.array([mems[i]["id"] in g for i in idx])
+                gold_cos.append(float(sims[is_gold].max()))
+                other_cos.append(float(sims[~is_gold].max()))
+        out[name] = {"recall": {c: np.mean(v, axis=0).round(2).tolist() for c, v in per.items()},
+                     "paraphrase_gold": np.percentile(gold_cos, [10, 50, 90]).round(2).tolist(),
+                     "best_other": np.percentile(other_cos, [10, 50, 90]).round(2).tolist(),
+                     "none_best": np.percentile(none_cos, [10, 50, 90]).round(2).tolist()}  # fmt: skip
+    return out
+
+
 # --------------------------------------------------------------------------- the decision
 
 
@@ -199,14 +249,24 @@ def main() -> int:
     ap.add_argument("--data", default=str(CR.DATA))
     ap.add_argument("--no-extra", action="store_true", help="leave out bench/data/coding_extra.jsonl")
     ap.add_argument("--no-grid", action="store_true", help="skip the ranking grid")
+    ap.add_argument("--dense", action="store_true", help="also rank by each model's cosine alone")
     ap.add_argument("--quiet", type=float, default=0.03, help="share of none prompts the threshold lets through")
     ap.add_argument("--json")
     args = ap.parse_args()
     C.print_machine(C.machine())
     mems, qs = CR.load(Path(args.data), None if args.no_extra else CR.EXTRA)
     repos = list(dict.fromkeys(m["repo"] for m in mems))
-    cache, held = gather(mems, qs)
     res: dict[str, Any] = {}
+    if args.dense:
+        dn = res["dense"] = dense(mems, qs)
+        print("\n## each model alone (R@1 / R@5 / R@10; cosines p10 / p50 / p90)")
+        print(C.table(["model", "paraphrase", "keyword", "task", "apart", "paraphrase gold cos", "best other",
+                       "none: best"], [[n, *("/".join(f"{x:.2f}" for x in d["recall"][c]) for c in
+                                             ("paraphrase", "keyword", "task", "apart")),
+                                        *("/".join(f"{x:.2f}" for x in d[k]) for k in
+                                          ("paraphrase_gold", "best_other", "none_best"))]
+                                       for n, d in dn.items()]))  # fmt: skip
+    cache, held = gather(mems, qs)
     if not args.no_grid:
         g = res["ranking"] = grid(cache, held, repos)
         print("\n## ranking: R@1 / R@5 per category (defaults, best on all data, leave-one-repository-out)")
