@@ -53,7 +53,22 @@ def test_released_migrations_are_unchanged_and_numbered_alike() -> None:
     for n, digests in RELEASED.items():
         assert _digest("sqlite", n) == digests["sqlite"], f"a released migration (1-{n}) changed on SQLite"
         assert _digest("postgres", n) == digests["postgres"], f"a released migration (1-{n}) changed on PostgreSQL"
-    assert [m.version for m in MIGRATIONS] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]
+    assert [m.version for m in MIGRATIONS] == [
+        1,
+        2,
+        3,
+        4,
+        5,
+        6,
+        7,
+        8,
+        9,
+        10,
+        11,
+        12,
+        13,
+        15,
+    ]  # 14: issue 35's other half
     names = {m.version: m.name for m in MIGRATIONS}
     assert names[4].startswith("vault outbox") and names[5].startswith("console") and names[6] == "code anchors"
     assert names[7].startswith("team server") and names[8] == "keyword statistics per scope"
@@ -62,6 +77,7 @@ def test_released_migrations_are_unchanged_and_numbered_alike() -> None:
     )
     assert names[11].startswith("keyword search by scope") and names[12].startswith("vector search in half")
     assert names[13].startswith("vacuumed often enough")
+    assert names[15].startswith("a second vector per memory")
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -104,7 +120,7 @@ def test_main_store_upgrades_and_keeps_every_memory(legacy: Settings, tmp_path: 
     assert _versions(legacy) == [1, 2, 3]  # as main left it
     widgets = make_repo(tmp_path / "widgets")
     with Engine.open(legacy, cwd=widgets, embedder=HashEmbedder(), authority="operator") as e:
-        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]
+        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15]
         atoms = e.store.get_atoms(list(manifest["atoms"]))
         # migration 8 counted each scope's keyword statistics from the terms main indexed
         facts = e.store.candidate_facts(list(manifest["atoms"]))
@@ -150,4 +166,27 @@ def test_main_store_upgrades_and_keeps_every_memory(legacy: Settings, tmp_path: 
         assert len(pending) == 1 and [a.id for _, a in e.review_pending(scope="global")] == [pending[0].id]
     # and reopening is a no-op (every migration recorded once)
     with Engine.open(legacy, cwd=widgets, embedder=HashEmbedder(), authority="operator") as e:
-        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13] and e.verify_chain().ok
+        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15] and e.verify_chain().ok
+
+
+def test_main_store_gets_its_english_vectors_and_keeps_every_memory(legacy: Settings, tmp_path: Path) -> None:
+    """Migration 15 on a store written before it: the backfill (what a server's warm-up runs) embeds every memory
+    with content in the English model, and changes nothing else (no atom, event or content)."""
+    from memoryd.search.embed import UseEmbedder, english_embedder
+
+    kind = "postgres" if legacy.db else "sqlite"
+    manifest = json.loads((LEGACY / f"manifest-{kind}.json").read_text(encoding="utf-8"))
+    widgets = make_repo(tmp_path / "widgets")
+    english = english_embedder("minilm")
+    assert english is not None
+    with Engine.open(legacy, cwd=widgets, embedder=UseEmbedder(), authority="operator", english=english) as e:
+        before = e.store.get_atoms(list(manifest["atoms"]))
+        with_content = sorted(a for a, atom in before.items() if atom.content)
+        assert [i for i, _ in e.store.missing_model_vectors(english.name, limit=1000)] == with_content
+        assert e.backfill_vectors() == len(with_content)
+        assert e.store.missing_model_vectors(english.name, limit=1000) == [] and e.backfill_vectors() == 0
+        after = e.store.get_atoms(list(manifest["atoms"]))
+        assert {a: (x.content, x.status, x.updated_at) for a, x in after.items()} == {
+            a: (x.content, x.status, x.updated_at) for a, x in before.items()}  # fmt: skip
+        assert len(e.store.events()) == manifest["events"] and e.verify_chain().ok
+        assert e.store.table_counts()["model_vectors"] == len(with_content)

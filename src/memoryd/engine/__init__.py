@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, cast, overload
 
 from ..formats.vault import atom_frontmatter
-from ..search.embed import MODELS, Embedder, HashEmbedder, TermEmbedder, make_embedder
+from ..search import threads
+from ..search.embed import MODELS, Embedder, HashEmbedder, TermEmbedder, english_embedder, make_embedder
 from ..search.embed import term_embedder as make_term_embedder
 from ..search.rank import fused
 from ..search.tokenize import language
@@ -46,7 +48,7 @@ from .anchoring import Anchors
 from .console import Console
 from .core import PLACEHOLDERS, Core, private_home, visible_content
 from .importer import Importer
-from .inject import Injector
+from .inject import Injector, relevant
 from .inputs import STORED_TEXT, redact_call
 from .library import Library
 from .observations import Observer
@@ -58,7 +60,8 @@ from .vault_sync import VaultSync
 from .writes import Writer
 
 # What surfaces use besides `Engine`: embedders for a hook's own model choice, the fused score of a
-# signal set (a hook's score bar without the semantic signal), the language of a text.
+# signal set (a hook's score bar without the semantic signal), which of a recall's hits a hook injects
+# (`search.relevance.inject`), the language of a text.
 __all__ = [
     "MODELS",
     "PLACEHOLDERS",
@@ -72,6 +75,7 @@ __all__ = [
     "fused",
     "language",
     "make_embedder",
+    "relevant",
     "visible_content",
 ]
 
@@ -79,6 +83,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 # `Engine.open(term_embedder=...)` default: the one the settings name.
 _FROM_SETTINGS: Any = object()
+log = logging.getLogger("memoryd")
 
 
 class _part(Generic[P, R]):  # noqa: N801 - reads as a function in the class body below
@@ -115,13 +120,14 @@ class Engine:
     def __init__(
         self, settings: Settings, store: Store, embedder: Embedder, scope: Scope, *, authority: str = "agent",
         enforce_sensitive: bool | None = None, term_embedder: TermEmbedder | None = None,
-        core: Core | None = None,
+        english: Embedder | None = None, core: Core | None = None,
     ) -> None:  # fmt: skip
         self._core = core = core or Core(settings, store, embedder, scope, authority=authority,
-                                        enforce_sensitive=enforce_sensitive, term_embedder=term_embedder)  # fmt: skip
+                                        enforce_sensitive=enforce_sensitive, term_embedder=term_embedder,
+                                        english=english)  # fmt: skip
         store = core.store  # each part is given the store roles it reads (storage/base.py), no more
         self._anchoring = Anchors(core, memories=store)
-        self._writer = Writer(core, self._anchoring, memories=store)
+        self._writer = Writer(core, self._anchoring, memories=store, index=store)
         self._reader = Reader(core, self._anchoring, memories=store, index=store, audit=store, reports=store)
         self._sessions = Sessions(core, self._writer, memories=store)
         self._review = Review(core, memories=store)
@@ -135,12 +141,14 @@ class Engine:
                                reports=store)  # fmt: skip
         self._tenancy = Tenancy(core, access=store)
         self._injector = Injector(core, self._reader)
+        self._stop = threading.Event()  # ends the English vectors' backfill (`warm`) when the engine closes
+        self._backfilling: threading.Thread | None = None
 
     @classmethod
     def open(
         cls, settings: Settings | None = None, *, cwd: str | Path | None = None, embedder: Embedder | None = None,
         authority: str = "agent", enforce_sensitive: bool | None = None,
-        term_embedder: TermEmbedder | None = _FROM_SETTINGS,
+        term_embedder: TermEmbedder | None = _FROM_SETTINGS, english: Embedder | None = _FROM_SETTINGS,
     ) -> Self:  # fmt: skip
         """Open the store named by `settings` (default: environment) for the scope of `cwd`.
 
@@ -148,17 +156,22 @@ class Engine:
         the tenant's global scope, and a sensitive scope needs a grant) or "operator" (a person,
         who may address any scope). `enforce_sensitive=True` keeps sensitive scopes locked for an
         operator too (the web console: a grant can be requested there, not bypassed).
-        `term_embedder`: recall's English signal; by default the one `settings.term_embedder` names,
+        `english`: the English sentence model whose second vector of each memory recall weighs for English
+        text; by default the one `settings.english_embedder` names. `term_embedder`: the former English
+        signal, by default the one `settings.term_embedder` names when there is no English model. Both are
         left out when the main embedder is the hashing fake (tests that need no model).
         """
         settings = settings or Settings()
         private_home(settings.home, sqlite=not settings.db)
         store = open_store(settings)
         embedder = embedder or make_embedder(settings.embedder)
+        if english is _FROM_SETTINGS:
+            english = None if embedder.name == "hash" else english_embedder(settings.english_embedder)
         if term_embedder is _FROM_SETTINGS:
-            term_embedder = None if embedder.name == "hash" else make_term_embedder(settings.term_embedder)
+            term_embedder = (None if embedder.name == "hash" or english is not None
+                             else make_term_embedder(settings.term_embedder))  # fmt: skip
         engine = cls(settings, store, embedder, infer_scope(cwd), authority=authority,
-                     enforce_sensitive=enforce_sensitive, term_embedder=term_embedder)  # fmt: skip
+                     enforce_sensitive=enforce_sensitive, term_embedder=term_embedder, english=english)  # fmt: skip
         engine.finish_crashed_writes()
         return engine
 
@@ -187,6 +200,7 @@ class Engine:
             authority=authority,
             enforce_sensitive=enforce_sensitive,
             term_embedder=c.term_embedder,
+            english=c.english,
             vault_lock=c.vault_lock,
         )  # one lock per vault within the process
         return type(self)(c.settings, c.store, c.embedder, c.scope, core=core)
@@ -202,7 +216,7 @@ class Engine:
         # The store for this person: on PostgreSQL with hot standbys, their reads wait for their own writes.
         store = c.store.acting_for(principal.tenant_id)
         core = Core(settings, store, c.embedder, scope, authority="agent", term_embedder=c.term_embedder,
-                    vault_lock=c.vault_lock, principal=principal.name, read_only=principal.read_only,
+                    english=c.english, vault_lock=c.vault_lock, principal=principal.name, read_only=principal.read_only,
                     person=person, global_reach=principal.reaches_global, local_files=False)  # fmt: skip
         return type(self)(settings, store, c.embedder, scope, core=core)
 
@@ -211,7 +225,7 @@ class Engine:
         scope, inferred from its client's directory). `principal` names the client in every event it writes."""
         c = self._core
         core = Core(c.settings, c.store, c.embedder, scope, authority="agent", term_embedder=c.term_embedder,
-                    vault_lock=c.vault_lock, principal=principal)  # fmt: skip
+                    english=c.english, vault_lock=c.vault_lock, principal=principal)  # fmt: skip
         return type(self)(c.settings, c.store, c.embedder, scope, core=core)
 
     @classmethod
@@ -221,6 +235,9 @@ class Engine:
         return {name: attr.method for name, attr in vars(cls).items() if isinstance(attr, _part)}
 
     def close(self) -> None:
+        self._stop.set()
+        if self._backfilling is not None:
+            self._backfilling.join()  # its batch finishes (a second or so) before the store closes
         self._core.store.close()
 
     def __enter__(self) -> Self:
@@ -233,9 +250,21 @@ class Engine:
         """Load what searches need (the vector index, the term model) now, so the first search is fast (servers,
         at start)."""
         self._core.store.warm()
-        start = getattr(self._core.term_embedder, "start", None)  # loads on a thread joined at exit
-        if start is not None:
-            start()
+        for model in (self._core.term_embedder, self._core.english):
+            start = getattr(model, "start", None)  # loads on a thread joined at exit
+            if start is not None:
+                start()
+        if self._core.english is not None and self._backfilling is None:
+            self._backfilling = threads.start(self._backfill, "memoryd-backfill-vectors", self._stop)
+
+    def _backfill(self) -> None:
+        try:
+            n = self._writer.backfill_vectors(stop=self._stop)
+        except Exception:  # recall goes on without the English signal for what has no vector yet
+            log.exception("backfilling the English vectors failed")
+            return
+        if n:
+            log.info("gave %d memories their English vector", n)
 
     # -- what the engine was opened with ---------------------------------------------------------
 
@@ -276,6 +305,10 @@ class Engine:
         return self._core.term_embedder
 
     @property
+    def english(self) -> Embedder | None:
+        return self._core.english
+
+    @property
     def llm(self) -> LLM | None:
         """The configured LLM client, or None (see `memoryd.text.llm`)."""
         return self._review.llm
@@ -311,6 +344,7 @@ class Engine:
     timeline_window = _part("_reader", Reader.timeline_window)
     history = _part("_reader", Reader.history)
     verify_chain = _part("_reader", Reader.verify_chain)
+    backfill_vectors = _part("_writer", Writer.backfill_vectors)
     stats = _part("_reader", Reader.stats)
     export = _part("_reader", Reader.export)
     export_file = _part("_reader", Reader.export_file)

@@ -86,7 +86,7 @@ class Core:
     def __init__(
         self, settings: Settings, store: Store, embedder: Embedder, scope: Scope, *, authority: str = "agent",
         enforce_sensitive: bool | None = None, term_embedder: TermEmbedder | None = None,
-        vault_lock: vault.VaultLock | None = None, principal: str | None = None, read_only: bool = False,
+        english: Embedder | None = None, vault_lock: vault.VaultLock | None = None, principal: str | None = None, read_only: bool = False,
         person: Scope | None = None, global_reach: bool = True, local_files: bool = True,
     ) -> None:  # fmt: skip
         if authority not in AUTHORITIES:
@@ -96,7 +96,8 @@ class Core:
         self.settings = settings
         self.store = store
         self.embedder = embedder
-        self.term_embedder = term_embedder  # recall's English signal (None: left out)
+        self.term_embedder = term_embedder  # recall's former English signal, used without `english` (None: left out)
+        self.english = english  # the English sentence model: each memory's second vector (None: left out)
         self.scope = scope  # where this engine writes: the repository's scope (a team's, when shared)
         # The person's own scope of this repository (the team server: differs from `scope` when the
         # repository is shared); its global scope is the person's, never the team's.

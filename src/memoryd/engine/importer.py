@@ -47,10 +47,10 @@ from ..shared.errors import InvalidInput, Rejected
 from ..shared.limits import check_text
 from ..shared.models import Atom, MemorizeResult, Scope
 from ..shared.stamps import norm_hash
-from ..storage.base import MemoryReads, Vector
+from ..storage.base import MemoryReads
 from .core import Core
 from .inputs import read_in
-from .writes import Draft, Writer
+from .writes import Draft, Embedded, Writer
 
 __all__ = ["DEFAULT_BATCH_SIZE", "IMPORT_GATES", "ImportReport", "Importer", "MARKER_PREFIX"]
 
@@ -307,14 +307,14 @@ class Importer:
         # is prepared before batch k commits; `seen` holds the uncommitted drafts for dedup.
         seen: dict[tuple[str, str], Atom] = {}
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memoryd-import-embed")
-        in_flight: tuple[_Batch, Future[list[Vector | None]]] | None = None
+        in_flight: tuple[_Batch, Future[list[Embedded]]] | None = None
         number = done_lines
         try:
             for batch in self._read_batches(opener, offset, done_lines, batch_size, gate=gate, source=source,
                                             seen=seen):  # fmt: skip
                 number = batch.last
                 texts = [d.atom.content for d in batch.drafts]
-                future: Future[list[Vector | None]] = pool.submit(self.writer.embed_many, texts)
+                future: Future[list[Embedded]] = pool.submit(self.writer.embed_many, texts)
                 if in_flight is not None:
                     self._commit_batch(*in_flight, report, state, source=source, seen=seen, progress=progress)
                 in_flight = (batch, future)
@@ -381,7 +381,7 @@ class Importer:
         batch.drafts.append(r)
 
     def _commit_batch(
-        self, batch: _Batch, vectors: Future[list[Vector | None]], report: ImportReport, state: dict[str, Any], *,
+        self, batch: _Batch, vectors: Future[list[Embedded]], report: ImportReport, state: dict[str, Any], *,
         source: str, seen: dict[tuple[str, str], Atom], progress: Callable[[int, int], None] | None,
     ) -> None:  # fmt: skip
         """Write one prepared batch and its progress record in one transaction, then count it."""

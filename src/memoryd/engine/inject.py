@@ -2,7 +2,7 @@
 
 Claude Code's UserPromptSubmit hook, the daemon that answers it and OpenClaw's auto-recall all ask
 `Injector.prompt_context`; none of them ranks, filters or budgets. Which hits may be injected at all is
-decided in one place, `relevant` (the call issue 35's calibrated decision replaces). Nothing here records
+decided in one place, `relevant` (the calibrated decision of `memoryd.search.relevance`). Nothing here records
 what a session was given: the caller records it once the answer reached it (`shared.injected`).
 """
 
@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from ..search.rank import fused
+from ..search.relevance import inject
 from ..search.tokenize import language
 from ..shared.errors import AuthorizationRequired
 from ..shared.injected import estimate_tokens
@@ -57,11 +58,12 @@ class PromptContext(BaseModel):
         return "\n".join([self.header, *(i.line for i in self.items)]) if self.items else ""
 
 
-def relevant(hits: Sequence[Hit], *, floor: float) -> list[Hit]:
-    """THE decision of which recalled memories a prompt may be given, best first: today a fused-score floor
-    (`prompt_min_score`, scaled down when the semantic signal was missing). Every host's prompt hook and
-    OpenClaw's auto-recall go through here; issue 35's calibrated decision (`search/relevance.py`) replaces it."""
-    return [h for h in hits if h.score >= floor]
+def relevant(hits: Sequence[Hit], *, floor: float = 0.0) -> list[Hit]:
+    """THE decision of which recalled memories a prompt may be given, best first: the calibrated relevance
+    decision (`memoryd.search.relevance.inject`: active memories that stand out among the hits, at most
+    three), and on top of it a fused-score `floor` (`prompt_min_score`, 0 by default; scaled down when the
+    semantic signal was missing). Every host's prompt hook and OpenClaw's auto-recall go through here."""
+    return [h for h in inject(hits) if h.score >= floor]
 
 
 class Injector:

