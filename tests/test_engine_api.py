@@ -8,10 +8,10 @@ from memoryd.engine import Engine
 
 PUBLIC = {
     "access_requests", "acting_as", "add_members", "agent_brief", "anchors", "api", "authenticate", "authority",
-    "brief_resource", "browse", "capture_passive", "close", "code_changes", "code_moved_since_last_session",
+    "backfill_vectors", "brief_resource", "browse", "capture_passive", "close", "code_changes", "code_moved_since_last_session",
     "code_status", "compare", "confirm_anchors", "console_scopes", "context", "correct", "create_team",
     "create_token", "current_project", "decay_of", "decide_promotions", "delete", "doctor", "embedder",
-    "enforce_sensitive", "entity_graph", "entity_page", "export", "export_file", "export_markdown", "finish_crashed_writes",
+    "english", "enforce_sensitive", "entity_graph", "entity_page", "export", "export_file", "export_markdown", "finish_crashed_writes",
     "for_request", "for_scope", "get", "govern", "grant", "handoff", "health_overview", "history", "import_file",
     "import_jsonl", "import_state", "judge", "list_tokens", "llm", "mark_sensitive", "memories_for_path",
     "memorize", "memory_detail", "merge_projects", "observation_state", "observe_transcript", "open", "patch",

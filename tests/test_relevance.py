@@ -54,7 +54,8 @@ def test_at_most_the_limit_is_injected() -> None:
     hits = [hit(0.95, keyword=1.0, semantic_en=0.95, atom_id=str(i)) for i in range(6)]
     assert len(relevance.inject(hits)) == relevance.MAX_INJECT
     assert len(relevance.inject(hits, limit=1)) == 1
-    assert relevance is not None and relevant is relevance.inject  # the engine hands surfaces this function
+    # the engine's one decision (every host's prompt hook, OpenClaw's auto-recall) is this function's
+    assert relevant(hits) == relevance.inject(hits) and relevant(hits, floor=0.99) == []
 
 
 # -- the hook with the real models ------------------------------------------------------------------------
