@@ -63,6 +63,25 @@ _GUIDE = (
 )
 
 
+SUPERSEDED_WEIGHT = 0.8  # a superseded memory (asked for) ranks lower, and below its successor when both are found
+
+
+def _below_successors(hits: list[Hit]) -> list[Hit]:
+    """The hits with every superseded memory scored just below its successor when that one is among them (down
+    a chain of versions too)."""
+    by_id = {h.atom.id: h for h in hits}
+    moved = True
+    for _ in range(len(hits)):
+        if not moved:
+            break
+        moved = False
+        for h in hits:
+            succ = by_id.get(h.atom.superseded_by or "") if h.atom.status == "superseded" else None
+            if succ is not None and h.score >= succ.score:
+                h.score, moved = round(succ.score * 0.99, 6), True
+    return sorted(hits, key=lambda h: -h.score)
+
+
 class Reader:
     """Every read of memories; agent surfaces get the sensitive-scope check through `Core.guard_read`."""
 
@@ -86,9 +105,12 @@ class Reader:
     def recall(
         self, query: str, *, max_results: int = 10, include_negated: bool = False, types: Sequence[str] | None = None,
         entity_ids: Sequence[str] | None = None, scope: Scope | None = None, statuses: Sequence[str] | None = None,
-        path: str | None = None, symbol: str | None = None, record: bool = True,
+        path: str | None = None, symbol: str | None = None, record: bool = True, include_superseded: bool = False,
     ) -> RecallResult:  # fmt: skip
         """Hybrid search over the current repository and the tenant-global scope.
+
+        `include_superseded` adds the memories a newer one replaced (or that a restatement was merged into):
+        each ranks ×0.8, and below its successor when both are found (`Atom.superseded_by` names it).
 
         `path` (a file or directory of the repository) and `symbol` (`Table.insert_all`, or its last
         parts) keep only memories anchored to that code. Memories whose anchored code changed rank
@@ -111,13 +133,17 @@ class Reader:
         start = getattr(core.term_embedder, "start", None)  # the term model loads while candidates are gathered
         if start is not None:
             start()
+        if statuses is None and include_superseded:
+            statuses = ["active", "negated", "superseded"] if include_negated else ["active", "superseded"]
         q, cands, stats = self.gather(query, max_results=max_results, include_negated=include_negated, types=types,
                                       entity_ids=entity_ids, scope=scope, statuses=statuses, path=path,
                                       symbol=symbol)  # fmt: skip
         # A path/symbol filter lists every memory anchored there, whatever the query's signals say.
         ranked = rank.rank(q, cands, stats, english=self._english if core.term_embedder is not None else None,
                            keep_zero=bool(path or symbol))  # fmt: skip
-        scored = [(score, c.atom_id, signals) for score, c, signals in ranked]
+        scored = [(score * (SUPERSEDED_WEIGHT if c.status == "superseded" else 1.0), c.atom_id, signals)
+                  for score, c, signals in ranked]  # fmt: skip
+        scored.sort(key=lambda x: -x[0])
         # Code anchors: a memory whose code moved on ranks ×DRIFT_WEIGHT, a multiplier after the ranking.
         # Anchors are checked against this working tree, so only this repository's memories, and only as
         # deep as the top max_results needs.
@@ -137,6 +163,7 @@ class Reader:
             for score, atom_id, signals in scored
             if atom_id in atoms  # deleted between the two reads
         ]
+        hits = _below_successors(hits)
         if record:  # a person browsing (the console) neither freshens memories nor counts as a recall
             self.memories.touch([h.atom.id for h in hits])
             self.index.log_recall((scope or core.scope).scope_hash, [h.atom.id for h in hits])

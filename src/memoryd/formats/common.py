@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -45,3 +46,14 @@ def _lines(path: Path, data: bytes | None) -> Iterator[str]:
         return
     with path.open("r", encoding="utf-8", errors="replace") as fh:
         yield from fh
+
+
+def written_of(item: dict[str, Any], keys: tuple[str, ...] = ("updated_at", "created_at")) -> tuple[Any, list[str]]:
+    """When an item's text was last written at its source: the first of `keys` it has (its last update, else its
+    creation), as the source gives it (the importer validates it: a bad one makes the item bad), and the other
+    time keys it has, which are not carried. A date or datetime (YAML reads unquoted ones) becomes ISO text."""
+    present = [k for k in keys if item.get(k) not in (None, "")]
+    if not present:
+        return None, []
+    value = item[present[0]]
+    return (value.isoformat() if isinstance(value, date) else value), [f"{k} (kept {present[0]})" for k in present[1:]]

@@ -83,6 +83,7 @@ LIMITS: dict[str, tuple[int, str, str]] = {
         "repositories (and `global`) one team-server token may act in (memoryd token create --scope)",
     ),
     "scope_header": (8192, "characters", "the Memoryd-Scope header of one team-server request"),
+    "written_at": (64, "characters", "when a memory was written at its source: ISO 8601, from 1970 to a day ahead"),
 }
 
 
