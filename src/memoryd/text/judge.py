@@ -69,7 +69,7 @@ REPLACEMENT_CUES = (
     r"改用|改成|改为|改由|换成|换用|换到|切到|切换到|切换成|迁移到|迁到|不再|取代|替换|替代|弃用|废弃|"
     r"现在用|现在改|现在是|升级到|升到|降级到|调整为|调整到|提高到|降低到|接手|已移除|已删除|已下线|已经下线|"
     r"\b(?:switch(?:ed|ing)? (?:to|from|over)|mov(?:e|ed|ing) (?:to|from|over)|migrat(?:e|ed|ing) (?:to|from|off)|"
-    r"(?:upgrad|downgrad|bump|rais|lower|increas|decreas|reduc|resiz|chang|renam)(?:e|ed|es|ing)?\b(?:[^.;:]|[.:](?=\w)){0,60}?\bto|"
+    r"(?:upgrad|downgrad|bump|rais|lower|increas|decreas|reduc|resiz|chang|renam)e?d\b(?:[^.;:,]|[.:](?=\w)){0,60}?\bto|"
     r"no longer|(?:is|are) (?:gone|now)|(?:was|were|has been|have been) (?:retired|removed|deleted|dropped|"
     r"replaced|decommissioned|sunset)|took over|taken over|(?:since|as of) (?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|"
     r"oct|nov|dec)[a-z]*\.? )?(?:\d{4}|v?\d+\.\d+)|any ?more|replac(?:e|ed|es|ing)|deprecated|now us(?:e|es|ing))\b"
@@ -149,6 +149,10 @@ VALUE_WORDS = frozenset(
 SUPERSEDE_JACCARD = 0.2
 SUPERSEDE_COVER = 0.35
 SUPERSEDE_SWAP_COVER = 0.2
+# Below the auto band: a cue about a related subject is a supersession for review, one about a subject that
+# only shares a word is ignored.
+RELATED_COVER = 0.2
+RELATED_JACCARD = 0.15
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CUE = re.compile(REPLACEMENT_CUES, re.ASCII)
@@ -228,6 +232,7 @@ def _entities(text: str) -> dict[str, str]:
     return {e.id.lower(): e.name for e in extract_entities(text)}
 
 
+@lru_cache(maxsize=4096)
 def _polarity(text: str) -> str:
     polarity = classify(text).polarity
     if polarity == "conditional":
@@ -299,6 +304,10 @@ def judge_heuristic(new_text: str, old_text: str) -> Judgment:
     jac_s = len(shared_s) / len(new.subject | old.subject) if new.subject | old.subject else 0.0
     cover_s = len(shared_s) / len(old.subject) if old.subject else 0.0
     shared_c = _categories(new_e) & _categories(old_e)
+    # two different technologies of one kind (React here, Solid there): one may have replaced the other
+    swap_c = _categories({k: v for k, v in new_e.items() if k not in old_e}) & _categories(
+        {k: v for k, v in old_e.items() if k not in new_e}
+    )
     overlap = f"Jaccard {jac:.2f}" + (f", shared {_names(shared_e, new_e)}" if shared_e else "")
     overlap += f", both name a {sorted(shared_c)[0]}" if shared_c and not shared_e else ""
     if not shared_t and not shared_e and not shared_c:
@@ -316,13 +325,14 @@ def judge_heuristic(new_text: str, old_text: str) -> Judgment:
         cue = sorted(cues)[0]
         what = f"same subject ({overlap}, {cover_s:.0%} of the old subject" + (f", {swapped}" if swapped else "")
         if not same:
-            conf = min(conf, 0.75)
-            what = f"related topic ({overlap}, {cover_s:.0%} of the old subject"
+            # a change of something related (review), or of something else that shares a word (ignore)
+            related = cover_s >= RELATED_COVER or jac_s >= RELATED_JACCARD or bool(swap_c)
+            conf = min(conf, 0.75) if related else 0.45
+            what = f"{'related topic' if related else 'hardly the same subject'} ({overlap}, {cover_s:.0%} of the old subject"
         return result("supersedes", conf, f"Replacement cue {cue!r} in the new one, {what}).")
 
-    pols = {_polarity(new_text), _polarity(old_text)}
     same_topic = jac >= 0.3 or (bool(shared_e) and max(cover_new, cover_old) >= 0.5)
-    if pols == {"affirmative", "negative"} and same_topic:
+    if same_topic and {_polarity(new_text), _polarity(old_text)} == {"affirmative", "negative"}:
         conf = 0.6 + 0.3 * min(1.0, jac / 0.6) + 0.05 * bool(shared_e)
         neg = "new" if _polarity(new_text) == "negative" else "old"
         why = f"Opposite polarity (the {neg} one is negated) on the same topic, no replacement cue"
@@ -339,8 +349,11 @@ def judge_heuristic(new_text: str, old_text: str) -> Judgment:
         return result("refines", 0.6 + 0.3 * cover_old, f"{why} ({overlap}).")
 
     swap = _swap(new_t - old_t, old_t - new_t, new_e, old_e)
-    if (jac >= 0.2 or shared_c) and swap:
-        return result("supersedes", 0.55, f"Same topic ({overlap}) with {swap}, but no replacement cue.")
+    if (jac >= 0.2 or swap_c) and swap:
+        # another technology of the same kind is worth a person's look; another number or name alone is as
+        # often a different thing (staging vs production, two workers): below the review band
+        conf = 0.55 if swap_c else 0.45
+        return result("supersedes", conf, f"Same topic ({overlap}) with {swap}, but no replacement cue.")
     return result("unrelated", 0.6, f"Some overlap ({overlap}) but different statements.")
 
 
