@@ -35,10 +35,11 @@ OPERATOR_VERSION = 1
 # a callback, a stream, or works on the whole store stays in-process (cli.IN_PROCESS says which commands).
 METHODS = frozenset({
     "access_requests", "add_members", "agent_brief", "anchors", "code_changes", "code_status", "confirm_anchors",
-    "correct", "create_team", "create_token", "doctor", "get", "govern", "grant", "handoff", "history",
-    "list_tokens", "mark_sensitive", "memorize", "path_of", "promote", "recall", "reject", "restore",
-    "review_pending", "revoke_token", "scope_info", "search", "share_scope", "stale", "stale_checked", "stats",
-    "teams_overview", "timeline", "vault_check", "vault_sync", "verify_chain",
+    "correct", "create_team", "create_token", "dismiss_link", "doctor", "get", "govern", "grant", "handoff",
+    "history", "list_tokens", "mark_sensitive", "memorize", "path_of", "promote", "recall", "reject", "restore",
+    "review_links", "review_pending", "revoke_token", "scope_info", "search", "share_scope", "stale",
+    "stale_checked", "stats", "supersede", "teams_overview", "timeline", "vault_check", "vault_sync",
+    "verify_chain",
 })  # fmt: skip
 ATTRIBUTES = frozenset({"scope"})
 TIMEOUT = 600.0  # seconds a command waits for the daemon's answer (a vault sync of a large home takes a while)

@@ -258,10 +258,11 @@ class Reader:
 
     def search(self, query: str, *, scope: str | Scope | None = "auto", top_k: int = 10, types: Sequence[str] | None = None,
                entity_ids: Sequence[str] | None = None, path: str | None = None,
-               symbol: str | None = None) -> RecallResult:  # fmt: skip
+               symbol: str | None = None, include_superseded: bool = False) -> RecallResult:  # fmt: skip
         """mem_search: recall with types as a post-filter, entity ids as a boost, path/symbol as anchor filters."""
         return self.recall(query, max_results=top_k, types=types, entity_ids=entity_ids,
-                           scope=self.core.resolve_scope(scope), path=path, symbol=symbol)  # fmt: skip
+                           scope=self.core.resolve_scope(scope), path=path, symbol=symbol,
+                           include_superseded=include_superseded)  # fmt: skip
 
     def context(self, atom_id: str, *, neighbors: int = 3) -> tuple[list[Atom], Atom, list[Atom]]:
         """The memories created just before and after one memory, in its scope."""
