@@ -161,7 +161,10 @@ def _basic_memory(folder: Path) -> Iterator[Record]:
         title = _title(raw_title if raw_title and raw_title != "None" else path.stem)
         tags = _bm_tags(meta.get("tags"))
         note_type = _CATEGORY_TYPES.get(_bm_text(meta.get("type")).lower())
-        written, later = written_of(meta, _BM_TIME_KEYS)
+        written, later, bad_time = written_of(meta, _BM_TIME_KEYS)
+        if bad_time:  # a note whose time is unusable is refused whole: its memories would be ordered wrongly
+            yield Record({"problem": f"frontmatter {bad_time}"}, f"{rel}: frontmatter")
+            continue
         dropped = [f"basic-memory frontmatter {k}" for k in meta if k not in (*_BM_FRONTMATTER_KEYS, *_BM_TIME_KEYS)]
         dropped += [f"basic-memory frontmatter {k}" for k in later]
         records: list[Record] = []

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +47,19 @@ def _lines(path: Path, data: bytes | None) -> Iterator[str]:
         yield from fh
 
 
-def written_of(item: dict[str, Any], keys: tuple[str, ...] = ("updated_at", "created_at")) -> tuple[Any, list[str]]:
+def written_of(item: dict[str, Any], keys: tuple[str, ...] = ("updated_at", "created_at")) -> tuple[str | None, list[str],
+                                                                                           str | None]:  # fmt: skip
     """When an item's text was last written at its source: the first of `keys` it has (its last update, else its
-    creation), as the source gives it (the importer validates it: a bad one makes the item bad), and the other
-    time keys it has, which are not carried. A date or datetime (YAML reads unquoted ones) becomes ISO text."""
+    creation) as ISO 8601 text; the other time keys it has (not carried); and why the time is unusable, naming
+    the source's field (the item is then refused as bad, never imported with a wrong time)."""
+    from ..shared.errors import InvalidInput
+    from ..shared.stamps import written_time
+
     present = [k for k in keys if item.get(k) not in (None, "")]
     if not present:
-        return None, []
-    value = item[present[0]]
-    return (value.isoformat() if isinstance(value, date) else value), [f"{k} (kept {present[0]})" for k in present[1:]]
+        return None, [], None
+    try:
+        when = written_time(item[present[0]], present[0])
+    except InvalidInput as exc:
+        return None, [], exc.message
+    return (when.isoformat() if when else None), [f"{k} (kept {present[0]})" for k in present[1:]], None

@@ -82,7 +82,10 @@ def _mem0(path: Path, raw: bytes | None = None) -> Iterator[Record]:
         meta: dict[str, Any] = item["metadata"] if isinstance(item.get("metadata"), dict) else {}
         tags = [c for c in (item.get("categories") or []) if isinstance(c, str) and c.strip()]
         kind = meta.get("type") if meta.get("type") in ATOM_TYPES else None
-        written, dropped = written_of(item)
+        written, dropped, bad_time = written_of(item)
+        if bad_time:
+            yield Record({"problem": bad_time}, origin)
+            continue
         dropped += [f"metadata.{k}" for k in meta if k != "type" or kind is None]
         dropped += [k for k in ("user_id", "agent_id", "run_id") if item.get(k)]
         yield Record({"content": text, "type": kind, "tags": tags, "source": "mem0", "written_at": written}, origin,
@@ -139,7 +142,10 @@ def _openmemory(path: Path, raw: bytes | None = None) -> Iterator[Record]:
         labels = [c.strip() for c in raw_cats if isinstance(c, str) and c.strip()] if isinstance(raw_cats, list) else []
         om_tags = list(dict.fromkeys(labels))
         om_meta: dict[str, Any] = m["metadata"] if isinstance(m.get("metadata"), dict) else {}
-        written, dropped = written_of(m)
+        written, dropped, bad_time = written_of(m)
+        if bad_time:
+            yield Record({"problem": bad_time}, origin)
+            continue
         dropped += [f"metadata.{k}" for k in om_meta]
         dropped += ["app"] if m.get("app") or m.get("app_id") else []
         yield Record({"content": content, "tags": om_tags, "source": "openmemory", "written_at": written}, origin,

@@ -79,9 +79,9 @@ def written_time(value: object, field: str = "written_at") -> datetime | None:
     elif isinstance(value, date):
         when = datetime(value.year, value.month, value.day)
     elif isinstance(value, str):
+        if len(value) > LIMITS["written_at"][0]:
+            raise InvalidInput(f"{field} is {len(value)} characters; the limit is {LIMITS['written_at'][0]}")
         text = value.strip()
-        if len(text) > LIMITS["written_at"][0]:
-            raise InvalidInput(f"{field} is {len(text)} characters; the limit is {LIMITS['written_at'][0]}")
         try:
             when = datetime.fromisoformat(text)
         except ValueError:
