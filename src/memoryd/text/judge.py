@@ -387,7 +387,9 @@ OLD was saved earlier, NEW just now. Decide how NEW relates to OLD:
 - "contradicts": same subject, NEW says the opposite of OLD, with no sign that anything changed.
 - "duplicates": the same meaning, possibly worded differently or in another language or script.
 - "refines": same subject, NEW adds detail to OLD or narrows it, without replacing it.
-- "unrelated": different subjects (mentioning the same technology is not enough).
+- "unrelated": different subjects (mentioning the same technology is not enough). Two memories worded
+  alike about a different environment (staging / production), service, worker, queue, client, file or
+  owner are unrelated: both stay true.
 Answer with one JSON object only:
 {"type": "<one of the five>", "confidence": <number 0..1>,
  "reason": "<one or two sentences naming the words that decided it>"}"""
