@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from memoryd.shared.config import Settings
 from memoryd.shared.errors import Conflict, InvalidInput, NotFound, Rejected
 
 from .conftest import make_repo
+from .test_judge import serving
 
 CAP = "Deploys use Capistrano: `bundle exec cap production deploy`, from `main` only."
 CAP_AGAIN = "We deploy with Capistrano: `bundle exec cap production deploy`, from the `main` branch only."
@@ -341,20 +340,13 @@ def test_a_superseded_memory_never_reaches_the_prompt_hook(engine: Engine, setti
             assert kamal in out.stdout  # the current memory is what the agent is told
 
 
-@pytest.fixture
-def llm_server() -> Iterator[Any]:
-    from .test_judge import _Server
-
-    s = _Server()
-    thread = threading.Thread(target=s.httpd.serve_forever, daemon=True)
-    thread.start()
-    yield s
-    s.httpd.shutdown()
-    s.httpd.server_close()
-
-
-def test_the_llm_refines_the_judgment_when_configured(engine: Engine, repo: Path, llm_server: Any,
+def test_the_llm_refines_the_judgment_when_configured(engine: Engine, repo: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    with serving() as llm_server:
+        _llm_decides(engine, repo, llm_server, monkeypatch)
+
+
+def _llm_decides(engine: Engine, repo: Path, llm_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMORYD_LLM_BASE_URL", llm_server.url)
     monkeypatch.setenv("MEMORYD_LLM_MODEL", "judge")
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
