@@ -93,6 +93,18 @@ def test_look_alikes_and_unrelated_changes_stay_apart(engine: Engine) -> None:
     assert all(not engine.store.atom_links(i or "") for i in ids)
 
 
+def test_chinese_in_both_scripts_merges_supersedes_and_keeps_environments_apart(engine: Engine) -> None:
+    mysql = engine.memorize("數據庫用 MySQL 8，連線池大小 20", source="user").atom_id  # Traditional
+    merged = engine.memorize("数据库用 MySQL 8，连接池大小 20。", source="agent")  # the same in Simplified
+    assert (merged.effect, merged.atom_id) == ("merged", mysql)
+    moved = engine.memorize("數據庫已遷移到 PostgreSQL 16，不再用 MySQL 8", source="user")
+    assert moved.supersedes == mysql and "不再" in (moved.reason or "")
+    stg = engine.memorize("预发环境的 Redis 地址是 redis-stg:6379", source="user").atom_id
+    prd = engine.memorize("生产环境的 Redis 地址是 redis-prd:6379", source="user")
+    assert (prd.effect, prd.supersedes, prd.review) == ("applied", None, None)
+    assert statuses(engine, stg, prd.atom_id) == ["active", "active"]
+
+
 def test_an_older_note_stored_later_never_supersedes_the_newer_one(engine: Engine) -> None:
     kamal = engine.memorize(KAMAL, source="user", written_at="2025-10-06T09:00:00+02:00")
     assert engine.get(kamal.atom_id or "").written_at == datetime(2025, 10, 6, 7, tzinfo=UTC)
