@@ -89,6 +89,11 @@ def test_look_alikes_and_unrelated_changes_stay_apart(engine: Engine) -> None:
     r = engine.memorize("The `mailer` templates moved to `app/views/mailers/`; the old `emails/` folder is gone.",
                         source="user")  # fmt: skip
     assert (r.effect, r.supersedes, r.review) == ("applied", None, None)
+    # a question announces no change, whatever its words ("any more", "moved to")
+    cap = engine.memorize(CAP, source="user").atom_id
+    asked = engine.memorize("Did the deploys move to Kamal, or is Capistrano not used any more? `bundle exec cap "
+                            "production deploy` from `main` only.", source="user")  # fmt: skip
+    assert (asked.supersedes, asked.effect) == (None, "applied") and statuses(engine, cap) == ["active"]
     assert set(statuses(engine, *ids)) == {"active"}
     assert all(not engine.store.atom_links(i or "") for i in ids)
 

@@ -73,7 +73,8 @@ REPLACEMENT_CUES = (
     r"(?:[^.;:,]|[.:](?=\w)){0,60}?\b(?:to|from)|"
     r"no longer|(?:is|are) (?:gone|now)|(?:was|were|has been|have been) (?:retired|removed|deleted|dropped|"
     r"replaced|decommissioned|sunset)|took over|taken over|(?:since|as of) (?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|"
-    r"oct|nov|dec)[a-z]*\.? )?(?:\d{4}|v?\d+\.\d+)|any ?more|replac(?:e|ed|es|ing)|deprecated|now us(?:e|es|ing))\b"
+    r"oct|nov|dec)[a-z]*\.? )?(?:\d{4}|v?\d+\.\d+)|not\b[^.;:,]{0,40}?\bany ?more|replac(?:e|ed|es|ing)|deprecated|"
+    r"now us(?:e|es|ing))\b"
 )
 # Weaker: often a replacement, sometimes just a time ("from 9 to 5", "now also …") or an alternative
 # ("use X instead of Y": a directive, not a change).
@@ -163,6 +164,7 @@ _HAS_CJK = re.compile(f"[{_CJK}]")
 _GLOSSARY = re.compile("|".join(sorted(GLOSSARY, key=len, reverse=True)))
 _EN_WORD = re.compile(r"[a-z][a-z0-9]+")
 _KEY = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+){0,4}")
+_QUESTION = re.compile(r"[^.!?。！？\n]*[?？]")
 _VALUE = re.compile(r"v?\d[\d.,:]*[a-z]{0,3}")
 # a word, a few linking words, then a number or version: "kotlin is on 1.9.24", "minsdk stays at 24", "ruby 3.4.1"
 _KEYED = re.compile(
@@ -274,8 +276,9 @@ def _side(text: str) -> _Side:
     terms = _terms(text)
     folded = _fold(text)
     keyed = frozenset((m.group(1), m.group(2)) for m in _KEYED.finditer(folded) if m.group(1) not in EN_STOP)
+    said = _QUESTION.sub(" ", text)  # a question announces no change ("any more paintings coming up?")
     return _Side(frozenset(terms), frozenset(t for t in terms if not _is_value(t)), _entities(text),
-                 frozenset(_cues(text, _CUE)), frozenset(_cues(text, _WEAK_CUE)), keyed)  # fmt: skip
+                 frozenset(_cues(said, _CUE)), frozenset(_cues(said, _WEAK_CUE)), keyed)  # fmt: skip
 
 
 def _is_value(term: str) -> bool:
