@@ -89,6 +89,18 @@ def test_look_alikes_and_unrelated_changes_stay_apart(engine: Engine) -> None:
     r = engine.memorize("The `mailer` templates moved to `app/views/mailers/`; the old `emails/` folder is gone.",
                         source="user")  # fmt: skip
     assert (r.effect, r.supersedes, r.review) == ("applied", None, None)
+    # one word swapped in one place (another service): two statements, not a restatement
+    go = engine.memorize("Run `go test ./...` before pushing changes to checkout; the CI pipeline takes about 34 minutes.",
+                         source="user").atom_id  # fmt: skip
+    gw = engine.memorize("Run `go test ./...` before pushing changes to gateway; the CI pipeline takes about 34 minutes.",
+                         source="user")  # fmt: skip
+    assert (gw.effect, gw.restatement_id) == ("applied", None)
+    # a change cue about other code, sharing only generic words, changes nothing
+    retry = engine.memorize("注意：retry_with_backoff() 在 docker-compose.yml 里处理超时，最多重试 28 次，间隔 2768 毫秒。",
+                            source="user").atom_id  # fmt: skip
+    other = engine.memorize("ml-serving 的 retry policy 改成 exponential backoff，get_session() 最多重试 35 次，上限 31 毫秒。",
+                            source="user")  # fmt: skip
+    assert other.supersedes is None and statuses(engine, go, retry) == ["active", "active"]
     # a question announces no change, whatever its words ("any more", "moved to")
     cap = engine.memorize(CAP, source="user").atom_id
     asked = engine.memorize("Did the deploys move to Kamal, or is Capistrano not used any more? `bundle exec cap "

@@ -296,7 +296,7 @@ async def test_action_errors_say_what_is_wrong(web: httpx2.AsyncClient, console:
             f"/memories/{a}/govern",
             {"action": "restore", "reason": "r"},
             409,
-            "atom is active; only quarantined atoms restore",
+            "atom is active; only quarantined or superseded atoms restore",
         ),
         (
             f"/memories/{a}/govern",

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -130,7 +131,7 @@ class Linker:
 
     def _candidates(self, atom: Atom, vector: Vector | None, batch: Sequence[tuple[Atom, Vector | None]]) -> list[Atom]:
         scope = [atom.scope_hash]
-        terms = set(tokens(atom.content, query=True))
+        terms = _terms(atom.content)
         found: dict[str, float | None] = dict.fromkeys(
             self.index.keyword_candidates(list(terms), scope_hashes=scope, statuses=["active"], limit=POOL)
         )
@@ -140,14 +141,14 @@ class Linker:
         facts = self.index.candidate_facts(list(found), query=vector)
         floor, ceil = self.core.embedder.cosine_floor, self.core.embedder.cosine_ceil
 
-        def closeness(other_terms: set[str], cos: float | None) -> float:
+        def closeness(other_terms: frozenset[str], cos: float | None) -> float:
             union = terms | other_terms
             jac = len(terms & other_terms) / len(union) if union else 0.0
             near = 0.0 if cos is None else min(max((cos - floor) / max(ceil - floor, 1e-6), 0.0), 1.0)
             return jac + 0.5 * near
 
         scored: list[tuple[float, str]] = [
-            (closeness(set(f.terms), f.cos), i)
+            (closeness(frozenset(f.terms), f.cos), i)
             for i, f in facts.items()
             if f.status == "active" and f.scope_hash in scope
         ]
@@ -155,7 +156,7 @@ class Linker:
         for other, other_vec in batch:
             if other.scope_hash == atom.scope_hash and other.status == "active" and other.id != atom.id:
                 cos = float(np.dot(vector, other_vec)) if vector is not None and other_vec is not None else None
-                scored.append((closeness(set(tokens(other.content, query=True)), cos), other.id))
+                scored.append((closeness(_terms(other.content), cos), other.id))
                 pending[other.id] = other
         top = [i for _, i in sorted(scored, reverse=True)[:CANDIDATES]]
         stored = self.memories.get_atoms([i for i in top if i not in pending])
@@ -324,6 +325,12 @@ class Linker:
         if atom.scope_hash != older.scope_hash:
             raise NotFound(f"no atom with id {shown(older_id)} in the scope of {atom.id}")
         return atom, older
+
+
+@lru_cache(maxsize=4096)
+def _terms(text: str) -> frozenset[str]:
+    """A text's query terms, once per text (an import batch compares each line with the lines before it)."""
+    return frozenset(tokens(text, query=True))
 
 
 def _why(link: Link) -> str:

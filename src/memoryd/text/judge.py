@@ -325,6 +325,9 @@ def judge_heuristic(new_text: str, old_text: str) -> Judgment:
         swapped = _swapped(new, old, shared_s)
         same = (jac_s >= SUPERSEDE_JACCARD and cover_s >= SUPERSEDE_COVER) or (
             bool(swapped) and cover_s >= SUPERSEDE_SWAP_COVER)  # fmt: skip
+        # nothing named in common, and each names other code (get_session() here, retry_with_backoff() there): the
+        # words they share are the generic ones, not the subject
+        same = same and not (not shared_e and _code_swap(new_e, old_e))
         conf = 0.6 + 0.1 * bool(strong_cues) + 0.15 * same + 0.05 * bool(set(new_e) - set(old_e))
         cue = sorted(cues)[0]
         what = f"same subject ({overlap}, {cover_s:.0%} of the old subject" + (f", {swapped}" if swapped else "")
@@ -342,9 +345,14 @@ def judge_heuristic(new_text: str, old_text: str) -> Judgment:
         why = f"Opposite polarity (the {neg} one is negated) on the same topic, no replacement cue"
         return result("contradicts", conf, f"{why} ({overlap}).")
 
-    # Different values (3 retries vs 5, port 9096 vs 9092) make two statements, however alike the words.
+    # Different values (3 retries vs 5, port 9096 vs 9092) make two statements, however alike the words; so do
+    # two different words in one place (billing vs scheduler, React vs Flutter): a rewording that only adds
+    # or drops words is a restatement (auto), one that swaps a word is one for a person (review).
     values_differ = bool({t for t in new_t ^ old_t if _is_value(t)})
     if jac >= 0.8 and not values_differ:
+        if new.subject - old.subject and old.subject - new.subject:
+            swapped = f"{_phrases(new_text, set(new.subject - old.subject), 2)} for {_phrases(old_text, set(old.subject - new.subject), 2)}"
+            return result("duplicates", 0.7, f"Near-identical terms ({overlap}) but {swapped} in one place.")
         return result("duplicates", 0.85 + 0.5 * (jac - 0.8), f"Near-identical terms ({overlap}).")
     if cover_new >= 0.8 and len(new_t) < len(old_t):
         return result("duplicates", 0.6, f"The new memory adds nothing the old one lacks ({overlap}).")
@@ -359,6 +367,16 @@ def judge_heuristic(new_text: str, old_text: str) -> Judgment:
         conf = 0.55 if swap_c else 0.45
         return result("supersedes", conf, f"Same topic ({overlap}) with {swap}, but no replacement cue.")
     return result("unrelated", 0.6, f"Some overlap ({overlap}) but different statements.")
+
+
+def _code_swap(new_e: dict[str, str], old_e: dict[str, str]) -> bool:
+    """Each side names a function or a file the other does not."""
+    for kind in ("function", "file"):
+        mine = {i for i in new_e if i.split(":")[1] == kind}
+        theirs = {i for i in old_e if i.split(":")[1] == kind}
+        if mine and theirs and not mine & theirs:
+            return True
+    return False
 
 
 def _swapped(new: _Side, old: _Side, shared: frozenset[str]) -> str:
