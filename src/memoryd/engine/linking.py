@@ -130,15 +130,17 @@ class Linker:
         return Link("supersede", target, "named as the memory it replaces")
 
     def _candidates(self, atom: Atom, vector: Vector | None, batch: Sequence[tuple[Atom, Vector | None]]) -> list[Atom]:
+        """The closest active memories of the atom's scope: proposed by the vector index (by the keyword index when
+        the atom has no vector), and among `batch` by cosine; ranked by term Jaccard + ½ the scaled cosine."""
         scope = [atom.scope_hash]
         terms = _terms(atom.content)
-        found: dict[str, float | None] = dict.fromkeys(
-            self.index.keyword_candidates(list(terms), scope_hashes=scope, statuses=["active"], limit=POOL)
-        )
         if vector is not None:
-            found.update(self.index.vector_candidates(vector, scope_hashes=scope, k=POOL))
+            found: dict[str, float | None] = dict(self.index.vector_candidates(vector, scope_hashes=scope, k=POOL))
+        else:  # the model failed on this text: the keyword index proposes
+            found = dict.fromkeys(self.index.keyword_candidates(list(terms), scope_hashes=scope, statuses=["active"],
+                                                                limit=POOL))  # fmt: skip
         found.pop(atom.id, None)
-        facts = self.index.candidate_facts(list(found), query=vector)
+        facts = self.index.candidate_facts(list(found), query=vector) if found else {}
         floor, ceil = self.core.embedder.cosine_floor, self.core.embedder.cosine_ceil
 
         def closeness(other_terms: frozenset[str], cos: float | None) -> float:
@@ -153,10 +155,18 @@ class Linker:
             if f.status == "active" and f.scope_hash in scope
         ]
         pending: dict[str, Atom] = {}
-        for other, other_vec in batch:
-            if other.scope_hash == atom.scope_hash and other.status == "active" and other.id != atom.id:
-                cos = float(np.dot(vector, other_vec)) if vector is not None and other_vec is not None else None
-                scored.append((closeness(_terms(other.content), cos), other.id))
+        mates = [
+            (o, v) for o, v in batch if o.scope_hash == atom.scope_hash and o.status == "active" and o.id != atom.id
+        ]
+        if mates:
+            vecs = [v for _, v in mates if v is not None]
+            if vector is not None and len(vecs) == len(mates):
+                cos = np.stack(vecs) @ vector
+                picks: list[tuple[Atom, float | None]] = [(mates[k][0], float(cos[k])) for k in np.argsort(-cos)[:POOL]]
+            else:
+                picks = [(o, None) for o, _ in mates[-POOL:]]
+            for other, c in picks:
+                scored.append((closeness(_terms(other.content), c), other.id))
                 pending[other.id] = other
         top = [i for _, i in sorted(scored, reverse=True)[:CANDIDATES]]
         stored = self.memories.get_atoms([i for i in top if i not in pending])

@@ -212,14 +212,19 @@ def _canon(text: str) -> str:  # for "same text": no punctuation, no spaces
 
 
 def _terms(text: str) -> set[str]:
-    return {t for t in tokens(_fold(text), query=True) if t not in FILLER and not POLARITY_TERMS.match(t)}
+    return {t for t in _ordered(text) if t not in FILLER and not POLARITY_TERMS.match(t)}
+
+
+@lru_cache(maxsize=4096)
+def _ordered(text: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(tokens(_fold(text), query=True)))
 
 
 def _phrases(text: str, terms: set[str], limit: int = 3) -> str:
     """Some of `terms` in text order, with overlapping Chinese bigrams joined back (连接, 接池 → 连接池)."""
     out: list[str] = []
     prev = ""
-    for t in dict.fromkeys(tokens(_fold(text), query=True)):
+    for t in _ordered(text):
         if t not in terms:
             prev = ""
             continue
