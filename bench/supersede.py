@@ -211,7 +211,9 @@ def _decisions(rows: list[dict[str, Any]], pairs: list[tuple[str, list[str]]]) -
     return out
 
 
-def _fold_score(rows: list[dict[str, Any]], decisions: dict[str, tuple[str, str, str]], repos: set[str]) -> tuple[int, int]:
+def _fold_score(
+    rows: list[dict[str, Any]], decisions: dict[str, tuple[str, str, str]], repos: set[str]
+) -> tuple[int, int]:
     truth = {(m["id"], m["supersedes"]) for m in rows if "supersedes" in m and m["repo"] in repos}
     repo_of = {m["id"]: m["repo"] for m in rows}
     found = {(n, o) for _, (kind, n, o) in decisions.items() if repo_of[n] in repos and kind == "supersedes"}
@@ -304,7 +306,9 @@ def main() -> None:
             first = out["runs"][backends[0]]["pairs"]
             folds = loro(rows, first)
             out["loro"] = folds
-            print("\n## Leave one repository out: the judge's same-subject constants chosen on three, scored on the fourth\n")
+            print(
+                "\n## Leave one repository out: the judge's same-subject constants chosen on three, scored on the fourth\n"
+            )
             print(C.table(["held out", "chosen (jaccard / cover / swap cover)", "detected", "wrong links"], [
                 [f["held_out"], " / ".join(str(v) for v in f["chosen"].values()), f"{f['detected']} / {f['of']}",
                  f["wrong"]] for f in folds]))  # fmt: skip
