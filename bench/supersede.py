@@ -24,6 +24,7 @@ costing five) over the pairs the engine's own candidate search proposed, and sco
     .venv/bin/python bench/supersede.py                        # SQLite, memorize, created_at order
     .venv/bin/python bench/supersede.py --order reverse        # older notes stored last
     .venv/bin/python bench/supersede.py --path import --backend both --json out.json
+    .venv/bin/python bench/supersede.py --no-loro --locomo 7       # + LoCoMo dev turns: nothing linked
 """
 
 from __future__ import annotations
@@ -254,6 +255,31 @@ def loro(rows: list[dict[str, Any]], pairs: list[tuple[str, list[str]]]) -> list
     return folds
 
 
+def locomo_links(n: int, embedder: Any) -> list[dict[str, Any]]:
+    """Conversation turns must not be linked: each of the first `n` LoCoMo dev conversations stored turn by turn
+    (as bench/locomo.py stores them); what the write path did to them."""
+    import locomo
+
+    data = json.loads(locomo.DATA.read_text(encoding="utf-8"))
+    out = []
+    for conv in data[:n]:
+        te = C.fresh_engine(embedder)
+        try:
+            effects: Counter[str] = Counter()
+            for _, text in locomo.turns_of(conv):
+                r = te.engine.memorize(text, source="user", gate="trusted")
+                effects[r.effect] += 1
+                effects["supersedes"] += bool(r.supersedes or r.superseded_by)
+                effects["review"] += bool(r.review)
+            statuses = Counter(a.status for a in te.engine.store.list_atoms(limit=-1))
+        finally:
+            te.close()
+        out.append({"conversation": conv["sample_id"], "turns": sum(effects[k] for k in ("applied", "merged", "no_op")),
+                    "merged": effects["merged"], "superseding": effects["supersedes"], "suggested": effects["review"],
+                    "superseded": statuses["superseded"]})  # fmt: skip
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=DATA)
@@ -262,6 +288,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=35)
     ap.add_argument("--backend", choices=("sqlite", "postgres", "both"), default="sqlite")
     ap.add_argument("--no-loro", action="store_true", help="skip the leave-one-repository-out grid")
+    ap.add_argument("--locomo", type=int, default=0, metavar="N",
+                    help="also store the first N LoCoMo dev conversations and count what was linked (must be 0)")  # fmt: skip
     ap.add_argument("--json", help="write the full results here")
     args = ap.parse_args()
 
@@ -314,6 +342,13 @@ def main() -> None:
                  f["wrong"]] for f in folds]))  # fmt: skip
             total = sum(f["detected"] for f in folds), sum(f["of"] for f in folds), sum(f["wrong"] for f in folds)
             print(f"\nheld-out total: {total[0]} / {total[1]} detected, {total[2]} wrong")
+        if args.locomo:
+            rows_l = locomo_links(args.locomo, embedder)
+            out["locomo"] = rows_l
+            print("\n## LoCoMo conversations stored turn by turn: nothing may be merged or superseded\n")
+            print(C.table(["conversation", "turns", "merged", "superseding", "superseded", "suggested"], [
+                [r["conversation"], r["turns"], r["merged"], r["superseding"], r["superseded"], r["suggested"]]
+                for r in rows_l]))  # fmt: skip
     finally:
         if pg is not None:
             pg.stop()
