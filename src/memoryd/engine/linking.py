@@ -45,7 +45,8 @@ from .tracked import TrackedTx
 __all__ = ["CANDIDATES", "Link", "Linker", "LinkSuggestion"]
 
 LinkKind = Literal["merge", "supersede", "superseded", "review"]
-CANDIDATES = 3  # memories judged per save: the closest by term overlap and cosine (the replaced one was the first in 16 of 16)
+# memories judged per save: the closest by term overlap and cosine (on the dev set the replaced one was the first)
+CANDIDATES = 3
 POOL = 10  # memories each index search proposes before the closest are picked
 EDGE = {"merge": "restates", "supersede": "supersedes", "superseded": "supersedes", "review": "may_supersede"}
 
