@@ -232,7 +232,7 @@ class Linker:
 
     def unlink(self, tx: TrackedTx, atom: Atom, *, actor: str, reason: str) -> str:
         """Undo the supersession or merge that made `atom` superseded: it is active again, its successor stays,
-        the edge goes. Returns the successor's id. Raises Conflict when no link is recorded."""
+        the edge goes. Returns the successor's id. Raises Conflict when `atom` is not superseded."""
         successor = atom.superseded_by
         if atom.status != "superseded" or successor is None:
             raise Conflict(f"memory {atom.id} is {atom.status}, not superseded")
@@ -246,7 +246,7 @@ class Linker:
             succ = self.memories.get_atoms([successor]).get(successor)
             if succ is not None and succ.supersedes == atom.id:
                 tx.update_atom(successor, supersedes=None, updated_at=succ.updated_at)
-        what = "restates" if restated else "supersedes"
+        what = "restated by" if restated else "supersedes"
         tx.append_event(atom_id=successor, actor=actor, action="unlink",
                         reason=f"no longer {what} {atom.id}: {reason}", content=None)  # fmt: skip
         return successor
