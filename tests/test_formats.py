@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -177,7 +178,14 @@ def test_openmemory_export_honours_state_and_keeps_categories(engine: Engine, tm
     assert got["The billing team deploys on Tuesdays after the 10:00 stand-up"].tags == ["work"]
     states = {k: n for k, n in r.not_carried.items() if "state" in k}
     assert states == {"openmemory state archived": 1, "openmemory state deleted": 1, "openmemory state paused": 1}
-    assert r.not_carried["openmemory created_at"] == 3 and r.not_carried["openmemory metadata.mcp_client"] == 1
+    # when each was written is carried (its updated_at, the time of its current text); created_at is left
+    assert r.not_carried["openmemory created_at (kept updated_at)"] == 3
+    assert r.not_carried["openmemory metadata.mcp_client"] == 1 and "openmemory updated_at" not in r.not_carried
+    source = {
+        m["content"]: m["updated_at"]
+        for m in json.loads((DATA / "openmemory" / "memories.json").read_text())["memories"]
+    }
+    assert {a.content: a.written_at for a in got.values()} == {c: datetime.fromisoformat(source[c]) for c in got}
     assert "not carried (by kind): " in r.summary() and "openmemory state deleted 1" in r.summary()
     if kind != "gz":
         assert r.not_carried["openmemory status history entries"] == 2
@@ -225,7 +233,15 @@ def test_mem0_graph_relations_are_carried_and_the_rest_reported(engine: Engine, 
         "mem0-graph.json: item 5": "no memory text (memory, text or content)"}  # fmt: skip
     for text in export["results"][:3]:  # the items' text unchanged (only secrets redacted)
         assert text["memory"] in got or text["memory"].startswith("Her OpenAI key")
-    assert r.not_carried["mem0 created_at"] == 4 and r.not_carried["mem0 user_id"] == 4
+    assert "mem0 created_at" not in r.not_carried and r.not_carried["mem0 user_id"] == 4
+    # when each was written is carried, beside the import time: its updated_at (the time of its current text),
+    # else its created_at
+    updated = [item for item in export["results"] if item.get("updated_at")]
+    assert updated and r.not_carried["mem0 created_at (kept updated_at)"] == len(updated)
+    for item in export["results"][:3]:
+        atom = got.get(item["memory"])
+        assert atom is None or atom.written_at == datetime.fromisoformat(item["updated_at"] or item["created_at"])
+    assert got["alice uses pnpm"].written_at is None  # a relation has no time of its own
     assert r.not_carried["mem0 metadata.source"] == 1
 
 

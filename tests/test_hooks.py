@@ -544,7 +544,8 @@ def test_a_clear_win_from_a_transcript_still_waits_for_review(
     tmp_path: Path, eng: Any, settings: Settings, repo: Path, embedder: E5Embedder
 ) -> None:
     text = "Always run `make test` before pushing; CI uses pytest -n auto with pytest-timeout 300 in tests/."
-    assert eng.memorize(text + " (direct)", source="user", gate="review").status == "active"  # a normal save would be
+    glob = eng.scope.global_scope()  # a normal save would be stored (elsewhere: here it would be a restatement)
+    assert eng.memorize(text, source="user", gate="review", scope=glob).status == "active"
     path = tmp_path / "t.jsonl"
     path.write_text(
         json.dumps(

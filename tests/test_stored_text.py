@@ -48,6 +48,8 @@ _ACTORS = (
     "correct.actor",
     "govern.actor",
     "restore.actor",
+    "supersede.actor",
+    "dismiss_link.actor",
     "patch.actor",
     "delete.actor",
     "session_start.source",
@@ -95,6 +97,8 @@ REDACTED: dict[str, tuple[str, ...]] = {
         "correct.reason",
         "govern.reason",
         "restore.reason",
+        "supersede.reason",
+        "dismiss_link.reason",
         "patch.reason",
         "delete.reason",
         "confirm_anchors.reason",
@@ -144,7 +148,7 @@ NOT_FREE_TEXT: dict[str, str] = {
         _HASH,
     ),
     **dict.fromkeys(
-        """access_requests.requested_at anchors.created_at atoms.created_at atoms.updated_at atoms.last_accessed_at
+        """access_requests.requested_at anchors.created_at atoms.created_at atoms.updated_at atoms.last_accessed_at atoms.written_at
         edges.created_at events.at grants.granted_at grants.expires_at promotions.created_at promotions.decided_at
         recalls.at schema_migrations.applied_at sensitive_scopes.marked_at sessions.started_at sessions.ended_at
         shares.shared_at team_members.added_at teams.created_at tokens.created_at tokens.expires_at

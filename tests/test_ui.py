@@ -273,6 +273,25 @@ async def test_pages_render_and_actions_leave_audit_events(web: httpx2.AsyncClie
     )
 
 
+async def test_a_superseded_memory_names_its_successor_and_restores(web: httpx2.AsyncClient, console: Engine) -> None:
+    old = console.memorize("Deploys use Capistrano: `bundle exec cap production deploy`, from `main` only.",
+                           source="user", written_at="2025-01-20T09:00:00Z").atom_id  # fmt: skip
+    new = console.memorize("Capistrano is gone: we deploy with Kamal now, `bin/kamal deploy -d production` from "
+                           "`main` only.", source="user")  # fmt: skip
+    assert new.supersedes == old
+    page = (await web.get(f"/memories/{old}")).text
+    assert f'<dt>Superseded by</dt><dd><a href="/memories/{new.atom_id}">{new.atom_id}</a></dd>' in page
+    assert "<dt>Written</dt><dd>2025-01-20 09:00" in page and "(at its source)" in page
+    assert f'<dt>Supersedes</dt><dd><a href="/memories/{old}">' in (await web.get(f"/memories/{new.atom_id}")).text
+    assert "or undo a supersession or merge (restore)" in page
+    r = await web.post(f"/memories/{old}/govern", headers=ORIGIN, data={
+        "_csrf": await _csrf(web), "action": "restore", "reason": "staging still uses Capistrano"})  # fmt: skip
+    assert r.status_code == 303 and console.get(old or "").status == "active"
+    assert (
+        console.history(old or "")[-1].actor == "console" and console.history(new.atom_id or "")[-1].action == "unlink"
+    )
+
+
 async def test_action_errors_say_what_is_wrong(web: httpx2.AsyncClient, console: Engine) -> None:
     a = console.memorize("Releases are tagged vX.Y.Z from the main branch", source="user").atom_id
     csrf = await _csrf(web)
@@ -306,7 +325,7 @@ async def test_action_errors_say_what_is_wrong(web: httpx2.AsyncClient, console:
             f"/memories/{a}/govern",
             {"action": "restore", "reason": "r"},
             409,
-            "atom is active; only quarantined atoms restore",
+            "atom is active; only quarantined or superseded atoms restore",
         ),
         (
             f"/memories/{a}/govern",

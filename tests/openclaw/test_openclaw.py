@@ -126,6 +126,21 @@ def test_captured_preference_is_stored_once_and_attributed_to_the_agent(oc: Host
     assert "openclaw/main" in r.stdout, r.stdout[:2000]
 
 
+def test_a_preference_restated_through_memory_store_merges_into_the_captured_one(oc: Host) -> None:
+    """Issue 35: auto-capture stored a preference; the agent's `memory_store` of it in other words is merged into
+    it (one active memory, the restatement kept as its record), not a second memory."""
+    oc.clear_log()
+    oc.turn("I prefer squash merges for every pull request in the billing repository, never merge commits.")
+    captured = oc.events("capture")
+    assert captured and captured[-1]["effect"] == "created", oc.events()
+    oc.turn("remember: I prefer squash merges for every pull request in the billing repository; never merge "
+            "commits.")  # fmt: skip
+    stored = oc.events("tool_store")
+    assert stored and stored[-1]["effect"] == "merged" and stored[-1]["id"] == captured[-1]["id"], oc.events()
+    hits = [h for h in oc.recall("main", "squash merges pull requests") if "squash merges" in h["content"]]
+    assert [h["id"] for h in hits] == [captured[-1]["id"]]
+
+
 def test_tool_stored_fact_is_not_captured_again(oc: Host) -> None:
     oc.clear_log()
     out, requests = oc.turn("remember: The staging deploy runs from the release/2026.12 branch every Thursday.")

@@ -32,12 +32,24 @@ def memorize(
             "the text names are anchored anyway).",
         ),
     ] = None,
+    replaces: Annotated[
+        str | None, typer.Option("--replaces", help="Id of the memory this one replaces (it becomes superseded).")
+    ] = None,
+    written_at: Annotated[
+        str | None,
+        typer.Option("--written-at", help="When it was written at its source, ISO 8601 (default: now)."),
+    ] = None,
     json_: JsonOpt = False,
     cwd: CwdOpt = None,
 ) -> None:
-    """Save a memory through the full write path (redaction, dedup, admission, code anchors)."""
-    r = _change(cwd, lambda e: e.memorize(content, source=source, type=type, anchors=anchor))
+    """Save a memory through the full write path (redaction, dedup, admission, code anchors). A reworded
+    restatement merges into the memory it restates; a change supersedes the memory it changes."""
+    r = _change(cwd, lambda e: e.memorize(content, source=source, type=type, anchors=anchor, replaces=replaces,
+                                          written_at=written_at))  # fmt: skip
+    links = {"supersedes": "supersedes", "superseded_by": "superseded by", "review": "may supersede (for review)",
+             "restatement_id": "the new wording kept as"}  # fmt: skip
     _emit(r, json_, lambda: f"{r['effect']}: {r.get('atom_id', '-')}" + (f"  ({r['reason']})" if "reason" in r else "")
+          + "".join(f"\n{label}: {r[key]}" for key, label in links.items() if r.get(key))
           + (f"\nanchored to: {', '.join(r['anchors'])}" if r.get("anchors") else "")
           + (f"\nnot anchored: {r['anchor_note']}" if r.get("anchor_note") else ""))  # fmt: skip
     _effect_exit(r)
@@ -52,15 +64,20 @@ def recall(
         str | None, typer.Option("--path", help="Only memories anchored to this file or directory.")
     ] = None,
     symbol: Annotated[str | None, typer.Option("--symbol", help="Only memories anchored to this symbol.")] = None,
+    include_superseded: Annotated[
+        bool, typer.Option(help="Include memories a newer one replaced (ranked below it).")
+    ] = False,
     json_: JsonOpt = False,
     cwd: CwdOpt = None,
 ) -> None:
     """Search memories of this repository and the global scope."""
     hits = _run(cwd, lambda e: e.recall(query, max_results=max_results, include_negated=include_negated, path=path,
-                                        symbol=symbol)["hits"])  # fmt: skip
+                                        symbol=symbol, include_superseded=include_superseded)["hits"])  # fmt: skip
     rows = [
         {"atom_id": h["atom"]["id"], "score": h["score"], "content": shown_content(h["atom"]), "type": h["atom"]["type"],
          "status": h["atom"]["status"], "created_at": _iso(h["atom"]["created_at"]), "source": h["atom"]["source"],
+         **({"written_at": _iso(h["atom"]["written_at"])} if h["atom"].get("written_at") else {}),
+         **({"superseded_by": h["atom"]["superseded_by"]} if h["atom"]["status"] == "superseded" else {}),
          **({"freshness": h["freshness"]} if h.get("freshness") else {}),
          **({"code_changes": h["code_changes"]} if h.get("code_changes") else {})}
         for h in hits
@@ -68,6 +85,8 @@ def recall(
 
     def line(r: dict[str, Any]) -> str:
         text = f"{r['score']:.2f}  {r['atom_id']}  {r['content']}"
+        if r.get("superseded_by"):
+            text += f"  [superseded by {r['superseded_by']}]"
         for c in r.get("code_changes", []):
             text += f"\n      code changed: {c['detail']}"
         return text
@@ -102,7 +121,8 @@ def govern(
     json_: JsonOpt = False,
     cwd: CwdOpt = None,
 ) -> None:
-    """Quarantine, seal, tombstone, derive a lesson from, or restore a memory."""
+    """Quarantine, seal, tombstone, derive a lesson from, or restore a memory (restore: a quarantined one, or a
+    superseded one, undoing the supersession or merge)."""
 
     def run(e: Operator) -> Any:
         if action == "restore":
@@ -112,6 +132,29 @@ def govern(
     r = _change(cwd, run, target_atom=target_atom)
     _emit(r, json_, lambda: f"{r['effect']}: {r['target_atom']}" + (f" → lesson {r['lesson_atom_id']}"
           if "lesson_atom_id" in r else "") + (f"  ({r['reason']})" if "reason" in r else ""))  # fmt: skip
+    _effect_exit(r)
+
+
+@app.command()
+def supersede(
+    atom_id: Annotated[str, typer.Argument(help="The newer memory's id.")],
+    older: Annotated[str, typer.Argument(help="The id of the memory it replaces.")],
+    reason: Annotated[str, typer.Option("--reason", "-r", help="Why (required, audited).")],
+    dismiss: Annotated[
+        bool, typer.Option("--dismiss", help="Drop the suggestion that it does instead (both stay current).")
+    ] = False,
+    json_: JsonOpt = False,
+    cwd: CwdOpt = None,
+) -> None:
+    """Let a memory supersede an older one (a suggestion of `memoryd review --links`, or a change the write path
+    missed), or dismiss that suggestion. `memoryd govern OLDER restore` undoes a supersession or a merge."""
+    if dismiss:
+        r = _change(cwd, lambda e: e.dismiss_link(atom_id, older, reason, actor="cli"))
+    else:
+        r = _change(cwd, lambda e: e.supersede(atom_id, older, reason, actor="cli"))
+    verb = "no longer suggested to supersede" if dismiss else "now supersedes"
+    _emit(r, json_, lambda: f"{r['effect']}: {atom_id} {verb} {older}" if r["effect"] != "rejected"
+          else f"rejected: {r['reason']}")  # fmt: skip
     _effect_exit(r)
 
 

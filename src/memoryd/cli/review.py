@@ -15,9 +15,23 @@ if TYPE_CHECKING:
 
 @app.command()
 def review(
-    limit: Annotated[int, typer.Option("--limit", "-n")] = 10, json_: JsonOpt = False, cwd: CwdOpt = None
+    limit: Annotated[int, typer.Option("--limit", "-n")] = 10,
+    links: Annotated[
+        bool, typer.Option("--links", help="Suggested supersessions instead: a memory that may replace another.")
+    ] = False,
+    json_: JsonOpt = False,
+    cwd: CwdOpt = None,
 ) -> None:
-    """Saves waiting for review, least certain first."""
+    """Saves waiting for review, least certain first; with --links, suggested supersessions (decide each with
+    `memoryd supersede NEW OLD -r …`, or `--dismiss`)."""
+    if links:
+        found = _run(cwd, lambda e: e.review_links(scope="global", limit=limit))
+        items = [{"memory_id": s["atom"]["id"], "content": s["atom"]["content"], "may_supersede": s["older"]["id"],
+                  "older_content": s["older"]["content"], "why": s["why"]} for s in found]  # fmt: skip
+        _emit(items, json_, lambda: "\n".join(f"{d['memory_id']}  {d['content']}\n  may supersede {d['may_supersede']}  "
+                                              f"{d['older_content']}\n  {d['why']}" for d in items)
+              or "no suggested supersession")  # fmt: skip
+        return
     rows = _run(cwd, lambda e: e.review_pending(limit=limit))
     data = [{"promotion_id": p["id"], "average": p["average"], "content": a["content"], "reasoning": p["reasoning"]}
             for p, a in rows]  # fmt: skip
@@ -88,6 +102,9 @@ def show(
     m = r["memory"]
     _emit(r, json_, lambda: f"{m['id']}  {m['type']}  {m['status']}  {m['epistemic']}/{m['polarity']}\n"
           f"{m['content']}\nfile: {r['path'] or '-'}\n"
+          + f"stored: {m['created_at'][:19]}" + (f"  written: {m['written_at'][:19]}" if m.get("written_at") else "")
+          + "\n" + (f"superseded by: {m['superseded_by']}\n" if m.get("superseded_by") else "")
+          + (f"supersedes: {m['supersedes']}\n" if m.get("supersedes") else "")
           + (f"anchors: {', '.join(r['anchors'])} ({r['freshness']})\n" if r["anchors"] else "")
           + "".join(f"  code changed: {c['detail']}\n" for c in r["code_changes"]) + "\n".join(
               f"  {e['at'][:19]}  {e['action']} by {e['actor']}" + (f": {e['reason']}" if e["reason"] else "")

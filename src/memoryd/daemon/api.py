@@ -47,30 +47,39 @@ def _item(atom: Any, score: float | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"id": atom.id, "type": atom.type, "title": atom.title, "content": atom.content,
                            "tags": list(atom.tags), "scope": atom.scope.name,
                            "created_at": atom.created_at.isoformat()}  # fmt: skip
+    if atom.written_at is not None:
+        out["written_at"] = atom.written_at.isoformat()
+    if atom.status == "superseded":
+        out["status"], out["superseded_by"] = atom.status, atom.superseded_by
     if score is not None:
         out["score"] = round(float(score), 6)
     return out
 
 
 def recall(engine: Engine, body: dict[str, Any]) -> dict[str, Any]:
-    _known(body, {"query", "limit", "types"})
+    _known(body, {"query", "limit", "types", "include_superseded"})
     query = _str(body, "query", required=True)
     limit = body.get("limit", 5)
     if isinstance(limit, bool) or not isinstance(limit, int):
         raise InvalidInput(f"limit must be an integer between 1 and 100, got {limit!r}")
-    hits = engine.recall(query or "", max_results=limit, types=_strs(body, "types")).hits
+    superseded = body.get("include_superseded", False)
+    if not isinstance(superseded, bool):
+        raise InvalidInput("include_superseded must be true or false")
+    hits = engine.recall(query or "", max_results=limit, types=_strs(body, "types"),
+                         include_superseded=superseded).hits  # fmt: skip
     return {"items": [_item(h.atom, h.score) for h in hits]}
 
 
-_EFFECT = {"applied": "created", "no_op": "duplicate"}
+_EFFECT = {"applied": "created", "no_op": "duplicate", "merged": "merged"}
 
 
 def memorize(engine: Engine, body: dict[str, Any]) -> dict[str, Any]:
-    _known(body, {"content", "type", "title", "tags", "source"})
+    _known(body, {"content", "type", "title", "tags", "source", "replaces", "written_at"})
     content = _str(body, "content", required=True)
     try:
         result = engine.memorize(content or "", source=_str(body, "source") or "agent", type=_str(body, "type"),
-                                 title=_str(body, "title"), tags=_strs(body, "tags") or (), gate="admit")  # fmt: skip
+                                 title=_str(body, "title"), tags=_strs(body, "tags") or (), gate="admit",
+                                 replaces=_str(body, "replaces"), written_at=_str(body, "written_at"))  # fmt: skip
     except Rejected as exc:  # the admission gate's answer (docs/LOCAL_API.md), not an error
         return {"id": None, "effect": "rejected", "reason": exc.message}
     effect = _EFFECT[result.effect]
@@ -81,6 +90,9 @@ def memorize(engine: Engine, body: dict[str, Any]) -> dict[str, Any]:
         out["reason"] = result.reason
     if result.status:
         out["status"] = result.status
+    for key in ("supersedes", "superseded_by", "review", "restatement_id"):
+        if getattr(result, key):
+            out[key] = getattr(result, key)
     return out
 
 

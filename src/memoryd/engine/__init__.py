@@ -6,10 +6,11 @@
                                             step, the scope boundary and sensitive-scope check,
                                             embedding, atoms
     Anchors(core) (`anchoring`)             code anchors: taken at write, checked on reads
-    Writer(core, anchors)                   the write path and every change to a memory
+    Linker(core) (`linking`)                one memory per fact: merge, supersede, suggest (write path 4b)
+    Writer(core, anchors, linker)           the write path and every change to a memory
     Reader(core, anchors)                   recall, context, timeline, audit, stats, the brief
     Sessions(core, writer)                  sessions and passive capture
-    Review(core)                            promotion review, judgments, the LLM
+    Review(core, linker)                    promotion review (a promoted memory is linked), judgments, the LLM
     VaultSync(core, writer)                 hand edits of the markdown vault
     Admin(core, review, vault_sync)         stats per scope, merges, doctor, sensitive scopes
     Observer(core, writer)                  transcript observations
@@ -51,6 +52,7 @@ from .importer import Importer
 from .inject import Injector, relevant
 from .inputs import STORED_TEXT, redact_call
 from .library import Library
+from .linking import Linker
 from .observations import Observer
 from .reads import Reader
 from .review import Review
@@ -127,10 +129,12 @@ class Engine:
                                         english=english)  # fmt: skip
         store = core.store  # each part is given the store roles it reads (storage/base.py), no more
         self._anchoring = Anchors(core, memories=store)
-        self._writer = Writer(core, self._anchoring, memories=store, index=store)
+        self._linker = Linker(core, memories=store, index=store, audit=store, reports=store,
+                              llm=lambda: self._review.llm)  # fmt: skip
+        self._writer = Writer(core, self._anchoring, self._linker, memories=store, index=store)
         self._reader = Reader(core, self._anchoring, memories=store, index=store, audit=store, reports=store)
         self._sessions = Sessions(core, self._writer, memories=store)
-        self._review = Review(core, memories=store)
+        self._review = Review(core, self._linker, memories=store, embed=lambda text: self._writer.embed(text).main)
         self._vault = VaultSync(core, self._writer, memories=store, outbox=store)
         self._admin = Admin(core, self._review, self._vault, memories=store, outbox=store, access=store, reports=store,
                            maintenance=store)  # fmt: skip
@@ -329,6 +333,10 @@ class Engine:
     restore = _part("_writer", Writer.restore)
     patch = _part("_writer", Writer.patch)
     delete = _part("_writer", Writer.delete)
+
+    supersede = _part("_linker", Linker.supersede)
+    dismiss_link = _part("_linker", Linker.dismiss_link)
+    review_links = _part("_linker", Linker.review_links)
 
     def update(
         self, memory_id: str, *, content: str | None = None, tags: Sequence[str] | None = None,

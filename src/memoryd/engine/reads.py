@@ -79,6 +79,25 @@ def _in_background(fn: Callable[[str], Any], arg: str) -> Future[Any]:
     return _POOL.submit(fn, arg)
 
 
+SUPERSEDED_WEIGHT = 0.8  # a superseded memory (asked for) ranks lower, and below its successor when both are found
+
+
+def _below_successors(hits: list[Hit]) -> list[Hit]:
+    """The hits with every superseded memory scored just below its successor when that one is among them (down
+    a chain of versions too)."""
+    by_id = {h.atom.id: h for h in hits}
+    moved = True
+    for _ in range(len(hits)):
+        if not moved:
+            break
+        moved = False
+        for h in hits:
+            succ = by_id.get(h.atom.superseded_by or "") if h.atom.status == "superseded" else None
+            if succ is not None and h.score >= succ.score:
+                h.score, moved = round(succ.score * 0.99, 6), True
+    return sorted(hits, key=lambda h: -h.score)
+
+
 class Reader:
     """Every read of memories; agent surfaces get the sensitive-scope check through `Core.guard_read`."""
 
@@ -103,8 +122,12 @@ class Reader:
         self, query: str, *, max_results: int = 10, include_negated: bool = False, types: Sequence[str] | None = None,
         entity_ids: Sequence[str] | None = None, scope: Scope | None = None, statuses: Sequence[str] | None = None,
         path: str | None = None, symbol: str | None = None, record: bool = True, semantic: bool = True,
+        include_superseded: bool = False,
     ) -> RecallResult:  # fmt: skip
         """Hybrid search over the current repository and the tenant-global scope.
+
+        `include_superseded` adds the memories a newer one replaced (or that a restatement was merged into):
+        each ranks ×0.8, and below its successor when both are found (`Atom.superseded_by` names it).
 
         `path` (a file or directory of the repository) and `symbol` (`Table.insert_all`, or its last
         parts) keep only memories anchored to that code. Memories whose anchored code changed rank
@@ -129,13 +152,17 @@ class Reader:
             start = getattr(model, "start", None)
             if start is not None:
                 start()
+        if statuses is None and include_superseded:
+            statuses = ["active", "negated", "superseded"] if include_negated else ["active", "superseded"]
         q, cands, stats = self.gather(query, max_results=max_results, include_negated=include_negated, types=types,
                                       entity_ids=entity_ids, scope=scope, statuses=statuses, path=path,
                                       symbol=symbol, semantic=semantic)  # fmt: skip
         # A path/symbol filter lists every memory anchored there, whatever the query's signals say.
         words = self._english if core.term_embedder is not None and not q.english else None
         ranked = rank.rank(q, cands, stats, english=words, keep_zero=bool(path or symbol))
-        scored = [(score, c.atom_id, signals) for score, c, signals in ranked]
+        scored = [(score * (SUPERSEDED_WEIGHT if c.status == "superseded" else 1.0), c.atom_id, signals)
+                  for score, c, signals in ranked]  # fmt: skip
+        scored.sort(key=lambda x: -x[0])
         # Code anchors: a memory whose code moved on ranks ×DRIFT_WEIGHT, a multiplier after the ranking.
         # Anchors are checked against this working tree, so only this repository's memories, and only as
         # deep as the top max_results needs.
@@ -155,6 +182,7 @@ class Reader:
             for score, atom_id, signals in scored
             if atom_id in atoms  # deleted between the two reads
         ]
+        hits = _below_successors(hits)
         if record:  # a person browsing (the console) neither freshens memories nor counts as a recall
             self.memories.touch([h.atom.id for h in hits])
             self.index.log_recall((scope or core.scope).scope_hash, [h.atom.id for h in hits])
@@ -261,10 +289,11 @@ class Reader:
 
     def search(self, query: str, *, scope: str | Scope | None = "auto", top_k: int = 10, types: Sequence[str] | None = None,
                entity_ids: Sequence[str] | None = None, path: str | None = None,
-               symbol: str | None = None) -> RecallResult:  # fmt: skip
+               symbol: str | None = None, include_superseded: bool = False) -> RecallResult:  # fmt: skip
         """mem_search: recall with types as a post-filter, entity ids as a boost, path/symbol as anchor filters."""
         return self.recall(query, max_results=top_k, types=types, entity_ids=entity_ids,
-                           scope=self.core.resolve_scope(scope), path=path, symbol=symbol)  # fmt: skip
+                           scope=self.core.resolve_scope(scope), path=path, symbol=symbol,
+                           include_superseded=include_superseded)  # fmt: skip
 
     def context(self, atom_id: str, *, neighbors: int = 3) -> tuple[list[Atom], Atom, list[Atom]]:
         """The memories created just before and after one memory, in its scope."""

@@ -14,7 +14,7 @@ from .common import Record
 
 # -- memoryd's own markdown export, read back -----------------------------------------------------------------
 
-_KEEP = ("id", "epistemic", "polarity", "created", "updated")
+_KEEP = ("id", "epistemic", "polarity", "created", "updated", "written")
 
 
 def _is_memoryd_markdown(folder: Path) -> bool:
@@ -120,6 +120,7 @@ def write_markdown(atoms: Sequence[Atom], folder: Path) -> dict[str, int]:
     for a in atoms:
         meta = {"title": notes[a.id], "id": a.id, "type": a.type, "scope": a.scope.name, "source": a.source, "epistemic": a.epistemic,
                 "polarity": a.polarity, "created": a.created_at.isoformat(), "updated": a.updated_at.isoformat(),
+                **({"written": a.written_at.isoformat()} if a.written_at else {}),
                 "tags": list(a.tags), "aliases": [a.title] if a.title else []}  # fmt: skip
         lines = ["---", yaml.safe_dump(meta, allow_unicode=True, sort_keys=False).rstrip(), "---", "",
                  f"# {a.title or _name(a.content, 80)}", "", a.content, ""]  # fmt: skip

@@ -92,6 +92,7 @@ LIMITS: dict[str, tuple[int, str, str]] = {
         "levels",
         "nesting of one JSON message or body (MCP over stdio and HTTP, the local API, headers)",
     ),
+    "written_at": (64, "characters", "when a memory was written at its source: ISO 8601, from 1970 to a day ahead"),
 }
 
 

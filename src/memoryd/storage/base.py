@@ -153,6 +153,7 @@ class IndexWrites(Protocol):
     def replace_terms(self, atom_id: str, terms: Sequence[str], vector: Vector | None) -> None: ...
     def set_model_vector(self, atom_id: str, model: str, vector: Vector) -> None: ...  # the atom's vector of `model`
     def link(self, src: str, dst: str, kind: str) -> None: ...
+    def unlink(self, src: str, dst: str, kind: str) -> None: ...  # one edge between two atoms
     def unlink_entities(self, atom_id: str) -> None: ...
     def set_anchors(self, atom_id: str, anchors: Sequence[Anchor]) -> None: ...  # replace them (none: remove)
 
@@ -228,6 +229,8 @@ class MemoryReads(Protocol):
     # name or its last parts) narrow them to anchors on that code
     def anchored_atoms(self, *, scope_hashes: Sequence[str], statuses: Sequence[str], path: str | None = None,
                        symbol: str | None = None, limit: int = 1000) -> list[str]: ...  # fmt: skip
+    # (src, dst) of the atom-to-atom edges of `kind` whose source is in these scopes, newest first
+    def atom_edges(self, kind: str, *, scope_hashes: Sequence[str] | None, limit: int) -> list[tuple[str, str]]: ...
     # record that atoms were read (feeds decay): no event, no snapshot bump, never waits for a writer
     # (a busy store records the time later, or not at all: access times are a hint)
     def touch(self, atom_ids: Sequence[str]) -> None: ...

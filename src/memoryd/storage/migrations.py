@@ -538,6 +538,15 @@ _V13_POSTGRES = (
     "ALTER TABLE atoms SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01);\n"
 )
 
+# When a memory was written at its source (an imported note's own date, a time a save passes), beside the
+# time it was stored here (`created_at`); NULL for a memory written here. Supersession goes by it: an older
+# note imported later never replaces a newer one. The links between memories (supersedes, restates, a
+# suggestion for review) are listed by scope: a partial index leaves the many entity mentions out.
+_V14 = """
+ALTER TABLE atoms ADD COLUMN written_at {time};
+CREATE INDEX edges_links ON edges (scope_hash, kind, created_at) WHERE kind <> 'mentions';
+"""
+
 # A second vector per memory, of another model (issue 35): recall's English sentence signal
 # (`search.embed.MiniLMEnglish`) beside the main, multilingual one. Keyed by model, so a later model is added
 # beside it and the engine fills what is missing (`Engine.backfill_vectors`: a store from before this migration
@@ -614,6 +623,7 @@ MIGRATIONS: list[Migration] = [
         "",
         _V13_POSTGRES,
     ),
+    Migration(14, "source time of a memory; the links between memories by scope", _V14),
     Migration(
         15,
         "a second vector per memory, of another model (recall's English signal)",

@@ -69,6 +69,7 @@ class SqlTx(ABC, Generic[C]):
             "tags": d.json(atom.tags), "triggers": d.json(atom.triggers), "supersedes": atom.supersedes,
             "superseded_by": atom.superseded_by, "created_at": d.time(atom.created_at),
             "updated_at": d.time(atom.updated_at), "embedding": d.vector(vector),
+            "written_at": None if atom.written_at is None else d.time(atom.written_at),
         }  # fmt: skip
         own = self._index_columns(terms, vector)
         marks = ["?"] * len(row) + [m for m, _ in own.values()]
@@ -103,6 +104,9 @@ class SqlTx(ABC, Generic[C]):
             )
         self.run("INSERT INTO edges (src, dst, kind, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
                  (src, dst, kind, self._d.time(utc_now())))  # fmt: skip
+
+    def unlink(self, src: str, dst: str, kind: str) -> None:
+        self.run("DELETE FROM edges WHERE src = ? AND dst = ? AND kind = ?", (src, dst, kind))
 
     def unlink_entities(self, atom_id: str) -> None:
         self.run("DELETE FROM edges WHERE src = ? AND kind = 'mentions'", (atom_id,))
