@@ -74,7 +74,12 @@ def _commands(ids: list[str], token: str, work: Path) -> list[tuple[list[str], s
         (["export", "--format", "markdown", str(work / "md")], ""),
         (["export", "--format", "markdown", str(work / "md")], ""),  # an earlier export is replaced whole
         (["import", str(work / "notes.jsonl"), "--json"], ""),
-        (["review", "--json"], ""), (["promote", "1", "--json"], ""), (["reject", "2"], ""),
+        (["review", "--json"], ""), (["review", "--links", "--json"], ""), (["review", "--links"], ""),
+        (["promote", "1", "--json"], ""), (["reject", "2"], ""),
+        (["memorize", "Invoices are now numbered per calendar year.", "--replaces", ids[1], "--json"], ""),
+        (["supersede", ids[2], ids[0], "-r", "the newer note replaces it", "--json"], ""),
+        (["supersede", ids[2], ids[0], "-r", "not a replacement after all", "--dismiss"], ""),
+        (["recall", "invoice numbering", "--include-superseded", "--json"], ""),
         (["timeline", "--json"], ""), (["timeline"], ""),
         (["show", ids[1], "--json"], ""), (["show", ids[0]], ""), (["show", "01NOSUCHMEMORY000000000000"], ""),
         (["stale", "--json"], ""), (["stale"], ""),

@@ -490,7 +490,7 @@ def test_markdown_export_is_readable_by_basic_memory(engine: Engine, tmp_path: P
         assert problem is None and meta["title"] == path.stem, path
         assert meta["title"].lower() not in {t.lower() for t in titles}, meta["title"]
         titles[meta["title"]] = path
-    assert {"a b (service)", "a b (service) 2", "A b (service) 3"} <= set(titles)
+    assert {"A b (service)", "a b (service) 2", "a b (service) 3"} <= set(titles)  # numbered in entity-id order
     links = [m for p in titles.values() for m in re.findall(r"\[\[([^\]]+)\]\]", p.read_text(encoding="utf-8"))]
     assert links and set(links) <= set(titles)
     text = "\n".join(p.read_text(encoding="utf-8") for p in titles.values())

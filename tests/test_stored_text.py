@@ -137,7 +137,7 @@ _NAME = "a tenant or team name, checked against a strict pattern (`check_name`)"
 NOT_FREE_TEXT: dict[str, str] = {
     **dict.fromkeys(
         """atoms.id atoms.supersedes atoms.superseded_by events.id event_payloads.event_id sessions.id
-        promotions.atom_id anchors.atom_id tokens.id vault_outbox.atom_id sqlite_sequence.seq""".split(),
+        promotions.atom_id anchors.atom_id model_vectors.atom_id tokens.id vault_outbox.atom_id sqlite_sequence.seq""".split(),
         _ID,
     ),
     **dict.fromkeys(
@@ -172,6 +172,7 @@ NOT_FREE_TEXT: dict[str, str] = {
     "vault_outbox.remove_path": "a vault file's path, made by memoryd",
     "vault_outbox.token": "a random token memoryd makes",
     "recalls.hits": "the ids of a recall's hits (never the query)",
+    "model_vectors.model": "the name of a bundled embedding model, set by memoryd",
     "meta.key": "memoryd's own settings (schema version, embedder name)",
     "meta.value": "memoryd's own settings (schema version, embedder name)",
     "schema_migrations.name": "a migration's name",

@@ -271,11 +271,15 @@ def _context_key(words: frozenset[str]) -> re.Pattern[str]:
 
 
 def _weak_key(text: str, key: re.Match[str]) -> bool:
-    """Whether a bare "key" context word lacks a credential qualifier just before it ("deploy key")."""
+    """Whether a bare "key" context word lacks a credential qualifier or a provider's name just before it ("deploy
+    key", "SendGrid，key 是 …")."""
     if key.group().lower().rstrip("s") != "key":
         return False
     before = re.findall(r"[A-Za-z]+", text[max(0, key.start() - 24) : key.start()])
-    return not before or before[-1].lower() not in SECRET_KEY_QUALIFIERS
+    return not before or before[-1].lower() not in _KEY_QUALIFIERS
+
+
+_KEY_QUALIFIERS = frozenset(SECRET_KEY_QUALIFIERS) | {p.lower() for p in PROVIDERS if p.isascii() and p.isalpha()}
 
 
 def _contextual(text: str, present: frozenset[str]) -> list[tuple[int, int, str]]:
