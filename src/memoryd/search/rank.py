@@ -367,6 +367,7 @@ def fuse(f: Features, p: Params = DEFAULT, *, english: bool = True) -> tuple[np.
         mixed = _rise(summed, english_floor(summed[share], p), p)
         stand_in = _rise((1.0 + p.en_mix) * (cos + p.xling_lift * f.cross), p.mix_floor, p)
         signals["semantic_en"] = share * mixed
+        signals["english"] = np.where(share, np.nan_to_num(f.cos_en), 0.0)  # the English model's own cosine
         # the stronger of this and the main model's band counts (replacing the band cost LoCoMo's chat turns
         # 0.09 of R@1, bench/RESULTS.md)
         semantic = np.maximum(semantic, p.w_mix * (share * mixed + (1.0 - share) * stand_in * ~np.isnan(f.cos)))
