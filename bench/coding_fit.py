@@ -254,8 +254,12 @@ def main() -> int:
     ap.add_argument("--no-grid", action="store_true", help="skip the ranking grid")
     ap.add_argument("--dense", action="store_true", help="also rank by each model's cosine alone")
     ap.add_argument("--quiet", type=float, default=0.03, help="share of none prompts the threshold lets through")
-    ap.add_argument("--follow", type=float, default=0.15,
-                    help="the bar of the hits that come along with a passing one, as a share of the threshold")
+    ap.add_argument(
+        "--follow",
+        type=float,
+        default=0.15,
+        help="the bar of the hits that come along with a passing one, as a share of the threshold",
+    )
     ap.add_argument("--json")
     args = ap.parse_args()
     C.print_machine(C.machine())
@@ -285,8 +289,10 @@ def main() -> int:
     from memoryd.search import rank
 
     d = res["decision"] = decision(ranked(cache, held, rank.DEFAULT), repos, args.quiet, args.follow)
-    print(f"\n## the decision: weights {d['weights']} (features {list(_features())}), threshold {d['threshold']}, "
-          f"follow {d['follow']}")
+    print(
+        f"\n## the decision: weights {d['weights']} (features {list(_features())}), threshold {d['threshold']}, "
+        f"follow {d['follow']}"
+    )
     rows = []
     for name, m in (("all data", d["all_data"]), ("LORO (4 folds)", d["loro"])):
         rows.append(
@@ -312,8 +318,10 @@ def main() -> int:
                      f"{m['none']['anything']:.2f} ({loro['none']['anything']:.2f})",
                      " ".join(f"{m[c]['injected']:.2f}" for c in (*ANSWERED, "none"))])  # fmt: skip
     res["follow_sweep"] = rows
-    print("\n## the followers' bar (a share of the threshold; 1.0: each hit on its own): gold injected, all data "
-          "(leave-one-repository-out), and memories injected per prompt by category")
+    print(
+        "\n## the followers' bar (a share of the threshold; 1.0: each hit on its own): gold injected, all data "
+        "(leave-one-repository-out), and memories injected per prompt by category"
+    )
     print(C.table(["follow", *ANSWERED, "none: anything", "injected per prompt"], rows))
     C.write_json(args.json, res)
     return 0

@@ -18,13 +18,23 @@ coding figures also leave-one-repository-out when `--loro` picks among the setti
     .venv/bin/python bench/replay.py build --only bilingual,locomo     # once (~15 min)
     .venv/bin/python bench/fusion_fit.py build                         # once (~2 min)
     .venv/bin/python bench/fusion_fit.py eval [--set NAME=k:v,k:v ...] [--json PATH]
+    .venv/bin/python bench/fusion_fit.py cost --before REV     # the ranking + decision's cost, paired
+
+`cost` times `rank.rank` and `relevance.inject` of this tree and of REV (their two files from git, loaded
+beside these) on every cached LoCoMo query's candidates (~100-150 each, as many as a 10k store gives), the
+two alternating query by query: per-query medians and their ratio.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import pickle
+import statistics
+import subprocess
 import sys
+import tempfile
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -133,6 +143,45 @@ def cmd_eval(args: argparse.Namespace) -> None:
     C.write_json(args.json, {n: r for n, r in results})
 
 
+def _module_of(rev: str, name: str, folder: Path) -> Any:
+    """`memoryd.search.<name>` as it is in git revision `rev`, loaded beside this tree's (relative imports
+    resolve to this tree's package)."""
+    path = folder / f"{name}_{rev}.py"
+    path.write_text(subprocess.run(["git", "show", f"{rev}:src/memoryd/search/{name}.py"], cwd=HERE, check=True,
+                                   capture_output=True, text=True).stdout)  # fmt: skip
+    spec = importlib.util.spec_from_file_location(f"memoryd.search.{name}_before", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def cmd_cost(args: argparse.Namespace) -> None:
+    from types import SimpleNamespace
+
+    from memoryd.search import rank, relevance
+
+    with tempfile.TemporaryDirectory() as tmp:
+        old_rank, old_rel = (_module_of(args.before, n, Path(tmp)) for n in ("rank", "relevance"))
+    gathered = [g for conv in R._load()["locomo"] for g in conv["gathered"]]
+    sides = {"before": (old_rank, old_rel), "after": (rank, relevance)}
+    times: dict[str, list[float]] = {k: [] for k in sides}
+    for n, (q, cands, stats) in enumerate(gathered * args.repeat):
+        for side in ("before", "after") if n % 2 else ("after", "before"):
+            rk, rel = sides[side]
+            t = time.perf_counter()
+            hits = [SimpleNamespace(score=s, signals=sig, atom=c) for s, c, sig in rk.rank(q, cands, stats)[:20]]
+            rel.inject(hits)
+            times[side].append((time.perf_counter() - t) * 1000)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    n_c = statistics.median(len(c) for _, c, _ in gathered)
+    print(
+        f"{len(times['after'])} rankings (candidates per query p50 {n_c:.0f}), alternating: rank + decision p50 "
+        f"{med['before']:.3f} ms ({args.before}) → {med['after']:.3f} ms (this tree), ratio {med['after'] / med['before']:.2f}"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -140,8 +189,11 @@ def main() -> None:
     e = sub.add_parser("eval")
     e.add_argument("--set", action="append", help="NAME=param:value,param:value (rank.Params fields)")
     e.add_argument("--json")
+    c = sub.add_parser("cost")
+    c.add_argument("--before", required=True, help="git revision to compare with")
+    c.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args()
-    {"build": cmd_build, "eval": cmd_eval}[args.cmd](args)
+    {"build": cmd_build, "eval": cmd_eval, "cost": cmd_cost}[args.cmd](args)
 
 
 if __name__ == "__main__":
