@@ -6,7 +6,7 @@ prompt's candidates are gathered once by the engine (`Reader.gather`, recall's f
 (`memoryd.search.rank`) and the hook's decision (`memoryd.search.relevance`) are pure functions of them, so
 both are fitted offline in seconds:
 
-1. ranking: the English sentence signal's constants (`en_mix`, `mix_floor`, `mix_k`, `w_mix`, `w_kw_en`)
+1. ranking: the English sentence signal's constants (`en_mix`, `mix_k`, `w_mix`, `w_kw_en`)
    over a grid, scored by paraphrase R@1 + R@5, keyword R@1, task R@1 + R@5 and 2 × apart R@1 (the asked
    look-alike first); the defaults' row, the best on all data, and per fold the best on the other three
    repositories scored on the held-out one;
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import sys
 import tempfile
 from dataclasses import replace
@@ -39,8 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 import coding_recall as CR  # noqa: E402
 
-GRID = {"en_mix": (0.5, 0.75, 1.0), "mix_floor": (0.2, 0.3), "mix_k": (2.0, 3.0), "w_mix": (0.7, 0.9),
-        "w_kw_en": (0.65, 0.8)}  # fmt: skip
+GRID = {"en_mix": (0.5, 0.75, 1.0), "mix_k": (2.0, 3.0), "w_mix": (0.7, 0.9), "w_kw_en": (0.65, 0.8)}
 ANSWERED = ("paraphrase", "keyword", "update", "task", "apart")
 
 
@@ -194,14 +194,14 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0) -> np.ndarray:
     return w
 
 
-def decide(rows: list[tuple[dict[str, Any], list[Any]]], w: np.ndarray, threshold: float) -> dict[str, Any]:
+def decide(rows: list[tuple[dict[str, Any], list[Any]]], w: np.ndarray, threshold: float,
+           follow: float) -> dict[str, Any]:  # fmt: skip
     from memoryd.search import relevance
 
     out: dict[str, Any] = {}
     for cat in (*ANSWERED, "none"):
-        mine = [
-            (q, relevance.inject(hits, weights=tuple(w), threshold=threshold)) for q, hits in rows if q["cat"] == cat
-        ]
+        mine = [(q, relevance.inject(hits, weights=tuple(w), threshold=threshold, follow=follow))
+                for q, hits in rows if q["cat"] == cat]  # fmt: skip
         if not mine:
             continue
         m = {"n": len(mine), "anything": float(np.mean([bool(c) for _, c in mine])),
@@ -220,10 +220,13 @@ def choose_threshold(rows: list[tuple[dict[str, Any], list[Any]]], w: np.ndarray
                   reverse=True)  # fmt: skip
     allowed = int(quiet * len(tops))  # this many none prompts may pass
     cut = tops[allowed] if allowed < len(tops) else 0.0
-    return max(0.3, float(np.nextafter(cut, 1.0)))
+    return max(0.3, math.floor(cut * 1000 + 1) / 1000)  # above the cut in three decimals (as shipped)
 
 
-def decision(rows: list[tuple[dict[str, Any], list[Any]]], repos: list[str], quiet: float) -> dict[str, Any]:
+def decision(rows: list[tuple[dict[str, Any], list[Any]]], repos: list[str], quiet: float,
+             follow: float) -> dict[str, Any]:  # fmt: skip
+    """The weights, the threshold (`quiet`) and `follow` × the threshold as the followers' bar, on all data and
+    per fold."""
     x, y = design(rows)
     w = fit_logistic(x, y)
     t = choose_threshold(rows, w, quiet)
@@ -234,14 +237,14 @@ def decision(rows: list[tuple[dict[str, Any], list[Any]]], repos: list[str], qui
         wf = fit_logistic(*design(train))
         tf = choose_threshold(train, wf, quiet)
         folds.append({"held_out": r, "weights": wf.round(3).tolist(), "threshold": round(tf, 3),
-                      "result": decide(test, wf, tf)})  # fmt: skip
+                      "result": decide(test, wf, tf, follow * tf)})  # fmt: skip
     loro: dict[str, dict[str, float]] = {}
     for cat in (*ANSWERED, "none"):
         parts = [f["result"][cat] for f in folds if cat in f["result"]]
         n = sum(p["n"] for p in parts)
         loro[cat] = {k: sum(p[k] * p["n"] for p in parts) / n for k in parts[0] if k != "n"} | {"n": n}
-    return {"weights": w.round(3).tolist(), "threshold": round(t, 3), "all_data": decide(rows, w, t), "folds": folds,
-            "loro": loro}  # fmt: skip
+    return {"weights": w.round(3).tolist(), "threshold": round(t, 3), "follow": round(follow * t, 3),
+            "all_data": decide(rows, w, t, follow * t), "folds": folds, "loro": loro}  # fmt: skip
 
 
 def main() -> int:
@@ -251,6 +254,12 @@ def main() -> int:
     ap.add_argument("--no-grid", action="store_true", help="skip the ranking grid")
     ap.add_argument("--dense", action="store_true", help="also rank by each model's cosine alone")
     ap.add_argument("--quiet", type=float, default=0.03, help="share of none prompts the threshold lets through")
+    ap.add_argument(
+        "--follow",
+        type=float,
+        default=0.15,
+        help="the bar of the hits that come along with a passing one, as a share of the threshold",
+    )
     ap.add_argument("--json")
     args = ap.parse_args()
     C.print_machine(C.machine())
@@ -279,8 +288,11 @@ def main() -> int:
             print(f"  fold {f['held_out']}: {f['setting']}")
     from memoryd.search import rank
 
-    d = res["decision"] = decision(ranked(cache, held, rank.DEFAULT), repos, args.quiet)
-    print(f"\n## the decision: weights {d['weights']} (features {list(_features())}), threshold {d['threshold']}")
+    d = res["decision"] = decision(ranked(cache, held, rank.DEFAULT), repos, args.quiet, args.follow)
+    print(
+        f"\n## the decision: weights {d['weights']} (features {list(_features())}), threshold {d['threshold']}, "
+        f"follow {d['follow']}"
+    )
     rows = []
     for name, m in (("all data", d["all_data"]), ("LORO (4 folds)", d["loro"])):
         rows.append(
@@ -291,12 +303,26 @@ def main() -> int:
         print(f"  fold {f['held_out']}: weights {f['weights']} threshold {f['threshold']}")
     rows = []
     w = np.asarray(d["weights"])
-    for t in (0.3, 0.35, 0.4, 0.45, d["threshold"], 0.55, 0.6, 0.7):
-        m = decide(ranked(cache, held, rank.DEFAULT), w, t)
+    hits = ranked(cache, held, rank.DEFAULT)
+    for t in sorted({0.3, 0.35, 0.4, 0.45, d["threshold"], 0.55, 0.6, 0.7}):
+        m = decide(hits, w, t, d["follow"])
         rows.append([f"{t:.3f}", *(f"{m[c]['gold']:.2f}" for c in ANSWERED), f"{m['none']['anything']:.2f}"])
     res["sweep"] = rows
     print("\n## the trade-off: gold injected per category and none prompts injected, by threshold (all-data weights)")
     print(C.table(["threshold", *ANSWERED, "none: anything"], rows))
+    rows = []
+    for share in (0.0, 0.15, 0.3, 0.5, 1.0):
+        loro = decision(hits, repos, args.quiet, share)["loro"]
+        m = decide(hits, w, d["threshold"], share * d["threshold"])
+        rows.append([f"{share:.2f}", *(f"{m[c]['gold']:.2f} ({loro[c]['gold']:.2f})" for c in ANSWERED),
+                     f"{m['none']['anything']:.2f} ({loro['none']['anything']:.2f})",
+                     " ".join(f"{m[c]['injected']:.2f}" for c in (*ANSWERED, "none"))])  # fmt: skip
+    res["follow_sweep"] = rows
+    print(
+        "\n## the followers' bar (a share of the threshold; 1.0: each hit on its own): gold injected, all data "
+        "(leave-one-repository-out), and memories injected per prompt by category"
+    )
+    print(C.table(["follow", *ANSWERED, "none: anything", "injected per prompt"], rows))
     C.write_json(args.json, res)
     return 0
 

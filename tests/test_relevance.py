@@ -16,24 +16,45 @@ from memoryd.search import relevance
 from memoryd.shared.config import Settings
 
 
-def hit(score: float, *, keyword: float = 0.0, semantic_en: float = 0.0, entity: float = 0.0,
+def hit(score: float, *, keyword: float = 0.0, semantic_en: float = 0.0, entity: float = 0.0, english: float = 0.0,
         status: str = "active", atom_id: str = "a") -> Any:  # fmt: skip
-    return SimpleNamespace(score=score, signals={"keyword": keyword, "semantic_en": semantic_en, "entity": entity},
-                           atom=SimpleNamespace(status=status, id=atom_id))  # fmt: skip
+    signals = {"keyword": keyword, "semantic_en": semantic_en, "entity": entity, "english": english}
+    return SimpleNamespace(score=score, signals=signals, atom=SimpleNamespace(status=status, id=atom_id))
 
 
 def test_the_model_has_one_weight_per_feature() -> None:
     assert len(relevance.WEIGHTS) == len(relevance.FEATURES) == len(relevance.features([hit(0.5)])[0])
-    assert 0.0 < relevance.THRESHOLD < 1.0 and relevance.MAX_INJECT >= 1
+    assert 0.0 < relevance.FOLLOW < relevance.THRESHOLD < 1.0 and relevance.MAX_INJECT >= 1
 
 
 def test_a_clear_best_match_is_injected_and_a_flat_weak_list_is_not() -> None:
-    clear = [hit(0.85, keyword=0.6, semantic_en=0.8, atom_id="best"), hit(0.35, semantic_en=0.3, atom_id="b"),
-             hit(0.3, semantic_en=0.25, atom_id="c")]  # fmt: skip
+    clear = [hit(0.85, keyword=0.6, semantic_en=0.8, english=0.7, atom_id="best"),
+             hit(0.2, semantic_en=0.1, english=0.1, atom_id="b"), hit(0.15, english=0.05, atom_id="c")]  # fmt: skip
     assert [h.atom.id for h in relevance.inject(clear)] == ["best"]
-    flat = [hit(0.32, keyword=0.1, semantic_en=0.3, atom_id=str(i)) for i in range(5)]
+    flat = [hit(0.32, keyword=0.1, semantic_en=0.3, english=0.3, atom_id=str(i)) for i in range(5)]
     assert relevance.inject(flat) == []
     assert relevance.inject([]) == []
+
+
+def test_runners_up_come_along_only_with_a_hit_that_stands_out() -> None:
+    # a task prompt: the best hit stands out, the helpful memory is second; the third is too weak to come along
+    hits = [hit(0.8, keyword=0.5, semantic_en=0.7, english=0.6, atom_id="best"),
+            hit(0.55, keyword=0.3, semantic_en=0.4, english=0.45, atom_id="second"),
+            hit(0.1, english=0.0, atom_id="weak")]  # fmt: skip
+    p = relevance.probabilities(hits)
+    assert p[0] >= relevance.THRESHOLD > p[1] >= relevance.FOLLOW > p[2]
+    assert [h.atom.id for h in relevance.inject(hits)] == ["best", "second"]
+    # two such runners-up with nothing standing out above them: nothing at all
+    alike = [hits[1], hit(0.53, keyword=0.3, semantic_en=0.4, english=0.45, atom_id="alike"), hits[2]]
+    assert max(relevance.probabilities(alike)) < relevance.THRESHOLD and relevance.inject(alike) == []
+    # each hit on its own bar (follow = threshold): the runner-up stays out
+    assert [h.atom.id for h in relevance.inject(hits, follow=relevance.THRESHOLD)] == ["best"]
+
+
+def test_the_english_models_own_cosine_is_evidence() -> None:
+    low = [hit(0.6, keyword=0.2, semantic_en=0.5, english=0.2), hit(0.4, semantic_en=0.3, atom_id="b")]
+    high = [hit(0.6, keyword=0.2, semantic_en=0.5, english=0.7), hit(0.4, semantic_en=0.3, atom_id="b")]
+    assert relevance.probabilities(high)[0] > relevance.probabilities(low)[0]
 
 
 def test_a_language_named_by_the_prompt_is_weak_evidence() -> None:
@@ -94,9 +115,9 @@ def project(settings: Settings, repo: Path, embedder: Any) -> dict[str, str]:
 def test_the_hook_injects_a_paraphrase_answer_and_stays_quiet_on_an_unrelated_prompt(
     project: dict[str, str], settings: Settings, repo: Path, embedder: Any
 ) -> None:
-    ctx = ask(repo, "I added a field to a message definition; how do the generated types get refreshed?", settings,
-              embedder, "s-para")  # fmt: skip
-    assert project["proto"] in ctx and "buf generate" in ctx
+    # in other words than the memory's ("approve edits" ↔ "changes need her approval"; the crate named)
+    ctx = ask(repo, "Who needs to approve edits to the ledger crate?", settings, embedder, "s-para")
+    assert project["owner"] in ctx and "Priya Raman" in ctx and project["money"] not in ctx
     assert ask(repo, "Write a haiku about autumn leaves falling in the park.", settings, embedder, "s-none") == ""
 
 

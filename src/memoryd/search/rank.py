@@ -55,8 +55,8 @@ import numpy as np
 from .tokenize import term_groups, tokens
 
 __all__ = [
-    "DEFAULT", "Candidate", "Features", "Params", "Query", "features", "fuse", "fused", "idf", "rank", "score",
-    "stat_terms",
+    "DEFAULT", "Candidate", "Features", "Params", "Query", "english_floor", "features", "fuse", "fused", "idf", "rank",
+    "score", "stat_terms",
 ]  # fmt: skip
 
 
@@ -108,11 +108,12 @@ class Params:
     name_miss: float = 0.70  # demotion of memories holding none of the query's names (0: off)
     # the English sentence model (semantic_en); fitted on the coding dev set, bench/RESULTS.md (issue 35)
     en_mix: float = 0.75  # weight of the main cosine added to the English one
-    mix_floor: float = 0.30  # that sum counts from here on
-    mix_k: float = 2.0  # ... rising as 1 - exp(-mix_k * (sum - mix_floor))
+    mix_floor: float = 0.30  # that sum counts from the candidates' median (from here with fewer than `mid_min`)
+    mid_min: int = 10  # English candidates needed for their median to be the floor
+    mix_k: float = 2.0  # ... rising as 1 - exp(-mix_k * (sum - floor))
     w_mix: float = 0.70  # its weight in the noisy-OR
     w_kw_en: float = 0.80  # the keyword weight of an English query's recall (as w_kw: LoCoMo needs it)
-    xling_lift: float = 0.10  # added to the main cosine of a cross-language pair standing in for the English one
+    xling_lift: float = 0.20  # added to the main cosine of a cross-language pair standing in for the English one
 
 
 DEFAULT = Params()
@@ -311,10 +312,17 @@ def _band(x: np.ndarray, floor: np.ndarray | float, ceil: np.ndarray | float) ->
     return out
 
 
-def _rise(x: np.ndarray, p: Params) -> np.ndarray:
-    """The English signal's map: 0 up to `mix_floor`, then 1 - exp(-mix_k * (x - mix_floor))."""
-    out: np.ndarray = 1.0 - np.exp(-p.mix_k * np.maximum(x - p.mix_floor, 0.0))
+def _rise(x: np.ndarray, floor: float, p: Params) -> np.ndarray:
+    """The English signal's map: 0 up to `floor`, then 1 - exp(-mix_k * (x - floor))."""
+    out: np.ndarray = 1.0 - np.exp(-p.mix_k * np.maximum(x - floor, 0.0))
     return out
+
+
+def english_floor(summed: np.ndarray, p: Params = DEFAULT) -> float:
+    """Where the English view starts counting: the median of the candidates' summed cosines (a memory counts
+    by how far it stands above the query's typical candidate: in a conversation most turns share its topic
+    and sit around 0.5, in a project's notes around 0.16), or `mix_floor` with fewer than `mid_min` of them."""
+    return float(np.median(summed)) if len(summed) >= p.mid_min else p.mix_floor
 
 
 def _cues(f: Features, p: Params) -> np.ndarray:
@@ -348,15 +356,18 @@ def fuse(f: Features, p: Params = DEFAULT, *, english: bool = True) -> tuple[np.
     semantic = p.w_sem * signals["semantic"]
     w_kw = p.w_kw
     if f.english and len(f.cos_en) == len(f.kw):
-        # An English query: for a Latin memory with an English vector, the two models' cosines summed; for
-        # the others (a Chinese memory), the main cosine stands in for the English one, lifted by `xling_lift`
-        # across languages (the main model places cross-lingual paraphrases lower). One scale for both, so a
-        # Chinese answer still competes with English look-alikes.
-        share = f.latin * ~np.isnan(f.cos_en)
+        # An English query: for a memory in Latin script only with an English vector, the two models' cosines
+        # summed, counting from the candidates' median (`english_floor`); for the others (a Chinese or mixed
+        # memory: the English model cannot read its Chinese), the main cosine stands in for the English one,
+        # lifted by `xling_lift` across languages (the main model places cross-lingual paraphrases lower), from
+        # `mix_floor`. So a Chinese answer still competes with English look-alikes.
+        share = (f.latin >= 1.0) & ~np.isnan(f.cos_en)
         cos = np.nan_to_num(f.cos)
-        mixed = _rise(np.nan_to_num(f.cos_en) + p.en_mix * cos, p)
-        stand_in = _rise((1.0 + p.en_mix) * (cos + p.xling_lift * f.cross), p)
+        summed = np.nan_to_num(f.cos_en) + p.en_mix * cos
+        mixed = _rise(summed, english_floor(summed[share], p), p)
+        stand_in = _rise((1.0 + p.en_mix) * (cos + p.xling_lift * f.cross), p.mix_floor, p)
         signals["semantic_en"] = share * mixed
+        signals["english"] = np.where(share, np.nan_to_num(f.cos_en), 0.0)  # the English model's own cosine
         # the stronger of this and the main model's band counts (replacing the band cost LoCoMo's chat turns
         # 0.09 of R@1, bench/RESULTS.md)
         semantic = np.maximum(semantic, p.w_mix * (share * mixed + (1.0 - share) * stand_in * ~np.isnan(f.cos)))
