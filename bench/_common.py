@@ -280,6 +280,35 @@ def calibration(rel_scores: Sequence[float], irr_scores: Sequence[float], thresh
     }
 
 
+# --------------------------------------------------------------------------- before and after
+
+
+def argv_without(argv: Sequence[str], *flags: str) -> list[str]:
+    """`argv` without these flags and their values (`--before X`, `--json=Y`): a side's own arguments."""
+    rest, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in flags:
+            skip = True
+        elif not a.startswith(tuple(f"{f}=" for f in flags)):
+            rest.append(a)
+    return rest
+
+
+def src_launcher(src: str, work: Path, script: str) -> str:
+    """A launcher of another checkout's console script `script` (its entry point, read from its pyproject.toml:
+    this venv's script names this tree's module, which an older tree may not have)."""
+    import tomllib
+
+    entry = tomllib.loads((Path(src) / "pyproject.toml").read_text())["project"]["scripts"][script]
+    module, func = entry.split(":")
+    launcher = work / f"{script}-src"
+    launcher.write_text(f"#!{sys.executable}\nimport sys\nfrom {module} import {func}\nsys.exit({func}())\n")
+    launcher.chmod(0o755)
+    return str(launcher)
+
+
 # --------------------------------------------------------------------------- misc
 
 

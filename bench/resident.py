@@ -14,12 +14,16 @@ paths interleaved run by run:
   run: its start, engine open and model load included);
 * memory: total RSS (and PSS) of 8 concurrent agent sessions (each a `memoryd-mcp` that answered a
   recall) against one session's, both paths;
-* the CLI: `memoryd recall` answered by the running daemon vs in-process (spawn to exit; --cli-only: this alone);
-* RSS of the daemon after --calls calls (a mix: 1 recall, 1 memorize, 1 UserPromptSubmit, 1
-  PreToolUse and 6 health checks in every 10), sampled along the way.
+* the CLI: `memoryd recall` and `memoryd memorize` answered by the running daemon vs in-process (spawn to exit;
+  --cli-only: this alone; --before REV: also an older revision's CLI through its own warm daemon, interleaved);
+* RSS of the daemon after --calls calls (a mix: 1 recall, 1 memorize, 1 prompt context (what
+  UserPromptSubmit asks), 1 file context (PreToolUse on Read) and 6 health checks in every 10), sampled along the way.
+* --startup-only [--before REV]: `memoryd-mcp --version`, spawn to exit, against `python -c pass` (and REV's, in the
+  same interleaved runs; no store needed).
 
     nice -n 10 .venv/bin/python bench/resident.py --json bench/results/resident.json
     .venv/bin/python bench/resident.py --size 1000 --runs 5 --calls 2000      # a quick look
+    .venv/bin/python bench/resident.py --startup-only --runs 30 --before main  # memoryd-mcp --version, before/after
 """
 
 from __future__ import annotations
@@ -105,9 +109,20 @@ def env_for(home: Path, daemon: bool) -> dict[str, str]:
 
 
 def spawn(cmd: list[str], stdin: str, env: dict[str, str], cwd: Path) -> tuple[float, str]:
+    dt, out, _ = spawn_cpu(cmd, stdin, env, cwd)
+    return dt, out
+
+
+def spawn_cpu(cmd: list[str], stdin: str, env: dict[str, str], cwd: Path) -> tuple[float, str, float]:
+    """(wall seconds, stdout, CPU seconds of the process: user + system, what a busy machine does not inflate)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     r = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env, cwd=cwd, timeout=120, check=False)
-    return time.perf_counter() - t, r.stdout
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, r.stdout, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def med(xs: list[float]) -> float:
@@ -237,20 +252,122 @@ def bench_first_recall(home: Path, repo: Path, runs: int) -> dict[str, Any]:
 # -- the CLI -------------------------------------------------------------------------------------------------------
 
 
-def bench_cli(home: Path, repo: Path, runs: int) -> dict[str, Any]:
-    """`memoryd recall` spawned as a person runs it: answered by the running daemon, and in-process (daemon off)."""
+CLI_COMMANDS = {"recall": lambda q, k: ["recall", q, "-n", "5"],
+                "memorize": lambda q, k: ["memorize", f"Bench CLI note {os.getpid()}-{k}: svc_{k % 9000} drains its "
+                                                      f"queue every {k % 50 + 10} seconds."]}  # fmt: skip
+
+
+def checkout(rev: str) -> Path:
+    """`rev` of this repository in a temporary git worktree (under /tmp); its src/ goes first on PYTHONPATH."""
+    import tempfile
+
+    where = Path(tempfile.mkdtemp(prefix="memoryd-before-"))
+    subprocess.run(["git", "-C", str(HERE.parent), "worktree", "add", "--detach", "-f", str(where / "tree"), rev],
+                   check=True, capture_output=True)  # fmt: skip
+    return where / "tree"
+
+
+def drop_checkout(tree: Path) -> None:
+    subprocess.run(["git", "-C", str(HERE.parent), "worktree", "remove", "--force", str(tree)], capture_output=True)
+    shutil.rmtree(tree.parent, ignore_errors=True)
+
+
+def bench_cli(home: Path, repo: Path, runs: int, before: Path | None = None) -> dict[str, Any]:
+    """`memoryd recall` and `memoryd memorize` spawned as a person runs them: answered by the running daemon, and
+    in-process (daemon off); with `before` (a checkout of an older revision), its CLI through its own warm daemon
+    on a copy of the store, run by run interleaved with this one's."""
     envs = {"per-process": env_for(home, False), "daemon": env_for(home, True)}
-    times: dict[str, list[float]] = {p: [] for p in envs}
-    answered: dict[str, int] = {p: 0 for p in envs}
-    for k in range(-1, runs):  # run -1: warm-up, not counted
-        q = PROMPTS[k % len(PROMPTS)].format(n=k * 71 % 9000)
-        for path, env in envs.items():
-            dt, out = spawn([MEMORYD, "recall", q, "-n", "5"], "", env, repo)
-            if k >= 0:
-                times[path].append(dt)
-                answered[path] += bool(out.strip()) and out.strip() != "no matching memories"
-    return {p: {"p50_s": round(med(xs), 3), "runs": len(xs), "answered": answered[p], "all_s": [round(x, 3) for x in xs]}
-            for p, xs in times.items()}  # fmt: skip
+    if before is not None:
+        old_home = home.with_name(home.name + "-before")
+        shutil.rmtree(old_home, ignore_errors=True)
+        shutil.copytree(home, old_home, ignore=shutil.ignore_patterns("memoryd.sock", "daemon.*", "sessions"))
+        envs["daemon, before"] = {**env_for(old_home, True), "PYTHONPATH": str(before / "src")}
+        subprocess.run([PY, "-m", "compileall", "-q", str(before / "src")], check=False, capture_output=True)
+        subprocess.run([MEMORYD, "daemon", "start"], env=envs["daemon, before"], check=True, capture_output=True,
+                       timeout=120)  # fmt: skip
+    out: dict[str, Any] = {}
+    try:
+        for command, argv in CLI_COMMANDS.items():
+            times: dict[str, list[float]] = {p: [] for p in envs}
+            cpu: dict[str, list[float]] = {p: [] for p in envs}
+            answered: dict[str, int] = {p: 0 for p in envs}
+            for k in range(-1, runs):  # run -1: warm-up, not counted
+                q = PROMPTS[k % len(PROMPTS)].format(n=k * 71 % 9000)
+                for path, env in envs.items():
+                    dt, text, used = spawn_cpu([MEMORYD, *argv(q, k + 10_000 * len(path))], "", env, repo)
+                    if k >= 0:
+                        times[path].append(dt)
+                        cpu[path].append(used)
+                        answered[path] += bool(text.strip()) and text.strip() != "no matching memories"
+            out[command] = {p: {"p50_s": round(med(xs), 3), "cpu_p50_s": round(med(cpu[p]), 3), "runs": len(xs),
+                                "answered": answered[p], "all_s": [round(x, 3) for x in xs],
+                                "all_cpu_s": [round(x, 3) for x in cpu[p]]} for p, xs in times.items()}  # fmt: skip
+            if before is not None:  # paired: this checkout's run over the older one's, run by run
+                pairs = [a / b for a, b in zip(times["daemon"], times["daemon, before"], strict=True)]
+                out[command]["paired_ratio_p50"] = round(med(pairs), 3)
+    finally:
+        if before is not None:
+            stop_daemon(home.with_name(home.name + "-before"))
+    return out
+
+
+# -- start-up of memoryd-mcp -------------------------------------------------------------------------------------
+
+# The console script's own code (pip's launcher), run as `python -c` so that another tree (--before) runs the same way.
+_MCP_LAUNCHER = ("import sys; from memoryd.daemon.mcp_entry import main; sys.argv[0] = 'memoryd-mcp'; "
+                 "sys.exit(main())")  # fmt: skip
+
+
+def bench_startup(runs: int, before: str | None) -> dict[str, Any]:
+    """`memoryd-mcp --version`, spawn to exit, against Python doing nothing: this checkout's installed command, its
+    sources through the launcher's code, and (--before REV) REV's sources the same way in a temporary worktree, every
+    path in each run (interleaved), bytecode precompiled for both trees."""
+    import compileall
+    import tempfile
+
+    root = HERE.parent
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_") and k != "PYTHONPATH"}
+    paths: dict[str, tuple[list[str], dict[str, str]]] = {
+        "python -c pass": ([PY, "-c", "pass"], env),
+        "memoryd-mcp --version (installed)": ([MCP, "--version"], env),
+        "memoryd-mcp --version (this tree)": ([PY, "-c", _MCP_LAUNCHER, "--version"],
+                                              {**env, "PYTHONPATH": str(root / "src")}),
+    }  # fmt: skip
+    trees = [root / "src"]
+    with tempfile.TemporaryDirectory(prefix="memoryd-before-") as tmp:
+        if before:
+            subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach", "--quiet", tmp, before], check=True)
+            paths[f"memoryd-mcp --version ({before})"] = ([PY, "-c", _MCP_LAUNCHER, "--version"],
+                                                         {**env, "PYTHONPATH": f"{tmp}/src"})  # fmt: skip
+            trees.append(Path(tmp) / "src")
+        try:
+            for tree in trees:
+                compileall.compile_dir(str(tree / "memoryd"), quiet=1)
+            times: dict[str, list[float]] = {name: [] for name in paths}
+            outs: dict[str, set[str]] = {name: set() for name in paths}
+            for k in range(-1, runs):  # run -1: warm-up, not counted
+                for name, (cmd, e) in paths.items():
+                    dt, out = spawn(cmd, "", e, root)
+                    if k >= 0:
+                        times[name].append(dt)
+                        outs[name].add(out.strip())
+        finally:
+            if before:
+                subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", tmp], check=False)
+    return {name: {"p50_ms": round(med(xs) * 1000, 1), "runs": len(xs), "printed": sorted(outs[name])}
+            for name, xs in times.items()}  # fmt: skip
+
+
+def startup_rows(startup: dict[str, Any]) -> list[str]:
+    """The start-up rows: each path's p50 beside Python's own start, against the 150 ms target."""
+    base = startup["python -c pass"]["p50_ms"]
+    rows = ["| `memoryd-mcp --version` (spawn to exit) | p50 | over `python -c pass` | target | met |",
+            "|---|---|---|---|---|"]  # fmt: skip
+    for name, r in startup.items():
+        target = name.startswith("memoryd-mcp")
+        rows.append(f"| {name} ({r['runs']} runs) | {r['p50_ms']:.0f} ms | {r['p50_ms'] - base:+.0f} ms | "
+                    f"{'≤ 150 ms' if target else ''} | {('yes' if r['p50_ms'] <= 150 else 'no') if target else ''} |")  # fmt: skip
+    return rows
 
 
 # -- memory --------------------------------------------------------------------------------------------------------
@@ -325,11 +442,10 @@ def bench_long_run(home: Path, repo: Path, calls: int) -> dict[str, Any]:
                     c.call("/v1/memorize", {"content": f"Bench note {w}-{i}: svc_{i % 9000} keeps its queue depth "
                                                        f"under {i % 97 + 3} jobs."}, scope=env_scope)  # fmt: skip
                 elif k == 2:
-                    c.call("/v1/hook/user-prompt-submit", {"session_id": f"long-{w}-{i // 50}", "cwd": str(repo),
-                                                           "prompt": PROMPTS[i % len(PROMPTS)].format(n=i % 9000)})  # fmt: skip
+                    c.call("/v1/prompt", {"prompt": PROMPTS[i % len(PROMPTS)].format(n=i % 9000)}, scope=env_scope)
                 elif k == 3:
-                    c.call("/v1/hook/pre-tool-use", {"session_id": f"long-{w}-{i}", "cwd": str(repo), "tool_name": "Read",
-                                                     "tool_input": {"file_path": str(repo / "src/auth/session.py")}})  # fmt: skip
+                    c.call("/v1/context", {"path": str(repo / "src/auth/session.py"), "session": f"long-{w}-{i}",
+                                           "record": False}, scope=env_scope)  # fmt: skip
                 else:
                     c.call("/v1/health", method="GET")
             except Exception as exc:  # counted, not fatal
@@ -390,11 +506,15 @@ def table(res: dict[str, Any]) -> str:
 
 
 def _cli_row(cli: dict[str, Any]) -> str:
-    pp, dd = cli["per-process"], cli["daemon"]
-    return (
-        f"| CLI `memoryd recall` (p50, {dd['runs']} runs; answered {dd['answered']} / {pp['answered']}) | "
-        f"{pp['p50_s']:.2f} s | {dd['p50_s']:.2f} s | | |"
-    )
+    rows = []
+    for command, r in cli.items():
+        pp, dd, old = r["per-process"], r["daemon"], r.get("daemon, before")
+        ratio = (f"; before {old['p50_s'] * 1000:.0f} ms, CPU {old.get('cpu_p50_s', 0) * 1000:.0f} ms; paired "
+                 f"{r['paired_ratio_p50']:.2f}×" if old else "")  # fmt: skip
+        rows.append(f"| CLI `memoryd {command}` (p50, {dd['runs']} runs; answered {dd['answered']} / {pp['answered']}"
+                    f"{ratio}) | {pp['p50_s']:.2f} s | {dd['p50_s'] * 1000:.0f} ms (CPU {dd.get('cpu_p50_s', 0) * 1000:.0f}"
+                    f" ms) | ≤ 300 ms | {'yes' if dd['p50_s'] <= 0.3 else 'no'} |")  # fmt: skip
+    return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -405,8 +525,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", type=Path, default=Path("/tmp/memoryd-resident-bench"))
     ap.add_argument("--json", type=Path, help="also write the results here")
     ap.add_argument("--long-run-only", action="store_true", help="only the daemon's RSS along --calls calls")
-    ap.add_argument("--cli-only", action="store_true", help="only the CLI row (`memoryd recall`, daemon vs in-process)")
+    ap.add_argument(
+        "--cli-only", action="store_true", help="only the CLI rows (recall, memorize; daemon vs in-process)"
+    )
+    ap.add_argument(
+        "--before",
+        metavar="REV",
+        help="also git revision REV's rows (a temporary worktree), interleaved with this checkout's: the "
+        "CLI through its own warm daemon, or with --startup-only its memoryd-mcp --version",
+    )
+    ap.add_argument("--startup-only", action="store_true", help="only `memoryd-mcp --version` (no store needed)")
     args = ap.parse_args(argv)
+    if args.startup_only:
+        startup = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": f"{os.cpu_count()} cores, "
+                   f"{platform.machine()}, Python {platform.python_version()}", "runs": args.runs,
+                   "startup": bench_startup(args.runs, args.before)}  # fmt: skip
+        print("\n".join(startup_rows(startup["startup"])))
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(startup, indent=1, ensure_ascii=False))
+        return 0
     hl = _load("hooks_latency")
     home, repo = args.root / "home", hl.make_repo(args.root / "widgets")
     home.mkdir(parents=True, exist_ok=True)
@@ -414,11 +552,14 @@ def main(argv: list[str] | None = None) -> int:
                            "machine": f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}",
                            "bytecode": hl.precompile(True), "store": fill(home, repo, args.size), "runs": args.runs}  # fmt: skip
     print(f"store: {res['store']}", file=sys.stderr)
+    before = checkout(args.before) if args.before else None
     try:
         stop_daemon(home)
         start_daemon(home, repo)
+        if before is not None:
+            res["before"] = args.before
         if args.cli_only:
-            res["cli"] = bench_cli(home, repo, args.runs)
+            res["cli"] = bench_cli(home, repo, args.runs, before)
         elif not args.long_run_only:
             res["hooks"] = bench_hooks(home, repo, args.runs)
             print("hooks done", file=sys.stderr)
@@ -426,12 +567,14 @@ def main(argv: list[str] | None = None) -> int:
             print("first recall done", file=sys.stderr)
             res["memory"] = bench_memory(home, repo)
             print("memory done", file=sys.stderr)
-            res["cli"] = bench_cli(home, repo, args.runs)
+            res["cli"] = bench_cli(home, repo, args.runs, before)
             print("cli done", file=sys.stderr)
         if args.calls and not args.cli_only:
             res["long_run"] = bench_long_run(home, repo, args.calls)
     finally:
         stop_daemon(home)
+        if before is not None:
+            drop_checkout(before)
     if args.long_run_only:
         print(json.dumps(res["long_run"], indent=1))
     else:

@@ -927,16 +927,8 @@ def copy_into_pg(sqlite_path: Path, dsn: str, src: str | None) -> dict[str, Any]
 
 
 def src_server(src: str, work: Path) -> str:
-    """A launcher of the other checkout's `memoryd-mcp` (its entry point, from its pyproject.toml: this venv's
-    script names this tree's module, which an older tree may not have)."""
-    import tomllib
-
-    entry = tomllib.loads((Path(src) / "pyproject.toml").read_text())["project"]["scripts"]["memoryd-mcp"]
-    module, func = entry.split(":")
-    launcher = work / "memoryd-mcp-src"
-    launcher.write_text(f"#!{sys.executable}\nimport sys\nfrom {module} import {func}\nsys.exit({func}())\n")
-    launcher.chmod(0o755)
-    return str(launcher)
+    """A launcher of the other checkout's `memoryd-mcp`."""
+    return C.src_launcher(src, work, "memoryd-mcp")
 
 
 def per_call(p: dict[str, Any]) -> dict[str, float | None]:
@@ -952,14 +944,7 @@ def per_call(p: dict[str, Any]) -> dict[str, float | None]:
 
 def before_and_after(args: argparse.Namespace, argv: list[str]) -> int:
     """--before DIR: this bench with --src DIR in a child process, then this tree's, one after the other."""
-    rest, skip = [], False
-    for a in argv:  # the same arguments without --before/--json (each side writes its own JSON)
-        if skip:
-            skip = False
-        elif a in ("--before", "--json"):
-            skip = True
-        elif not a.startswith(("--before=", "--json=")):
-            rest.append(a)
+    rest = C.argv_without(argv, "--before", "--json")  # each side writes its own JSON
     sides: dict[str, Any] = {}
     codes = []
     with tempfile.TemporaryDirectory(prefix="memoryd-team-load-sides-") as tmp:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,8 @@ import pytest
 from memoryd.engine import Engine
 from memoryd.search.embed import UseEmbedder
 from memoryd.shared.config import Settings
+
+from .wheelhouse import wheel, wheel_venv  # noqa: F401  (session fixtures: the built wheel, a venv holding it)
 
 if TYPE_CHECKING:
     from .pg import PgServer
@@ -147,15 +150,25 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     server.drop_database(dsn)
 
 
-@pytest.fixture(params=BACKENDS)
-def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Settings]:
-    if request.param == "sqlite":
-        yield Settings(home=tmp_path / "home", db=None)
+@contextmanager
+def backend_settings(request: pytest.FixtureRequest, backend: str, home: Path) -> Iterator[Settings]:
+    """Settings of an empty store on `backend` with its data home at `home`: a SQLite file there, or a fresh
+    PostgreSQL database (dropped at the end)."""
+    if backend == "sqlite":
+        yield Settings(home=home, db=None)
         return
     server = request.getfixturevalue("pg_server")
     dsn = server.fresh_database()
-    yield Settings(home=tmp_path / "home", db=dsn)
-    server.drop_database(dsn)
+    try:
+        yield Settings(home=home, db=dsn)
+    finally:
+        server.drop_database(dsn)
+
+
+@pytest.fixture(params=BACKENDS)
+def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Settings]:
+    with backend_settings(request, request.param, tmp_path / "home") as s:
+        yield s
 
 
 @pytest.fixture

@@ -738,7 +738,8 @@ def test_session_ids_name_one_record_each(tmp_path: Path) -> None:
 
 
 def test_hook_settings_agree_with_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from memoryd.agents.filehook import default_home, settings_from_env
+    from memoryd.agents.filehook import settings_from_env
+    from memoryd.shared.home import data_home
 
     for env in ({}, {"MEMORYD_HOME": str(tmp_path), "MEMORYD_FILE_CONTEXT_TOKENS": "900", "MEMORYD_ANCHORS": "0"}):
         for key in ("MEMORYD_HOME", "MEMORYD_FILE_CONTEXT_TOKENS", "MEMORYD_ANCHORS", "MEMORYD_DB"):
@@ -746,7 +747,7 @@ def test_hook_settings_agree_with_settings(monkeypatch: pytest.MonkeyPatch, tmp_
         for key, value in env.items():
             monkeypatch.setenv(key, value)
         s = Settings()
-        assert default_home() == s.home
+        assert data_home() == s.home
         assert settings_from_env(s.home) == (s.db, s.anchors, s.file_context_tokens)
 
 

@@ -35,6 +35,11 @@ SURFACES = {
     "agents",
     "daemon",  # the resident memoryd (its local API, hooks and MCP over a Unix socket) and its thin clients
 }
+# The surfaces in order, top to bottom: each imports only the surfaces after it (lazy and annotation-only imports
+# included), so no arrow points back up. `_launch` picks the hook client or the CLI; the CLI drives everything
+# below it (installs and hooks of `agents`, the daemon, the console); the hook client (`agents`) asks the daemon;
+# the daemon hosts both MCP profiles and the console; `mcp` serves the console beside HTTP MCP; `ui` is the console.
+SURFACE_ORDER = ["_launch", "cli", "agents", "daemon", "mcp", "ui"]
 # Below the engine, what every layer may share: the package root's re-exports and `shared/` (data types,
 # settings, errors, limits, scope, and surface-neutral helpers that hold no business logic).
 SHARED = {"memoryd", "shared"}
@@ -291,4 +296,63 @@ def test_no_import_cycle_between_shared_modules() -> None:
              for m, path in files.items()}  # fmt: skip
     assert {"models", "scope", "errors", "config"} <= set(graph)
     cycles = sorted((a, b) for a in graph for b in graph[a] if a in graph.get(b, set()))
+    assert cycles == []
+
+
+def _targets(path: Path, text: str | None = None) -> set[str]:
+    """The top-level modules of memoryd that `path` imports (every import: lazy and annotation-only ones too)."""
+    tops = {_top(p) for p in _modules()}
+    out = set()
+    for module, name in _import_sites(path, text=text):
+        parts = module.split(".")
+        if parts[0] != "memoryd":
+            continue
+        target = parts[1] if len(parts) > 1 else name
+        if target in tops and target != _top(path):
+            out.add(target)
+    return out
+
+
+def _arrows_up(path: Path, text: str | None = None) -> set[str]:
+    rank = {s: i for i, s in enumerate(SURFACE_ORDER)}
+    mine = rank.get(_top(path))
+    return {t for t in _targets(path, text) if mine is not None and t in rank and rank[t] < mine}
+
+
+def test_surfaces_import_only_the_surfaces_below_them() -> None:
+    assert set(SURFACE_ORDER) == SURFACES
+    up = sorted((str(p.relative_to(SRC)), t) for p in _surface_files() for t in _arrows_up(p))
+    assert up == [], f"an arrow back up (SURFACE_ORDER: {' > '.join(SURFACE_ORDER)}): {up}"
+
+
+def test_the_order_check_catches_an_arrow_back_up() -> None:
+    console = SRC / "ui" / "server.py"
+    clean = console.read_text()
+    bad = (
+        clean
+        + "\n\ndef _bad():\n    from ..daemon.client import connect\n    from .. import agents\n    return connect, agents\n"
+    )
+    assert _arrows_up(console, bad) - _arrows_up(console, clean) == {"daemon", "agents"}
+
+
+def test_no_import_cycle_between_folders() -> None:
+    """The top-level folders (and modules) of memoryd import one another without a circle."""
+    graph: dict[str, set[str]] = {}
+    for path in _modules():
+        graph.setdefault(_top(path), set()).update(_targets(path))
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append([*trail[trail.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt, [*trail, nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
     assert cycles == []

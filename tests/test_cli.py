@@ -88,3 +88,85 @@ def test_vault_scope_review_timeline_show_doctor(cli, tmp_path: Path) -> None:  
     assert "skipped #7: no promotion with id 7" in cli("reject", "7")
     doc = json.loads(cli("doctor", "--json"))
     assert doc["index_db"].startswith("ok") and doc["sync"] == "warn: 1 broken (see `memoryd vault check`)"
+
+
+def _limited(limit: int) -> None:
+    """A child that may write files only up to `limit` bytes (writes past it fail with EFBIG, as on a full disk)."""
+    import resource
+    import signal
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+def test_an_export_is_written_whole_or_not_at_all(tmp_path: Path) -> None:
+    """`export FILE` fills a temporary file beside the target and renames it into place: a failure half-way
+    (here: no room past 48 kB, as on a full disk) leaves the earlier export as it was, and no temporary file.
+    `export --format markdown DIR` writes into a new or empty folder, or replaces an earlier export whole."""
+    import os
+    import subprocess
+    import sys
+
+    from memoryd.engine import Engine
+    from memoryd.shared.config import Settings
+
+    repo = make_repo(tmp_path / "widgets")
+    home = tmp_path / "home"
+    with Engine.open(Settings(home=home, embedder="hash", term_embedder="none"), cwd=repo) as e:
+        for i in range(120):
+            e.memorize(f"Service svc_{i} keeps its queue depth under {i + 3} jobs per worker.", source="user")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}, "MEMORYD_HOME": str(home),
+           "MEMORYD_EMBEDDER": "hash", "MEMORYD_TERM_EMBEDDER": "none", "MEMORYD_DAEMON": "off"}  # fmt: skip
+    memoryd = str(Path(sys.executable).with_name("memoryd"))
+    dump, md = tmp_path / "dump.jsonl", tmp_path / "md"
+
+    def export(*args: str, limit: int | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([memoryd, "export", *args], env=env, cwd=repo, capture_output=True, text=True,
+                              timeout=120, preexec_fn=(lambda: _limited(limit)) if limit else None)  # fmt: skip
+
+    assert export(str(dump)).returncode == 0 and export("--format", "markdown", str(md)).returncode == 0
+    whole = dump.read_bytes()
+    assert len(whole) > 2 * 48 * 1024
+    r = export(str(dump), limit=48 * 1024)
+    assert (
+        r.returncode == 2 and r.stderr == f"error [invalid_input]: cannot write the export to {dump}: File too large\n"
+    )
+    assert dump.read_bytes() == whole  # the earlier export, whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dump.jsonl", "home", "md", "widgets"]  # no temporary left
+    notes = sorted(p.relative_to(md) for p in md.rglob("*"))
+    assert export("--format", "markdown", str(md)).returncode == 0  # an earlier export: replaced whole
+    assert sorted(p.relative_to(md) for p in md.rglob("*")) == notes and len(notes) > 120
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "mine.md").write_text("a note of my own\n")
+    r = export("--format", "markdown", str(tmp_path / "notes"))
+    assert r.returncode == 2 and r.stderr == (f"error [invalid_input]: {tmp_path / 'notes'} is not empty: export into a "
+                                              "new or empty folder (an earlier memoryd markdown export there is "
+                                              "replaced whole)\n")  # fmt: skip
+    assert [p.name for p in (tmp_path / "notes").iterdir()] == ["mine.md"]
+
+
+def test_a_folder_written_whole_or_not_at_all(tmp_path: Path) -> None:
+    """`shared.files.atomic_folder`, what `export --format markdown` writes through: a failure half-way leaves
+    the folder as it was (absent, or the earlier one) and no staging folder behind."""
+    from memoryd.shared.files import atomic_folder, atomic_text
+
+    def half(folder: Path) -> None:
+        (folder / "a.md").write_text("one\n")
+        raise OSError(28, "No space left on device")
+
+    target = tmp_path / "out"
+    with pytest.raises(OSError, match="No space left"):
+        atomic_folder(target, half, replaceable=lambda f: True)
+    assert list(tmp_path.iterdir()) == []
+    atomic_folder(target, lambda f: (f / "b.md").write_text("two\n"), replaceable=lambda f: True)
+    with pytest.raises(OSError, match="No space left"):
+        atomic_folder(target, half, replaceable=lambda f: True)
+    assert [p.name for p in tmp_path.iterdir()] == ["out"] and [p.name for p in target.iterdir()] == ["b.md"]
+    with pytest.raises(FileExistsError, match="is not empty"):
+        atomic_folder(target, lambda f: None, replaceable=lambda f: False)
+    file = tmp_path / "x.jsonl"
+    file.write_text("old\n")
+    with pytest.raises(RuntimeError), atomic_text(file) as fh:
+        fh.write("new, half")
+        raise RuntimeError
+    assert file.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["out", "x.jsonl"]

@@ -203,24 +203,36 @@ def test_the_operator_endpoint_refuses_what_it_does_not_serve(h: Home) -> None:
             c.call("/v1/operator", body, scope=scope)
         return info.value
 
-    e = error({"v": 1, "method": "close", "args": {}})  # an Engine method the CLI does not call
+    e = error({"v": 2, "method": "close", "args": {}})  # not part of the engine's API (Engine.api())
     assert (e.status, e.code) == (404, "not_found") and e.message.startswith(
-        "no operator method 'close'; the daemon serves"
+        "no operator method 'close'; the daemon serves the engine's API"
     )
-    e = error({"v": 2, "method": "stats"})
-    assert (e.code, e.message) == ("invalid_input", "operator call version 2; this daemon speaks 1")
-    e = error({"v": 1, "method": "stats", "args": ["x"]})
-    assert (e.code, e.message) == ("invalid_input", "args must be a JSON object of the method's parameters")
-    e = error({"v": 1, "method": "recall", "args": {"query": "x", "top": 3}})
+    e = error({"v": 2, "method": "export", "args": {}})  # in the API, but it writes to a stream
+    assert (e.status, e.code) == (404, "not_found") and e.message.startswith(
+        "no operator method 'export': its parameter out is not JSON (a callback or a stream): it runs in the "
+        "caller's process"
+    )
+    e = error({"v": 1, "method": "stats"})
+    assert (e.code, e.message) == ("invalid_input", "operator call version 1; this daemon speaks 2")
+    e = error({"v": 2, "method": "stats", "args": ["x"]})
+    assert (e.code, e.message) == (
+        "invalid_input",
+        "args must be a JSON object of the method's parameters (and pos a list)",
+    )
+    e = error({"v": 2, "method": "recall", "args": {"query": "x", "top": 3}})
     assert (e.code, e.message) == ("invalid_input", "recall: unknown parameters ['top']")
-    e = error({"v": 1, "method": "recall", "args": {"query": "x", "max_results": "many"}})
+    e = error({"v": 2, "method": "recall", "args": {"query": "x", "max_results": "many"}})
     assert e.code == "invalid_input" and e.message.startswith("recall: max_results: Input should be a valid integer")
-    e = error({"v": 1, "method": "get", "args": {"atom_id": "01NOSUCHMEMORY000000000000"}})
+    e = error({"v": 2, "method": "stats", "pos": [1, 2]})
+    assert (e.code, e.message) == ("invalid_input", "stats: too many positional arguments")
+    e = error({"v": 2, "method": "get", "pos": ["01NOSUCHMEMORY000000000000"]})
     assert (e.status, e.code) == (404, "not_found") and "01NOSUCHMEMORY000000000000" in e.message
+    e = error({"v": 2, "method": "memorize", "args": {"content": "ok"}})  # a refusal keeps the gate's scores
+    assert (e.status, e.code) == (422, "rejected") and set(e.extra["dura"]) >= {"durability", "utility"}
     # Without a scope: refused as on every endpoint that reads memories.
     with pytest.raises(DaemonError, match="Memoryd-Scope"):
-        c.call("/v1/operator", {"v": 1, "method": "stats"})
-    assert c.call("/v1/operator", {"v": 1, "method": "stats", "args": {}}, scope=scope)["atoms"] == 3
+        c.call("/v1/operator", {"v": 2, "method": "stats"})
+    assert c.call("/v1/operator", {"v": 2, "method": "stats", "args": {}}, scope=scope)["atoms"] == 3
 
 
 def test_console_requests_are_checked(h: Home) -> None:

@@ -28,7 +28,7 @@ SETPRIV = shutil.which("setpriv")
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or SETPRIV is None, reason="drops root's capabilities: needs root")
 UNPRIVILEGED = [SETPRIV or "setpriv", "--bounding-set=-all", "--inh-caps=-all",
                 "--securebits=+noroot,+noroot_locked,+no_setuid_fixup,+no_setuid_fixup_locked", "--"]  # fmt: skip
-PROMPT_BUDGET = 6.0  # memoryd.agents.hooks.USER_PROMPT_BUDGET
+PROMPT_BUDGET = 8.5  # memoryd.agents.hooks.BUDGETS['user-prompt-submit']
 MEMORY = "The deploy pipeline runs database migrations before switching traffic."
 
 

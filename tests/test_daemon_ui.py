@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import urllib.error
@@ -13,6 +14,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -70,7 +72,7 @@ def test_the_daemon_serves_the_console(home: tuple[Path, Path, dict[str, str]], 
         assert not base.startswith("http://127.0.0.1:") and len(token) >= 32
         assert other_url.split("/?token=")[0] != base and other_url.split("/?token=")[1] != token  # per run
         log = (root / "daemon.log").read_text()
-        assert f"serving on {base.removeprefix('http://')}" in log
+        assert f"serving on {urlsplit(base).netloc}" in log and urlsplit(base).path not in log  # never the path
         context = playwright_browser.new_context(viewport={"width": 1280, "height": 900})
         try:
             page = context.new_page()
@@ -79,6 +81,12 @@ def test_the_daemon_serves_the_console(home: tuple[Path, Path, dict[str, str]], 
             assert MEMORY in page.content()
             cookies = context.cookies()
             assert len(cookies) == 1 and cookies[0]["httpOnly"] and cookies[0]["sameSite"] == "Strict"
+            path = urlsplit(base).path  # the console's capability path: its cookie goes nowhere else
+            assert re.fullmatch(r"/[\w-]{22}", path) and cookies[0]["path"] == path, cookies
+            origin, cookie = base.removesuffix(path), f"{cookies[0]['name']}={cookies[0]['value']}"
+            off_path = urllib.request.Request(origin + "/memories", headers={"Cookie": cookie})
+            with pytest.raises(urllib.error.HTTPError, match="404"):
+                urllib.request.urlopen(off_path, timeout=10)
             page.goto(base + "/health")
             assert page.locator("h1").inner_text() == "Health"
             page.goto(other_url.split("/?token=")[0] + "/memories")  # the other console: this cookie is not its

@@ -196,7 +196,7 @@ def test_quarantine_hides_and_restore_brings_back(engine: Engine) -> None:
         engine.govern(a, "quarantine", "again")
     assert engine.restore(a, "reviewed, fine").effect == "applied"
     assert engine.get(a).status == "active"
-    with pytest.raises(Rejected, match="only quarantined atoms restore"):
+    with pytest.raises(Rejected, match="only quarantined or superseded atoms restore"):
         engine.restore(a, "again")
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,8 @@ import pytest
 from memoryd.engine import Engine
 from memoryd.formats import detect
 from memoryd.shared.errors import InvalidInput
+
+from .conftest import backend_settings
 
 DATA = Path(__file__).parent / "data" / "imports"
 
@@ -174,7 +178,14 @@ def test_openmemory_export_honours_state_and_keeps_categories(engine: Engine, tm
     assert got["The billing team deploys on Tuesdays after the 10:00 stand-up"].tags == ["work"]
     states = {k: n for k, n in r.not_carried.items() if "state" in k}
     assert states == {"openmemory state archived": 1, "openmemory state deleted": 1, "openmemory state paused": 1}
-    assert r.not_carried["openmemory created_at"] == 3 and r.not_carried["openmemory metadata.mcp_client"] == 1
+    # when each was written is carried (its updated_at, the time of its current text); created_at is left
+    assert r.not_carried["openmemory created_at (kept updated_at)"] == 3
+    assert r.not_carried["openmemory metadata.mcp_client"] == 1 and "openmemory updated_at" not in r.not_carried
+    source = {
+        m["content"]: m["updated_at"]
+        for m in json.loads((DATA / "openmemory" / "memories.json").read_text())["memories"]
+    }
+    assert {a.content: a.written_at for a in got.values()} == {c: datetime.fromisoformat(source[c]) for c in got}
     assert "not carried (by kind): " in r.summary() and "openmemory state deleted 1" in r.summary()
     if kind != "gz":
         assert r.not_carried["openmemory status history entries"] == 2
@@ -222,7 +233,15 @@ def test_mem0_graph_relations_are_carried_and_the_rest_reported(engine: Engine, 
         "mem0-graph.json: item 5": "no memory text (memory, text or content)"}  # fmt: skip
     for text in export["results"][:3]:  # the items' text unchanged (only secrets redacted)
         assert text["memory"] in got or text["memory"].startswith("Her OpenAI key")
-    assert r.not_carried["mem0 created_at"] == 4 and r.not_carried["mem0 user_id"] == 4
+    assert "mem0 created_at" not in r.not_carried and r.not_carried["mem0 user_id"] == 4
+    # when each was written is carried, beside the import time: its updated_at (the time of its current text),
+    # else its created_at
+    updated = [item for item in export["results"] if item.get("updated_at")]
+    assert updated and r.not_carried["mem0 created_at (kept updated_at)"] == len(updated)
+    for item in export["results"][:3]:
+        atom = got.get(item["memory"])
+        assert atom is None or atom.written_at == datetime.fromisoformat(item["updated_at"] or item["created_at"])
+    assert got["alice uses pnpm"].written_at is None  # a relation has no time of its own
     assert r.not_carried["mem0 metadata.source"] == 1
 
 
@@ -287,6 +306,43 @@ def test_markdown_export_import_export_is_byte_stable(engine: Engine, repo: Path
         assert r.imported == 3 and r.bad == 1
         assert r.problems[0]["origin"] == bad.relative_to(first).as_posix()
         assert r.problems[0]["reason"].startswith("frontmatter is not valid YAML: ")
+
+
+@pytest.fixture
+def fresh_settings(settings: Any, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Settings of a second, empty store on the same backend as `settings`."""
+    with backend_settings(request, "sqlite" if settings.db is None else "postgresql", tmp_path / "fresh") as s:
+        yield s
+
+
+def test_markdown_round_trip_of_a_realistic_store_is_byte_identical(engine: Engine, repo: Path, tmp_path: Path,
+                                                                    fresh_settings: Any) -> None:  # fmt: skip
+    """Other tools' exports (entities, relations, Chinese and English) and memories saved in an order unlike the
+    folder's (a warning before the decision it guards): export → import into an empty store → export gives the
+    same bytes, entity notes listing several memories included."""
+    for name in ("server-memory.jsonl", "mem0-export.json", "basic-memory-docs"):
+        assert engine.import_file(DATA / name).imported
+    for text, kind in (("Never run schema migrations on PostgreSQL 16 during business hours", "warning"),
+                       ("The billing service keeps its ledger in PostgreSQL 16", "decision"),
+                       ("billing 服务的 PostgreSQL 16 连接池上限是 50，超过会排队", "fact"),
+                       ("登录服务的 login.py 在 get_session() 返回 None 时要先判空", "warning"),
+                       ("Prefer Redis 7 streams over RabbitMQ for the billing service's webhook retries", "preference"),
+                       ("Redis 7 的缓存键统一加 billing: 前缀", "decision")):  # fmt: skip
+        assert engine.memorize(text, type=kind, source="user").effect == "applied"
+    first = tmp_path / "first"
+    counts = engine.export_markdown(first)
+    assert engine.export_markdown(tmp_path / "again") == counts
+    assert _tree(tmp_path / "again") == _tree(first)  # the same store twice: the same bytes
+    shared = [p for p in (first / "entities").rglob("*.md") if p.read_text(encoding="utf-8").count("- [[") >= 2]
+    assert len(shared) >= 5, "the store must have entity notes that list several memories"
+    with Engine.open(fresh_settings, cwd=repo, embedder=engine.embedder) as fresh:
+        r = fresh.import_file(first)
+        assert (r.imported, r.bad, r.rejected, r.duplicates) == (counts["memories"], 0, 0, 0)
+        second = tmp_path / "second"
+        fresh.export_markdown(second)
+    got, want = _tree(second), _tree(first)
+    assert sorted(got) == sorted(want)
+    assert [name for name in want if got[name] != want[name]] == []  # byte for byte, every note
 
 
 def test_basic_memory_reads_notes_as_its_own_parser_does(engine: Engine) -> None:
@@ -434,7 +490,7 @@ def test_markdown_export_is_readable_by_basic_memory(engine: Engine, tmp_path: P
         assert problem is None and meta["title"] == path.stem, path
         assert meta["title"].lower() not in {t.lower() for t in titles}, meta["title"]
         titles[meta["title"]] = path
-    assert {"a b (service)", "a b (service) 2", "A b (service) 3"} <= set(titles)
+    assert {"A b (service)", "a b (service) 2", "a b (service) 3"} <= set(titles)  # numbered in entity-id order
     links = [m for p in titles.values() for m in re.findall(r"\[\[([^\]]+)\]\]", p.read_text(encoding="utf-8"))]
     assert links and set(links) <= set(titles)
     text = "\n".join(p.read_text(encoding="utf-8") for p in titles.values())

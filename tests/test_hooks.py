@@ -221,15 +221,12 @@ def test_a_second_pre_tool_use_handler_shares_the_dispatch_and_the_injected_reco
     claimed ids, the strictest permission decision."""
     settings = Settings(home=tmp_path / "home")
 
-    def file_memories(p: dict[str, Any], s: Settings | None) -> dict[str, Any] | None:
-        fresh = hooks._claim(s, p, ["01ANCHORED0000000000000001", "01ANCHORED0000000000000002"], "pre-tool-use:file")
-        return (
-            {"additionalContext": "memories of " + p["tool_input"]["file_path"] + ": " + ", ".join(fresh)}
-            if fresh
-            else None
-        )
+    def file_memories(p: dict[str, Any], way: hooks.Way) -> dict[str, Any] | None:
+        ids = ["01ANCHORED0000000000000001", "01ANCHORED0000000000000002"]
+        return {"additionalContext": "memories of " + p["tool_input"]["file_path"] + ": " + ", ".join(ids),
+                "claim": ids}  # fmt: skip
 
-    def deny_env(p: dict[str, Any], s: Settings | None) -> dict[str, Any] | None:
+    def deny_env(p: dict[str, Any], way: hooks.Way) -> dict[str, Any] | None:
         return (
             {"permissionDecision": "deny", "permissionDecisionReason": "no .env"}
             if p["tool_input"]["file_path"].endswith(".env")
@@ -254,7 +251,7 @@ def test_a_second_pre_tool_use_handler_shares_the_dispatch_and_the_injected_reco
     got = read(str(repo / "login.py"))
     assert got == {"hookEventName": "PreToolUse", "additionalContext": f"memories of {repo / 'login.py'}: "
                    "01ANCHORED0000000000000001, 01ANCHORED0000000000000002"}  # fmt: skip
-    assert read(str(repo / "login.py")) == {}  # the same memories are not injected twice
+    assert read(str(repo / "login.py")) == {}  # the same memories are not injected twice (the hook's record says so)
     assert read(str(repo / ".env"))["permissionDecision"] == "deny"
     # memoryd's own scope handler is untouched by the others
     assert updated_input(pre(repo, "mcp__memoryd__mem_search", {"query": "q"})) == {"query": "q", "scope": "auto"}
@@ -547,7 +544,8 @@ def test_a_clear_win_from_a_transcript_still_waits_for_review(
     tmp_path: Path, eng: Any, settings: Settings, repo: Path, embedder: E5Embedder
 ) -> None:
     text = "Always run `make test` before pushing; CI uses pytest -n auto with pytest-timeout 300 in tests/."
-    assert eng.memorize(text + " (direct)", source="user", gate="review").status == "active"  # a normal save would be
+    glob = eng.scope.global_scope()  # a normal save would be stored (elsewhere: here it would be a restatement)
+    assert eng.memorize(text, source="user", gate="review", scope=glob).status == "active"
     path = tmp_path / "t.jsonl"
     path.write_text(
         json.dumps(
@@ -614,8 +612,8 @@ def test_unknown_events_and_internal_errors_exit_zero_with_the_error_logged(tmp_
 def test_a_slow_hook_is_abandoned_within_its_budget(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, repo: Path
 ) -> None:
-    monkeypatch.setattr(hooks, "PRE_TOOL_USE_BUDGET", 0.3)
-    monkeypatch.setattr(hooks, "dispatch", lambda p, s: time.sleep(5) or "late")
+    monkeypatch.setitem(hooks.BUDGETS, "pre-tool-use", 0.3)
+    monkeypatch.setattr(hooks, "dispatch", lambda p, way: time.sleep(5) or ("late", []))
     settings = Settings(home=tmp_path / "home")
     started = time.perf_counter()
     out = run_hook(

@@ -6,12 +6,13 @@ import os
 import subprocess
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from .mcp.clients import HEADERS, INIT, SERVER, free_port, http_server
+from .mcp.clients import HEADERS, INIT, SERVER, free_port, http_server, server_env
 
 pytestmark = pytest.mark.anyio
 
@@ -60,3 +61,40 @@ async def test_token_is_required_when_bound_elsewhere(tmp_path: Path) -> None:
                 await s.initialize()
                 stats = await s.call_tool("memory_stats", {})
                 assert stats.structured_content and stats.structured_content["atoms"] == 0
+
+
+async def test_resuming_an_event_stream_is_refused_cleanly(tmp_path: Path) -> None:
+    """Issue 37: a GET with Last-Event-ID on a real session ended in "ASGI callable returned without starting
+    response" (HTTP 500): the SDK resumes only from an event store, which memoryd does not keep."""
+    port = free_port()
+    log = tmp_path / "server.log"
+    with log.open("wb") as err:
+        proc = subprocess.Popen([SERVER, "--transport", "http", "--port", str(port)], cwd=tmp_path,
+                                env=server_env(tmp_path / "home"), stdout=subprocess.DEVNULL, stderr=err)  # fmt: skip
+        try:
+            url = f"http://127.0.0.1:{port}/mcp"
+            async with httpx2.AsyncClient(timeout=60) as client:
+                for _ in range(600):
+                    try:
+                        init = await client.post(url, json=INIT, headers=HEADERS)
+                        break
+                    except httpx2.ConnectError:
+                        await anyio.sleep(0.05)
+                session = {"Mcp-Session-Id": init.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-06-18"}
+                await client.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                                  headers={**HEADERS, **session})  # fmt: skip
+                for extra in (session, {}):  # with the live session, and without one
+                    r = await client.get(
+                        url, headers={"Accept": "text/event-stream", "Last-Event-ID": "abc-1", **extra}
+                    )
+                    assert r.status_code == 400, r.text
+                    assert r.json()["error"] == "invalid_input" and "cannot be resumed" in r.json()["message"]
+                # the session still works
+                r = await client.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                                      headers={**HEADERS, **session})  # fmt: skip
+                assert r.status_code == 200 and "mem_search" in r.text
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+    assert "ASGI callable returned without starting response" not in log.read_text(errors="replace")
+    assert "Traceback" not in log.read_text(errors="replace")

@@ -324,6 +324,62 @@ def test_wrong_shapes_are_refused(home: Path, project: Path) -> None:
     assert not (project / ".mcp.json").exists()
 
 
+def test_approve_writes_this_projects_own_settings_and_uninstall_takes_it_out(home: Path, project: Path) -> None:
+    """`--approve`: the person's consent, written where it approves this project only (settings.local.json, once the
+    folder is trusted), never ~/.claude/settings.json; uninstall takes out exactly that approval."""
+    local = project / ".claude" / "settings.local.json"
+    before = {**tree(project), **tree(home)}
+    plain = claude("project", home, project)
+    assert not local.exists()  # never without consent
+    assert any("`memoryd install claude --approve` adds it to" in n and str(local) in n for n in plain.notes)
+    unclaude("project", home, project)
+    report = claude("project", home, project, approve=True)
+    assert load(local) == {"enabledMcpjsonServers": ["memoryd"]}
+    assert [c.path for c in report.changes][-1] == str(local)
+    assert any(f"approved in {local}, which Claude Code honours once you trust the folder" in n for n in report.notes)
+    assert not (home / ".claude" / "settings.json").exists()
+    again = claude("project", home, project, approve=True)
+    assert not again.changed  # idempotent
+    (home / ".claude.json").write_text(json.dumps({"projects": {str(project.resolve()): {
+        "hasTrustDialogAccepted": True}}}), encoding="utf-8")  # fmt: skip
+    assert any(f"is already approved ({local})" in n for n in claude("project", home, project).notes)
+    (home / ".claude.json").unlink()
+    out = unclaude("project", home, project)
+    assert [c.action for c in out.changes] == ["deleted", "deleted", "deleted"]
+    assert {**tree(project), **tree(home)} == before
+
+    # The person's own settings.local.json: the entry is added beside theirs and only it is taken out again.
+    local.parent.mkdir()
+    mine = '{\n  "permissions": {"allow": ["Bash(make test)"]},\n  "enabledMcpjsonServers": ["docs"]\n}\n'
+    local.write_text(mine, encoding="utf-8")
+    claude("project", home, project, approve=True)
+    assert load(local)["enabledMcpjsonServers"] == ["docs", "memoryd"]
+    unclaude("project", home, project)
+    assert local.read_text(encoding="utf-8") == mine
+    # An approval the person made before is theirs: uninstall leaves it.
+    local.write_text('{"enabledMcpjsonServers": ["memoryd"]}', encoding="utf-8")
+    claude("project", home, project, approve=True)
+    (project / ".claude" / "settings.json").write_text("{}", encoding="utf-8")  # a teammate's edit
+    unclaude("project", home, project)
+    assert load(local) == {"enabledMcpjsonServers": ["memoryd"]}
+
+
+def test_approve_respects_a_disabled_server_a_bad_file_and_the_user_scope(home: Path, project: Path) -> None:
+    local = project / ".claude" / "settings.local.json"
+    (home / ".claude").mkdir()
+    (home / ".claude" / "settings.json").write_text('{"disabledMcpjsonServers": ["memoryd"]}', encoding="utf-8")
+    report = claude("project", home, project, approve=True)
+    assert not local.exists() and any("disabledMcpjsonServers, so Claude Code will not start it" in n
+                                      for n in report.notes)  # fmt: skip
+    (home / ".claude" / "settings.json").unlink()
+    local.parent.mkdir(exist_ok=True)
+    local.write_text('{"enabledMcpjsonServers": "memoryd"}', encoding="utf-8")
+    with pytest.raises(InstallError, match="'enabledMcpjsonServers' is a str, expected a list; left untouched"):
+        claude("project", home, project, approve=True)
+    report = claude("user", home, project, approve=True)
+    assert "--approve: servers of the user scope need no approval" in report.notes
+
+
 def test_approval_is_reported_from_the_users_settings(home: Path, project: Path) -> None:
     (home / ".claude").mkdir()
     (home / ".claude" / "settings.json").write_text('{"enabledMcpjsonServers": ["memoryd"]}', encoding="utf-8")
@@ -675,3 +731,19 @@ def test_cli_uninstall_codex_takes_hooks_option(tmp_path: Path, monkeypatch: pyt
     r = runner.invoke(app, ["uninstall", "codex", "--hooks", "--codex-home", str(codex)])
     assert r.exit_code == 0, r.output
     assert "deleted" in r.output and not (codex / "hooks.json").exists() and not (codex / "config.toml").exists()
+
+
+def test_openclaw_install_says_when_this_memoryd_carries_no_plugin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plugin is package data (`make openclaw-plugin` builds it in); a memoryd built without it says what to do
+    before it runs OpenClaw's CLI at all."""
+    import memoryd.agents.install.openclaw as oc
+
+    assert (oc.openclaw_plugin_dir() / "dist" / "index.js").is_file()  # this one carries it
+    monkeypatch.setattr(oc, "openclaw_plugin_dir", lambda: tmp_path / "openclaw_plugin")
+    with pytest.raises(InstallError) as caught:
+        oc.install_openclaw(str(tmp_path / "no-openclaw"))
+    assert caught.value.message == (f"this memoryd has no OpenClaw plugin built in ({tmp_path / 'openclaw_plugin'} is "
+                                    "missing): in a checkout, run `make openclaw-plugin` (a wheel made by `make "
+                                    "wheel` carries it)")  # fmt: skip

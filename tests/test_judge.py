@@ -9,6 +9,7 @@ import socket
 import threading
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -230,14 +231,23 @@ class _Server:
         self.replies.append((status, json.dumps(completion)))
 
 
-@pytest.fixture
-def server() -> Iterator[_Server]:
+@contextmanager
+def serving() -> Iterator[_Server]:
+    """A `_Server` answering on a thread until the block ends."""
     s = _Server()
     thread = threading.Thread(target=s.httpd.serve_forever, daemon=True)
     thread.start()
-    yield s
-    s.httpd.shutdown()
-    s.httpd.server_close()
+    try:
+        yield s
+    finally:
+        s.httpd.shutdown()
+        s.httpd.server_close()
+
+
+@pytest.fixture
+def server() -> Iterator[_Server]:
+    with serving() as s:
+        yield s
 
 
 def _llm(server: _Server):  # type: ignore[no-untyped-def]

@@ -152,6 +152,46 @@ def test_the_english_signal_is_asked_for_the_best_candidates_only_and_for_latin_
     assert "semantic_en" not in without[0][2]
 
 
+def _english_q(text: str) -> rank.Query:
+    q = _q(text)
+    return rank.Query(text=q.text, terms=q.terms, entities=(), boost=(), cosine_floor=q.cosine_floor,
+                      cosine_ceil=q.cosine_ceil, english=True)  # fmt: skip
+
+
+def test_the_english_view_counts_from_the_candidates_median() -> None:
+    # The same memory (English cosine 0.55, main 0.30) among a conversation's turns that all share its topic
+    # counts for less than among a project's unrelated notes: the view measures how far it stands above the rest.
+    q = _english_q("what did she paint last summer")
+
+    def view(others: float) -> float:
+        cands = [_c(0, "a note", cos=0.30, cos_en=0.55)]
+        cands += [_c(i, f"note {i}", cos=others, cos_en=others) for i in range(1, 30)]
+        _, signals = rank.fuse(rank.features(q, cands, _stats(cands)))
+        return float(signals["semantic_en"][0])
+
+    crowded, alone = view(0.30), view(0.05)
+    assert 0.0 < crowded < alone
+    # fewer candidates than `mid_min`: the fixed floor (a tiny store has no typical candidate to stand above)
+    few = [_c(0, "a note", cos=0.30, cos_en=0.55), _c(1, "another", cos=0.30, cos_en=0.30)]
+    _, signals = rank.fuse(rank.features(q, few, _stats(few)))
+    assert signals["semantic_en"][0] == pytest.approx(1.0 - np.exp(-rank.DEFAULT.mix_k * (0.55 + 0.75 * 0.30 - 0.30)))
+    assert rank.english_floor(np.array([0.1, 0.2, 0.9])) == rank.DEFAULT.mix_floor
+    assert rank.english_floor(np.linspace(0.0, 1.0, 11)) == pytest.approx(0.5)
+
+
+def test_a_mixed_memory_gets_the_main_models_stand_in_not_its_english_cosine() -> None:
+    # The English model cannot read the Chinese half of "特征存储选用 Feast, 在线特征放在 Redis": its English cosine
+    # (high here on purpose) is not used; the main model's cross-language cosine stands in for it.
+    q = _english_q("where is the feature store's online data kept")
+    mixed = _c(0, "特征存储选用 Feast，在线特征放在 Redis，离线特征放在 Iceberg。", cos=0.37, cos_en=0.9)
+    english = _c(1, "The payment page shows a button", cos=0.37, cos_en=0.9)
+    f = rank.features(q, [mixed, english], _stats([mixed, english]))
+    assert 0.0 < f.cross[0] < 1.0 and f.latin[1] == 1.0
+    _, signals = rank.fuse(f)
+    assert signals["semantic_en"][0] == 0.0 and signals["english"][0] == 0.0
+    assert signals["semantic_en"][1] > 0.0 and signals["english"][1] == pytest.approx(0.9)
+
+
 def test_wordllama_terms_match_the_model_and_load_from_the_wheel(monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
 

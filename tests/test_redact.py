@@ -226,3 +226,17 @@ def test_structure_rules_stay_linear_on_hostile_input(text):
     start = time.perf_counter()
     redact(text)
     assert time.perf_counter() - start < 2.0
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("邮件通知用 SendGrid，key 是 SG.U1yOq_MArUaDKmVPURej7H.pAZfdj16EvEC-", "pAZfdj16EvEC"),  # cut short
+        ("Twilio key: 5f9d8c7b6a5e4d3c2b1a0f9e8d7c6b5a", "5f9d8c7b6a5e4d3c2b1a0f9e8d7c6b5a"),
+    ],
+)
+def test_a_providers_name_qualifies_a_bare_key(text: str, secret: str) -> None:
+    """A value after "<provider> key" is a credential even when its own format is cut short; a plain "the deploy
+    key is in vault" is not touched."""
+    assert secret not in redact(text).text
+    assert redact("the deploy key is in vault").text == "the deploy key is in vault"

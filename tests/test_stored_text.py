@@ -48,6 +48,8 @@ _ACTORS = (
     "correct.actor",
     "govern.actor",
     "restore.actor",
+    "supersede.actor",
+    "dismiss_link.actor",
     "patch.actor",
     "delete.actor",
     "session_start.source",
@@ -95,6 +97,8 @@ REDACTED: dict[str, tuple[str, ...]] = {
         "correct.reason",
         "govern.reason",
         "restore.reason",
+        "supersede.reason",
+        "dismiss_link.reason",
         "patch.reason",
         "delete.reason",
         "confirm_anchors.reason",
@@ -133,7 +137,7 @@ _NAME = "a tenant or team name, checked against a strict pattern (`check_name`)"
 NOT_FREE_TEXT: dict[str, str] = {
     **dict.fromkeys(
         """atoms.id atoms.supersedes atoms.superseded_by events.id event_payloads.event_id sessions.id
-        promotions.atom_id anchors.atom_id tokens.id vault_outbox.atom_id sqlite_sequence.seq""".split(),
+        promotions.atom_id anchors.atom_id model_vectors.atom_id tokens.id vault_outbox.atom_id sqlite_sequence.seq""".split(),
         _ID,
     ),
     **dict.fromkeys(
@@ -144,7 +148,7 @@ NOT_FREE_TEXT: dict[str, str] = {
         _HASH,
     ),
     **dict.fromkeys(
-        """access_requests.requested_at anchors.created_at atoms.created_at atoms.updated_at atoms.last_accessed_at
+        """access_requests.requested_at anchors.created_at atoms.created_at atoms.updated_at atoms.last_accessed_at atoms.written_at
         edges.created_at events.at grants.granted_at grants.expires_at promotions.created_at promotions.decided_at
         recalls.at schema_migrations.applied_at sensitive_scopes.marked_at sessions.started_at sessions.ended_at
         shares.shared_at team_members.added_at teams.created_at tokens.created_at tokens.expires_at
@@ -168,6 +172,7 @@ NOT_FREE_TEXT: dict[str, str] = {
     "vault_outbox.remove_path": "a vault file's path, made by memoryd",
     "vault_outbox.token": "a random token memoryd makes",
     "recalls.hits": "the ids of a recall's hits (never the query)",
+    "model_vectors.model": "the name of a bundled embedding model, set by memoryd",
     "meta.key": "memoryd's own settings (schema version, embedder name)",
     "meta.value": "memoryd's own settings (schema version, embedder name)",
     "schema_migrations.name": "a migration's name",

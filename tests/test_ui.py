@@ -117,6 +117,35 @@ async def test_token_becomes_a_strict_httponly_cookie_and_leaves_the_address(con
         assert (await scripted.get("/health")).status_code == 200
 
 
+async def test_the_console_answers_only_under_its_capability_path(console: Engine) -> None:
+    """Issue 37: the cookie is scoped to a per-run path (`Path=`), and nothing outside that path answers, with
+    a cookie, the bearer token or the token in the address."""
+    from memoryd.ui.security import console_path
+
+    path = console_path()
+    assert re.fullmatch(r"/[A-Za-z0-9_-]{22}", path) and path != console_path()
+    app = create_app(console, token=TOKEN, hosts=allowed_hosts("127.0.0.1", 8767), path=path)
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url=f"http://{HOST}") as c:
+        r = await c.get(f"{path}/memories?token={TOKEN}")
+        assert r.status_code == 303 and r.headers["location"] == f"{path}/memories"
+        cookie = r.headers["set-cookie"]
+        assert f"Path={path};" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
+        value = cookie.split(";", 1)[0]
+        page = await c.get(f"{path}/memories")
+        assert page.status_code == 200 and f'href="{path}/static/console.css"' in page.text
+        assert (await c.get(path, headers={"Cookie": ""})).headers["location"] == f"{path}/"
+        for outside in ("/", "/memories", "/health", "/static/console.css", f"{path}x/memories", f"{path[:-1]}/",
+                        f"/x{path}/memories", f"?token={TOKEN}", f"/memories?token={TOKEN}"):  # fmt: skip
+            for headers in ({"Cookie": value}, {"Authorization": f"Bearer {TOKEN}"}):
+                r = await c.get(outside, headers=headers)
+                assert r.status_code == 404 and "set-cookie" not in r.headers, (outside, headers)
+                assert "not found: open the address memoryd ui printed" in r.text
+        r = await c.get(f"/memories?token={TOKEN}", headers={"Host": "evil.example:8767"})
+        assert r.status_code == 403  # Host first, then the path
+    with pytest.raises(ValueError, match="one segment starting with '/'"):
+        create_app(console, token=TOKEN, hosts=allowed_hosts("127.0.0.1", 8767), path="a/b")
+
+
 async def test_host_header_must_name_the_console(console: Engine) -> None:
     async with _client(console) as c:
         r = await c.get(f"/?token={TOKEN}", headers={"Host": "evil.example:8767"})
@@ -244,6 +273,25 @@ async def test_pages_render_and_actions_leave_audit_events(web: httpx2.AsyncClie
     )
 
 
+async def test_a_superseded_memory_names_its_successor_and_restores(web: httpx2.AsyncClient, console: Engine) -> None:
+    old = console.memorize("Deploys use Capistrano: `bundle exec cap production deploy`, from `main` only.",
+                           source="user", written_at="2025-01-20T09:00:00Z").atom_id  # fmt: skip
+    new = console.memorize("Capistrano is gone: we deploy with Kamal now, `bin/kamal deploy -d production` from "
+                           "`main` only.", source="user")  # fmt: skip
+    assert new.supersedes == old
+    page = (await web.get(f"/memories/{old}")).text
+    assert f'<dt>Superseded by</dt><dd><a href="/memories/{new.atom_id}">{new.atom_id}</a></dd>' in page
+    assert "<dt>Written</dt><dd>2025-01-20 09:00" in page and "(at its source)" in page
+    assert f'<dt>Supersedes</dt><dd><a href="/memories/{old}">' in (await web.get(f"/memories/{new.atom_id}")).text
+    assert "or undo a supersession or merge (restore)" in page
+    r = await web.post(f"/memories/{old}/govern", headers=ORIGIN, data={
+        "_csrf": await _csrf(web), "action": "restore", "reason": "staging still uses Capistrano"})  # fmt: skip
+    assert r.status_code == 303 and console.get(old or "").status == "active"
+    assert (
+        console.history(old or "")[-1].actor == "console" and console.history(new.atom_id or "")[-1].action == "unlink"
+    )
+
+
 async def test_action_errors_say_what_is_wrong(web: httpx2.AsyncClient, console: Engine) -> None:
     a = console.memorize("Releases are tagged vX.Y.Z from the main branch", source="user").atom_id
     csrf = await _csrf(web)
@@ -277,7 +325,7 @@ async def test_action_errors_say_what_is_wrong(web: httpx2.AsyncClient, console:
             f"/memories/{a}/govern",
             {"action": "restore", "reason": "r"},
             409,
-            "atom is active; only quarantined atoms restore",
+            "atom is active; only quarantined or superseded atoms restore",
         ),
         (
             f"/memories/{a}/govern",
@@ -384,7 +432,9 @@ def test_memoryd_ui_prints_one_line_and_serves(tmp_path: Path) -> None:
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        m = re.fullmatch(r"memoryd ui: http://127\.\d+\.\d+\.\d+:(\d+)/\?token=([A-Za-z0-9_-]{43})\n", line)
+        m = re.fullmatch(
+            r"memoryd ui: http://127\.\d+\.\d+\.\d+:(\d+)/[A-Za-z0-9_-]{22}/\?token=([A-Za-z0-9_-]{43})\n", line
+        )
         assert m, line
         with httpx2.Client(follow_redirects=True) as c:
             r = c.get(line.split(": ", 1)[1].strip())
@@ -415,7 +465,10 @@ def test_http_transport_serves_the_console_under_ui(tmp_path: Path) -> None:
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().strip()
-        assert re.fullmatch(rf"memoryd ui: http://127\.0\.0\.1:{port}/ui/\?token=[A-Za-z0-9_-]{{43}}", line), line
+        m = re.fullmatch(
+            rf"memoryd ui: http://127\.0\.0\.1:{port}/ui(/[A-Za-z0-9_-]{{22}})/\?token=[A-Za-z0-9_-]{{43}}", line
+        )
+        assert m, line
         deadline = time.monotonic() + 30  # the line comes as uvicorn starts, just before it listens
         while True:
             try:
@@ -426,10 +479,12 @@ def test_http_transport_serves_the_console_under_ui(tmp_path: Path) -> None:
                 time.sleep(0.05)
         with httpx2.Client(follow_redirects=True) as c:
             first = c.get(line.split(": ", 1)[1])
-            assert first.status_code == 200 and str(first.url).endswith("/ui/memories")
-            assert 'href="/ui/static/console.css"' in first.text
-            assert c.get(f"http://127.0.0.1:{port}/ui/health").status_code == 200  # the cookie, path /ui
-            assert httpx2.get(f"http://127.0.0.1:{port}/ui/health").status_code == 401
+            ui = f"/ui{m.group(1)}"
+            assert first.status_code == 200 and str(first.url).endswith(f"{ui}/memories")
+            assert f'href="{ui}/static/console.css"' in first.text
+            assert c.get(f"http://127.0.0.1:{port}{ui}/health").status_code == 200  # the cookie, path /ui/<path>
+            assert httpx2.get(f"http://127.0.0.1:{port}{ui}/health").status_code == 401
+            assert c.get(f"http://127.0.0.1:{port}/ui/health").status_code == 404  # the cookie, off its path
     finally:
         proc.terminate()
         proc.wait(timeout=30)

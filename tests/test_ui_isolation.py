@@ -1,9 +1,11 @@
 """The console against other local pages and programs (issue 23, "The console").
 
 - The credential is a cookie, and cookies ignore ports: served on 127.0.0.1, any local program serving a
-  page on 127.0.0.1 received it. The console now serves on a per-run loopback address 127.x.y.z; a real
-  headless Chromium shows an attacker page on 127.0.0.1 (another port) reads and changes nothing, and the
-  same attack against a console on 127.0.0.1 (the old default, still available with --host) succeeds.
+  page on 127.0.0.1 received it (issue 23); on a per-run 127.x.y.z, a program that read the address in
+  /proc/net/tcp and bound it on another port did (issue 37). The console now answers only under a per-run
+  capability path, its cookie scoped to it: in a real headless Chromium, a page served on the console's own
+  address (another port), or on 127.0.0.1 beside a console there, gets no cookie, reads and changes nothing,
+  and the cookie's value replayed off the path opens nothing.
 - The browser launcher gets a private file, not the token URL, on its command line.
 - `//evil.example/?token=` redirects stay on the console.
 - Bidi controls in stored text are shown, not obeyed.
@@ -25,6 +27,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 import pytest
@@ -79,7 +82,7 @@ def test_memoryd_ui_prints_a_per_run_address(tmp_path: Path) -> None:
     for _ in range(2):
         with _serve(tmp_path / "home", repo) as url:
             urls.append(url)
-    hosts = [re.match(r"http://([\d.]+):\d+/\?token=", u).group(1) for u in urls]  # type: ignore[union-attr]
+    hosts = [re.match(r"http://([\d.]+):\d+/[\w-]{22}/\?token=", u).group(1) for u in urls]  # type: ignore[union-attr]
     assert all(h.startswith("127.") and h != "127.0.0.1" for h in hosts) and hosts[0] != hosts[1], urls
 
 
@@ -230,57 +233,84 @@ class _Evil(BaseHTTPRequestHandler):
         pass
 
 
-def _attack(browser: Any, url: str, atom: str) -> dict[str, Any]:
-    """Open the console (as its person does), then visit the other local page; what did the attacker get?"""
+def _attack(browser: Any, url: str, atom: str, neighbour: str | None = None) -> dict[str, Any]:
+    """Open the console (as its person does), then visit a page another local program serves on `neighbour`
+    (default: the console's own address, another port); what did that program get?
+
+    The program knows what /proc/net/tcp shows, the console's address and port, not the printed path."""
     base = url.split("/?")[0]
-    _Evil.console, _Evil.atom, _Evil.cookies, _Evil.results = base, atom, [], []
-    evil = ThreadingHTTPServer(("127.0.0.1", 0), _Evil)
+    origin = "{0.scheme}://{0.netloc}".format(urlsplit(base))
+    host = neighbour or str(urlsplit(base).hostname)
+    _Evil.console, _Evil.atom, _Evil.cookies, _Evil.results = origin, atom, [], []
+    evil = ThreadingHTTPServer((host, 0), _Evil)
     threading.Thread(target=evil.serve_forever, daemon=True).start()
     context = browser.new_context()
     try:
         page = context.new_page()
         page.goto(url)
         assert page.url.startswith(base + "/memories")
-        page.goto(f"http://127.0.0.1:{evil.server_port}/")
-        for _ in range(100):
-            if _Evil.results:
-                break
-            time.sleep(0.05)
+        held = context.cookies()  # the console's cookie, as the browser keeps it
+        for i, path in enumerate(("/", "/memories", "/ui/memories")):
+            page.goto(f"http://{host}:{evil.server_port}{path}")
+            for _ in range(100):  # its script reports before the next visit
+                if len(_Evil.results) > i:
+                    break
+                time.sleep(0.05)
     finally:
         context.close()
         evil.shutdown()
-    # the attacker's own program: whatever cookie it received, used directly (no browser rules apply)
+    # the program itself: whatever cookie it received, used directly (no browser rules apply)
     stolen = next((c for c in _Evil.cookies if "memoryd_ui" in c), None)
-    read = httpx2.get(f"{base}/memories", headers={"Cookie": stolen} if stolen else {})
-    return {"stolen": stolen, "script": _Evil.results[0] if _Evil.results else None, "read": read.status_code}
+    read = httpx2.get(f"{origin}/memories", headers={"Cookie": stolen} if stolen else {})
+    # had it the cookie's value by any other way: off the console's path it opens nothing
+    cookie = "; ".join(f"{c['name']}={c['value']}" for c in held)
+    replayed = {
+        p: httpx2.get(origin + p, headers={"Cookie": cookie}).status_code for p in ("/", "/memories", "/health")
+    }
+    return {"stolen": stolen, "script": _Evil.results[0] if _Evil.results else None, "read": read.status_code,
+            "replayed": replayed, "held": held, "visits": len(_Evil.results),
+            "on_path": httpx2.get(f"{base}/memories", headers={"Cookie": cookie}).status_code}  # fmt: skip
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(sys.platform != "linux", reason="only Linux routes all of 127/8 to the loopback device")
-def test_another_local_page_cannot_drive_the_console(tmp_path: Path) -> None:
+def _chromium() -> Any:
     if not Path(CHROMIUM).exists():
         if os.environ.get("CI"):
             raise RuntimeError("chromium is not installed; `make test` installs it (apt-get install chromium)")
         pytest.skip("Debian's chromium is not installed (make test installs it)")
     from playwright.sync_api import sync_playwright
 
+    return sync_playwright()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform != "linux", reason="only Linux routes all of 127/8 to the loopback device")
+def test_a_page_on_the_consoles_own_address_gets_no_working_cookie(tmp_path: Path) -> None:
+    """Issue 37: the per-run 127.x.y.z is listed in /proc/net/tcp; a program binding it on another port, whose
+    page the person's browser loads, received the console's cookie (cookies ignore ports) and read memories
+    with it. The console now answers only under a per-run capability path and scopes its cookie to it."""
     from .test_ui_browser import FLAGS
 
     home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
     with _engine(home, repo, authority="operator") as e:
         atom = e.memorize("We use PostgreSQL 16 for the main database", source="user").atom_id
-    with sync_playwright() as p:
+    with _chromium() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         try:
-            with _serve(home, repo, "--host", "127.0.0.1") as url:  # the old default: the attack works
-                before = _attack(browser, url, atom)
-            with _serve(home, repo) as url:  # the default now: its own 127.x.y.z
-                after = _attack(browser, url, atom)
+            with _serve(home, repo) as url:  # the default: its own 127.x.y.z; the neighbour binds it too
+                same_address = _attack(browser, url, atom)
+            with _serve(home, repo, "--host", "127.0.0.1") as url:  # and the shared 127.0.0.1 (macOS's only one)
+                shared = _attack(browser, url, atom, neighbour="127.0.0.1")
         finally:
             browser.close()
-    assert before["stolen"] and before["read"] == 200, before  # the test does see the attack
-    assert after["stolen"] is None and after["read"] == 401, after
-    # the page's script could not read; its blind POST (sent, or refused by the browser) ...
-    assert after["script"] is not None and after["script"]["read"] == "blocked", after
-    with _engine(home, repo, authority="operator") as e:  # ... changed nothing
+    path = urlsplit(url).path.rstrip("/")
+    for got in (same_address, shared):
+        assert got["visits"] == 3, got  # the browser did load the neighbour's pages and ran their script
+        assert got["stolen"] is None and got["read"] == 404, got
+        assert got["replayed"] == {"/": 404, "/memories": 404, "/health": 404}, got
+        assert got["on_path"] == 200, got  # the same cookie on the console's own path: the test sees it work
+        [cookie] = got["held"]
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"].count("/") == 1, cookie
+        assert got["script"] is not None and got["script"]["read"] == "blocked", got
+    assert shared["held"][0]["path"] == path
+    with _engine(home, repo, authority="operator") as e:  # the page's blind POSTs changed nothing
         assert [ev.action for ev in e.history(atom)] == ["create"]

@@ -1,7 +1,8 @@
 """A store written by main before issues 10-15 (schema 1-3, with data) upgrades to today's schema and keeps
 every memory, on both backends. The stores are fixtures made by main's own code
 (tests/data/legacy/make_main_v3.py); migrations 4 (vault outbox), 5 (console), 6 (code anchors), 7 (team) and 8 (keyword statistics per scope) run
-when today's engine opens them."""
+when today's engine opens them, up to migration 14 (a memory's source time, the links between memories by
+scope)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import json
 import shutil
 import sqlite3
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -41,7 +43,10 @@ RELEASED = {
          "postgres": "fb57f1ce60a94fe614ea755019d8db36abe8ed365794b2f3851965023f744292"},
     12: {"sqlite": "95037cd507caa73a95f7d87a7c883e6b9e399c9d95095bd957b297d90889c607",
          "postgres": "8307ff861d49aaf99689c3369216ff1843d73c418b5cbb69b7ffad782e150a8c"},
+    13: {"sqlite": "9599966fddd9a645a2ba25b5bec3c036aa796d628d90b2569eb2962a02aef35d",
+         "postgres": "0c320ad518dff9069ff015314ae268b81ae442d2d84f76f2f95471615d623f44"},
 }  # fmt: skip
+ALL = list(range(1, 16))
 
 
 def _digest(backend: Backend, n: int) -> str:
@@ -53,7 +58,7 @@ def test_released_migrations_are_unchanged_and_numbered_alike() -> None:
     for n, digests in RELEASED.items():
         assert _digest("sqlite", n) == digests["sqlite"], f"a released migration (1-{n}) changed on SQLite"
         assert _digest("postgres", n) == digests["postgres"], f"a released migration (1-{n}) changed on PostgreSQL"
-    assert [m.version for m in MIGRATIONS] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]
+    assert [m.version for m in MIGRATIONS] == ALL
     names = {m.version: m.name for m in MIGRATIONS}
     assert names[4].startswith("vault outbox") and names[5].startswith("console") and names[6] == "code anchors"
     assert names[7].startswith("team server") and names[8] == "keyword statistics per scope"
@@ -61,7 +66,8 @@ def test_released_migrations_are_unchanged_and_numbered_alike() -> None:
         "exact vector search of a small scope"
     )
     assert names[11].startswith("keyword search by scope") and names[12].startswith("vector search in half")
-    assert names[13].startswith("vacuumed often enough")
+    assert names[13].startswith("vacuumed often enough") and names[14].startswith("source time of a memory")
+    assert names[15].startswith("a second vector per memory")
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -104,8 +110,9 @@ def test_main_store_upgrades_and_keeps_every_memory(legacy: Settings, tmp_path: 
     assert _versions(legacy) == [1, 2, 3]  # as main left it
     widgets = make_repo(tmp_path / "widgets")
     with Engine.open(legacy, cwd=widgets, embedder=HashEmbedder(), authority="operator") as e:
-        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]
+        assert _versions(legacy) == ALL
         atoms = e.store.get_atoms(list(manifest["atoms"]))
+        assert all(a.written_at is None for a in atoms.values())  # migration 14: main never knew a source time
         # migration 8 counted each scope's keyword statistics from the terms main indexed
         facts = e.store.candidate_facts(list(manifest["atoms"]))
         by_scope: dict[str, list[set[str]]] = {}
@@ -148,6 +155,44 @@ def test_main_store_upgrades_and_keeps_every_memory(legacy: Settings, tmp_path: 
         assert e.store.recalls(scope_hashes=[e.scope.scope_hash], since=hits[0].atom.created_at, until=None, limit=5)
         pending = [a for a in atoms.values() if a.status == "pending"]
         assert len(pending) == 1 and [a.id for _, a in e.review_pending(scope="global")] == [pending[0].id]
+        # migration 14: a source time is kept and orders supersession; main's own supersession (a `correct
+        # replace`) is undone like today's, and a new memory replaces one main stored
+        old_port = next(i for i, a in manifest["atoms"].items() if a["status"] == "superseded")
+        port = atoms[old_port].superseded_by
+        assert port is not None
+        e.restore(old_port, "both ports are in use")
+        assert e.get(old_port).status == "active" and e.get(port).supersedes is None
+        r = e.memorize("The API server listens on port 9443 behind nginx", source="user", replaces=port,
+                       written_at="2026-12-05T08:00:00Z")  # fmt: skip
+        assert r.supersedes == port and e.get(r.atom_id or "").written_at == datetime(2026, 12, 5, 8, tzinfo=UTC)
+        assert e.get(port).status == "superseded" and e.get(port).superseded_by == r.atom_id
+        hits = e.recall("API server port nginx", include_superseded=True).hits
+        order = [h.atom.id for h in hits]
+        assert r.atom_id in order and port in order and order.index(r.atom_id) < order.index(port)
     # and reopening is a no-op (every migration recorded once)
     with Engine.open(legacy, cwd=widgets, embedder=HashEmbedder(), authority="operator") as e:
-        assert _versions(legacy) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13] and e.verify_chain().ok
+        assert _versions(legacy) == ALL and e.verify_chain().ok
+        assert e.get(port).status == "superseded"
+
+
+def test_main_store_gets_its_english_vectors_and_keeps_every_memory(legacy: Settings, tmp_path: Path) -> None:
+    """Migration 15 on a store written before it: the backfill (what a server's warm-up runs) embeds every memory
+    with content in the English model, and changes nothing else (no atom, event or content)."""
+    from memoryd.search.embed import UseEmbedder, english_embedder
+
+    kind = "postgres" if legacy.db else "sqlite"
+    manifest = json.loads((LEGACY / f"manifest-{kind}.json").read_text(encoding="utf-8"))
+    widgets = make_repo(tmp_path / "widgets")
+    english = english_embedder("minilm")
+    assert english is not None
+    with Engine.open(legacy, cwd=widgets, embedder=UseEmbedder(), authority="operator", english=english) as e:
+        before = e.store.get_atoms(list(manifest["atoms"]))
+        with_content = sorted(a for a, atom in before.items() if atom.content)
+        assert [i for i, _ in e.store.missing_model_vectors(english.name, limit=1000)] == with_content
+        assert e.backfill_vectors() == len(with_content)
+        assert e.store.missing_model_vectors(english.name, limit=1000) == [] and e.backfill_vectors() == 0
+        after = e.store.get_atoms(list(manifest["atoms"]))
+        assert {a: (x.content, x.status, x.updated_at) for a, x in after.items()} == {
+            a: (x.content, x.status, x.updated_at) for a, x in before.items()}  # fmt: skip
+        assert len(e.store.events()) == manifest["events"] and e.verify_chain().ok
+        assert e.store.table_counts()["model_vectors"] == len(with_content)

@@ -187,7 +187,7 @@ def test_render_layout_and_stable_key_order() -> None:
     assert text.endswith("\n---\n\nUse SQLite for the embedded store.\n")
     head = text.split("\n---\n", 1)[0]
     top_keys = [line.split(":", 1)[0] for line in head.splitlines()[1:] if line and line[0] not in " -"]
-    assert tuple(top_keys) == FRONTMATTER_KEYS
+    assert tuple(top_keys) == tuple(k for k in FRONTMATTER_KEYS if k != "written")  # written: only when known
     scope_keys = [line.strip().split(":", 1)[0] for line in head.splitlines() if line.startswith("  ")]
     assert scope_keys == list(vault.SCOPE_KEYS)
     assert "root" not in head  # the absolute directory stays out of the vault

@@ -27,46 +27,20 @@ from memoryd.mcp.mem import AGENT_TOOLS
 
 from .conftest import make_repo
 from .mcp.clients import server_env
+from .wheelhouse import BIN, run_ok
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-BIN = "Scripts" if os.name == "nt" else "bin"
 
 
-def _run(cmd: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None,
-         timeout: float = 600) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
-                       stdin=subprocess.DEVNULL)  # fmt: skip
-    assert r.returncode == 0, (cmd, r.stdout[-3000:], r.stderr[-3000:])
-    return r
+_run = run_ok
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # its own notice, not ours
-    # `make wheel` as written: the build frontend in a small venv of its own, never the test virtualenv
-    plan = _run(["make", "-n", "-C", str(ROOT), "wheel"], env=env).stdout
-    assert "[test]" not in plan and "pip install --quiet build" in plan, plan
-    bv = tmp_path_factory.mktemp("build-venv")
-    r = _run(["make", "--no-print-directory", "-C", str(ROOT), "wheel", f"DIST={out}", f"BUILD_VENV={bv}",
-              f"PYTHON={sys.executable}"], env=env)  # sdist, then the wheel from it  # fmt: skip
-    assert not (bv / BIN / "pytest").exists() and not (bv / BIN / "memoryd").exists()  # the frontend only
-    warnings = [line for line in (r.stdout + r.stderr).splitlines()
-                if "warning" in line.lower() and "Location 'file:" not in line]  # fmt: skip
-    assert warnings == [], warnings  # e.g. the licence table setuptools deprecates
-    (built,) = out.glob("memoryd-*.whl")
-    return built
-
-
-@pytest.fixture(scope="module")
-def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def venv(wheel_venv: Path) -> Path:
     """A fresh virtualenv with the wheel installed by pip (no extras); its bin directory."""
-    root = tmp_path_factory.mktemp("venv")
-    _run([sys.executable, "-m", "venv", str(root)])
-    _run([str(root / BIN / "python"), "-m", "pip", "install", "--quiet", str(wheel)])
-    return root / BIN
+    return wheel_venv
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
@@ -182,8 +156,10 @@ def test_the_readme_install_lines_work_from_a_clone_as_written(tmp_path: Path) -
     assert commands[0] == "uv tool install ./memoryd" and "pipx install ./memoryd" in block[0]
     assert not any(re.search(r"install memoryd\b(?!\[)", c) for c in commands), commands  # not on PyPI yet
     work = tmp_path / "work"
-    shutil.copytree(ROOT, work / "memoryd", symlinks=True, ignore=shutil.ignore_patterns(
-        ".git", ".venv*", "node_modules", "dist", "build", "*.egg-info", ".pytest_cache", "__pycache__", "out"))  # fmt: skip
+    skip = shutil.ignore_patterns(".git", ".venv*", "node_modules", "build", "*.egg-info", ".pytest_cache",
+                                  "__pycache__", "out")  # fmt: skip
+    shutil.copytree(ROOT, work / "memoryd", symlinks=True,  # a clone: the committed plugin build, not ./dist
+                    ignore=lambda d, names: skip(d, names) | ({"dist"} if Path(d) == ROOT else set()))  # fmt: skip
     fresh = tmp_path / "fresh"
     _run([sys.executable, "-m", "venv", str(fresh)])
     tools = tmp_path / "uvbin"
@@ -201,3 +177,7 @@ def test_the_readme_install_lines_work_from_a_clone_as_written(tmp_path: Path) -
     out = "".join(_run(["/bin/bash", "-c", c], cwd=work, env=env).stdout for c in commands)
     assert f"memoryd {__version__}" in out and f"memoryd-mcp {__version__}" in out, out
     assert os.path.realpath(shutil.which("memoryd-mcp", path=env["PATH"]) or "").startswith(str(tmp_path / "tools"))
+    # the OpenClaw plugin came along (package data), for `memoryd install openclaw`
+    where = _run([str(tmp_path / "tools" / "memoryd" / BIN / "python"), "-c", "from memoryd.agents.install.openclaw "
+                  "import openclaw_plugin_dir as d; print(d())"], cwd=tmp_path).stdout.strip()  # fmt: skip
+    assert where.startswith(str(tmp_path / "tools")) and (Path(where) / "dist" / "index.js").is_file(), where

@@ -100,6 +100,35 @@ def test_project_install_waits_for_approval_and_the_install_notes_say_what_the_c
     assert "No MCP servers configured" in c.claude("mcp", "list")
 
 
+def test_approve_approves_this_project_only_and_uninstall_takes_it_back(c: Claude, tmp_path: Path) -> None:
+    """`memoryd install claude --approve`: what the real CLI then does, in this folder and in another one."""
+    local = c.repo / ".claude" / "settings.local.json"
+    out = c.memoryd("install", "claude", "--approve")
+    assert json.loads(local.read_text()) == {"enabledMcpjsonServers": ["memoryd"]}
+    assert f"approved in {local}, which Claude Code honours once you trust the folder" in out
+    assert not (c.home / ".claude" / "settings.json").exists()  # nothing approved by name everywhere
+    # the folder not trusted yet: Claude Code still asks (a cloned repository cannot approve its own servers) …
+    assert c.status()["memoryd"].endswith("⏸ Pending approval (run `claude` to approve)")
+    c.trust()  # … and once the person trusts it, memoryd connects with no MCP prompt
+    assert c.status() == {"memoryd": "memoryd-mcp  - ✔ Connected"}
+    assert f"the project server 'memoryd' is already approved ({local})" in c.memoryd("install", "claude")
+    # another repository's .mcp.json naming a server `memoryd` is not approved by it, trusted or not
+    other = make_repo(tmp_path / "other")
+    (other / ".mcp.json").write_text(json.dumps({"mcpServers": {"memoryd": {"command": "memoryd-mcp"}}}))
+    state = json.loads((c.home / ".claude.json").read_text())
+    state["projects"][str(other.resolve())] = {"hasTrustDialogAccepted": True}
+    (c.home / ".claude.json").write_text(json.dumps(state))
+    listed = run([c.exe, "mcp", "list"], c.env, other)
+    assert "memoryd: memoryd-mcp  - ⏸ Pending approval" in listed.stdout, listed.stdout
+    # a trusted folder: --approve connects at once; uninstall takes the approval out with the rest
+    c.memoryd("uninstall", "claude")
+    assert not local.exists() and "No MCP servers configured" in c.claude("mcp", "list")
+    c.memoryd("install", "claude", "--approve")
+    assert c.status() == {"memoryd": "memoryd-mcp  - ✔ Connected"}
+    c.memoryd("uninstall", "claude")
+    assert not (c.repo / ".claude").exists()
+
+
 def test_user_scope_install_of_both_profiles_connects_and_uninstalls(c: Claude) -> None:
     c.memoryd("install", "claude", "--scope", "user")
     c.memoryd("install", "claude", "--scope", "user", "--profile", "hmg")

@@ -170,9 +170,11 @@ async def test_judge_and_compare(transport: str, where: tuple[Path, Path]) -> No
             s, "mem_judge", {"new_text": "Backups run nightly at 02:00 UTC to S3", "old_memory_id": old}
         )
         assert unrelated["judgment"]["type"] == "unrelated" and unrelated["band"] == "ignore"
-        new = (await ok(s, "mem_save", {"content": "前端框架改用 Solid 1.9，不再使用 React", "type": "decision"}))[
-            "memory_id"
-        ]
+        # judging applies nothing
+        assert (await ok(s, "mem_get", {"memory_id": old}))["status"] == "active"
+        saved = await ok(s, "mem_save", {"content": "前端框架改用 Solid 1.9，不再使用 React", "type": "decision"})
+        new = saved["memory_id"]
+        assert saved["supersedes"] == old  # a save does: the write path applies the auto band (issue 35)
         cmp = await ok(s, "mem_compare", {"memory_id_a": old, "memory_id_b": new})
         assert cmp["a"]["memory_id"] == old and cmp["b"]["memory_id"] == new
         assert any(line.startswith("-") for line in cmp["diff_lines"]) and any(
@@ -182,8 +184,7 @@ async def test_judge_and_compare(transport: str, where: tuple[Path, Path]) -> No
         assert "not_found" in await err(s, "mem_judge", {"new_text": "x y z", "old_memory_id": "nope"})
         assert "not_found" in await err(s, "mem_compare", {"memory_id_a": old, "memory_id_b": "nope"})
         assert "new_text is empty" in await err(s, "mem_judge", {"new_text": " ", "old_memory_id": old})
-        # judging applies nothing
-        assert (await ok(s, "mem_get", {"memory_id": old}))["status"] == "active"
+        assert (await ok(s, "mem_get", {"memory_id": old}))["status"] == "superseded"
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

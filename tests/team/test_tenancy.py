@@ -248,13 +248,21 @@ def test_a_read_only_token_writes_nothing_by_any_path(op: Engine) -> None:
     assert op.store.snapshot_version() == before
 
 
+def _wrong(token: str, i: int = 0) -> str:
+    """`token` with another secret (the i-th of several)."""
+    tail = f"{i:04d}"
+    return token[:-4] + (tail if not token.endswith(tail) else "ZZZZ")
+
+
 def test_wrong_secrets_cost_bounded_work(op: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 23, pre-authentication cost: a dead token is refused before hashing, an unknown id costs what a
-    known one does, failures back off per token id and per address, and hashing runs one at a time."""
+    known one does, repeated failures back off before hashing, and hashing runs one at a time."""
     import time
 
-    from memoryd.engine import tenancy
+    from memoryd.engine import tenancy, token_gate
     from memoryd.shared.errors import StorageBusy, TooManyAttempts
+
+    monkeypatch.setattr(tenancy, "_GATE", token_gate.Gate())  # this test's counters only
 
     def timed(token: str, client: str) -> tuple[float, str]:
         start = time.perf_counter()
@@ -264,7 +272,7 @@ def test_wrong_secrets_cost_bounded_work(op: Engine, monkeypatch: pytest.MonkeyP
 
     live = op.create_token("alice")
     op.authenticate(live.token, client="10.0.0.9")  # its person connected before the flood
-    wrong = live.token[:-4] + ("AAAA" if not live.token.endswith("AAAA") else "BBBB")
+    wrong = _wrong(live.token)
     dead = op.create_token("alice")
     op.revoke_token(dead.id)
     unknown = f"mdt_{'0' * 26}_{'A' * 43}"
@@ -276,27 +284,15 @@ def test_wrong_secrets_cost_bounded_work(op: Engine, monkeypatch: pytest.MonkeyP
     assert msg.startswith(f"token {dead.id} was revoked at ")
     assert dead_s < known_s / 3  # no scrypt for a dead token
     assert unknown_s > known_s / 3  # an unknown id pays the scrypt too: timing does not tell which ids exist
-    # per token id: after the free failures, refused before hashing (from any address), with a wait
-    for i in range(tenancy._Gate.FREE - 1):
+    # the same wrong token, past the free failures: refused before hashing, from any address, with a wait
+    for i in range(token_gate.Gate.FREE):  # the first was from 10.0.0.1
         timed(wrong, f"10.0.1.{i}")
-    timed(wrong, "10.0.1.99")
     with pytest.raises(TooManyAttempts, match=r"too many failed attempts .*; retry in \d+ s") as info:
         op.authenticate(wrong, client="10.0.2.1")
-    assert info.value.retry_after >= 1
-    assert op.authenticate(live.token, client="10.0.2.2").tenant_id == "alice"  # its person, checked before, is not
-    held = op.create_token("erin")
-    for i in range(tenancy._Gate.FREE + 1):
-        timed(held.token[:-4] + ("AAAA" if not held.token.endswith("AAAA") else "BBBB"), f"10.0.3.{i}")
-    with pytest.raises(TooManyAttempts):
-        op.authenticate(held.token, client="10.0.3.99")  # a token not seen before waits out its id's backoff
-    # per address: many ids from one address back off too
-    for _ in range(tenancy._Gate.FREE + 1):
-        other = op.create_token("bob")
-        timed(other.token[:-4] + ("AAAA" if not other.token.endswith("AAAA") else "BBBB"), "10.9.9.9")
-    with pytest.raises(TooManyAttempts):
-        op.authenticate(op.create_token("carol").token, client="10.9.9.9")
+    assert info.value.retry_after >= 1 and info.value.pace == 0
+    assert op.authenticate(live.token, client="10.0.2.2").tenant_id == "alice"  # its person is not held back
     # one hashing at a time: with the slot taken, a check that needs scrypt waits, then is refused as busy
-    monkeypatch.setattr(tenancy._Gate, "WAIT_S", 0.2)
+    monkeypatch.setattr(token_gate.Gate, "WAIT_S", 0.2)
     fresh = op.create_token("dave")
     assert tenancy._GATE.hashing.acquire(timeout=5)
     try:
@@ -305,6 +301,72 @@ def test_wrong_secrets_cost_bounded_work(op: Engine, monkeypatch: pytest.MonkeyP
     finally:
         tenancy._GATE.hashing.release()
     assert op.authenticate(fresh.token, client="10.7.7.7").tenant_id == "dave"
+
+
+def test_backoff_never_holds_back_a_valid_token_for_others_failures(
+    op: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 37: the per-address backoff locked a colleague's valid, never-used token out after other tokens
+    failed from the same address (a company NAT, the reverse proxy). Failures now hold back the token id from
+    the failing address, the failing secret, and, per address, only ids no live token has."""
+    import time
+
+    from memoryd.engine import tenancy, token_gate
+    from memoryd.shared.errors import TooManyAttempts
+
+    monkeypatch.setattr(tenancy, "_GATE", token_gate.Gate())
+    monkeypatch.setattr(token_gate.Gate, "FIRST_BACKOFF_S", 30.0)  # holds outlast this test's slow scrypt checks
+    free = token_gate.Gate.FREE
+    nat = "198.51.100.7"  # everyone behind one address
+    # someone behind the NAT fails with made-up ids, other people's ids, wrong secrets: the address is held
+    victims = [op.create_token(f"p{i}") for i in range(3)]
+    for i in range(free + 2):
+        presented = f"mdt_{'0' * 25}{i % 10}_{'B' * 43}" if i % 2 else _wrong(victims[i % 3].token, i)
+        with pytest.raises(Unauthorized):
+            op.authenticate(presented, client=nat)
+    # the newcomers behind the same address, with valid tokens never used on this process, pass
+    for name in ("bob", "carol", "erin"):
+        assert op.authenticate(op.create_token(name).token, client=nat).tenant_id == name
+    # ... and a victim whose id was guessed once from there too
+    assert op.authenticate(victims[0].token, client=nat).tenant_id == "p0"
+    # a made-up id from the held address: 429 without hashing, answered after a check's duration (`pace`)
+    start = time.perf_counter()
+    with pytest.raises(TooManyAttempts) as made_up:
+        op.authenticate(f"mdt_{'1' * 26}_{'C' * 43}", client=nat)
+    refused = time.perf_counter() - start
+    # a real id with a wrong secret from there: checked (hashing), then answered exactly the same way
+    start = time.perf_counter()
+    with pytest.raises(TooManyAttempts) as real:
+        op.authenticate(_wrong(victims[1].token, 99), client=nat)
+    hashed = time.perf_counter() - start
+    assert real.value.message == made_up.value.message and real.value.code == made_up.value.code
+    assert refused < hashed / 2  # no scrypt for the made-up id: it costs the server a row read ...
+    assert made_up.value.pace > hashed / 4 and real.value.pace == 0  # ... and its answer waits as long as a check
+    # elsewhere, the address's failures change nothing
+    with pytest.raises(Unauthorized) as elsewhere:
+        op.authenticate(f"mdt_{'1' * 26}_{'C' * 43}", client="192.0.2.1")
+    assert not isinstance(elsewhere.value, TooManyAttempts)
+    # guessing one person's secret from one address holds that id back there only (from the guesser's address)
+    target = op.create_token("frank")
+    for i in range(free + 1):
+        with pytest.raises(Unauthorized):
+            op.authenticate(_wrong(target.token, 100 + i), client="203.0.113.5")
+    with pytest.raises(TooManyAttempts):
+        op.authenticate(_wrong(target.token, 200), client="203.0.113.5")
+    assert op.authenticate(target.token, client="203.0.113.6").tenant_id == "frank"
+    # the guesses were spread over addresses, one each: no address or id is held, the owner passes
+    spread = op.create_token("gina")
+    for i in range(3 * free):
+        with pytest.raises(Unauthorized):
+            op.authenticate(_wrong(spread.token, 300 + i), client=f"203.0.114.{i}")
+    assert op.authenticate(spread.token, client="203.0.114.1").tenant_id == "gina"
+    # one wrong secret sprayed over many ids from many addresses: that secret is held back everywhere
+    secret = "D" * 43
+    for i in range(free + 1):
+        with pytest.raises(Unauthorized):
+            op.authenticate(f"mdt_{victims[i % 3].id}_{secret}", client=f"203.0.115.{i}")
+    with pytest.raises(TooManyAttempts):
+        op.authenticate(f"mdt_{'2' * 26}_{secret}", client="203.0.115.200")
 
 
 def test_a_source_cannot_forge_attribution(op: Engine) -> None:
@@ -365,3 +427,34 @@ def test_a_request_reads_its_token_and_share_in_one_statement(op: Engine) -> Non
     with pytest.raises(Unauthorized, match="unknown token, or its secret does not match"):
         other = alice_t.id[:-1] + ("Y" if alice_t.id.endswith("X") else "X")  # an id that is not alice's
         op.authenticate(f"mdt_{other}_{'a' * 43}", scope_header=header("acme/api"))
+
+
+def test_the_hashing_slot_serves_ids_that_never_failed_first() -> None:
+    """Issue 37: behind guesses at many real ids (each failing), a newcomer's check does not queue behind them."""
+    import threading
+    import time
+
+    from memoryd.engine.token_gate import Slot
+
+    slot, order = Slot(), []
+    assert slot.acquire(1.0)
+
+    def wait(name: str, urgent: bool) -> None:
+        if slot.acquire(10.0, urgent=urgent):
+            order.append(name)
+            time.sleep(0.05)
+            slot.release()
+
+    guesses = [threading.Thread(target=wait, args=(f"guess{i}", False)) for i in range(3)]
+    for t in guesses:
+        t.start()
+    time.sleep(0.2)  # the guesses wait first
+    newcomer = threading.Thread(target=wait, args=("newcomer", True))
+    newcomer.start()
+    time.sleep(0.2)
+    slot.release()
+    for t in [*guesses, newcomer]:
+        t.join(timeout=10)
+    assert order[0] == "newcomer" and sorted(order[1:]) == ["guess0", "guess1", "guess2"], order
+    assert slot.acquire(0.5) and not slot.acquire(0.1)  # one at a time; a waiter gives up at its timeout
+    slot.release()

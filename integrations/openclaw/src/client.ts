@@ -15,10 +15,14 @@ export class MemorydError extends Error {
     readonly code: string,
     message: string,
     readonly status = 0,
+    /** Nothing listened on the socket: the request was never sent (safe to send again). */
+    readonly notListening = false,
   ) {
     super(message);
   }
 }
+
+const startedOk: Promise<string | null> = Promise.resolve(null);
 
 export type Scope = { cwd: string } | { workspace: string; repository: string };
 /** Memoryd-Client: who is asking (recorded with every write). */
@@ -27,7 +31,13 @@ export type ClientInfo = { host: "openclaw"; agent?: string; session?: string; c
 export type RecallItem = { id: string; type: string; title?: string | null; content: string; scope?: string; score?: number };
 export type MemorizeAnswer = { id: string | null; effect: string; status?: string; reason?: string };
 
-export type ClientOptions = { home?: string; socket?: string; command?: string };
+export type ClientOptions = {
+  home?: string;
+  socket?: string;
+  command?: string;
+  /** Told once a start of the daemon this client made is over: how long it took, and why it failed (or null). */
+  onStart?: (ms: number, why: string | null) => void;
+};
 
 /** memoryd's data dir: the configured one, $MEMORYD_HOME, or memoryd's Linux/macOS default. */
 export function memorydHome(configured?: string): string {
@@ -68,13 +78,38 @@ export function clientHeader(info: ClientInfo): string {
   return JSON.stringify(out);
 }
 
-let startAttempted = false;
+// This process's start of the daemon, shared by every caller (the recall hook starts it without waiting; a store,
+// forget or capture in the same turn waits for that same start): null once it listens, else why it did not start.
+let starting: { at: number; done: Promise<string | null> } | null = null;
+const START_RETRY_MS = 10_000; // a start that failed is tried again after this long, not on every call
+const NOT_LISTENING = new Set(["ENOENT", "ECONNREFUSED", "ENOTDIR"]); // no daemon listens there
 
 export class MemorydClient {
   constructor(readonly opts: ClientOptions) {}
 
-  /** One request; rejects with MemorydError (code "unreachable", "timeout", or the daemon's error code). */
-  call<T>(method: "GET" | "POST", path: string, body: unknown, scope: Scope | null, client: ClientInfo, timeoutMs: number): Promise<T> {
+  /**
+   * One request; rejects with MemorydError (code "unreachable", "timeout", or the daemon's error code). When no daemon
+   * listens, it is started (`<command> daemon start`); `waitMs` > 0: the call waits up to that long for the start and
+   * is then sent once more (with at least `timeoutMs` for the answer: the first one after a cold start loads the
+   * models), so what the user asked to store in the first turn is stored; `waitMs` 0 (recall, within its budget):
+   * the start goes on in the background for the next call.
+   */
+  async call<T>(method: "GET" | "POST", path: string, body: unknown, scope: Scope | null, client: ClientInfo, timeoutMs: number, waitMs = 0): Promise<T> {
+    try {
+      return await this.send<T>(method, path, body, scope, client, timeoutMs);
+    } catch (err) {
+      if (!(err instanceof MemorydError) || err.code !== "unreachable" || !err.notListening) throw err;
+      const start = this.startDaemon();
+      if (waitMs <= 0) throw err;
+      const began = performance.now();
+      const why = await Promise.race([start, new Promise<string>((r) => setTimeout(() => r(`it did not listen within ${waitMs} ms`), waitMs).unref())]);
+      if (why !== null) throw new MemorydError("unreachable", `memoryd is not running and could not be started: ${why}`);
+      const left = waitMs - (performance.now() - began);
+      return await this.send<T>(method, path, body, scope, client, Math.max(timeoutMs, left));
+    }
+  }
+
+  private send<T>(method: "GET" | "POST", path: string, body: unknown, scope: Scope | null, client: ClientInfo, timeoutMs: number): Promise<T> {
     const socket = socketPath(this.opts);
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const headers: Record<string, string> = {
@@ -128,27 +163,51 @@ export class MemorydClient {
         done(new MemorydError("timeout", `memoryd did not answer within ${timeoutMs} ms`));
       }, timeoutMs);
       req.on("error", (err: NodeJS.ErrnoException) => {
-        const why = err.code === "ENOENT" || err.code === "ECONNREFUSED" ? `memoryd is not running (no daemon at ${socket})` : `memoryd is unreachable at ${socket}: ${err.message}`;
-        if (err.code === "ENOENT" || err.code === "ECONNREFUSED") this.startDaemon();
-        done(new MemorydError("unreachable", why));
+        const absent = NOT_LISTENING.has(err.code ?? "");
+        const why = absent ? `memoryd is not running (no daemon at ${socket})` : `memoryd is unreachable at ${socket}: ${err.message}`;
+        done(new MemorydError("unreachable", why, 0, absent));
       });
       if (payload) req.write(payload);
       req.end();
     });
   }
 
-  /** Start the daemon in the background (once per process) when a `command` is configured; never waits. */
-  startDaemon(): void {
-    if (startAttempted || !this.opts.command) return;
-    startAttempted = true;
-    try {
-      const env = { ...process.env, ...(this.opts.home ? { MEMORYD_HOME: this.opts.home } : {}) };
-      const child = spawn(this.opts.command, ["daemon", "start"], { detached: true, stdio: "ignore", env });
-      child.on("error", () => undefined);
-      child.unref();
-    } catch {
-      // fail open: the next call reports the daemon as unreachable again
-    }
+  /**
+   * Start the daemon with `<command> daemon start` (which returns once the daemon listens), once per process; resolves
+   * to null when it listens, or to why it could not start. Never rejects; nothing keeps OpenClaw's process alive for
+   * it (a start that outlives the turn goes on by itself).
+   */
+  startDaemon(): Promise<string | null> {
+    const command = this.opts.command;
+    if (!command) return Promise.resolve("no memoryd command is configured to start it (plugins.entries.memoryd.config.command; `memoryd install openclaw` sets it)");
+    if (starting && (starting.at + START_RETRY_MS > Date.now() || starting.done === startedOk)) return starting.done;
+    const done = new Promise<string | null>((resolve) => {
+      let said = "";
+      try {
+        const env = { ...process.env, ...(this.opts.home ? { MEMORYD_HOME: this.opts.home } : {}) };
+        const child = spawn(command, ["daemon", "start"], { detached: true, stdio: ["ignore", "pipe", "pipe"], env });
+        for (const stream of [child.stdout, child.stderr]) {
+          stream?.on("data", (c: Buffer) => (said = (said + c.toString("utf8")).slice(-2000)));
+          (stream as unknown as { unref?: () => void } | null)?.unref?.();
+        }
+        child.on("error", (err) => resolve(`${command} could not be run: ${err.message}`));
+        child.on("close", (code) => { // after its output (the daemon it starts writes to its own log, not here)
+          const last = said.trim().split("\n").pop()?.trim();
+          resolve(code === 0 ? null : `\`${command} daemon start\` exited ${code}${last ? `: ${last}` : ""}`);
+        });
+        child.unref();
+      } catch (err) {
+        resolve(`${command} could not be run: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    });
+    const attempt = { at: Date.now(), done };
+    const began = performance.now();
+    starting = attempt;
+    done.then((why) => {
+      if (why === null && starting === attempt) starting = { at: attempt.at, done: startedOk };
+      this.opts.onStart?.(Math.round(performance.now() - began), why);
+    });
+    return done;
   }
 
   health(timeoutMs: number) {
@@ -157,10 +216,14 @@ export class MemorydClient {
   recall(scope: Scope, client: ClientInfo, query: string, limit: number, timeoutMs: number) {
     return this.call<{ items: RecallItem[] }>("POST", "/v1/recall", { query, limit }, scope, client, timeoutMs);
   }
-  memorize(scope: Scope, client: ClientInfo, body: { content: string; type?: string; title?: string; tags?: string[]; source?: string }, timeoutMs: number) {
-    return this.call<MemorizeAnswer>("POST", "/v1/memorize", body, scope, client, timeoutMs);
+  /** What a prompt is given: the engine's relevance decision within its token budget (the Claude Code hook's too). */
+  prompt(scope: Scope, client: ClientInfo, prompt: string, limit: number, timeoutMs: number) {
+    return this.call<{ items: RecallItem[]; text: string }>("POST", "/v1/prompt", { prompt, limit, within_ms: timeoutMs }, scope, client, timeoutMs);
   }
-  forget(scope: Scope, client: ClientInfo, id: string, reason: string | undefined, timeoutMs: number) {
-    return this.call<{ id: string; effect: string; reason?: string }>("POST", "/v1/forget", reason ? { id, reason } : { id }, scope, client, timeoutMs);
+  memorize(scope: Scope, client: ClientInfo, body: { content: string; type?: string; title?: string; tags?: string[]; source?: string }, timeoutMs: number, waitMs = 0) {
+    return this.call<MemorizeAnswer>("POST", "/v1/memorize", body, scope, client, timeoutMs, waitMs);
+  }
+  forget(scope: Scope, client: ClientInfo, id: string, reason: string | undefined, timeoutMs: number, waitMs = 0) {
+    return this.call<{ id: string; effect: string; reason?: string }>("POST", "/v1/forget", reason ? { id, reason } : { id }, scope, client, timeoutMs, waitMs);
   }
 }

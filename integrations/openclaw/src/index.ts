@@ -24,6 +24,7 @@ export type Config = {
   recallTimeoutMs: number;
   captureMaxChars: number;
   requestTimeoutMs: number;
+  startTimeoutMs: number;
   logPath?: string;
 };
 
@@ -50,6 +51,7 @@ export function readConfig(raw: Record<string, unknown> | undefined): Config {
     recallTimeoutMs: num("recallTimeoutMs", 200),
     captureMaxChars: num("captureMaxChars", 2000),
     requestTimeoutMs: num("requestTimeoutMs", 5000),
+    startTimeoutMs: num("startTimeoutMs", 20000),
     logPath: str("logPath"),
   };
 }
@@ -174,7 +176,11 @@ export class MemorydPlugin {
     readonly cfg: Config,
     readonly logger: { info: (m: string) => void; warn: (m: string) => void },
   ) {
-    this.client = new MemorydClient({ home: cfg.home, socket: cfg.socket, command: cfg.command });
+    const onStart = (ms: number, why: string | null) =>
+      why === null
+        ? this.log("info", "daemon_started", `started the memoryd daemon in ${ms} ms`, { ms })
+        : this.log("warn", "daemon_start_failed", `could not start the memoryd daemon: ${why}`, { ms });
+    this.client = new MemorydClient({ home: cfg.home, socket: cfg.socket, command: cfg.command, onStart });
   }
 
   log(level: "info" | "warn", event: string, message: string, extra: Record<string, unknown> = {}): void {
@@ -190,7 +196,7 @@ export class MemorydPlugin {
     }
   }
 
-  /** before_prompt_build: recall within the budget; nothing on timeout or error (fail open). */
+  /** before_prompt_build: the memories memoryd judges relevant, within the budget; nothing on timeout or error (fail open). */
   async beforePrompt(event: { prompt?: string; currentUserMessage?: string; messages?: unknown[] }, ctx: TurnContext): Promise<{ appendSystemContext: string } | undefined> {
     const key = ctx.sessionKey || ctx.sessionId || "";
     const query = userText(event.currentUserMessage ?? event.prompt ?? "");
@@ -200,7 +206,8 @@ export class MemorydPlugin {
     if (ctx.trigger === "heartbeat" || ctx.trigger === "cron") return undefined;
     const started = performance.now();
     try {
-      const answer = await this.client.recall(scopeFor(this.cfg, ctx), clientFor(ctx), query.slice(0, 2000), this.cfg.recallLimit, this.cfg.recallTimeoutMs);
+      // The engine decides what is relevant and what fits (POST /v1/prompt), as for Claude Code's prompt hook.
+      const answer = await this.client.prompt(scopeFor(this.cfg, ctx), clientFor(ctx), query.slice(0, 2000), this.cfg.recallLimit, this.cfg.recallTimeoutMs);
       const ms = Math.round(performance.now() - started);
       const items = Array.isArray(answer.items) ? answer.items.filter((m) => m && typeof m.content === "string") : [];
       this.log("info", "recall", `recalled ${items.length} memories in ${ms} ms`, { agent: ctx.agentId, ms, ids: items.map((m) => m.id) });
@@ -233,7 +240,7 @@ export class MemorydPlugin {
     }
     const started = performance.now();
     try {
-      const answer = await this.client.memorize(scopeFor(this.cfg, ctx), clientFor(ctx), { content: text, source: "user", tags: ["openclaw"] }, this.cfg.requestTimeoutMs);
+      const answer = await this.client.memorize(scopeFor(this.cfg, ctx), clientFor(ctx), { content: text, source: "user", tags: ["openclaw"] }, this.cfg.requestTimeoutMs, this.cfg.startTimeoutMs);
       const ms = Math.round(performance.now() - started);
       this.log("info", "capture", `capture: ${answer.effect}${answer.reason ? ` (${answer.reason})` : ""}`, { agent: ctx.agentId, ms, effect: answer.effect, id: answer.id });
     } catch (err) {
@@ -307,14 +314,19 @@ export class MemorydPlugin {
         if (typeof params.type === "string" && TYPES.includes(params.type)) body.type = params.type;
         if (typeof params.title === "string" && params.title.trim()) body.title = params.title;
         try {
-          const answer = await this.client.memorize(scope(), client(), body, timeout);
+          const answer = await this.client.memorize(scope(), client(), body, timeout, this.cfg.startTimeoutMs);
           const key = ctx.sessionKey || ctx.sessionId || "";
           if (answer.effect !== "rejected") this.stored.add(key);
           this.log("info", "tool_store", `memory_store: ${answer.effect}`, { agent: ctx.agentId, effect: answer.effect, id: answer.id });
           const text = answer.effect === "rejected" ? `Not stored: ${answer.reason ?? "memoryd refused it"}` : `${answer.effect === "duplicate" ? "Already stored" : "Stored"} as ${answer.id} (${answer.effect}).`;
           return result(text, { ok: answer.effect !== "rejected", ...answer });
         } catch (err) {
-          return fail("store", err);
+          this.log("warn", "store_failed", `store failed (${describe(err)})`, { agent: ctx.agentId });
+          // the person asked for it: the model must not say it was kept
+          return result(`NOT stored. Tell the user this memory was not saved: ${describe(err)}`, {
+            ok: false,
+            error: err instanceof MemorydError ? err.code : "error",
+          });
         }
       },
     };
@@ -332,7 +344,7 @@ export class MemorydPlugin {
         if (typeof params?.id !== "string" || !params.id.trim()) return result("memory_forget needs the memory id", { ok: false, error: "invalid_input" });
         try {
           const reason = typeof params.reason === "string" && params.reason.trim() ? params.reason : "forgotten by the OpenClaw agent";
-          const answer = await this.client.forget(scope(), client(), params.id.trim(), reason, timeout);
+          const answer = await this.client.forget(scope(), client(), params.id.trim(), reason, timeout, this.cfg.startTimeoutMs);
           this.log("info", "tool_forget", `memory_forget: ${answer.effect}`, { agent: ctx.agentId, id: answer.id, effect: answer.effect });
           return result(`${answer.id}: ${answer.effect}${answer.reason ? ` (${answer.reason})` : ""}`, { ok: answer.effect === "forgotten", ...answer });
         } catch (err) {

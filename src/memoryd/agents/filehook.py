@@ -2,9 +2,9 @@
 
 `Engine.memories_for_path` answers the same question through the engine; this is its fast twin for
 a hook process, which must answer in ~100 ms and so reads the store through `storage.light` (no
-engine, numpy or pydantic). Both compose the answer with `anchors.filectx.compose_once`, which
-leaves out what the session's `memoryd.shared.injected.InjectedRecord` (shared with the SessionStart brief
-and the UserPromptSubmit recall) says it was already given, and claims what it adds. This is the
+engine, numpy or pydantic). It leaves out what the session's `memoryd.shared.injected.InjectedRecord`
+(shared with the SessionStart brief and the UserPromptSubmit recall) says it was already given, composes
+the answer with `anchors.filectx.compose`, and `hook_output` claims what it adds once printed. This is the
 `file` handler of `pretool.PRE_TOOL_USE`.
 
 Settings come from the environment as `Settings` reads them: `MEMORYD_HOME`, `MEMORYD_DB`,
@@ -19,37 +19,28 @@ from typing import TYPE_CHECKING, Any
 
 from ..anchors.git import GitRepo
 from ..shared.injected import InjectedRecord
+from .hookenv import FILE_TOOLS, FILE_TOOLS_MATCHER, target_of
 
 if TYPE_CHECKING:
     from ..anchors.filectx import Composed
 
-__all__ = ["FILE_TOOLS", "FILE_TOOLS_MATCHER", "default_home", "file_context", "hook_output", "settings_from_env"]
+__all__ = ["FILE_TOOLS", "FILE_TOOLS_MATCHER", "file_context", "hook_output", "settings_from_env", "target_of"]
 
-# Claude Code's file tools and the input field naming the file; `memoryd install` and the plugin register
-# FILE_TOOLS_MATCHER for the hooks' `file` handler (pretool.PRE_TOOL_USE).
-FILE_TOOLS: dict[str, str] = {
-    "Read": "file_path", "Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path",
-    "NotebookEdit": "notebook_path",
-}  # fmt: skip
-FILE_TOOLS_MATCHER = "|".join(FILE_TOOLS)
 DEFAULT_BUDGET = 600
-
-
-def default_home() -> Path:
-    """`Settings().home` without importing pydantic: MEMORYD_HOME, else the platform data directory."""
-    env = os.environ.get("MEMORYD_HOME")
-    if env:
-        return Path(env)
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("memoryd", appauthor=False))
 
 
 def hook_output(payload: dict[str, Any], home: Path | None = None) -> str:
     """The PreToolUse hook's stdout for a file tool: additionalContext, or nothing."""
     import json
 
-    out = file_context(payload, home or default_home())
+    from ..shared.home import data_home
+
+    home = home or data_home()
+    out = file_context(payload, home)
+    session = payload.get("session_id")
+    if out is not None and isinstance(session, str) and session:  # printed right below: recorded as given
+        if not InjectedRecord(home, session).claim_all(out.included, "pre-tool-use:file"):
+            return ""
     if out is None:
         return ""
     return json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": out.text}},
@@ -68,19 +59,16 @@ def settings_from_env(home: Path) -> tuple[str | None, bool, int]:
 
 
 def file_context(payload: dict[str, Any], home: Path) -> Composed | None:
-    """The context for a file tool call, or None when there is nothing (new) to add."""
-    field = FILE_TOOLS.get(str(payload.get("tool_name") or ""))
-    tool_input = payload.get("tool_input")
-    target = tool_input.get(field) if field and isinstance(tool_input, dict) else None
-    from ..shared.limits import LIMITS  # standard library only
-
-    if not isinstance(target, str) or not target.strip() or len(target) > LIMITS["path"][0]:
-        return None  # over the limits table's `path`: nothing to add, as for a file outside the repository
+    """The context for a file tool call, or None when there is nothing (new) to add. What the session was given
+    already is left out; recording what this adds is the caller's, once it has the answer (`agents.hooks`)."""
+    target = target_of(payload)
+    if target is None:
+        return None
     db, enabled, budget = settings_from_env(home)
     if not enabled:
         return None
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-    start = Path(target) if os.path.isabs(target) else Path(cwd or os.getcwd()) / target
+    start = Path(target)
     repo = GitRepo.find(start.parent if start.parent.is_dir() else (cwd or os.getcwd()))
     rel = repo.relpath(str(start)) if repo is not None else None
     if repo is None or rel is None:
@@ -106,12 +94,12 @@ def file_context(payload: dict[str, Any], home: Path) -> Composed | None:
     finally:
         reader.close()
     from ..anchors.drift import DriftChecker  # only when something is anchored here: parsers load lazily
-    from ..anchors.filectx import FileMemory, compose_once
+    from ..anchors.filectx import FileMemory, compose
 
     checker = DriftChecker(repo, home / "cache" / "symbols", home / "cache" / "drift")  # the engine's caches
     checked = checker.check_all([anchors.get(i, []) for i, _, _ in rows])
     memories = [
         FileMemory(i, t, c, anchors.get(i, []), changes) for (i, t, c), changes in zip(rows, checked, strict=True)
     ]
-    out = compose_once(rel, memories, budget, record)
+    out = compose(rel, memories, budget)
     return out if out.included else None

@@ -428,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             try:
                 message = json.loads(line)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:  # RecursionError: nested past the parser's depth
                 forwarder.write(_reply_error(None, PARSE_ERROR, f"memoryd connect: not a JSON-RPC message ({exc})"))
                 continue
             if isinstance(message, dict) and message.get("method") == "initialize":

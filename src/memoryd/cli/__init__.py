@@ -9,9 +9,9 @@ from . import memories  # noqa: F401  # isort: skip
 from . import groups  # noqa: F401  # isort: skip
 from . import review  # noqa: F401  # isort: skip
 from . import hosts  # noqa: F401  # isort: skip
-from .common import IN_PROCESS, app
+from .common import app
 
-__all__ = ["IN_PROCESS", "app", "main"]
+__all__ = ["app", "main"]
 
 
 def main() -> None:

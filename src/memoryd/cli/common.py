@@ -1,20 +1,18 @@
-"""What every command shares: the app, its options, the engine a command acts through (a running
-daemon's or its own), and how results and errors are printed."""
+"""What every command shares: the app, its options, the one way a command reaches the engine (a running
+daemon's or its own, `memoryd.daemon.operator`), and how results and errors are printed."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
 from ..shared.errors import EXIT_CODES, MemorydError, Rejected
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from ..engine import Engine
 
 T = TypeVar("T")
@@ -54,42 +52,12 @@ CwdOpt = Annotated[Path | None, typer.Option("--cwd", help="Act for this directo
 REJECTED_EXIT = 4  # an effect "rejected" is reported like a conflict
 
 
-# Commands that never go through a running daemon, and why. Every other command that reaches the store
-# does, when a daemon for this MEMORYD_HOME runs (none is started for a command); else it runs in-process.
-IN_PROCESS = {
-    "export": "streams the whole store to this process's stdout or files",
-    "import": "a long batched job: progress, Ctrl-C and resume belong to this terminal",
-    "migrate": "copies a whole store into another database",
-    "ui": "with a daemon running, the daemon serves the console (see `ui`)",
-    "daemon": "manages the daemon itself",
-    "hook": "the hooks' own thin client talks to the daemon",
-    "connect": "forwards to a team server, not to this home's store",
-    "install": "edits agents' configuration files only",
-    "uninstall": "edits agents' configuration files only",
-}
-
-
 def _local_engine(cwd: Path | None) -> Engine:
+    """This process's own engine, for what cannot cross to a daemon: `import` (its progress callback, and
+    Ctrl-C and resume belong to this terminal) and `export` to stdout (a stream)."""
     from ..engine import Engine
 
     return Engine.open(cwd=cwd, authority="operator")  # the person: any scope, no sensitive gate
-
-
-def _engine(cwd: Path | None) -> Engine:
-    """The engine a command acts through: the running daemon's (memoryd.daemon.operator) unless the command
-    is in IN_PROCESS or no daemon of this home runs, else this process's own."""
-    import click
-
-    ctx = click.get_current_context(silent=True)
-    while ctx is not None and ctx.parent is not None and ctx.parent.parent is not None:
-        ctx = ctx.parent  # up to the top command (`vault` of `memoryd vault sync`)
-    if ctx is None or ctx.parent is None or ctx.info_name not in IN_PROCESS:
-        from ..daemon.operator import proxy_for
-
-        proxy = proxy_for(cwd)
-        if proxy is not None:
-            return cast("Engine", proxy)
-    return _local_engine(cwd)
 
 
 def _fail(exc: MemorydError) -> NoReturn:
@@ -97,18 +65,21 @@ def _fail(exc: MemorydError) -> NoReturn:
     raise typer.Exit(EXIT_CODES.get(exc.code, 1))
 
 
-def _run(cwd: Path | None, fn: Callable[[Engine], T]) -> T:
+def _run(cwd: Path | None, fn: Callable[[Any], T]) -> T:
+    """`fn(ops)`: every engine call a command makes, through its one way in (`memoryd.daemon.operator`): the
+    running daemon of this home when there is one, else this process's own engine; results as JSON either way."""
     from ..daemon.client import DaemonError, DaemonUnavailable
+    from ..daemon.operator import operator_for
 
     try:
-        with _engine(cwd) as engine:
+        with operator_for(cwd) as ops:
             try:
-                return fn(engine)
+                return fn(ops)
             except DaemonUnavailable:
-                if getattr(engine, "calls", 1):  # the daemon went away between calls of one command: say so
+                if ops.calls:  # the daemon went away between calls of one command: say so
                     raise
-        with _local_engine(cwd) as engine:  # it went away before answering anything: nothing was applied
-            return fn(engine)
+            ops.in_process()  # it went away before answering anything: nothing was applied
+            return fn(ops)
     except MemorydError as exc:
         _fail(exc)
     except (DaemonError, DaemonUnavailable) as exc:
@@ -118,6 +89,11 @@ def _run(cwd: Path | None, fn: Callable[[Engine], T]) -> T:
         raise typer.Exit(1) from None
 
 
+def _iso(stamp: str) -> str:
+    """A time as the engine's JSON gives it (`…Z`) the way `datetime.isoformat` prints it (`…+00:00`)."""
+    return stamp[:-1] + "+00:00" if stamp.endswith("Z") else stamp
+
+
 def _emit(data: Any, as_json: bool, human: Callable[[], str]) -> None:
     if as_json:
         typer.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
@@ -125,13 +101,14 @@ def _emit(data: Any, as_json: bool, human: Callable[[], str]) -> None:
         typer.echo(human())
 
 
-def _change(cwd: Path | None, fn: Callable[[Engine], BaseModel], **shown: object) -> dict[str, Any]:
-    """A write's result as the CLI prints it. A refusal (the engine raises `Rejected`) prints like a result,
-    `{"effect": "rejected", …shown, "reason": …}`, and `_effect_exit` then exits 4."""
+def _change(cwd: Path | None, fn: Callable[[Any], dict[str, Any]], **shown: object) -> dict[str, Any]:
+    """A write's result as the CLI prints it (its None fields left out). A refusal (the engine raises
+    `Rejected`) prints like a result, `{"effect": "rejected", …shown, "reason": …}`, and `_effect_exit` then
+    exits 4."""
 
-    def run(e: Engine) -> dict[str, Any]:
+    def run(ops: Any) -> dict[str, Any]:
         try:
-            return fn(e).model_dump(exclude_none=True)
+            return fn(ops.excluding_none())
         except Rejected as exc:
             return {"effect": "rejected", **shown, "reason": exc.message, **({"dura": exc.dura} if exc.dura else {})}
 

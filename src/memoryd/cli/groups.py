@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .common import _PLAIN, REJECTED_EXIT, CwdOpt, JsonOpt, _emit, _run, app
+from .common import _PLAIN, REJECTED_EXIT, CwdOpt, JsonOpt, _emit, _iso, _run, app
 
 vault_app = typer.Typer(help="The markdown vault: one file per active memory.", **_PLAIN)  # type: ignore[arg-type]
 scope_app = typer.Typer(help="Scopes: which project you are in, sensitive scopes and read grants.",
@@ -44,15 +44,18 @@ def scope_show(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
 @scope_app.command("mark-sensitive")
 def scope_mark(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
     """Mark this scope sensitive: agents then need a grant for every read."""
-    s = _run(cwd, lambda e: e.mark_sensitive(True))
-    _emit({"scope_hash": s.scope_hash, "sensitive": True}, json_, lambda: f"{s.name} ({s.scope_hash}) is sensitive")
+    s = _run(cwd, lambda e: (e.mark_sensitive(True), e.scope_info())[1])
+    _emit({"scope_hash": s["scope_hash"], "sensitive": True}, json_,
+          lambda: f"{s['scope_name']} ({s['scope_hash']}) is sensitive")  # fmt: skip
 
 
 @scope_app.command("unmark")
 def scope_unmark(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
     """Make this scope ordinary again (drops its grants)."""
-    s = _run(cwd, lambda e: e.mark_sensitive(False))
-    _emit({"scope_hash": s.scope_hash, "sensitive": False}, json_, lambda: f"{s.name} is no longer sensitive")
+    s = _run(cwd, lambda e: (e.mark_sensitive(False), e.scope_info())[1])
+    _emit(
+        {"scope_hash": s["scope_hash"], "sensitive": False}, json_, lambda: f"{s['scope_name']} is no longer sensitive"
+    )
 
 
 @scope_app.command("grant")
@@ -117,21 +120,23 @@ def token_create(
     t = _run(None, lambda e: e.create_token(tenant, expires=expires, read_only=read_only, scopes=scope or [],
                                             label=label))  # fmt: skip
     if json_:
-        _emit(t.model_dump(mode="json"), True, str)
+        _emit(t, True, str)
         return
-    until = t.expires_at.isoformat() if t.expires_at else "never"
-    rights = ("read-only" if t.read_only else "read-write") + (f" in {', '.join(t.scopes)}" if t.scopes else "")
-    typer.echo(f"token {t.id} for {t.tenant} ({rights}), expires {until}; shown once:", err=True)
-    typer.echo(t.token)
+    until = _iso(t["expires_at"]) if t["expires_at"] else "never"
+    rights = ("read-only" if t["read_only"] else "read-write") + (
+        f" in {', '.join(t['scopes'])}" if t["scopes"] else ""
+    )
+    typer.echo(f"token {t['id']} for {t['tenant']} ({rights}), expires {until}; shown once:", err=True)
+    typer.echo(t["token"])
 
 
 @token_app.command("list")
 def token_list(json_: JsonOpt = False) -> None:
     """Every token (id, tenant, rights, state); never a secret."""
     rows = _run(None, lambda e: e.list_tokens())
-    _emit([r.model_dump(mode="json") for r in rows], json_, lambda: "\n".join(
-        f"{r.id}  {r.tenant:<16} {r.state:<8} {'ro' if r.read_only else 'rw'}  "
-        f"expires {r.expires_at.isoformat() if r.expires_at else 'never'}  {','.join(r.scopes) or '*'}  {r.label}"
+    _emit(rows, json_, lambda: "\n".join(
+        f"{r['id']}  {r['tenant']:<16} {r['state']:<8} {'ro' if r['read_only'] else 'rw'}  "
+        f"expires {_iso(r['expires_at']) if r['expires_at'] else 'never'}  {','.join(r['scopes']) or '*'}  {r['label']}"
         for r in rows) or "no tokens")  # fmt: skip
 
 
@@ -140,7 +145,7 @@ def token_revoke(token_id: Annotated[str, typer.Argument(help="The token's id (`
                  json_: JsonOpt = False) -> None:  # fmt: skip
     """Revoke a token: every replica refuses it from its next request."""
     r = _run(None, lambda e: e.revoke_token(token_id))
-    _emit(r.model_dump(mode="json"), json_, lambda: f"token {r.id} of {r.tenant} is revoked")
+    _emit(r, json_, lambda: f"token {r['id']} of {r['tenant']} is revoked")
 
 
 @team_app.command("create")

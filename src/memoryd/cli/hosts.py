@@ -68,6 +68,15 @@ def install_claude_cmd(
     ] = None,
     remote: RemoteOpt = None,
     token_env: TokenEnvOpt = None,
+    approve: Annotated[
+        bool,
+        typer.Option(
+            "--approve",
+            help="Project scope: approve the server for this project now, in <dir>/.claude/settings.local.json "
+            "(enabledMcpjsonServers; honoured once the folder is trusted), instead of at Claude "
+            "Code's prompt.",
+        ),
+    ] = False,
     dry_run: DryRunOpt = False,
     json_: JsonOpt = False,
 ) -> None:
@@ -78,7 +87,7 @@ def install_claude_cmd(
 
     _report(lambda: install_claude(scope, profile, home=Path.home(), project_dir=project_dir or Path.cwd(),  # type: ignore[arg-type]
                                    command=command, hook_command=hook_command, remote=remote, token_env=token_env,
-                                   dry_run=dry_run), json_)  # fmt: skip
+                                   approve=approve, dry_run=dry_run), json_)  # fmt: skip
 
 
 @uninstall_app.command("claude")
@@ -179,7 +188,7 @@ OpenClawOpt = Annotated[str, typer.Option("--openclaw", help="OpenClaw's CLI (de
 def install_openclaw_cmd(
     openclaw: OpenClawOpt = "openclaw",
     plugin: Annotated[
-        Path | None, typer.Option("--plugin", help="The built plugin (default: integrations/openclaw).")
+        Path | None, typer.Option("--plugin", help="A built plugin folder (default: the one inside this memoryd).")
     ] = None,
     command: Annotated[
         str | None, typer.Option("--command", help="The memoryd the plugin starts the daemon with.")
@@ -299,12 +308,13 @@ def ui(
 ) -> None:
     """Serve the web console: browse, search, review, correct, govern and audit memories.
 
-    Prints one line, `memoryd ui: http://127.x.y.z:PORT/?token=…`; the address and the token are
-    new on every start (or --host, MEMORYD_TOKEN). Sensitive scopes stay locked without a grant.
+    Prints one line, `memoryd ui: http://127.x.y.z:PORT/PATH/?token=…`; the address, the path and the
+    token are new on every start (or --host, MEMORYD_TOKEN). Sensitive scopes stay locked without a grant.
     With the memoryd daemon running (and no --host), the daemon serves it with its warm engine
     until Ctrl-C here.
     """
-    from ..ui.server import serve, serve_by_daemon
+    from ..daemon.console import serve_by_daemon
+    from ..ui.server import serve
 
     try:
         by_daemon = None if host is not None else serve_by_daemon(port=port, open_browser=not no_browser, cwd=cwd,

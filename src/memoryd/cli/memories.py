@@ -9,13 +9,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ..shared.display import shown_content, split_actor
 from ..shared.errors import EXIT_CODES, InvalidInput, MemorydError
-from .common import CwdOpt, JsonOpt, _change, _effect_exit, _emit, _fail, _local_engine, _run, app
+from .common import CwdOpt, JsonOpt, _change, _effect_exit, _emit, _fail, _iso, _local_engine, _run, app
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
-    from ..engine import Engine
+    from ..daemon.operator import Operator
 
 
 @app.command()
@@ -33,12 +32,24 @@ def memorize(
             "the text names are anchored anyway).",
         ),
     ] = None,
+    replaces: Annotated[
+        str | None, typer.Option("--replaces", help="Id of the memory this one replaces (it becomes superseded).")
+    ] = None,
+    written_at: Annotated[
+        str | None,
+        typer.Option("--written-at", help="When it was written at its source, ISO 8601 (default: now)."),
+    ] = None,
     json_: JsonOpt = False,
     cwd: CwdOpt = None,
 ) -> None:
-    """Save a memory through the full write path (redaction, dedup, admission, code anchors)."""
-    r = _change(cwd, lambda e: e.memorize(content, source=source, type=type, anchors=anchor))
+    """Save a memory through the full write path (redaction, dedup, admission, code anchors). A reworded
+    restatement merges into the memory it restates; a change supersedes the memory it changes."""
+    r = _change(cwd, lambda e: e.memorize(content, source=source, type=type, anchors=anchor, replaces=replaces,
+                                          written_at=written_at))  # fmt: skip
+    links = {"supersedes": "supersedes", "superseded_by": "superseded by", "review": "may supersede (for review)",
+             "restatement_id": "the new wording kept as"}  # fmt: skip
     _emit(r, json_, lambda: f"{r['effect']}: {r.get('atom_id', '-')}" + (f"  ({r['reason']})" if "reason" in r else "")
+          + "".join(f"\n{label}: {r[key]}" for key, label in links.items() if r.get(key))
           + (f"\nanchored to: {', '.join(r['anchors'])}" if r.get("anchors") else "")
           + (f"\nnot anchored: {r['anchor_note']}" if r.get("anchor_note") else ""))  # fmt: skip
     _effect_exit(r)
@@ -53,24 +64,29 @@ def recall(
         str | None, typer.Option("--path", help="Only memories anchored to this file or directory.")
     ] = None,
     symbol: Annotated[str | None, typer.Option("--symbol", help="Only memories anchored to this symbol.")] = None,
+    include_superseded: Annotated[
+        bool, typer.Option(help="Include memories a newer one replaced (ranked below it).")
+    ] = False,
     json_: JsonOpt = False,
     cwd: CwdOpt = None,
 ) -> None:
     """Search memories of this repository and the global scope."""
-    from ..engine import visible_content
-
     hits = _run(cwd, lambda e: e.recall(query, max_results=max_results, include_negated=include_negated, path=path,
-                                        symbol=symbol).hits)  # fmt: skip
+                                        symbol=symbol, include_superseded=include_superseded)["hits"])  # fmt: skip
     rows = [
-        {"atom_id": h.atom.id, "score": h.score, "content": visible_content(h.atom), "type": h.atom.type,
-         "status": h.atom.status, "created_at": h.atom.created_at.isoformat(), "source": h.atom.source,
-         **({"freshness": h.freshness} if h.freshness else {}),
-         **({"code_changes": [c.model_dump() for c in h.code_changes]} if h.code_changes else {})}
+        {"atom_id": h["atom"]["id"], "score": h["score"], "content": shown_content(h["atom"]), "type": h["atom"]["type"],
+         "status": h["atom"]["status"], "created_at": _iso(h["atom"]["created_at"]), "source": h["atom"]["source"],
+         **({"written_at": _iso(h["atom"]["written_at"])} if h["atom"].get("written_at") else {}),
+         **({"superseded_by": h["atom"]["superseded_by"]} if h["atom"]["status"] == "superseded" else {}),
+         **({"freshness": h["freshness"]} if h.get("freshness") else {}),
+         **({"code_changes": h["code_changes"]} if h.get("code_changes") else {})}
         for h in hits
     ]  # fmt: skip
 
     def line(r: dict[str, Any]) -> str:
         text = f"{r['score']:.2f}  {r['atom_id']}  {r['content']}"
+        if r.get("superseded_by"):
+            text += f"  [superseded by {r['superseded_by']}]"
         for c in r.get("code_changes", []):
             text += f"\n      code changed: {c['detail']}"
         return text
@@ -105,9 +121,10 @@ def govern(
     json_: JsonOpt = False,
     cwd: CwdOpt = None,
 ) -> None:
-    """Quarantine, seal, tombstone, derive a lesson from, or restore a memory."""
+    """Quarantine, seal, tombstone, derive a lesson from, or restore a memory (restore: a quarantined one, or a
+    superseded one, undoing the supersession or merge)."""
 
-    def run(e: Engine) -> BaseModel:
+    def run(e: Operator) -> Any:
         if action == "restore":
             return e.restore(target_atom, reason, actor="cli")
         return e.govern(target_atom, action, reason, lesson_content, actor="cli")
@@ -115,6 +132,29 @@ def govern(
     r = _change(cwd, run, target_atom=target_atom)
     _emit(r, json_, lambda: f"{r['effect']}: {r['target_atom']}" + (f" → lesson {r['lesson_atom_id']}"
           if "lesson_atom_id" in r else "") + (f"  ({r['reason']})" if "reason" in r else ""))  # fmt: skip
+    _effect_exit(r)
+
+
+@app.command()
+def supersede(
+    atom_id: Annotated[str, typer.Argument(help="The newer memory's id.")],
+    older: Annotated[str, typer.Argument(help="The id of the memory it replaces.")],
+    reason: Annotated[str, typer.Option("--reason", "-r", help="Why (required, audited).")],
+    dismiss: Annotated[
+        bool, typer.Option("--dismiss", help="Drop the suggestion that it does instead (both stay current).")
+    ] = False,
+    json_: JsonOpt = False,
+    cwd: CwdOpt = None,
+) -> None:
+    """Let a memory supersede an older one (a suggestion of `memoryd review --links`, or a change the write path
+    missed), or dismiss that suggestion. `memoryd govern OLDER restore` undoes a supersession or a merge."""
+    if dismiss:
+        r = _change(cwd, lambda e: e.dismiss_link(atom_id, older, reason, actor="cli"))
+    else:
+        r = _change(cwd, lambda e: e.supersede(atom_id, older, reason, actor="cli"))
+    verb = "no longer suggested to supersede" if dismiss else "now supersedes"
+    _emit(r, json_, lambda: f"{r['effect']}: {atom_id} {verb} {older}" if r["effect"] != "rejected"
+          else f"rejected: {r['reason']}")  # fmt: skip
     _effect_exit(r)
 
 
@@ -134,7 +174,7 @@ def handoff(
 @app.command()
 def stats(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
     """Counts, index coverage and snapshot version."""
-    s = _run(cwd, lambda e: e.stats()).model_dump()
+    s = _run(cwd, lambda e: e.stats())
     _emit(s, json_, lambda: "\n".join(
         [f"atoms: {s['atoms']}", f"edges: {s['edges']}", f"snapshot_version: {s['snapshot_version']}"]
         + [f"index {k}: {v}" for k, v in s["indexes"].items()] + [f"status {k}: {v}" for k, v in s["by_status"].items()]
@@ -147,11 +187,7 @@ def history(
 ) -> None:
     """Every audit event of a memory, oldest first: the source a caller named apart from the person and
     token memoryd authenticated (team server; the daemon's client and session)."""
-    from ..engine.core import split_actor
-
-    events = [
-        _attributed(e.model_dump(mode="json"), split_actor(e.actor)) for e in _run(cwd, lambda e: e.history(atom_id))
-    ]
+    events = [_attributed(e, split_actor(e["actor"])) for e in _run(cwd, lambda e: e.history(atom_id))]
     _emit(events, json_, lambda: "\n".join(
         f"{e['at']}  {e['action']:<13} by {_one_line(e['source'])}"
         + (f"  [person {_one_line(e['person'])}, token {_one_line(e['token'])}]" if e["person"] else "")
@@ -173,7 +209,7 @@ def _one_line(text: str | None) -> str:
 @app.command()
 def verify(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
     """Verify the audit chain; exits 8 when it does not verify."""
-    r = _run(cwd, lambda e: e.verify_chain()).model_dump()
+    r = _run(cwd, lambda e: e.verify_chain())
     _emit(r, json_, lambda: f"chain ok ({r['events']} events)" if r["ok"]
           else f"chain BROKEN at event {r['first_bad_seq']}: {r['problem']}")  # fmt: skip
     if not r["ok"]:
@@ -184,7 +220,7 @@ def verify(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
 def brief(json_: JsonOpt = False, cwd: CwdOpt = None) -> None:
     """The session-start brief: latest handoff, constraints, preferences, recent decisions."""
     b = _run(cwd, lambda e: e.agent_brief())
-    _emit(b.model_dump(mode="json"), json_, lambda: b.text)
+    _emit(b, json_, lambda: b["text"])
 
 
 @app.command()
@@ -219,12 +255,15 @@ def export(
         return
     if format != "jsonl":
         _fail(InvalidInput(f"unknown format {format!r}; expected jsonl or markdown"))
-    if output is None:
-        n = _run(cwd, lambda e: e.export(sys.stdout))
-    else:
-        with output.open("w", encoding="utf-8") as fh:
-            n = _run(cwd, lambda e: e.export(fh))
-        typer.echo(f"wrote {n} lines to {output}", err=True)
+    if output is None:  # a stream: this process's own engine writes it
+        try:
+            with _local_engine(cwd) as engine:
+                engine.export(sys.stdout)
+        except MemorydError as exc:
+            _fail(exc)
+        return
+    n = _run(cwd, lambda e: e.export_file(output))  # written whole or not at all
+    typer.echo(f"wrote {n} lines to {output}", err=True)
 
 
 @app.command("import")

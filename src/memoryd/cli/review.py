@@ -7,19 +7,33 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..shared.errors import EXIT_CODES
-from .common import CwdOpt, JsonOpt, _emit, _run, app
+from .common import CwdOpt, JsonOpt, _emit, _iso, _run, app
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..daemon.operator import Operator
 
 
 @app.command()
 def review(
-    limit: Annotated[int, typer.Option("--limit", "-n")] = 10, json_: JsonOpt = False, cwd: CwdOpt = None
+    limit: Annotated[int, typer.Option("--limit", "-n")] = 10,
+    links: Annotated[
+        bool, typer.Option("--links", help="Suggested supersessions instead: a memory that may replace another.")
+    ] = False,
+    json_: JsonOpt = False,
+    cwd: CwdOpt = None,
 ) -> None:
-    """Saves waiting for review, least certain first."""
+    """Saves waiting for review, least certain first; with --links, suggested supersessions (decide each with
+    `memoryd supersede NEW OLD -r …`, or `--dismiss`)."""
+    if links:
+        found = _run(cwd, lambda e: e.review_links(scope="global", limit=limit))
+        items = [{"memory_id": s["atom"]["id"], "content": s["atom"]["content"], "may_supersede": s["older"]["id"],
+                  "older_content": s["older"]["content"], "why": s["why"]} for s in found]  # fmt: skip
+        _emit(items, json_, lambda: "\n".join(f"{d['memory_id']}  {d['content']}\n  may supersede {d['may_supersede']}  "
+                                              f"{d['older_content']}\n  {d['why']}" for d in items)
+              or "no suggested supersession")  # fmt: skip
+        return
     rows = _run(cwd, lambda e: e.review_pending(limit=limit))
-    data = [{"promotion_id": p.id, "average": p.average, "content": a.content, "reasoning": p.reasoning}
+    data = [{"promotion_id": p["id"], "average": p["average"], "content": a["content"], "reasoning": p["reasoning"]}
             for p, a in rows]  # fmt: skip
     _emit(data, json_, lambda: "\n".join(f"#{d['promotion_id']} ({d['average']:.2f}) {d['content']}\n    {d['reasoning']}"
                                          for d in data) or "nothing pending")  # fmt: skip
@@ -63,8 +77,8 @@ def timeline(
     cwd: CwdOpt = None,
 ) -> None:
     """This project's memories, newest first."""
-    atoms = _run(cwd, lambda e: e.timeline(since=since, limit=limit))
-    data = [{"memory_id": a.id, "type": a.type, "created_at": a.created_at.isoformat(), "content": a.content}
+    atoms = _run(cwd, lambda e: e.timeline_window(since=since, limit=limit)["memories"])
+    data = [{"memory_id": a["id"], "type": a["type"], "created_at": _iso(a["created_at"]), "content": a["content"]}
             for a in atoms]  # fmt: skip
     _emit(data, json_, lambda: "\n".join(f"{d['created_at'][:16]}  {d['type']:<10} {d['content']}" for d in data)
           or "nothing in that window")  # fmt: skip
@@ -76,20 +90,21 @@ def show(
 ) -> None:
     """One memory with its file path and history."""
 
-    def run(e: Engine) -> dict[str, Any]:
+    def run(e: Operator) -> dict[str, Any]:
         a = e.get(atom_id)
-        fresh, changes = (
-            e.code_changes([a.id]).get(a.id, (None, [])) if a.scope_hash == e.scope.scope_hash else (None, [])
-        )
-        return {"memory": a.model_dump(mode="json"), "path": str(e.path_of(a) or ""),
-                "anchors": [x.ref for x in e.anchors(a.id)], "freshness": fresh,
-                "code_changes": [c.model_dump(exclude_none=True) for c in changes],
-                "history": [ev.model_dump(mode="json") for ev in e.history(atom_id)]}  # fmt: skip
+        here = a["scope_hash"] == e.scope_info()["scope_hash"]  # code anchors are checked in this checkout only
+        fresh, changes = e.code_changes([a["id"]]).get(a["id"], (None, [])) if here else (None, [])
+        return {"memory": a, "path": e.path_of(a) or "", "anchors": [_ref(x) for x in e.anchors(a["id"])],
+                "freshness": fresh, "code_changes": [_no_none(c) for c in changes],
+                "history": e.history(atom_id)}  # fmt: skip
 
     r = _run(cwd, run)
     m = r["memory"]
     _emit(r, json_, lambda: f"{m['id']}  {m['type']}  {m['status']}  {m['epistemic']}/{m['polarity']}\n"
           f"{m['content']}\nfile: {r['path'] or '-'}\n"
+          + f"stored: {m['created_at'][:19]}" + (f"  written: {m['written_at'][:19]}" if m.get("written_at") else "")
+          + "\n" + (f"superseded by: {m['superseded_by']}\n" if m.get("superseded_by") else "")
+          + (f"supersedes: {m['supersedes']}\n" if m.get("supersedes") else "")
           + (f"anchors: {', '.join(r['anchors'])} ({r['freshness']})\n" if r["anchors"] else "")
           + "".join(f"  code changed: {c['detail']}\n" for c in r["code_changes"]) + "\n".join(
               f"  {e['at'][:19]}  {e['action']} by {e['actor']}" + (f": {e['reason']}" if e["reason"] else "")
@@ -109,22 +124,22 @@ def stale(
     """Memories of this repository whose anchored code changed (deleted, renamed, edited, moved, gone)."""
     if confirm:
 
-        def run_confirm(e: Any) -> dict[str, Any]:
+        def run_confirm(e: Operator) -> dict[str, Any]:
             anchors = e.confirm_anchors(confirm, reason=reason, actor="cli")
-            return {"memory_id": confirm, "anchors": [a.ref for a in anchors]}
+            return {"memory_id": confirm, "anchors": [_ref(a) for a in anchors]}
 
         r = _run(cwd, run_confirm)
         _emit(r, json_, lambda: f"re-anchored {r['memory_id']}: {', '.join(r['anchors']) or 'no anchor left'}")
         return
 
-    def run(e: Any) -> dict[str, Any]:
+    def run(e: Operator) -> dict[str, Any]:
         # `anchors` means what it means in `memorize --json`: a memory's anchors (path or path::symbol);
         # whether anchoring is on is `code_anchors` (issue 26). Every anchored memory is checked.
         found = e.stale()
         return {"code_anchors": e.code_status(), "checked": e.stale_checked(), "stale": [
-            {"memory_id": s.atom.id, "type": s.atom.type, "content": s.atom.content,
-             "anchors": [a.ref for a in e.anchors(s.atom.id)],
-             "changes": [c.model_dump(exclude_none=True) for c in s.changes]} for s in found]}  # fmt: skip
+            {"memory_id": s["atom"]["id"], "type": s["atom"]["type"], "content": s["atom"]["content"],
+             "anchors": [_ref(a) for a in e.anchors(s["atom"]["id"])],
+             "changes": [_no_none(c) for c in s["changes"]]} for s in found]}  # fmt: skip
 
     r = _run(cwd, run)
 
@@ -141,6 +156,16 @@ def stale(
         return "\n".join(lines)
 
     _emit(r, json_, human)
+
+
+def _ref(anchor: list[Any]) -> str:
+    """An anchor (`memoryd.anchors.model.Anchor`, a named tuple: JSON as [path, symbol, …]) as people write it."""
+    path, symbol = anchor[0], anchor[1]
+    return f"{path}::{symbol}" if symbol else str(path)
+
+
+def _no_none(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in item.items() if v is not None}
 
 
 @app.command()

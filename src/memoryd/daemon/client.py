@@ -29,7 +29,17 @@ if TYPE_CHECKING:
     import subprocess
     from typing import Any
 
-__all__ = ["API", "Client", "DaemonError", "DaemonUnavailable", "Paths", "enabled", "home", "settings_digest"]
+__all__ = [
+    "API",
+    "Client",
+    "DaemonError",
+    "DaemonUnavailable",
+    "Paths",
+    "connect",
+    "enabled",
+    "home",
+    "settings_digest",
+]
 
 API = 1
 SOCKET_NAME = "memoryd.sock"
@@ -44,16 +54,10 @@ def enabled() -> bool:
 
 
 def home() -> Path:
-    """The data home as `Settings().home` reads it, without pydantic: MEMORYD_HOME, else the platform default."""
-    env = os.environ.get("MEMORYD_HOME")
-    if env:
-        return Path(env).expanduser()
-    if sys.platform == "linux":  # platformdirs' user_data_dir, without its import in every session's forwarder
-        xdg = os.environ.get("XDG_DATA_HOME", "").strip()
-        return Path(xdg if xdg else os.path.expanduser("~/.local/share")) / "memoryd"
-    import platformdirs
+    """The data home (`memoryd.shared.home.data_home`, standard library only)."""
+    from ..shared.home import data_home
 
-    return Path(platformdirs.user_data_dir("memoryd", appauthor=False))
+    return data_home()
 
 
 def settings_digest(environ: dict[str, str] | None = None) -> str:
@@ -115,11 +119,12 @@ class DaemonUnavailable(Exception):
 
 
 class DaemonError(Exception):
-    """The daemon answered an error, or the connection broke after the request was sent."""
+    """The daemon answered an error, or the connection broke after the request was sent. `extra`: what the
+    error carries besides its code and message (a rejection's `dura`)."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str, extra: dict[str, Any] | None = None) -> None:
         super().__init__(f"{code}: {message}")
-        self.status, self.code, self.message = status, code, message
+        self.status, self.code, self.message, self.extra = status, code, message, extra or {}
 
 
 class _NotListening(Exception):
@@ -264,15 +269,21 @@ class Client:
         if status >= 400:
             err = answer.get("error") if isinstance(answer, dict) else None
             if isinstance(err, dict):
-                raise DaemonError(status, str(err.get("code", "internal")), str(err.get("message", "")))
+                extra = {k: v for k, v in err.items() if k not in ("code", "message")}
+                raise DaemonError(status, str(err.get("code", "internal")), str(err.get("message", "")), extra)
             raise DaemonError(status, "internal", f"HTTP {status}")
         return answer
 
-    def health(self, timeout: float = 2.0) -> dict[str, Any] | None:
-        """The running daemon's health, or None when none listens (never starts one)."""
+    def health(self, timeout: float = 2.0, *, strict: bool = False) -> dict[str, Any] | None:
+        """The running daemon's health, or None when none listens (never starts one). `strict`: one that listens
+        but does not answer in time raises DaemonError (else None)."""
         try:
             status, data, _ = self._send("GET", "/v1/health", None, {"Host": "localhost"}, timeout)
-        except (_NotListening, DaemonUnavailable, DaemonError):
+        except (_NotListening, DaemonUnavailable):
+            return None
+        except DaemonError:
+            if strict:
+                raise
             return None
         if status != 200:
             return None
@@ -296,6 +307,8 @@ class Client:
             raise DaemonUnavailable(f"cannot create the data home {self.paths.home}: {exc}") from None
         if not os.access(self.paths.home, os.W_OK | os.X_OK):
             raise DaemonUnavailable(f"the data home {self.paths.home} is not writable")
+        if os.path.isdir(self.paths.socket):  # a daemon would only find it out after its start: say so now
+            raise DaemonUnavailable(f"cannot create the socket {self.paths.socket}: a directory is in its place")
 
     def _start_lock(self, deadline: float, busy: str) -> int:
         """The start lock, held (the open descriptor: closing it releases the lock) once no other client
@@ -386,6 +399,43 @@ class Client:
             self._spawn(deadline)
         finally:
             os.close(fd)
+
+
+def connect(*, start: bool, client: dict[str, str] | None = None, deadline: float | None = None,
+            lazy: bool = False) -> Client:  # fmt: skip
+    """THE choice every local surface makes between the resident daemon and its own process: a client of this data
+    home's daemon, or DaemonUnavailable (saying why) to run in-process.
+
+    `start` (hooks, `memoryd-mcp`): a daemon that does not run is started, one of another version or settings
+    restarted, by `deadline` (time.monotonic(); default START_TIMEOUT from now). Without (the CLI, `memoryd
+    ui`): only a daemon that runs already with this version and settings, left as it is otherwise. Raises
+    DaemonUnavailable when MEMORYD_DAEMON is off, none runs (without `start`), or it cannot run here.
+    `lazy` (with `start`; a hook, whose every millisecond counts): no health check first, the first request
+    starts or restarts it (`Client.raw`), raising DaemonUnavailable there.
+    """
+    if not enabled():
+        raise DaemonUnavailable("MEMORYD_DAEMON is off")
+    c = Client(client=client, autostart=start)
+    if start and lazy:
+        return c
+    end = deadline if deadline is not None else time.monotonic() + c.start_timeout
+    try:
+        info = c.health(timeout=max(0.05, min(2.0, end - time.monotonic())), strict=True)
+    except DaemonError as exc:  # it listens but does not answer: a caller that may wait finds out within its time
+        if start:
+            return c
+        raise DaemonUnavailable(f"the daemon does not answer ({exc.message})") from None
+    current = info is not None and info.get("version") == version() and info.get("settings") == settings_digest()
+    if current:
+        return c
+    if not start:
+        raise DaemonUnavailable("no daemon of this version and settings runs for this data home" if info is not None
+                                else f"no daemon is listening on {c.paths.socket}")  # fmt: skip
+    if info is None:
+        c.start(end)
+    else:
+        c.restart(end)
+    return c
 
 
 def _code(data: bytes) -> str | None:

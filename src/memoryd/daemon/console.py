@@ -1,8 +1,9 @@
 """The web console served by the daemon (`memoryd ui` with a daemon running): its warm engine, the same guard.
+Both sides live here: `Consoles` (the daemon's) and `serve_by_daemon` (the `memoryd ui` process's client).
 
 Each `memoryd ui` asks for a console of its own (`POST /v1/console`, internal): a new per-run loopback
-address 127.x.y.z and a new token (or `MEMORYD_TOKEN`), the console's Host/Origin/cookie/CSRF rules
-unchanged (memoryd.ui.security). The person's view of the scope the CLI sent (operator authority, a
+address 127.x.y.z, capability path and token (or `MEMORYD_TOKEN`), the console's Host/Origin/path/cookie/CSRF
+rules unchanged (memoryd.ui.security). The person's view of the scope the CLI sent (operator authority, a
 sensitive scope still locked without a grant: `ui.server.open_console_engine`'s rules). The console stops
 when that `memoryd ui` says so (`POST /v1/console/stop`, at Ctrl-C), LEASE seconds after it last renewed it
 (`POST /v1/console/keep`: a `memoryd ui` killed with -9), or with the daemon. While one runs, the daemon
@@ -14,9 +15,11 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import sys
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..shared.errors import InvalidInput, NotFound
@@ -24,7 +27,7 @@ from ..shared.errors import InvalidInput, NotFound
 if TYPE_CHECKING:
     from ..engine import Engine
 
-__all__ = ["Consoles"]
+__all__ = ["Consoles", "serve_by_daemon"]
 
 log = logging.getLogger("memoryd.daemon")
 MAX_CONSOLES = 8
@@ -45,8 +48,8 @@ class Consoles:
         import uvicorn
 
         from ..ui import create_app
-        from ..ui.security import TokenError, allowed_hosts, resolve_token
-        from ..ui.server import _bind_loopback
+        from ..ui.security import TokenError, allowed_hosts, console_path, resolve_token
+        from ..ui.server import bind_loopback
 
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise InvalidInput(f"port must be 0-65535, got {port!r}")
@@ -61,13 +64,14 @@ class Consoles:
         except TokenError as exc:
             raise InvalidInput(str(exc)) from None
         try:
-            host, sock = _bind_loopback(port)
+            host, sock = bind_loopback(port)
         except OSError as exc:
             raise InvalidInput(f"cannot listen on 127.x.y.z:{port}: {exc.strerror}; pick another --port (0 = any "
                                "free one)") from None  # fmt: skip
         bound = sock.getsockname()[1]
+        path = console_path()
         app = create_app(engine, token=token, hosts=allowed_hosts(host, bound, allowed_host),
-                         cookie_name=f"memoryd_ui_{bound}")  # fmt: skip
+                         cookie_name=f"memoryd_ui_{bound}", path=path)  # fmt: skip
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
         console_id = secrets.token_hex(8)
         thread = threading.Thread(target=self._run, args=(server, sock, console_id), name=f"memoryd-ui-{console_id}",
@@ -80,7 +84,7 @@ class Consoles:
                 self._reaper.start()
         thread.start()
         log.info("console %s serving on %s:%d", console_id, host, bound)
-        return {"id": console_id, "url": f"http://{host}:{bound}/?token={token}", "pid": os.getpid()}
+        return {"id": console_id, "url": f"http://{host}:{bound}{path}/?token={token}", "pid": os.getpid()}
 
     def _run(self, server: Any, sock: Any, console_id: str) -> None:
         try:
@@ -135,3 +139,57 @@ class Consoles:
     def __len__(self) -> int:
         with self._lock:
             return len(self._servers)
+
+
+def serve_by_daemon(*, port: int, open_browser: bool = True, cwd: Path | None = None,
+                    allowed_host: Sequence[str] = ()) -> int | None:  # fmt: skip
+    """`memoryd ui` through the running daemon of this home (its warm engine), on its own per-run loopback
+    address and token; this process prints the address, opens the browser, and holds the console until
+    interrupted. None when no daemon of this home (version, settings) runs (`client.connect`): the caller
+    serves in-process (`memoryd.ui.server.serve`)."""
+    import signal
+
+    from ..shared.errors import InvalidInput
+    from ..ui.server import open_in_browser
+    from .client import DaemonError, DaemonUnavailable, connect
+
+    try:
+        client = connect(start=False)
+        scope = {"cwd": os.path.abspath(cwd if cwd is not None else os.getcwd())}
+        console = client.call("/v1/console", {"port": port, "allowed_host": list(allowed_host)}, scope=scope)
+    except DaemonUnavailable:  # none runs (or it exited since it answered its health): this process serves
+        return None
+    except DaemonError as exc:
+        print(f"memoryd ui: {exc.message}" if exc.code == InvalidInput.code else
+              f"memoryd ui: the daemon answered {exc.code}: {exc.message}", file=sys.stderr)  # fmt: skip
+        return 2 if exc.code == InvalidInput.code else 1
+    print(f"memoryd ui: {console['url']}", flush=True)
+    print(f"memoryd ui: served by the memoryd daemon (pid {console['pid']}); Ctrl-C closes this console",
+          file=sys.stderr, flush=True)  # fmt: skip
+    if open_browser:
+        open_in_browser(console["url"])
+
+    def stop(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        while True:
+            time.sleep(KEEP)
+            try:
+                client.call("/v1/console/keep", {"id": console["id"]}, scope=scope, timeout=KEEP)
+            except DaemonError as exc:
+                print(f"memoryd ui: the console is gone ({exc.code}: {exc.message})", file=sys.stderr)
+                return 1
+            except DaemonUnavailable as exc:
+                print(f"memoryd ui: the console is gone (the daemon stopped: {exc})", file=sys.stderr)
+                return 1
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        client.call("/v1/console/stop", {"id": console["id"]}, scope=scope, timeout=15.0)
+    except (DaemonError, DaemonUnavailable):
+        pass
+    return 0

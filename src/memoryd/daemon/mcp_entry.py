@@ -8,19 +8,20 @@ JSON-RPC), so both tool profiles answer byte for byte as they do in-process.
 
 Standard library only: an open agent session costs a small Python process, not a copy of the models.
 In-process (`memoryd.mcp.app.main`, as before) for the HTTP transports, `--team`, `--ui`, `--admin`,
-`--help`/`--version`, `MEMORYD_DAEMON=off`, or when the daemon cannot start (one line on stderr says why).
+`--help`, `MEMORYD_DAEMON=off`, or when the daemon cannot start (one line on stderr says why). `--version` alone
+is answered here, before any of that is imported.
 A request the daemon could not answer (it died mid-way, a timeout) gets a JSON-RPC error, never a hang;
 the next request restarts the daemon.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import threading
 
-TYPE_CHECKING = False  # not `typing`'s: every open agent session holds this process (its memory is measured)
+# Nothing but os and sys at import: `memoryd-mcp --version` answers before anything else is imported, and
+# TYPE_CHECKING is not `typing`'s: every open agent session holds this process (its memory is measured).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -63,9 +64,11 @@ def _forwardable(argv: list[str]) -> tuple[str, str | None] | None:
 
 
 def _ids(line: bytes) -> list[Any]:
+    import json
+
     try:
         message = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # the daemon answers it (a parse error, nested too deep)
         return []
     items = message if isinstance(message, list) else [message]
     return [m["id"] for m in items if isinstance(m, dict) and "method" in m and m.get("id") is not None]
@@ -73,6 +76,8 @@ def _ids(line: bytes) -> list[Any]:
 
 class _Stdio:
     def __init__(self, client: Any, profile: str, scope: str, out: Any) -> None:
+        import threading
+
         self.client, self.profile, self.scope, self.out = client, profile, scope, out
         self.lock = threading.Lock()
 
@@ -82,12 +87,16 @@ class _Stdio:
             self.out.flush()
 
     def fail(self, ids: list[Any], code: int, message: str) -> None:
+        import json
+
         if not ids:
             print(f"memoryd-mcp: {message}", file=sys.stderr, flush=True)
         for rid in ids:
             self.write(json.dumps({"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}).encode())
 
     def handle(self, line: bytes) -> None:
+        import json
+
         from .client import DaemonError, DaemonUnavailable
 
         ids = _ids(line)
@@ -125,11 +134,12 @@ class _Stdio:
 
 def forward(profile: str, cwd: str) -> int:
     """Serve stdio through the daemon until stdin closes. Raises DaemonUnavailable before reading anything."""
-    from .client import Client
+    import json
+    import threading
 
-    client = Client()
-    if client.health() is None:
-        client.start()
+    from .client import connect
+
+    client = connect(start=True)
     io = _Stdio(client, profile, json.dumps({"cwd": cwd}, ensure_ascii=True), sys.stdout.buffer)
     slots = threading.BoundedSemaphore(8)  # requests in flight at once (a thread each; no executor to import)
     workers: list[threading.Thread] = []
@@ -163,6 +173,11 @@ def forward(profile: str, cwd: str) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--version"]:  # what argparse prints, without importing the MCP server (0.6 s of imports)
+        from .. import __version__
+
+        print(f"memoryd-mcp {__version__}")
+        return
     from .client import DaemonUnavailable, enabled
 
     plan = _forwardable(args) if enabled() else None

@@ -11,7 +11,8 @@
   does, or explicit workspace/repository/branch/root), through an engine view over the one store and
   models, as the team server's requests do (`Engine.for_request`); `Memoryd-Client` names the client in
   every event the request writes.
-- `/v1/*`: the local API (docs/LOCAL_API.md); `/v1/hook/<event>`: Claude Code hooks; `/mcp/<profile>`: both
+- `/v1/*`: the local API (docs/LOCAL_API.md), engine reads and writes only: the hooks ask it what to inject
+  (`/v1/brief`, `/v1/prompt`, `/v1/context`) and record what reached them themselves; `/mcp/<profile>`: both
   MCP tool profiles (stateless streamable HTTP, JSON answers), for `memoryd-mcp`'s stdio forwarder.
 - Version handshake: a request whose `Memoryd-Version` (or `Memoryd-Settings`) differs from this process's
   gets 409 `version_skew`; the client then stops it and starts its own.
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..shared.errors import HTTP_STATUS
+from ..shared.http_security import LOCAL_S
 from .client import API, Paths, home, private_dir, settings_digest, version
 
 if TYPE_CHECKING:
@@ -51,7 +53,8 @@ LOG_MAX_BYTES = 5_000_000
 MAX_BODY = 4 * 1024 * 1024
 SCOPE_TTL = 3.0  # seconds a directory's inferred scope is reused (a branch switch shows within that)
 VIEWS_MAX = 64
-_STATUS = {**HTTP_STATUS, "version_skew": 409}  # the handshake's own answer besides the errors' statuses
+# the handshake's and the transport's own answers besides the errors' statuses
+_STATUS = {**HTTP_STATUS, "version_skew": 409, "request_timeout": 408}
 
 
 class AlreadyRunning(Exception):
@@ -73,14 +76,15 @@ def _peer_uid(sock: socket.socket) -> int | None:
 
 
 def _protocol_class() -> type:
-    from uvicorn.protocols.http.h11_impl import H11Protocol
+    from ..shared.http_security import timed_protocol
 
     body = json.dumps({"error": {"code": "forbidden", "message": "this memoryd daemon serves its own user only"}})
     refusal = (f"HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
                f"connection: close\r\n\r\n{body}").encode()  # fmt: skip
 
-    class PeerChecked(H11Protocol):
-        """uvicorn's HTTP/1.1 with the peer's uid checked when the connection is made."""
+    class PeerChecked(timed_protocol(LOCAL_S)):  # type: ignore[misc]
+        """uvicorn's HTTP/1.1 with the peer's uid checked when the connection is made, and a request's headers
+        due within LOCAL_S of its first byte (a half-sent request held its connection for good)."""
 
         def connection_made(self, transport: Any) -> None:
             sock = transport.get_extra_info("socket")
@@ -118,34 +122,21 @@ class Views:
         self._lock = threading.Lock()
 
     def scope_of(self, header: str | None) -> Scope:
-        from ..engine.tenancy import read_scope_header, scope_fields
-        from ..shared.errors import InvalidInput
-        from ..shared.limits import check_text
-        from ..shared.models import Scope
-        from ..shared.scope import infer_scope, local_tenant
+        """The request's scope (`engine.tenancy.local_scope`), a directory's reused for SCOPE_TTL seconds."""
+        from ..engine.tenancy import local_scope
 
-        data = read_scope_header(header, missing='send {"cwd": "/abs/dir"} or {"workspace", "repository"} (the '
-                                                 "global scope is never assumed)")  # fmt: skip
-        if "cwd" in data:
-            if set(data) != {"cwd"}:
-                raise InvalidInput('Memoryd-Scope: "cwd" goes alone (the scope is inferred from it)')
-            cwd = check_text("cwd", data["cwd"], field="Memoryd-Scope cwd", required=True)
-            if not isinstance(cwd, str) or not os.path.isabs(cwd) or not os.path.isdir(cwd):
-                raise InvalidInput(f"Memoryd-Scope cwd must be an absolute path of a directory, got {cwd!r}")
-            now = time.monotonic()
-            with self._lock:
-                hit = self._scopes.get(cwd)
-            if hit is not None and now - hit[0] < SCOPE_TTL:
-                return hit[1]
-            scope = infer_scope(cwd)
+        now = time.monotonic()
+        with self._lock:
+            hit = self._scopes.get(header or "")
+        if hit is not None and now - hit[0] < SCOPE_TTL:
+            return hit[1]
+        scope = local_scope(header)
+        if header and '"cwd"' in header:  # an inferred scope costs git calls; an explicit one nothing
             with self._lock:
                 if len(self._scopes) > 1024:
                     self._scopes.clear()
-                self._scopes[cwd] = (now, scope)
-            return scope
-        workspace, repository, branch, root = scope_fields(data, expected="cwd, or workspace, repository, branch, root")
-        return Scope(tenant_id=local_tenant(), workspace=workspace, repository=repository, branch=branch,
-                     root=root if workspace == "local" else "")  # fmt: skip
+                self._scopes[header] = (now, scope)
+        return scope
 
     def view(self, scope: Scope, principal: str | None) -> Engine:
         key = (scope.scope_hash, scope.branch, principal)
@@ -184,9 +175,6 @@ class Views:
         with self._lock:
             self._views[key] = new
         return new
-
-    def for_cwd(self, cwd: str, client: dict[str, str] | None) -> Engine:
-        return self.view(self.scope_of(json.dumps({"cwd": cwd})), _principal(client) if client else None)
 
 
 _CLIENT_KEYS = ("host", "agent", "session", "channel", "sender")
@@ -374,15 +362,22 @@ class Daemon:
             await self._error(send, "not_found", f"no endpoint {method} {path}; docs/LOCAL_API.md lists them")
             return
         from ..shared.http_security import read_body
+        from ..shared.limits import json_loads
 
-        body_bytes, stopped = await read_body(receive, MAX_BODY)
+        body_bytes, stopped = await read_body(receive, MAX_BODY, within=LOCAL_S)
         if stopped == "disconnect":
             return
         if stopped == "too large":
             await self._error(send, "invalid_input", f"the body is larger than {MAX_BODY} bytes")
             return
+        if stopped == "timeout":
+            await self._error(send, "request_timeout", f"the body did not arrive whole within {LOCAL_S:g} s")
+            return
         try:
-            body = json.loads(body_bytes.decode("utf-8")) if body_bytes.strip() else {}
+            body = json_loads(body_bytes.decode("utf-8")) if body_bytes.strip() else {}
+        except MemorydError as exc:
+            await self._error(send, exc.code, exc.message)
+            return
         except ValueError as exc:
             await self._error(send, "invalid_input", f"the body is not JSON ({exc})")
             return
@@ -396,7 +391,9 @@ class Daemon:
             await self._error(send, exc.code, exc.message)
             return
         except MemorydError as exc:
-            await self._error(send, exc.code, exc.message)
+            from .operator import error_body
+
+            await self._json(send, _STATUS.get(exc.code, 500), {"error": error_body(exc)})
             return
         except Exception as exc:
             log.exception("%s failed", path)
@@ -408,8 +405,8 @@ class Daemon:
     def _dispatch(self, name: str, headers: dict[bytes, bytes], body: dict[str, Any]) -> Any:
         from .api import ENDPOINTS
 
-        if name.startswith("hook/"):
-            return self._hook(name[len("hook/") :], headers, body)
+        if name == "observe":
+            return self._observe(headers, body)
         if name == "operator":
             from .operator import run
 
@@ -426,27 +423,39 @@ class Daemon:
             raise _ClientError("not_found", f"no endpoint /v1/{name}; docs/LOCAL_API.md lists them")
         return fn(self.views.for_headers(headers), body)
 
-    def _hook(self, event: str, headers: dict[bytes, bytes], payload: dict[str, Any]) -> dict[str, Any]:
-        from ..agents import hooks
+    def _observe(self, headers: dict[bytes, bytes], body: dict[str, Any]) -> dict[str, Any]:
+        """`/v1/observe` on a background thread (at most as many at once as `observers` allows): a hook at session
+        end returns at once, and the transcript is read while the daemon runs."""
+        from .api import observe
 
-        client = headers.get(b"memoryd-client")
-        provenance = json.loads(client) if client else {"host": "claude-code"}
-        session = payload.get("session_id")
-        if isinstance(session, str) and session and "session" not in provenance:
-            provenance = {**provenance, "session": session[:128]}
+        view = self.views.for_headers(headers)
+        for key in ("session_id", "transcript_path"):
+            if not isinstance(body.get(key), str) or not body[key]:
+                raise _ClientError("invalid_input", f"{key} is required")
 
-        def view_for(cwd: str) -> Engine:
-            try:
-                return self.views.for_cwd(cwd, provenance)
-            except Exception:  # a session id with a character the provenance refuses: no name then
-                return self.views.for_cwd(cwd, None)
+        def work() -> None:
+            with self.observers:
+                try:
+                    log.info("observe %s: %s", body.get("event", "session-end"), observe(view, body)["summary"])
+                except Exception:
+                    log.exception("observing the transcript of session %s failed", body.get("session_id"))
 
-        return {"stdout": hooks.serve_hook(event, payload, view_for, self.settings, self.observers)}
+        threading.Thread(target=work, name="memoryd-observe", daemon=True).start()
+        return {"started": True}
 
     def health(self) -> dict[str, Any]:
         return {"ok": True, "version": self.version, "api": API, "pid": os.getpid(), "home": str(self.paths.home),
                 "settings": self.digest, "calls": self.calls, "uptime": round(time.time() - self.started, 3),
-                "engine": "ready" if self.handle.ready else "opening"}  # fmt: skip
+                "engine": "ready" if self.handle.ready else "opening", "models": self._models()}  # fmt: skip
+
+    def _models(self) -> str:
+        """ "ready" once the embedding model has loaded ("loading" until then: it loads from the daemon's start)."""
+        if not self.handle.ready:
+            return "loading"
+        try:
+            return "ready" if getattr(self.handle.get().embedder, "loaded", True) else "loading"
+        except Exception:  # the engine failed to open: `engine` says so
+            return "failed"
 
 
 # -- the process ------------------------------------------------------------------------------------------

@@ -6,10 +6,11 @@
                                             step, the scope boundary and sensitive-scope check,
                                             embedding, atoms
     Anchors(core) (`anchoring`)             code anchors: taken at write, checked on reads
-    Writer(core, anchors)                   the write path and every change to a memory
+    Linker(core) (`linking`)                one memory per fact: merge, supersede, suggest (write path 4b)
+    Writer(core, anchors, linker)           the write path and every change to a memory
     Reader(core, anchors)                   recall, context, timeline, audit, stats, the brief
     Sessions(core, writer)                  sessions and passive capture
-    Review(core)                            promotion review, judgments, the LLM
+    Review(core, linker)                    promotion review (a promoted memory is linked), judgments, the LLM
     VaultSync(core, writer)                 hand edits of the markdown vault
     Admin(core, review, vault_sync)         stats per scope, merges, doctor, sensitive scopes
     Observer(core, writer)                  transcript observations
@@ -17,6 +18,7 @@
     Library(core, reader)                   saved prompts and memories as MCP resources
     Console(core, reader, review, admin)    what the web console (`memoryd ui`) reads
     Tenancy(core)                           the team server: tokens, teams, shares, a request's scope
+    Injector(core, reader)                  what a hook adds to a prompt (the one relevance decision)
 
 Each public method of `Engine` names the part that implements it (`_part`), so the API is one list; the
 text arguments a method keeps are redacted here, on the way in (`inputs.STORED_TEXT`).
@@ -26,12 +28,14 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, cast, overload
 
 from ..formats.vault import atom_frontmatter
-from ..search.embed import MODELS, Embedder, HashEmbedder, TermEmbedder, make_embedder
+from ..search import threads
+from ..search.embed import MODELS, Embedder, HashEmbedder, TermEmbedder, english_embedder, make_embedder
 from ..search.embed import term_embedder as make_term_embedder
 from ..search.rank import fused
 from ..search.tokenize import language
@@ -45,8 +49,10 @@ from .anchoring import Anchors
 from .console import Console
 from .core import PLACEHOLDERS, Core, private_home, visible_content
 from .importer import Importer
+from .inject import Injector, relevant
 from .inputs import STORED_TEXT, redact_call
 from .library import Library
+from .linking import Linker
 from .observations import Observer
 from .reads import Reader
 from .review import Review
@@ -56,7 +62,8 @@ from .vault_sync import VaultSync
 from .writes import Writer
 
 # What surfaces use besides `Engine`: embedders for a hook's own model choice, the fused score of a
-# signal set (a hook's score bar without the semantic signal), the language of a text.
+# signal set (a hook's score bar without the semantic signal), which of a recall's hits a hook injects
+# (`search.relevance.inject`), the language of a text.
 __all__ = [
     "MODELS",
     "PLACEHOLDERS",
@@ -70,6 +77,7 @@ __all__ = [
     "fused",
     "language",
     "make_embedder",
+    "relevant",
     "visible_content",
 ]
 
@@ -77,6 +85,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 # `Engine.open(term_embedder=...)` default: the one the settings name.
 _FROM_SETTINGS: Any = object()
+log = logging.getLogger("memoryd")
 
 
 class _part(Generic[P, R]):  # noqa: N801 - reads as a function in the class body below
@@ -113,16 +122,19 @@ class Engine:
     def __init__(
         self, settings: Settings, store: Store, embedder: Embedder, scope: Scope, *, authority: str = "agent",
         enforce_sensitive: bool | None = None, term_embedder: TermEmbedder | None = None,
-        core: Core | None = None,
+        english: Embedder | None = None, core: Core | None = None,
     ) -> None:  # fmt: skip
         self._core = core = core or Core(settings, store, embedder, scope, authority=authority,
-                                        enforce_sensitive=enforce_sensitive, term_embedder=term_embedder)  # fmt: skip
+                                        enforce_sensitive=enforce_sensitive, term_embedder=term_embedder,
+                                        english=english)  # fmt: skip
         store = core.store  # each part is given the store roles it reads (storage/base.py), no more
         self._anchoring = Anchors(core, memories=store)
-        self._writer = Writer(core, self._anchoring, memories=store)
+        self._linker = Linker(core, memories=store, index=store, audit=store, reports=store,
+                              llm=lambda: self._review.llm)  # fmt: skip
+        self._writer = Writer(core, self._anchoring, self._linker, memories=store, index=store)
         self._reader = Reader(core, self._anchoring, memories=store, index=store, audit=store, reports=store)
         self._sessions = Sessions(core, self._writer, memories=store)
-        self._review = Review(core, memories=store)
+        self._review = Review(core, self._linker, memories=store, embed=lambda text: self._writer.embed(text).main)
         self._vault = VaultSync(core, self._writer, memories=store, outbox=store)
         self._admin = Admin(core, self._review, self._vault, memories=store, outbox=store, access=store, reports=store,
                            maintenance=store)  # fmt: skip
@@ -132,12 +144,15 @@ class Engine:
         self._console = Console(core, self._reader, self._review, self._admin, memories=store, audit=store, access=store,
                                reports=store)  # fmt: skip
         self._tenancy = Tenancy(core, access=store)
+        self._injector = Injector(core, self._reader)
+        self._stop = threading.Event()  # ends the English vectors' backfill (`warm`) when the engine closes
+        self._backfilling: threading.Thread | None = None
 
     @classmethod
     def open(
         cls, settings: Settings | None = None, *, cwd: str | Path | None = None, embedder: Embedder | None = None,
         authority: str = "agent", enforce_sensitive: bool | None = None,
-        term_embedder: TermEmbedder | None = _FROM_SETTINGS,
+        term_embedder: TermEmbedder | None = _FROM_SETTINGS, english: Embedder | None = _FROM_SETTINGS,
     ) -> Self:  # fmt: skip
         """Open the store named by `settings` (default: environment) for the scope of `cwd`.
 
@@ -145,17 +160,22 @@ class Engine:
         the tenant's global scope, and a sensitive scope needs a grant) or "operator" (a person,
         who may address any scope). `enforce_sensitive=True` keeps sensitive scopes locked for an
         operator too (the web console: a grant can be requested there, not bypassed).
-        `term_embedder`: recall's English signal; by default the one `settings.term_embedder` names,
+        `english`: the English sentence model whose second vector of each memory recall weighs for English
+        text; by default the one `settings.english_embedder` names. `term_embedder`: the former English
+        signal, by default the one `settings.term_embedder` names when there is no English model. Both are
         left out when the main embedder is the hashing fake (tests that need no model).
         """
         settings = settings or Settings()
         private_home(settings.home, sqlite=not settings.db)
         store = open_store(settings)
         embedder = embedder or make_embedder(settings.embedder)
+        if english is _FROM_SETTINGS:
+            english = None if embedder.name == "hash" else english_embedder(settings.english_embedder)
         if term_embedder is _FROM_SETTINGS:
-            term_embedder = None if embedder.name == "hash" else make_term_embedder(settings.term_embedder)
+            term_embedder = (None if embedder.name == "hash" or english is not None
+                             else make_term_embedder(settings.term_embedder))  # fmt: skip
         engine = cls(settings, store, embedder, infer_scope(cwd), authority=authority,
-                     enforce_sensitive=enforce_sensitive, term_embedder=term_embedder)  # fmt: skip
+                     enforce_sensitive=enforce_sensitive, term_embedder=term_embedder, english=english)  # fmt: skip
         engine.finish_crashed_writes()
         return engine
 
@@ -184,6 +204,7 @@ class Engine:
             authority=authority,
             enforce_sensitive=enforce_sensitive,
             term_embedder=c.term_embedder,
+            english=c.english,
             vault_lock=c.vault_lock,
         )  # one lock per vault within the process
         return type(self)(c.settings, c.store, c.embedder, c.scope, core=core)
@@ -199,7 +220,7 @@ class Engine:
         # The store for this person: on PostgreSQL with hot standbys, their reads wait for their own writes.
         store = c.store.acting_for(principal.tenant_id)
         core = Core(settings, store, c.embedder, scope, authority="agent", term_embedder=c.term_embedder,
-                    vault_lock=c.vault_lock, principal=principal.name, read_only=principal.read_only,
+                    english=c.english, vault_lock=c.vault_lock, principal=principal.name, read_only=principal.read_only,
                     person=person, global_reach=principal.reaches_global, local_files=False)  # fmt: skip
         return type(self)(settings, store, c.embedder, scope, core=core)
 
@@ -208,10 +229,19 @@ class Engine:
         scope, inferred from its client's directory). `principal` names the client in every event it writes."""
         c = self._core
         core = Core(c.settings, c.store, c.embedder, scope, authority="agent", term_embedder=c.term_embedder,
-                    vault_lock=c.vault_lock, principal=principal)  # fmt: skip
+                    english=c.english, vault_lock=c.vault_lock, principal=principal)  # fmt: skip
         return type(self)(c.settings, c.store, c.embedder, scope, core=core)
 
+    @classmethod
+    def api(cls) -> dict[str, Callable[..., Any]]:
+        """The engine's API as one list: every public method that names its part, by name, with the part's own
+        function (its signature and type hints). The daemon's operator endpoint serves what this lists."""
+        return {name: attr.method for name, attr in vars(cls).items() if isinstance(attr, _part)}
+
     def close(self) -> None:
+        self._stop.set()
+        if self._backfilling is not None:
+            self._backfilling.join()  # its batch finishes (a second or so) before the store closes
         self._core.store.close()
 
     def __enter__(self) -> Self:
@@ -224,9 +254,21 @@ class Engine:
         """Load what searches need (the vector index, the term model) now, so the first search is fast (servers,
         at start)."""
         self._core.store.warm()
-        start = getattr(self._core.term_embedder, "start", None)  # loads on a thread joined at exit
-        if start is not None:
-            start()
+        for model in (self._core.term_embedder, self._core.english):
+            start = getattr(model, "start", None)  # loads on a thread joined at exit
+            if start is not None:
+                start()
+        if self._core.english is not None and self._backfilling is None:
+            self._backfilling = threads.start(self._backfill, "memoryd-backfill-vectors", self._stop)
+
+    def _backfill(self) -> None:
+        try:
+            n = self._writer.backfill_vectors(stop=self._stop)
+        except Exception:  # recall goes on without the English signal for what has no vector yet
+            log.exception("backfilling the English vectors failed")
+            return
+        if n:
+            log.info("gave %d memories their English vector", n)
 
     # -- what the engine was opened with ---------------------------------------------------------
 
@@ -267,6 +309,10 @@ class Engine:
         return self._core.term_embedder
 
     @property
+    def english(self) -> Embedder | None:
+        return self._core.english
+
+    @property
     def llm(self) -> LLM | None:
         """The configured LLM client, or None (see `memoryd.text.llm`)."""
         return self._review.llm
@@ -288,6 +334,10 @@ class Engine:
     patch = _part("_writer", Writer.patch)
     delete = _part("_writer", Writer.delete)
 
+    supersede = _part("_linker", Linker.supersede)
+    dismiss_link = _part("_linker", Linker.dismiss_link)
+    review_links = _part("_linker", Linker.review_links)
+
     def update(
         self, memory_id: str, *, content: str | None = None, tags: Sequence[str] | None = None,
         triggers: Sequence[str] | None = None, title: str | None = None, actor: str = "agent", reason: str | None = None,
@@ -302,10 +352,13 @@ class Engine:
     timeline_window = _part("_reader", Reader.timeline_window)
     history = _part("_reader", Reader.history)
     verify_chain = _part("_reader", Reader.verify_chain)
+    backfill_vectors = _part("_writer", Writer.backfill_vectors)
     stats = _part("_reader", Reader.stats)
     export = _part("_reader", Reader.export)
+    export_file = _part("_reader", Reader.export_file)
     agent_brief = _part("_reader", Reader.agent_brief)
     session_context = _part("_reader", Reader.session_context)
+    prompt_context = _part("_injector", Injector.prompt_context)
 
     def timeline(
         self, *, scope: str | None = "auto", since: str = "30d", types: Sequence[str] | None = None, limit: int = 100

@@ -17,12 +17,13 @@ from ulid import ULID
 from ..formats import vault
 from ..search.embed import Embedder, TermEmbedder
 from ..shared.config import Settings
+from ..shared.display import PLACEHOLDERS, shown_content, split_actor
 from ..shared.errors import AuthorizationRequired, Forbidden, InvalidInput, NotFound
 from ..shared.limits import LIMITS, UNSTORABLE, check_text, check_texts, unstorable
 from ..shared.models import ATOM_TYPES, Atom, Scope
 from ..storage.base import Store, StoreTx
 from .inputs import shown
-from .tracked import FilePlan, TrackedTx, check_source, plan_file, publish, split_actor
+from .tracked import FilePlan, TrackedTx, check_source, plan_file, publish
 
 __all__ = [
     "AUTHORITIES",
@@ -43,12 +44,6 @@ log = logging.getLogger("memoryd")
 # person at the CLI, who may name any scope.
 AUTHORITIES = ("agent", "operator")
 
-PLACEHOLDERS = {
-    "quarantined": "[quarantined: content hidden pending review]",
-    "sealed": "[sealed: content visible to audit only]",
-    "tombstoned": "[tombstoned: content destroyed]",
-}
-
 
 def clean(text: str) -> str:
     """What is stored of a text: LF newlines, no surrounding blanks (its secrets were redacted as it came in:
@@ -58,7 +53,7 @@ def clean(text: str) -> str:
 
 def visible_content(atom: Atom) -> str:
     """What a reader may see of an atom: its content, or a placeholder for hidden states."""
-    return PLACEHOLDERS.get(atom.status, atom.content)
+    return shown_content(atom)
 
 
 def private_home(home: Path, *, sqlite: bool) -> None:
@@ -91,7 +86,7 @@ class Core:
     def __init__(
         self, settings: Settings, store: Store, embedder: Embedder, scope: Scope, *, authority: str = "agent",
         enforce_sensitive: bool | None = None, term_embedder: TermEmbedder | None = None,
-        vault_lock: vault.VaultLock | None = None, principal: str | None = None, read_only: bool = False,
+        english: Embedder | None = None, vault_lock: vault.VaultLock | None = None, principal: str | None = None, read_only: bool = False,
         person: Scope | None = None, global_reach: bool = True, local_files: bool = True,
     ) -> None:  # fmt: skip
         if authority not in AUTHORITIES:
@@ -101,7 +96,8 @@ class Core:
         self.settings = settings
         self.store = store
         self.embedder = embedder
-        self.term_embedder = term_embedder  # recall's English signal (None: left out)
+        self.term_embedder = term_embedder  # recall's former English signal, used without `english` (None: left out)
+        self.english = english  # the English sentence model: each memory's second vector (None: left out)
         self.scope = scope  # where this engine writes: the repository's scope (a team's, when shared)
         # The person's own scope of this repository (the team server: differs from `scope` when the
         # repository is shared); its global scope is the person's, never the team's.

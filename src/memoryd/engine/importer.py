@@ -12,7 +12,10 @@ atoms are imported with their content, type, title, tags, triggers, source and s
 scope recorded in the export, so a multi-repository export lands in the same repositories);
 other statuses and the `{"kind": "event", …}` lines are ignored. Imported memories get new ids,
 new `create` events and new timestamps; epistemic and polarity are classified again, so earlier
-corrections (confirm_necessary, negate, …) are not carried over.
+corrections (confirm_necessary, negate, …) are not carried over. When a memory was written is kept:
+`written_at` (ISO 8601) on any line, or an export line's `written_at`, else its `created_at`, becomes the
+memory's `written_at` (a bad one makes the line bad); supersession goes by it, so an older note imported
+after a newer one is stored superseded by it (`merged` / `superseded` in the report).
 
 Every line goes through the write path of `memorize` (validation, redaction, exact dedup, the
 gate, classification, entities); a batch of lines is embedded with one model call and written in
@@ -46,11 +49,11 @@ from pydantic import ValidationError
 from ..shared.errors import InvalidInput, Rejected
 from ..shared.limits import check_text
 from ..shared.models import Atom, MemorizeResult, Scope
-from ..shared.stamps import norm_hash
-from ..storage.base import MemoryReads, Vector
+from ..shared.stamps import norm_hash, written_time
+from ..storage.base import MemoryReads
 from .core import Core
 from .inputs import read_in
-from .writes import Draft, Writer
+from .writes import Draft, Embedded, Writer
 
 __all__ = ["DEFAULT_BATCH_SIZE", "IMPORT_GATES", "ImportReport", "Importer", "MARKER_PREFIX"]
 
@@ -73,6 +76,8 @@ class ImportReport:
     lines: int = 0
     imported: int = 0
     pending: int = 0
+    merged: int = 0  # reworded restatements of a memory already there (kept as its record, `effect` merged)
+    superseded: int = 0  # imported memories that replaced an older one, or were already replaced by a newer one
     duplicates: int = 0
     rejected: int = 0
     bad: int = 0
@@ -99,8 +104,10 @@ class ImportReport:
 
     def summary(self) -> str:
         held = f" ({self.pending} pending review)" if self.pending else ""
+        linked = f", merged {self.merged}" if self.merged else ""
+        linked += f" ({self.superseded} superseding or superseded)" if self.superseded else ""
         out = (
-            f"imported {self.imported}{held}, duplicates {self.duplicates}, rejected {self.rejected}, "
+            f"imported {self.imported}{held}{linked}, duplicates {self.duplicates}, rejected {self.rejected}, "
             f"bad {self.bad}, skipped {self.skipped} (already imported), ignored {self.ignored}; "
             f"{self.processed} lines in {self.seconds:.1f} s ({self.rate:.0f} lines/s)"
         )
@@ -113,7 +120,8 @@ class ImportReport:
         self.not_carried[kind] = self.not_carried.get(kind, 0) + n
 
     def as_dict(self) -> dict[str, Any]:
-        keys = ("path", "format", "sha256", "lines", "imported", "pending", "duplicates", "rejected", "bad", "ignored",
+        keys = ("path", "format", "sha256", "lines", "imported", "pending", "merged", "superseded", "duplicates",
+                "rejected", "bad", "ignored",
                 "skipped", "batches", "problems", "more_problems", "not_carried")  # fmt: skip
         out = {k: getattr(self, k) for k in keys}
         out.update(seconds=round(self.seconds, 3), rate=round(self.rate, 1))
@@ -307,14 +315,14 @@ class Importer:
         # is prepared before batch k commits; `seen` holds the uncommitted drafts for dedup.
         seen: dict[tuple[str, str], Atom] = {}
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memoryd-import-embed")
-        in_flight: tuple[_Batch, Future[list[Vector | None]]] | None = None
+        in_flight: tuple[_Batch, Future[list[Embedded]]] | None = None
         number = done_lines
         try:
             for batch in self._read_batches(opener, offset, done_lines, batch_size, gate=gate, source=source,
                                             seen=seen):  # fmt: skip
                 number = batch.last
                 texts = [d.atom.content for d in batch.drafts]
-                future: Future[list[Vector | None]] = pool.submit(self.writer.embed_many, texts)
+                future: Future[list[Embedded]] = pool.submit(self.writer.embed_many, texts)
                 if in_flight is not None:
                     self._commit_batch(*in_flight, report, state, source=source, seen=seen, progress=progress)
                 in_flight = (batch, future)
@@ -381,22 +389,31 @@ class Importer:
         batch.drafts.append(r)
 
     def _commit_batch(
-        self, batch: _Batch, vectors: Future[list[Vector | None]], report: ImportReport, state: dict[str, Any], *,
+        self, batch: _Batch, vectors: Future[list[Embedded]], report: ImportReport, state: dict[str, Any], *,
         source: str, seen: dict[tuple[str, str], Atom], progress: Callable[[int, int], None] | None,
     ) -> None:  # fmt: skip
         """Write one prepared batch and its progress record in one transaction, then count it."""
-        counts = {"imported": 0, "pending": 0, **batch.counts}
+        counts = {"imported": 0, "pending": 0, "merged": 0, "superseded": 0, **batch.counts}
+        done = list(zip(batch.drafts, vectors.result(), strict=True))
+        for i, (draft, vector) in enumerate(done):  # step 4b, against the store and this batch's earlier lines
+            if draft.link is None:
+                draft.link = self.writer.linker.find(
+                    draft.atom, vector.main, batch=[(d.atom, v.main) for d, v in done[:i]]
+                )
         tx = None
         try:
             with self.core.write() as tx:
-                for draft, vector in zip(batch.drafts, vectors.result(), strict=True):
+                for draft, vector in done:
                     r = self.writer.store_draft(tx, draft, vector)
-                    counts["pending" if r.status == "pending" else "imported"] += 1
+                    counts[
+                        "merged" if r.effect == "merged" else "pending" if r.status == "pending" else "imported"
+                    ] += 1
+                    counts["superseded"] += bool(r.supersedes or r.superseded_by)
                 # Cumulative over every run of this file; `offset`/`line` are where the next run starts.
                 new_state = {**state, **{k: int(state.get(k, 0)) + v for k, v in counts.items()},
                              "offset": batch.end, "line": batch.last, "path": report.path, "sha256": report.sha256}  # fmt: skip
                 reason = (f"lines {batch.first}-{batch.last}: {counts['imported']} imported, {counts['pending']} "
-                          f"pending, {counts['duplicates']} duplicates, {counts['rejected']} rejected, "
+                          f"pending, {counts['merged']} merged, {counts['duplicates']} duplicates, {counts['rejected']} rejected, "
                           f"{counts['bad']} bad, {counts['ignored']} ignored")  # fmt: skip
                 tx.append_event(atom_id=MARKER_PREFIX + report.sha256, actor=source, action="import",
                                 reason=reason, content=json.dumps(new_state, ensure_ascii=False, sort_keys=True))  # fmt: skip
@@ -463,6 +480,13 @@ class Importer:
                 "tags": _str_list(obj.get("tags"), "tags"), "triggers": _str_list(obj.get("triggers"), "triggers"),
                 "source": obj.get("source") or default_source, "scope": self._import_scope(obj.get("scope")),
             }  # fmt: skip
+            # when it was written at its source: `written_at`; an export line of memoryd's own: its written_at,
+            # else its created_at (the time it was stored where it was exported from)
+            when = obj.get("written_at") or (obj.get("created_at") if kind == "atom" else None)
+            try:
+                fields["written_at"] = written_time(when, "written_at" if obj.get("written_at") else "created_at")
+            except InvalidInput as exc:
+                raise ValueError(exc.message) from None
             dropped = []
             scope_name = obj.get("scope_name")  # a markdown export names the scope only
             if isinstance(scope_name, str) and obj.get("scope") is None:
@@ -486,7 +510,7 @@ class Importer:
         wanted = keep.get("id")
         if wanted and not self.memories.get_atoms([wanted]) and all(d.atom.id != wanted for d in batch.drafts):
             update["id"] = wanted
-        for key, name in (("created", "created_at"), ("updated", "updated_at")):
+        for key, name in (("created", "created_at"), ("updated", "updated_at"), ("written", "written_at")):
             if keep.get(key):
                 try:
                     update[name] = datetime.fromisoformat(keep[key])

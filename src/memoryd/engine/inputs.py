@@ -55,6 +55,8 @@ STORED_TEXT: dict[str, dict[str, Field]] = {
     "correct": {"reason": _REASON, "new_content": _CONTENT, "actor": _ANY},
     "govern": {"reason": _REASON, "lesson_content": _CONTENT, "actor": _ANY},
     "restore": {"reason": _REASON, "actor": _ANY},
+    "supersede": {"reason": _REASON, "actor": _ANY},
+    "dismiss_link": {"reason": _REASON, "actor": _ANY},
     "patch": {
         "content": _CONTENT,
         "tags": _TAGS,

@@ -127,11 +127,25 @@ class Library:
 
     def export_markdown(self, folder: str | Path) -> dict[str, int]:
         """Every active memory (all scopes: this is the person's export) as a folder of linked markdown
-        notes, `memoryd.formats.write_markdown`. Returns {"memories": n, "entities": m}."""
-        from ..formats import write_markdown
+        notes, `memoryd.formats.write_markdown`. Returns {"memories": n, "entities": m}.
 
+        The folder is written whole or not at all: filled beside it, then renamed into place. It must be new,
+        empty, or an earlier export (replaced whole). Raises InvalidInput otherwise, or when it cannot be written.
+        """
+        from ..formats import detect, write_markdown
+        from ..shared.files import atomic_folder
+
+        target = Path(folder)
         atoms = self.memories.list_atoms(statuses=["active"], limit=-1, newest_first=False)
-        return write_markdown(atoms, Path(folder))
+        try:
+            counts = atomic_folder(target, lambda staging: write_markdown(atoms, staging),
+                                   replaceable=lambda f: detect(f) == "memoryd-markdown")  # fmt: skip
+        except FileExistsError as exc:
+            raise InvalidInput(f"{exc}: export into a new or empty folder (an earlier memoryd markdown export there "
+                               "is replaced whole)") from None  # fmt: skip
+        except OSError as exc:
+            raise InvalidInput(f"cannot write the export to {target}: {exc.strerror or exc}") from None
+        return counts
 
     def brief_resource(self) -> str:
         """The agent brief of this repository. Raises AuthorizationRequired for a sensitive scope."""

@@ -306,6 +306,7 @@ class ObservationReport:
     held: int = 0
     rejected: int = 0
     duplicates: int = 0
+    merged: int = 0  # restatements of a memory already stored: kept as its record, nothing to review
     handoff_atom_id: str | None = None
     handoff_reason: str | None = None
     truncated: bool = False  # stopped early (size or time); the next run goes on from `end`
@@ -319,6 +320,7 @@ class ObservationReport:
         return (
             f"session {self.session_id}: read bytes {self.start}-{self.end}, {len(self.candidates)} candidate(s): "
             f"{self.held} held for review, {self.rejected} rejected, {self.duplicates} already known"
+            + (f", {self.merged} merged into what was known" if self.merged else "")
             + (f"; handoff {self.handoff_atom_id}" if self.handoff_atom_id else "")
             + (f"; no handoff ({self.handoff_reason})" if self.handoff_reason else "")
             + ("; more to read" if self.truncated else "")
@@ -389,6 +391,8 @@ class Observer:
                 report.candidates.append({k: v for k, v in entry.items() if v is not None})
                 if r.effect == "no_op":
                     report.duplicates += 1
+                elif r.effect == "merged":
+                    report.merged += 1
                 else:
                     report.held += 1
             state["held_total"] = int(state.get("held_total", 0)) + report.held

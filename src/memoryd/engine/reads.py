@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import IO, NamedTuple
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import IO, Any, NamedTuple
 
 from ..search import rank
 from ..search.decay import decay_state, parse_since
@@ -63,6 +66,38 @@ _GUIDE = (
 )
 
 
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _in_background(fn: Callable[[str], Any], arg: str) -> Future[Any]:
+    """`fn(arg)` on the process's one helper thread (recall's English query vector, beside the main one)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memoryd-recall")
+    return _POOL.submit(fn, arg)
+
+
+SUPERSEDED_WEIGHT = 0.8  # a superseded memory (asked for) ranks lower, and below its successor when both are found
+
+
+def _below_successors(hits: list[Hit]) -> list[Hit]:
+    """The hits with every superseded memory scored just below its successor when that one is among them (down
+    a chain of versions too)."""
+    by_id = {h.atom.id: h for h in hits}
+    moved = True
+    for _ in range(len(hits)):
+        if not moved:
+            break
+        moved = False
+        for h in hits:
+            succ = by_id.get(h.atom.superseded_by or "") if h.atom.status == "superseded" else None
+            if succ is not None and h.score >= succ.score:
+                h.score, moved = round(succ.score * 0.99, 6), True
+    return sorted(hits, key=lambda h: -h.score)
+
+
 class Reader:
     """Every read of memories; agent surfaces get the sensitive-scope check through `Core.guard_read`."""
 
@@ -86,15 +121,20 @@ class Reader:
     def recall(
         self, query: str, *, max_results: int = 10, include_negated: bool = False, types: Sequence[str] | None = None,
         entity_ids: Sequence[str] | None = None, scope: Scope | None = None, statuses: Sequence[str] | None = None,
-        path: str | None = None, symbol: str | None = None, record: bool = True,
+        path: str | None = None, symbol: str | None = None, record: bool = True, semantic: bool = True,
+        include_superseded: bool = False,
     ) -> RecallResult:  # fmt: skip
         """Hybrid search over the current repository and the tenant-global scope.
+
+        `include_superseded` adds the memories a newer one replaced (or that a restatement was merged into):
+        each ranks ×0.8, and below its successor when both are found (`Atom.superseded_by` names it).
 
         `path` (a file or directory of the repository) and `symbol` (`Table.insert_all`, or its last
         parts) keep only memories anchored to that code. Memories whose anchored code changed rank
         ×0.9 and say so (`freshness`, `code_changes`). `record` logs when the recall ran and its hit
         ids (not the query) for the console's Sessions page, and refreshes the hits' access times (their
         decay); the console's searches pass False, so a person browsing changes nothing agents see.
+        `semantic` False: no query embedding (the model is not loaded in time: keyword and entity signals only).
 
         Raises:
             InvalidInput: empty query, max_results outside 1..100, a field over its limit (`memoryd.shared.limits`).
@@ -108,16 +148,21 @@ class Reader:
         core.check_types(types)
         check_texts("entity_ids", "entity", entity_ids)
         path, symbol = check_filters(path, symbol)
-        start = getattr(core.term_embedder, "start", None)  # the term model loads while candidates are gathered
-        if start is not None:
-            start()
+        for model in (core.term_embedder, core.english):  # they load while candidates are gathered
+            start = getattr(model, "start", None)
+            if start is not None:
+                start()
+        if statuses is None and include_superseded:
+            statuses = ["active", "negated", "superseded"] if include_negated else ["active", "superseded"]
         q, cands, stats = self.gather(query, max_results=max_results, include_negated=include_negated, types=types,
                                       entity_ids=entity_ids, scope=scope, statuses=statuses, path=path,
-                                      symbol=symbol)  # fmt: skip
+                                      symbol=symbol, semantic=semantic)  # fmt: skip
         # A path/symbol filter lists every memory anchored there, whatever the query's signals say.
-        ranked = rank.rank(q, cands, stats, english=self._english if core.term_embedder is not None else None,
-                           keep_zero=bool(path or symbol))  # fmt: skip
-        scored = [(score, c.atom_id, signals) for score, c, signals in ranked]
+        words = self._english if core.term_embedder is not None and not q.english else None
+        ranked = rank.rank(q, cands, stats, english=words, keep_zero=bool(path or symbol))
+        scored = [(score * (SUPERSEDED_WEIGHT if c.status == "superseded" else 1.0), c.atom_id, signals)
+                  for score, c, signals in ranked]  # fmt: skip
+        scored.sort(key=lambda x: -x[0])
         # Code anchors: a memory whose code moved on ranks ×DRIFT_WEIGHT, a multiplier after the ranking.
         # Anchors are checked against this working tree, so only this repository's memories, and only as
         # deep as the top max_results needs.
@@ -137,6 +182,7 @@ class Reader:
             for score, atom_id, signals in scored
             if atom_id in atoms  # deleted between the two reads
         ]
+        hits = _below_successors(hits)
         if record:  # a person browsing (the console) neither freshens memories nor counts as a recall
             self.memories.touch([h.atom.id for h in hits])
             self.index.log_recall((scope or core.scope).scope_hash, [h.atom.id for h in hits])
@@ -156,7 +202,7 @@ class Reader:
     def gather(
         self, query: str, *, max_results: int = 10, include_negated: bool = False, types: Sequence[str] | None = None,
         entity_ids: Sequence[str] | None = None, scope: Scope | None = None, statuses: Sequence[str] | None = None,
-        path: str | None = None, symbol: str | None = None,
+        path: str | None = None, symbol: str | None = None, semantic: bool = True,
     ) -> tuple[rank.Query, list[rank.Candidate], TermStats]:  # fmt: skip
         """recall's first half: the query's terms and entities, every candidate with its scoring facts.
 
@@ -173,11 +219,16 @@ class Reader:
             checker = self.anchors.checker()
             rel = (checker.repo.relpath(path) or path) if path and checker is not None else path
             allowed = set(self.memories.anchored_atoms(scope_hashes=scopes, statuses=statuses, path=rel, symbol=symbol))
+        # The English sentence vector of the query, computed on another thread while the candidates are read
+        # (onnxruntime lets go of the GIL): a Chinese query has none, that model cannot read it.
+        english = core.english if core.english is not None and language(query) == "en" else None
+        q_en = _in_background(english.query, query) if english is not None else None
         q = rank.Query(
             text=query, terms=tuple(dict.fromkeys(tokens(query, query=True))),
             entities=tuple(dict.fromkeys(e.id for e in extract_entities(query))),
             boost=tuple(dict.fromkeys(entity_ids or [])),
             cosine_floor=core.embedder.cosine_floor, cosine_ceil=core.embedder.cosine_ceil,
+            english=english is not None,
         )  # fmt: skip
         pool = max(50, max_results * 5)
         candidates: dict[str, float | None] = {}
@@ -187,7 +238,7 @@ class Reader:
             candidates[atom_id] = None
         q_vec = None
         try:
-            q_vec = core.embedder.query(query)
+            q_vec = core.embedder.query(query) if semantic else None
         except Exception:
             log.exception("query embedding failed; keyword and entity signals only")
         if q_vec is not None:
@@ -214,6 +265,12 @@ class Reader:
             new_facts = self.index.candidate_facts(new, query=q_vec)
             candidates.update({n: new_facts[n].cos if n in new_facts else None for n in new})
             facts.update(new_facts)
+        cos_en: dict[str, float] = {}
+        if english is not None and q_en is not None:
+            try:
+                cos_en = self.index.model_cosines(english.name, q_en.result(), list(candidates))
+            except Exception:  # a broken second model must not break recall
+                log.exception("English query embedding failed; ranked without it")
         now = utc_now()
         cands: list[rank.Candidate] = []
         for atom_id, cosine in candidates.items():
@@ -226,15 +283,17 @@ class Reader:
                 atom_id=atom_id, cos=cosine, terms=frozenset(fact.terms), entities=fact.entities, status=fact.status,
                 type=fact.type, decay=_DECAY_WEIGHT[decay_state(fact, now)], epistemic=fact.epistemic,
                 polarity=fact.polarity, next_id=nexts.get(atom_id), scope_hash=fact.scope_hash,
+                cos_en=cos_en.get(atom_id),
             ))  # fmt: skip
         return q, cands, stats
 
     def search(self, query: str, *, scope: str | Scope | None = "auto", top_k: int = 10, types: Sequence[str] | None = None,
                entity_ids: Sequence[str] | None = None, path: str | None = None,
-               symbol: str | None = None) -> RecallResult:  # fmt: skip
+               symbol: str | None = None, include_superseded: bool = False) -> RecallResult:  # fmt: skip
         """mem_search: recall with types as a post-filter, entity ids as a boost, path/symbol as anchor filters."""
         return self.recall(query, max_results=top_k, types=types, entity_ids=entity_ids,
-                           scope=self.core.resolve_scope(scope), path=path, symbol=symbol)  # fmt: skip
+                           scope=self.core.resolve_scope(scope), path=path, symbol=symbol,
+                           include_superseded=include_superseded)  # fmt: skip
 
     def context(self, atom_id: str, *, neighbors: int = 3) -> tuple[list[Atom], Atom, list[Atom]]:
         """The memories created just before and after one memory, in its scope."""
@@ -289,6 +348,18 @@ class Reader:
             by_status=c["by_status"], indexes=IndexCoverage(semantic=c["semantic"], keyword=c["keyword"],
                                                             temporal=c["temporal"], categorical=c["categorical"]),
         )  # fmt: skip
+
+    def export_file(self, path: Path) -> int:
+        """`export` into the file `path`, written whole or not at all (a temporary file beside it, renamed over it
+        once every line is written). Returns the number of lines. Raises InvalidInput when it cannot be written."""
+        from ..shared.files import atomic_text
+
+        path = Path(path)
+        try:
+            with atomic_text(path) as fh:
+                return self.export(fh)
+        except OSError as exc:
+            raise InvalidInput(f"cannot write the export to {path}: {exc.strerror or exc}") from None
 
     def export(self, out: IO[str]) -> int:
         """Write every atom, then every event, as JSON lines. Returns the number of lines."""

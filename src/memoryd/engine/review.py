@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import Any
 
 from ..shared.errors import InvalidInput, NotFound
 from ..shared.limits import check_count, check_text
 from ..shared.models import Atom, Promotion
-from ..storage.base import MemoryReads
+from ..storage.base import MemoryReads, Vector
 from ..text.judge import Judgment, band, judge, suggest_topic_key
 from ..text.llm import LLM, LLMError, llm_from_env
 from .core import Core
+from .linking import Link, Linker
 
 __all__ = ["Review"]
 
@@ -25,9 +26,12 @@ def _check_unit(name: str, value: object) -> float:
 
 
 class Review:
-    def __init__(self, core: Core, *, memories: MemoryReads) -> None:
+    def __init__(self, core: Core, linker: Linker, *, memories: MemoryReads,
+                 embed: Callable[[str], Vector | None]) -> None:  # fmt: skip
         self.memories = memories
         self.core = core
+        self.linker = linker  # a promoted memory links to the memories of its scope then (step 4b)
+        self.embed = embed
         self.llm_error: str | None = None  # why the configured LLM is unusable (for doctor)
 
     def _scopes(self, scope: str | None) -> list[str] | None:
@@ -77,6 +81,13 @@ class Review:
         found = self.memories.get_promotions(list(ids))
         # The scope boundary: a promotion of a scope out of reach is reported exactly as a missing one.
         found = {pid: p for pid, p in found.items() if self.core.reach(p.scope_hash)}
+        links: dict[str, Link | None] = {}
+        atoms: dict[str, Atom] = {}
+        if to == "promoted":  # judged before the transaction (the model and the index searches take a while)
+            atoms = self.memories.get_atoms(p.atom_id for p in found.values() if p.status == "pending")
+            for atom in atoms.values():
+                active = atom.model_copy(update={"status": "active"})
+                links[atom.id] = self.linker.find(active, self.embed(atom.content))
         done: list[int] = []
         skipped: list[dict[str, Any]] = []
         with self.core.write() as tx:
@@ -87,9 +98,20 @@ class Review:
                     skipped.append({"promotion_id": pid, "reason": why})
                     continue
                 tx.records.decide_promotion(pid, to)
-                tx.update_atom(p.atom_id, status="active" if to == "promoted" else "sealed", prior_status="pending")
+                link = links.get(p.atom_id)
+                if link is not None and not self.linker.current(link):
+                    link = None
+                reason = f"promotion {pid}" + (f"; {self.linker.reason(link)}" if link is not None else "")
+                if to == "promoted" and link is not None:
+                    atom = self.linker.prepare(atoms[p.atom_id].model_copy(update={"status": "active"}), link)
+                    tx.update_atom(p.atom_id, status=atom.status, superseded_by=atom.superseded_by,
+                                   supersedes=atom.supersedes, prior_status="pending")  # fmt: skip
+                else:
+                    tx.update_atom(p.atom_id, status="active" if to == "promoted" else "sealed", prior_status="pending")
                 tx.append_event(atom_id=p.atom_id, actor=actor, action="promote" if to == "promoted" else "reject",
-                                reason=f"promotion {pid}", content=None)  # fmt: skip
+                                reason=reason, content=None)  # fmt: skip
+                if to == "promoted" and link is not None:
+                    self.linker.apply(tx, atom, link, actor=actor)
                 done.append(pid)
         return done, skipped
 

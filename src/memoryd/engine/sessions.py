@@ -84,10 +84,12 @@ class Sessions:
 
     def capture_passive(
         self, content: str, *, source: str, scope: str | Scope | None = "auto", type: str = "fact", tags: Sequence[str] = (),
-        triggers: Sequence[str] = (),
+        triggers: Sequence[str] = (), replaces: str | None = None, written_at: object = None,
     ) -> MemorizeResult:  # fmt: skip
-        """Save from a trusted source (mirror, importer): no DURA gate, everything else as usual."""
+        """Save from a trusted source (mirror, importer): no DURA gate, everything else as usual (a restatement
+        merges, a change supersedes; `replaces` and `written_at` as for `memorize`)."""
         if type not in PASSIVE_TYPES:
             raise InvalidInput(f"type must be one of {', '.join(PASSIVE_TYPES)}, got {type!r}")
         return self.writer.memorize(content, source=source, type=type, tags=tags, triggers=triggers, gate="trusted",
-                                    scope=self.core.resolve_scope(scope))  # fmt: skip
+                                    scope=self.core.resolve_scope(scope), replaces=replaces,
+                                    written_at=written_at)  # fmt: skip

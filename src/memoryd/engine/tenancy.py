@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import secrets
 import threading
@@ -29,14 +28,15 @@ from typing import Any, Literal, TypedDict
 from pydantic import BaseModel
 from ulid import ULID
 
-from ..shared.errors import Forbidden, InvalidInput, NotFound, StorageBusy, TooManyAttempts, Unauthorized
-from ..shared.limits import check_text, check_texts
+from ..shared.errors import Forbidden, InvalidInput, NotFound, StorageBusy, Unauthorized
+from ..shared.limits import check_text, check_texts, json_loads
 from ..shared.models import Scope
 from ..shared.stamps import utc_now
 from ..storage.base import AccessReads, TokenRecord
 from .core import Core, shown
+from .token_gate import Gate, GateKeys
 
-__all__ = ["IssuedToken", "Principal", "TeamsOverview", "Tenancy", "TokenInfo", "parse_expiry"]
+__all__ = ["IssuedToken", "Principal", "TeamsOverview", "Tenancy", "TokenInfo", "local_scope", "parse_expiry"]
 
 TOKEN_PREFIX = "mdt_"
 GLOBAL = "global"  # among a token's scopes: it may also act in the person's global scope
@@ -120,51 +120,7 @@ def parse_expiry(value: str | None, now: datetime) -> datetime | None:
     return now + int(m.group(1)) * _UNIT[m.group(2)]
 
 
-class _Gate:
-    """What a wrong secret may cost the server (issue 23): at most `HASHING` scrypt checks at once (16 MiB
-    each; the rest wait up to `WAIT_S`, then are refused as busy), and, per token id and per client address,
-    `FREE` failures per `WINDOW_S`, after which that id or address is refused before any hashing for a
-    backoff that doubles with each further failure (up to `MAX_BACKOFF_S`). Per process; bounded."""
-
-    HASHING, WAIT_S = 1, 5.0
-    FREE, WINDOW_S, MAX_BACKOFF_S, KEYS = 5, 60.0, 60.0, 10_000
-
-    def __init__(self) -> None:
-        self.hashing = threading.BoundedSemaphore(self.HASHING)
-        self._lock = threading.Lock()
-        self._failures: dict[str, tuple[int, float, float]] = {}  # key -> (failures, window start, blocked until)
-
-    def check(self, *keys: str) -> None:
-        now = time.monotonic()
-        with self._lock:
-            waits = [until - now for k in keys if (f := self._failures.get(k)) and (until := f[2]) > now]
-        if waits:
-            wait = math.ceil(max(waits))
-            raise TooManyAttempts(f"too many failed attempts with this token or from this address; retry in {wait} s",
-                                  retry_after=wait)  # fmt: skip
-
-    def failed(self, *keys: str) -> None:
-        now = time.monotonic()
-        with self._lock:
-            if len(self._failures) >= self.KEYS:  # forget the oldest windows first
-                for k in sorted(self._failures, key=lambda k: self._failures[k][1])[: self.KEYS // 2]:
-                    del self._failures[k]
-            for k in keys:
-                n, start, until = self._failures.get(k, (0, now, 0.0))
-                if now - start > self.WINDOW_S and until <= now:
-                    n, start = 0, now
-                n += 1
-                if n > self.FREE:
-                    until = now + min(self.MAX_BACKOFF_S, 2.0 ** (n - self.FREE - 1))
-                self._failures[k] = (n, start, until)
-
-    def cleared(self, *keys: str) -> None:
-        with self._lock:
-            for k in keys:
-                self._failures.pop(k, None)
-
-
-_GATE = _Gate()
+_GATE = Gate()
 _DUMMY_SALT = secrets.token_hex(16)  # an unknown id is hashed against this: it costs what a known one does
 
 
@@ -253,16 +209,16 @@ class Tenancy:
     def authenticate(self, presented: object, *, client: str | None = None, scope_header: object = None) -> Principal:
         """The principal of a presented token (`client`: the caller's address, for the backoff; `scope_header`:
         the request's Memoryd-Scope, whose repository's team is read in the same statement as the token). Raises
-        Unauthorized (missing, malformed, unknown, wrong secret, revoked, expired), TooManyAttempts (this
-        id or address failed too often: refused before hashing), StorageBusy (every hashing slot stayed
-        taken); the message never repeats the token."""
+        Unauthorized (missing, malformed, unknown, wrong secret, revoked, expired), TooManyAttempts (this id
+        from this address, this secret, or an unknown id from this address failed too often: `token_gate`),
+        StorageBusy (every hashing slot stayed taken); the message never repeats the token."""
         if not isinstance(presented, str) or not presented:
             raise Unauthorized("no token: send `Authorization: Bearer <token>` (`memoryd token create` on the server)")
         m = _TOKEN.fullmatch(presented)
         if m is None:
             raise Unauthorized("not a memoryd token (expected mdt_<id>_<secret>, as `memoryd token create` prints it)")
         token_id, secret = m.groups()
-        keys = (f"id:{token_id}",) + ((f"addr:{client}",) if client else ())
+        keys = GateKeys.of(token_id, secret, client)
         repository = _header_repository(scope_header)
         shared: tuple[str, str, str | None] | None = None
         if repository is None:
@@ -275,12 +231,15 @@ class Tenancy:
             raise Unauthorized(f"token {token_id} was revoked at {record.revoked_at.isoformat()}")
         if record is not None and record.expires_at is not None and record.expires_at <= utc_now():
             raise Unauthorized(f"token {token_id} expired at {record.expires_at.isoformat()}; ask for a new one")
-        if record is None or not _known(presented, record):  # a token this process checked before passes
-            _GATE.check(*keys)  # the backoff: refused before hashing
-        if not _matches(presented, secret, record):
-            _GATE.failed(*keys)
+        held = 0  # a token this process checked before passes; others meet the backoff (token_gate)
+        if record is None or not _known(presented, record):
+            held = _GATE.check(keys, live=record is not None)  # refused before hashing, or checked anyway
+        if not _matches(presented, secret, record, urgent=_GATE.fresh(keys)):
+            _GATE.failed(keys, address=not held)
+            if held:  # from a held address: answered as a made-up id is there
+                _GATE.refuse(held)
             raise Unauthorized("unknown token, or its secret does not match")
-        _GATE.cleared(f"id:{token_id}")
+        _GATE.cleared(keys)
         assert record is not None
         return Principal(token_id=token_id, tenant_id=record.tenant_id, read_only=record.read_only,
                          scopes=tuple(record.scopes), shared=shared)  # fmt: skip
@@ -369,6 +328,29 @@ class Tenancy:
         return person, person
 
 
+def local_scope(header: object) -> Scope:
+    """THE scope of a local request (the daemon's, for every memoryd surface on this machine) from its
+    `Memoryd-Scope` header: `{"cwd": "/abs/dir"}`, inferred exactly as in-process (`shared.scope.infer_scope`,
+    what `Engine.open(cwd=…)` does), or explicit workspace, repository, branch, root (a `local` workspace keeps
+    its root). The global scope is never assumed. Raises InvalidInput."""
+    import os
+
+    from ..shared.scope import infer_scope, local_tenant
+
+    data = read_scope_header(header, missing='send {"cwd": "/abs/dir"} or {"workspace", "repository"} (the global '
+                                              "scope is never assumed)")  # fmt: skip
+    if "cwd" in data:
+        if set(data) != {"cwd"}:
+            raise InvalidInput('Memoryd-Scope: "cwd" goes alone (the scope is inferred from it)')
+        cwd = check_text("cwd", data["cwd"], field="Memoryd-Scope cwd", required=True)
+        if not isinstance(cwd, str) or not os.path.isabs(cwd) or not os.path.isdir(cwd):
+            raise InvalidInput(f"Memoryd-Scope cwd must be an absolute path of a directory, got {cwd!r}")
+        return infer_scope(cwd)
+    workspace, repository, branch, root = scope_fields(data, expected="cwd, or workspace, repository, branch, root")
+    return Scope(tenant_id=local_tenant(), workspace=workspace, repository=repository, branch=branch,
+                 root=root if workspace == "local" else "")  # fmt: skip
+
+
 def _header_repository(header: object) -> tuple[str, str] | None:
     """(workspace, repository) of a well-formed Memoryd-Scope header naming a shareable repository, else None
     (`request_scopes` then reads and refuses it as it always does)."""
@@ -388,7 +370,7 @@ def read_scope_header(header: object, *, missing: str) -> dict[str, Any]:
         raise InvalidInput(f"the Memoryd-Scope header is missing: {missing}")
     check_text("scope_header", header, field="the Memoryd-Scope header")
     try:
-        data = json.loads(header)
+        data = json_loads(header, field="the Memoryd-Scope header")
     except ValueError as exc:
         raise InvalidInput(f"the Memoryd-Scope header is not JSON ({exc})") from None
     if not isinstance(data, Mapping):
@@ -429,12 +411,14 @@ def _info(t: TokenRecord, now: datetime) -> TokenInfo:
     )
 
 
-def _matches(presented: str, secret: str, record: TokenRecord | None) -> bool:
+def _matches(presented: str, secret: str, record: TokenRecord | None, *, urgent: bool = False) -> bool:
     """`_check` under the hashing bound; an unknown id pays the same scrypt as a known one (no timing tells
-    which ids exist). Raises StorageBusy when no hashing slot frees within `_Gate.WAIT_S`."""
+    which ids exist). `urgent`: the id never failed, its check goes first. Raises StorageBusy when no hashing
+    slot frees within `Gate.WAIT_S`."""
     if record is not None and _known(presented, record):
         return True  # remembered: no hashing
-    if not _GATE.hashing.acquire(timeout=_Gate.WAIT_S):
+    start = time.perf_counter()
+    if not _GATE.hashing.acquire(Gate.WAIT_S, urgent=urgent):
         raise StorageBusy("the team server is busy checking tokens; try again")
     try:
         if record is None:
@@ -443,6 +427,7 @@ def _matches(presented: str, secret: str, record: TokenRecord | None) -> bool:
         return _check(presented, secret, record)
     finally:
         _GATE.hashing.release()
+        _GATE.timed(time.perf_counter() - start)
 
 
 def _known(presented: str, record: TokenRecord) -> bool:

@@ -17,7 +17,7 @@ from ..shared.errors import InvalidInput
 from ..shared.models import Atom, Event
 from ..storage.base import AccessWrites, AtomUpdate, IndexWrites, RecordWrites, Store, StoreTx, Vector
 
-__all__ = ["IDENTITY_SEPARATORS", "FilePlan", "TrackedTx", "check_source", "plan_file", "publish", "split_actor"]
+__all__ = ["IDENTITY_SEPARATORS", "FilePlan", "TrackedTx", "check_source", "plan_file", "publish"]
 
 log = logging.getLogger("memoryd")
 
@@ -40,16 +40,6 @@ def check_source(value: object, field: str = "source") -> None:
             raise InvalidInput(f"{field} holds {what}: a source is a plain name (letters, digits, spaces, ._-/:), "
                                "without control characters, '@' or '#' (memoryd records the person and token "
                                "that made a change itself)")  # fmt: skip
-
-
-def split_actor(actor: str) -> tuple[str, str | None, str | None]:
-    """(source, person, token id) of an event's actor: `agent@alice#<id>` → ("agent", "alice", "<id>"); an
-    actor without an authenticated person → (actor, None, None)."""
-    source, sep, who = actor.partition("@")
-    if not sep:
-        return actor, None, None
-    person, sep, token = who.rpartition("#")
-    return (source, person, token) if sep and person else (actor, None, None)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import hashlib
 from typing import Any
 
 from ..formats import vault
-from ..shared.errors import Rejected
+from ..shared.errors import InvalidInput, Rejected
 from ..shared.models import Scope
 from ..storage.base import MemoryReads, OutboxReads, VaultRecord
 from .core import Core, clean
@@ -200,8 +200,9 @@ class VaultSync:
                 saved = self.writer.memorize(
                     read["body"], source="vault", type=fm.get("type") or "fact", title=read["title"], tags=read["tags"],
                     triggers=read["triggers"], gate="trusted", actor="vault", scope=self._scope_from_frontmatter(fm),
+                    written_at=fm.get("written"),
                 )  # fmt: skip
-            except Rejected as exc:
+            except (Rejected, InvalidInput) as exc:
                 report["broken"].append({"path": str(f.path), "error": exc.message})
                 continue
             if saved.atom_id and self.core.path_of(self.memories.get_atoms([saved.atom_id])[saved.atom_id]) != f.path:

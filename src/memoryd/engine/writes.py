@@ -4,14 +4,17 @@ patch in place, delete."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NoReturn
+from datetime import datetime
+from typing import NamedTuple, NoReturn
 
 from ulid import ULID
 
 from ..anchors.model import Anchor
 from ..formats import vault
+from ..search.embed import Embedder
 from ..search.tokenize import normalize, tokens
 from ..shared.errors import Conflict, InvalidInput, NotFound, Rejected
 from ..shared.limits import LIMITS, check_text, check_texts
@@ -29,22 +32,30 @@ from ..shared.models import (
     Scope,
     Status,
 )  # fmt: skip
-from ..shared.stamps import norm_hash, utc_now
-from ..storage.base import AtomUpdate, MemoryReads, Vector
+from ..shared.stamps import norm_hash, utc_now, written_time
+from ..storage.base import AtomUpdate, IndexReads, MemoryReads, Vector
 from ..text.admission import Dura, infer_type, score_dura
 from ..text.classify import classify
 from ..text.entities import extract_entities
 from .anchoring import Anchors
 from .core import Core, clean, shown
+from .linking import Link, Linker
 from .tracked import TrackedTx, check_source
 
-__all__ = ["GATES", "Draft", "Writer"]
+__all__ = ["GATES", "Draft", "Embedded", "Writer"]
 
 log = logging.getLogger("memoryd")
 
 # Write gates of `memorize`: "hold" keeps every admitted save pending (transcript observations).
 GATES = ("admit", "review", "hold", "trusted")
 Batch = dict[tuple[str, str], Atom]  # (scope hash, normalised-content hash) → a draft not committed yet
+
+
+class Embedded(NamedTuple):
+    """A text's vectors: the main model's (recall's candidates, every language) and the English model's."""
+
+    main: Vector | None
+    english: Vector | None = None
 
 
 @dataclass
@@ -58,6 +69,15 @@ class Draft:
     actor: str
     anchors: list[Anchor] = field(default_factory=list)
     anchor_note: str | None = None
+    link: Link | None = None  # what it does to a memory already stored (step 4b), found once it has a vector
+
+
+def _vectors(model: Embedder, texts: Sequence[str], failure: str) -> list[Vector | None]:
+    try:
+        return list(model.passages(list(texts)))
+    except Exception:  # a broken model must not lose the write; coverage shows the gap
+        log.exception(failure)
+        return [None] * len(texts)
 
 
 def _reason_problem(reason: object) -> str | None:
@@ -71,17 +91,21 @@ def _reason_problem(reason: object) -> str | None:
 class Writer:
     """Every write of a memory, through `Core.write()` (one transaction, vault in step)."""
 
-    def __init__(self, core: Core, anchors: Anchors, *, memories: MemoryReads) -> None:
+    def __init__(
+        self, core: Core, anchors: Anchors, linker: Linker, *, memories: MemoryReads, index: IndexReads
+    ) -> None:
         self.memories = memories
+        self.index = index
         self.core = core
         self.anchors = anchors
+        self.linker = linker
 
     # -- building, storing and indexing an atom (every part that writes goes through these) ----------
 
     def new_atom(
         self, content: str, *, type: AtomType, source: str, scope: Scope, status: Status = "active",
         title: str | None = None, tags: Sequence[str] = (), triggers: Sequence[str] = (),
-        supersedes: str | None = None, entities: Sequence[str] | None = None,
+        supersedes: str | None = None, entities: Sequence[str] | None = None, written_at: datetime | None = None,
     ) -> Atom:  # fmt: skip
         """A new atom of `content`, classified, with its entities (extracted unless given)."""
         check_source(source)
@@ -93,19 +117,22 @@ class Writer:
             scope_hash=scope.scope_hash, epistemic=c.epistemic, polarity=c.polarity, status=status, created_at=now,
             updated_at=now, title=title, tags=list(tags), triggers=list(triggers), supersedes=supersedes,
             entities=list(entities) if entities is not None else [e.id for e in extract_entities(content)],
+            written_at=written_at,
         )  # fmt: skip
 
     def persist(self, tx: TrackedTx, atom: Atom, *, actor: str, action: str, reason: str | None,
-                vector: Vector | None) -> None:  # fmt: skip
-        """Insert an atom with its index terms, vector, entity edges and audit event."""
-        tx.insert_atom(atom, norm_hash=norm_hash(atom.content), terms=self.index_terms(atom), vector=vector)
+                vector: Embedded) -> None:  # fmt: skip
+        """Insert an atom with its index terms, vectors, entity edges and audit event."""
+        tx.insert_atom(atom, norm_hash=norm_hash(atom.content), terms=self.index_terms(atom), vector=vector.main)
+        self._set_english(tx, atom.id, vector)
         for entity_id in atom.entities:
             tx.index.link(atom.id, entity_id, "mentions")
         tx.append_event(atom_id=atom.id, actor=actor, action=action, reason=reason, content=atom.content)
 
-    def reindex(self, tx: TrackedTx, atom: Atom, vector: Vector | None) -> None:
-        """Refresh keyword terms, vector and entity links of an atom changed in place."""
-        tx.index.replace_terms(atom.id, self.index_terms(atom), vector)
+    def reindex(self, tx: TrackedTx, atom: Atom, vector: Embedded) -> None:
+        """Refresh keyword terms, vectors and entity links of an atom changed in place."""
+        tx.index.replace_terms(atom.id, self.index_terms(atom), vector.main)
+        self._set_english(tx, atom.id, vector)
         tx.index.unlink_entities(atom.id)
         for entity_id in atom.entities:
             tx.index.link(atom.id, entity_id, "mentions")
@@ -115,18 +142,45 @@ class Writer:
         extra = " ".join([atom.title or "", *atom.tags, *atom.triggers]).strip()
         return tokens(f"{atom.content} {extra}" if extra else atom.content)
 
-    def embed(self, text: str) -> Vector | None:
+    def _set_english(self, tx: TrackedTx, atom_id: str, vector: Embedded) -> None:
+        english = self.core.english
+        if english is not None and vector.english is not None:
+            tx.index.set_model_vector(atom_id, english.name, vector.english)
+
+    def backfill_vectors(self, *, batch: int = 64, limit: int | None = None,
+                         stop: threading.Event | None = None) -> int:  # fmt: skip
+        """Give each memory that has none its English vector (a store from before migration 15, or a write
+        whose English model failed), `batch` at a time, oldest first; how many got one. Nothing else changes:
+        no event (a vector is an index, like the keyword terms), no new `updated_at`."""
+        english = self.core.english
+        done = 0
+        while english is not None and (limit is None or done < limit) and not (stop is not None and stop.is_set()):
+            rows = self.index.missing_model_vectors(
+                english.name, limit=batch if limit is None else min(batch, limit - done)
+            )
+            if not rows:
+                break
+            vectors = english.passages([content for _, content in rows])  # a model that fails stops the backfill
+            with self.core.write() as tx:
+                for (atom_id, _), vector in zip(rows, vectors, strict=True):
+                    tx.index.set_model_vector(atom_id, english.name, vector)
+            done += len(rows)
+        return done
+
+    def embed(self, text: str) -> Embedded:
         return self.embed_many([text])[0]
 
-    def embed_many(self, texts: Sequence[str]) -> list[Vector | None]:
-        """One model call for many texts; None for each when the model fails."""
+    def embed_many(self, texts: Sequence[str]) -> list[Embedded]:
+        """One call of each model for many texts; None for a model's vectors when it fails (a memory without
+        its English vector gets one from `Engine.backfill_vectors`)."""
         if not texts:
             return []
-        try:
-            return list(self.core.embedder.passages(list(texts)))
-        except Exception:  # a broken model must not lose the write; coverage shows the gap
-            log.exception("embedding failed; stored without a vector")
-            return [None] * len(texts)
+        main = _vectors(self.core.embedder, texts, "embedding failed; stored without a vector")
+        english = self.core.english
+        if english is None:
+            return [Embedded(v) for v in main]
+        extra = _vectors(english, texts, "English embedding failed; stored without its English vector")
+        return [Embedded(v, e) for v, e in zip(main, extra, strict=True)]
 
     @staticmethod
     def check_fields(*, title: object = None, tags: object = None, triggers: object = None,
@@ -142,6 +196,7 @@ class Writer:
         self, content: str, *, source: str = "agent", type: str | None = None, title: str | None = None,
         tags: Sequence[str] = (), triggers: Sequence[str] = (), gate: str = "admit", scope: Scope | None = None,
         actor: str | None = None, origin: str = "save", anchors: Sequence[str] | None = None,
+        replaces: str | None = None, written_at: object = None,
     ) -> MemorizeResult:  # fmt: skip
         """Write one memory through the full write path (SPEC §2).
 
@@ -150,22 +205,33 @@ class Writer:
         observations), or "trusted" (no DURA gate: importers, passive capture). `anchors` ties the
         memory to code beyond what its text names (`path`, `path::Symbol`, `Symbol`).
 
+        One memory per fact (step 4b, `engine.linking`): a reworded restatement of a memory of the scope
+        merges into it (`effect` "merged", `atom_id` the existing memory), a change of one supersedes it
+        (`supersedes`), a likely change is listed for review (`review`). `replaces` names the memory this one
+        replaces (an active memory of the same scope); `written_at` is when it was written at its source
+        (ISO 8601; default: now), which orders supersession.
+
         Raises:
-            InvalidInput: an explicit anchor that does not resolve.
-            NotFound: a scope out of reach.
+            InvalidInput: an explicit anchor that does not resolve, a bad `written_at`.
+            NotFound: a scope out of reach; `replaces` names no memory of this scope.
+            Conflict: `replaces` names a memory that is not active, or one written after this one.
         """
         draft = self.prepare(content, source=source, type=type, title=title, tags=tags, triggers=triggers,
-                             gate=gate, scope=scope, actor=actor, origin=origin, anchors=anchors)  # fmt: skip
+                             gate=gate, scope=scope, actor=actor, origin=origin, anchors=anchors, replaces=replaces,
+                             written_at=written_at)  # fmt: skip
         if isinstance(draft, MemorizeResult):
             return draft
         vector = self.embed(draft.atom.content)
+        if draft.link is None:
+            draft.link = self.linker.find(draft.atom, vector.main)
         with self.core.write() as tx:
             return self.store_draft(tx, draft, vector)
 
     def prepare(
         self, content: object, *, source: str, type: str | None, title: str | None, tags: Sequence[str],
         triggers: Sequence[str], gate: str, scope: Scope | None, actor: str | None, origin: str,
-        batch: Batch | None = None, anchors: Sequence[str] | None = None,
+        batch: Batch | None = None, anchors: Sequence[str] | None = None, replaces: str | None = None,
+        written_at: object = None,
     ) -> Draft | MemorizeResult:  # fmt: skip
         """Everything of the write path before the transaction: validate, dedup, admit, classify.
 
@@ -189,6 +255,8 @@ class Writer:
             raise Rejected(problem)
         scope = scope or core.scope
         core.reach_scope(scope)
+        written = written_time(written_at)
+        link = None if replaces is None else self.linker.explicit(replaces, scope, written or utc_now())
         explicit = self.anchors.explicit(anchors, scope.scope_hash)
         text = clean(str(content))
         key = (scope.scope_hash, norm_hash(text))
@@ -210,23 +278,44 @@ class Writer:
             d = score_dura(text, source=source, entity_count=len(entities))
             if d.average < core.settings.dura_reject_below:
                 raise Rejected(f"not worth keeping: {d.reasoning}", dura=d.as_dict())
-            if gate == "hold" or (gate == "review" and d.average < core.settings.dura_pending_below):
+            held = gate == "hold" or (gate == "review" and d.average < core.settings.dura_pending_below)
+            if held and link is None:  # naming what it replaces is a correction: stored, like `correct replace`
                 status = "pending"
         atom = self.new_atom(text, type=kind, source=source, scope=scope, status=status, title=title, tags=tags,
-                             triggers=triggers, entities=entities)  # fmt: skip
+                             triggers=triggers, entities=entities, written_at=written)  # fmt: skip
         if batch is not None:
             batch[key] = atom
         code, note = self.anchors.auto(atom, explicit)
-        return Draft(atom=atom, dura=d, gate=gate, origin=origin, actor=actor or source, anchors=code, anchor_note=note)
+        return Draft(atom=atom, dura=d, gate=gate, origin=origin, actor=actor or source, anchors=code, anchor_note=note,
+                     link=link)  # fmt: skip
 
-    def store_draft(self, tx: TrackedTx, draft: Draft, vector: Vector | None) -> MemorizeResult:
-        """Write a prepared memory inside an open `Core.write()` transaction (with its promotion if held)."""
-        atom, d = draft.atom, draft.dura
-        self.persist(tx, atom, actor=draft.actor, action="create", reason=None, vector=vector)
+    def store_draft(self, tx: TrackedTx, draft: Draft, vector: Embedded) -> MemorizeResult:
+        """Write a prepared memory inside an open `Core.write()` transaction: with its link to a memory already
+        stored (step 4b), or its promotion if held."""
+        atom, d, link = draft.atom, draft.dura, draft.link
+        if link is not None and not self.linker.current(link):
+            link = None  # its target changed since it was judged (another write): stored on its own
+        reason = None
+        if link is not None:
+            atom, reason = self.linker.prepare(atom, link), self.linker.reason(link)
+        self.persist(tx, atom, actor=draft.actor, action="create", reason=reason, vector=vector)
+        if link is not None:
+            self.linker.apply(tx, atom, link, actor=draft.actor)
         if draft.anchors:
             tx.index.set_anchors(atom.id, draft.anchors)
         refs = [a.ref for a in draft.anchors] or None
         dura = d.as_dict() if d is not None else None
+        if link is not None and link.kind == "merge":
+            target = link.target
+            return MemorizeResult(atom_id=target.id, effect="merged", status=target.status, restatement_id=atom.id,
+                                  reason=reason, dura=dura, path=_str(self.core.path_of(target)))  # fmt: skip
+        linked = {"reason": reason} if link is not None else {}
+        if link is not None:
+            key = {"supersede": "supersedes", "superseded": "superseded_by", "review": "review"}[link.kind]
+            linked[key] = link.target.id
+        if atom.status == "superseded":
+            return MemorizeResult(atom_id=atom.id, effect="applied", status="superseded", dura=dura, anchors=refs,
+                                  **linked)  # fmt: skip
         if atom.status == "pending" and d is not None:
             promotion_id = tx.records.insert_promotion(atom_id=atom.id, scope_hash=atom.scope_hash, origin=draft.origin,
                                                scores=d.as_dict(), reasoning=d.reasoning)  # fmt: skip
@@ -240,7 +329,7 @@ class Writer:
                                   anchor_note=draft.anchor_note)  # fmt: skip
         path = self.core.file_path(vault.relative_path(atom))  # published by `Core.write()` after the commit
         return MemorizeResult(atom_id=atom.id, effect="applied", status="active", dura=dura, path=_str(path),
-                              anchors=refs, anchor_note=draft.anchor_note)  # fmt: skip
+                              anchors=refs, anchor_note=draft.anchor_note, **linked)  # fmt: skip
 
     def handoff(self, summary: str, *, source: str = "agent", scope: Scope | None = None) -> HandoffResult:
         """Write a session handoff; the next session's brief shows the latest one first."""
@@ -366,18 +455,24 @@ class Writer:
         return GovernResult(effect="applied", target_atom=atom.id, lesson_atom_id=lesson.id)
 
     def restore(self, atom_id: str, reason: str, *, actor: str = "user") -> GovernResult:
-        """Bring a quarantined atom back to the state it had before (SDK and CLI only)."""
+        """Bring a quarantined atom back to the state it had before, or undo the supersession or merge that
+        made an atom superseded: it is active again beside its successor, the link is gone (SDK, CLI, console).
+        """
         atom = self.core.find_atom(atom_id)
         if atom is None:
             raise Rejected(f"no atom with id {shown(atom_id)}")
-        if atom.status != "quarantined":
-            raise Rejected(f"atom is {atom.status}; only quarantined atoms restore")
+        if atom.status not in ("quarantined", "superseded"):
+            raise Rejected(f"atom is {atom.status}; only quarantined or superseded atoms restore")
         if (problem := _reason_problem(reason)) is not None:
             raise Rejected(problem)
         with self.core.write() as tx:
-            tx.update_atom(atom.id, status=atom.prior_status or "active", prior_status=None)
-            tx.append_event(atom_id=atom.id, actor=actor, action="restore", reason=reason.strip(),
-                            content=None)  # fmt: skip
+            if atom.status == "superseded":
+                successor = self.linker.unlink(tx, atom, actor=actor, reason=reason.strip())
+                why = f"{reason.strip()} (no longer superseded by {successor})"
+            else:
+                tx.update_atom(atom.id, status=atom.prior_status or "active", prior_status=None)
+                why = reason.strip()
+            tx.append_event(atom_id=atom.id, actor=actor, action="restore", reason=why, content=None)
         return GovernResult(effect="applied", target_atom=atom_id)
 
     def patch(

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from .common import Record, _title
+from .common import Record, _title, written_of
 
 _TIMESTAMP_VALUE = r"\d{1,3}:\d{2}(?::\d{2})?(?:[.,]\d{1,3})?"
 _TIMESTAMP_CATEGORY = re.compile(rf"^{_TIMESTAMP_VALUE}(?:\s+-\s+{_TIMESTAMP_VALUE})?$")
@@ -19,6 +19,8 @@ _TRAILING_TAGS = re.compile(r"(?:\s+#\S+)+$")
 _CATEGORY_TYPES = {"decision": "decision", "preference": "preference", "fact": "fact", "warning": "warning",
                    "playbook": "playbook", "lesson": "lesson", "technique": "playbook", "requirement": "fact"}  # fmt: skip
 _BM_FRONTMATTER_KEYS = ("title", "type", "tags")
+# When the note was written, most recent first: it becomes each of its memories' `written_at`.
+_BM_TIME_KEYS = ("modified", "updated", "updated_at", "date", "created", "created_at")
 
 
 def _frontmatter(text: str) -> tuple[dict[str, Any], str]:
@@ -159,7 +161,12 @@ def _basic_memory(folder: Path) -> Iterator[Record]:
         title = _title(raw_title if raw_title and raw_title != "None" else path.stem)
         tags = _bm_tags(meta.get("tags"))
         note_type = _CATEGORY_TYPES.get(_bm_text(meta.get("type")).lower())
-        dropped = [f"basic-memory frontmatter {k}" for k in meta if k not in _BM_FRONTMATTER_KEYS]
+        written, later, bad_time = written_of(meta, _BM_TIME_KEYS)
+        if bad_time:  # a note whose time is unusable is refused whole: its memories would be ordered wrongly
+            yield Record({"problem": f"frontmatter {bad_time}"}, f"{rel}: frontmatter")
+            continue
+        dropped = [f"basic-memory frontmatter {k}" for k in meta if k not in (*_BM_FRONTMATTER_KEYS, *_BM_TIME_KEYS)]
+        dropped += [f"basic-memory frontmatter {k}" for k in later]
         records: list[Record] = []
         lines = body.split("\n")
         taken: set[int] = set()  # body lines read as observations or relations
@@ -179,7 +186,8 @@ def _basic_memory(folder: Path) -> Iterator[Record]:
                 target = target.split("|")[0].strip()
                 said = f"{title} {verb.replace('_', ' ')} {target}" + (f" ({context})" if context else "")
                 records.append(Record({"content": said, "title": _title(f"{title} → {target}"),
-                                       "tags": list(dict.fromkeys([*tags, "relation"])), "source": "basic-memory"},
+                                       "tags": list(dict.fromkeys([*tags, "relation"])), "source": "basic-memory",
+                                       "written_at": written},
                                       origin))  # fmt: skip
             elif not quote and _bm_is_observation(content):
                 category, said, hashtags, context = _bm_observation(content)
@@ -190,14 +198,14 @@ def _basic_memory(folder: Path) -> Iterator[Record]:
                 kind = _CATEGORY_TYPES.get(category.lower()) if category else None
                 records.append(Record({"content": said, "title": title, "type": kind,
                                        "tags": list(dict.fromkeys([*tags, *([category] if category else []), *hashtags])),
-                                       "source": "basic-memory"}, origin))  # fmt: skip
+                                       "source": "basic-memory", "written_at": written}, origin))  # fmt: skip
             else:
                 continue
             taken.update(range(*token.map))
         prose = _bm_prose([line for i, line in enumerate(lines) if i not in taken], title)
         if prose:
             records.insert(0, Record({"content": prose, "title": title, "type": note_type, "tags": tags,
-                                      "source": "basic-memory"}, rel))  # fmt: skip
+                                      "source": "basic-memory", "written_at": written}, rel))  # fmt: skip
         if records and dropped:
             records[0] = Record(records[0].fields, records[0].origin, tuple(dropped))
         elif dropped:

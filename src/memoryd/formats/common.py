@@ -45,3 +45,21 @@ def _lines(path: Path, data: bytes | None) -> Iterator[str]:
         return
     with path.open("r", encoding="utf-8", errors="replace") as fh:
         yield from fh
+
+
+def written_of(item: dict[str, Any], keys: tuple[str, ...] = ("updated_at", "created_at")) -> tuple[str | None, list[str],
+                                                                                           str | None]:  # fmt: skip
+    """When an item's text was last written at its source: the first of `keys` it has (its last update, else its
+    creation) as ISO 8601 text; the other time keys it has (not carried); and why the time is unusable, naming
+    the source's field (the item is then refused as bad, never imported with a wrong time)."""
+    from ..shared.errors import InvalidInput
+    from ..shared.stamps import written_time
+
+    present = [k for k in keys if item.get(k) not in (None, "")]
+    if not present:
+        return None, [], None
+    try:
+        when = written_time(item[present[0]], present[0])
+    except InvalidInput as exc:
+        return None, [], exc.message
+    return (when.isoformat() if when else None), [f"{k} (kept {present[0]})" for k in present[1:]], None

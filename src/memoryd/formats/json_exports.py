@@ -9,7 +9,7 @@ from typing import Any
 
 from ..shared.errors import InvalidInput
 from ..shared.models import ATOM_TYPES
-from .common import Record, _lines, _str, _title
+from .common import Record, _lines, _str, _title, written_of
 
 
 def _server_memory(path: Path, data: bytes | None = None) -> Iterator[Record]:
@@ -82,10 +82,13 @@ def _mem0(path: Path, raw: bytes | None = None) -> Iterator[Record]:
         meta: dict[str, Any] = item["metadata"] if isinstance(item.get("metadata"), dict) else {}
         tags = [c for c in (item.get("categories") or []) if isinstance(c, str) and c.strip()]
         kind = meta.get("type") if meta.get("type") in ATOM_TYPES else None
-        dropped = [k for k in ("created_at", "updated_at") if item.get(k)]
+        written, dropped, bad_time = written_of(item)
+        if bad_time:
+            yield Record({"problem": bad_time}, origin)
+            continue
         dropped += [f"metadata.{k}" for k in meta if k != "type" or kind is None]
         dropped += [k for k in ("user_id", "agent_id", "run_id") if item.get(k)]
-        yield Record({"content": text, "type": kind, "tags": tags, "source": "mem0"}, origin,
+        yield Record({"content": text, "type": kind, "tags": tags, "source": "mem0", "written_at": written}, origin,
                      tuple(f"mem0 {k}" for k in dropped))  # fmt: skip
 
 
@@ -139,10 +142,13 @@ def _openmemory(path: Path, raw: bytes | None = None) -> Iterator[Record]:
         labels = [c.strip() for c in raw_cats if isinstance(c, str) and c.strip()] if isinstance(raw_cats, list) else []
         om_tags = list(dict.fromkeys(labels))
         om_meta: dict[str, Any] = m["metadata"] if isinstance(m.get("metadata"), dict) else {}
-        dropped = [k for k in ("created_at", "updated_at") if m.get(k)]
+        written, dropped, bad_time = written_of(m)
+        if bad_time:
+            yield Record({"problem": bad_time}, origin)
+            continue
         dropped += [f"metadata.{k}" for k in om_meta]
         dropped += ["app"] if m.get("app") or m.get("app_id") else []
-        yield Record({"content": content, "tags": om_tags, "source": "openmemory"}, origin,
+        yield Record({"content": content, "tags": om_tags, "source": "openmemory", "written_at": written}, origin,
                      tuple(f"openmemory {k}" for k in dropped))  # fmt: skip
 
 

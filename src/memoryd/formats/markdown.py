@@ -14,7 +14,7 @@ from .common import Record
 
 # -- memoryd's own markdown export, read back -----------------------------------------------------------------
 
-_KEEP = ("id", "epistemic", "polarity", "created", "updated")
+_KEEP = ("id", "epistemic", "polarity", "created", "updated", "written")
 
 
 def _is_memoryd_markdown(folder: Path) -> bool:
@@ -84,8 +84,14 @@ def entity_label(entity_id: str) -> tuple[str, str]:
 
 
 def write_markdown(atoms: Sequence[Atom], folder: Path) -> dict[str, int]:
-    """Write `atoms` (and their entities) as linked notes under `folder`; returns the counts."""
+    """Write `atoms` (and their entities) as linked notes under `folder`; returns the counts.
+
+    Everything is listed in an order of the memories themselves, never of the store: notes are named (and a
+    clashing name numbered) by atom id, an entity note lists its memories by id, a memory note its entities by
+    entity id. A store that imported this folder (ids kept, rows in another order) writes the same bytes again.
+    """
     folder.mkdir(parents=True, exist_ok=True)
+    atoms = sorted(atoms, key=lambda a: a.id)  # ULIDs: creation order, kept by the import
     notes: dict[str, str] = {}  # atom id -> note name
     used: set[str] = set()
     for a in atoms:
@@ -98,7 +104,7 @@ def write_markdown(atoms: Sequence[Atom], folder: Path) -> dict[str, int]:
     entity_notes: dict[str, str] = {}
     mentions: dict[str, list[str]] = {}
     for a in atoms:
-        for e in a.entities:
+        for e in sorted(a.entities):
             if e not in entity_notes:  # two entities whose names clean to the same text get distinct notes
                 kind, label = entity_label(e)
                 base = f"{_name(label, 80)} ({_name(kind, 40)})"
@@ -114,6 +120,7 @@ def write_markdown(atoms: Sequence[Atom], folder: Path) -> dict[str, int]:
     for a in atoms:
         meta = {"title": notes[a.id], "id": a.id, "type": a.type, "scope": a.scope.name, "source": a.source, "epistemic": a.epistemic,
                 "polarity": a.polarity, "created": a.created_at.isoformat(), "updated": a.updated_at.isoformat(),
+                **({"written": a.written_at.isoformat()} if a.written_at else {}),
                 "tags": list(a.tags), "aliases": [a.title] if a.title else []}  # fmt: skip
         lines = ["---", yaml.safe_dump(meta, allow_unicode=True, sort_keys=False).rstrip(), "---", "",
                  f"# {a.title or _name(a.content, 80)}", "", a.content, ""]  # fmt: skip
@@ -122,7 +129,7 @@ def write_markdown(atoms: Sequence[Atom], folder: Path) -> dict[str, int]:
             related.append(f"- supersedes [[{notes[a.supersedes]}]]")
         if a.superseded_by and a.superseded_by in notes:
             related.append(f"- superseded_by [[{notes[a.superseded_by]}]]")
-        related += [f"- mentions [[{entity_notes[e]}]]" for e in a.entities]
+        related += [f"- mentions [[{entity_notes[e]}]]" for e in sorted(a.entities)]
         if related:
             lines += ["## Related", "", *related, ""]
         path = folder / "memories" / a.type / f"{notes[a.id]}.md"

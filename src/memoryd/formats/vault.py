@@ -27,7 +27,8 @@ File format (what :func:`render` writes, byte for byte)::
     <content, verbatim>
     <one newline>
 
-* Keys are always all present, in :data:`FRONTMATTER_KEYS` order; times are RFC 3339 strings in UTC
+* Keys are always all present, in :data:`FRONTMATTER_KEYS` order, except ``written`` (when the memory was
+  written at its source), present only when known, after ``updated``; times are RFC 3339 strings in UTC
   (the database's own spelling); unicode is written as-is (YAML still escapes control characters,
   and PyYAML escapes characters outside the BMP inside a string it must double-quote, i.e. one that
   also holds a tab or a control character: that still reads back exactly).
@@ -84,7 +85,8 @@ __all__ = [
 ]
 
 FRONTMATTER_KEYS = (
-    "id", "type", "scope", "tags", "triggers", "title", "created", "updated", "epistemic", "polarity", "status",
+    "id", "type", "scope", "tags", "triggers", "title", "created", "updated", "written", "epistemic", "polarity",
+    "status",
 )  # fmt: skip
 SCOPE_KEYS = ("tenant_id", "workspace", "repository", "branch", "hash")
 SKIPPED_TOP_DIRS = frozenset({"prompts"})
@@ -205,6 +207,7 @@ def atom_frontmatter(atom: Atom) -> dict[str, Any]:
         "title": atom.title,
         "created": format_time(atom.created_at),
         "updated": format_time(atom.updated_at),
+        **({"written": format_time(atom.written_at)} if atom.written_at is not None else {}),
         "epistemic": atom.epistemic,
         "polarity": atom.polarity,
         "status": atom.status,
@@ -410,7 +413,7 @@ def _validate(meta: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
             return meta, f"{key} must be a list of strings (quote items like yes, 123 or null), got {value!r}"
     if "title" in out and out["title"] is not None and not isinstance(out["title"], str):
         return meta, f"title must be a string (quote it), got {out['title']!r}"
-    for key in ("created", "updated"):
+    for key in ("created", "updated", "written"):
         if key not in out:
             continue
         value = out[key]

@@ -217,18 +217,20 @@ def local_app(profile: str, handle: EngineHandle) -> tuple[MCPServer[Any], Any]:
     runs, the ASGI app)."""
     from mcp.server.transport_security import TransportSecuritySettings
 
+    from ..shared.http_security import LOCAL_S
     from .fast import tool_call
 
     mcp = build_server(profile, engine_handle=handle, team=True)
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = mcp.streamable_http_app(stateless_http=True, json_response=True, transport_security=security)
     return mcp, http_guard(app, token=None, allowed_hosts={"localhost"}, post_only=True,
-                           fast=tool_call(mcp, "/mcp"))  # fmt: skip
+                           fast=tool_call(mcp, "/mcp"), body_s=LOCAL_S)  # fmt: skip
 
 
 def _identify(handle: EngineHandle) -> Any:
     """The team server's identity check for `http_guard`: the request's token and Memoryd-Scope header → the
     engine it acts with (`Engine.authenticate`, `Engine.for_request`), or a Refusal with the engine's reason."""
+    import anyio
     import anyio.to_thread
 
     from ..shared.errors import Forbidden, InvalidInput, MemorydError, TooManyAttempts, Unauthorized
@@ -246,6 +248,8 @@ def _identify(handle: EngineHandle) -> Any:
         try:
             return await anyio.to_thread.run_sync(decide, headers, client)
         except TooManyAttempts as exc:
+            if exc.pace:  # as long as a checked secret takes, without a thread or CPU (engine/token_gate.py)
+                await anyio.sleep(exc.pace)
             return Refusal(exc.status, exc.code, exc.message, exc.retry_after)
         except (Unauthorized, Forbidden, InvalidInput) as exc:
             return Refusal(exc.status, exc.code, exc.message)
@@ -262,7 +266,8 @@ def _serve_team(profile: str, host: str, port: int, allowed: set[str]) -> None:
     any replica answers any request), every request identified by `_identify`."""
     import uvicorn
 
-    from ..shared.http_security import is_loopback, timed_protocol
+    from ..shared.config import Settings
+    from ..shared.http_security import is_loopback, parse_networks, timed_protocol
 
     logging.getLogger("mcp").setLevel(logging.WARNING)  # stateless: the SDK logs each request's transport at INFO
     if not is_loopback(host):
@@ -280,11 +285,14 @@ def _serve_team(profile: str, host: str, port: int, allowed: set[str]) -> None:
 
     mcp = build_server(profile, engine_handle=handle, team=True)
     app = http_guard(mcp.streamable_http_app(host=host, stateless_http=True, json_response=True), token=None,
-                     allowed_hosts=allowed, identify=_identify(handle), post_only=True,
-                     fast=tool_call(mcp, "/mcp"))  # fmt: skip
+                     allowed_hosts=allowed, identify=_identify(handle), post_only=True, fast=tool_call(mcp, "/mcp"),
+                     trusted_proxies=parse_networks(Settings().trusted_proxies))  # fmt: skip
     # Keep-alive longer than a load balancer's idle timeout (commonly 60 s): a connection the server closes
     # while a client reuses it fails that request with no answer (seen in bench/team_load.py at uvicorn's 5 s).
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=75, http=timed_protocol())
+    # proxy_headers off: uvicorn would otherwise take X-Forwarded-For from any peer on 127.0.0.1 as the client
+    # address; here only MEMORYD_TRUSTED_PROXIES decides whose header counts (`http_security.client_address`).
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=75, http=timed_protocol(),
+                proxy_headers=False)  # fmt: skip
 
 
 def _console(handle: EngineHandle, host: str, port: int, token: str | None, allowed: set[str]) -> Any:
@@ -295,10 +303,12 @@ def _console(handle: EngineHandle, host: str, port: int, token: str | None, allo
     """
     from ..shared.http_security import new_token, origins
     from ..ui import create_app
+    from ..ui.security import console_path
 
     ui_token = token or new_token()
     shown = f"[{host}]" if ":" in host else host
-    print(f"memoryd ui: http://{shown}:{port}/ui/?token={ui_token}", flush=True)
+    path = console_path()
+    print(f"memoryd ui: http://{shown}:{port}/ui{path}/?token={ui_token}", flush=True)
     person: list[Any] = []
 
     def console_engine() -> Any:
@@ -308,7 +318,8 @@ def _console(handle: EngineHandle, host: str, port: int, token: str | None, allo
             person.append(handle.get().acting_as("operator", enforce_sensitive=True))
         return person[0]
 
-    return create_app(console_engine, token=ui_token, hosts=origins(allowed, port), cookie_name=f"memoryd_ui_{port}")
+    return create_app(console_engine, token=ui_token, hosts=origins(allowed, port), cookie_name=f"memoryd_ui_{port}",
+                      path=path)  # fmt: skip
 
 
 def _serve_http(mcp: MCPServer[Any], host: str, port: int, token: str | None, allowed_hosts: set[str], *,

@@ -19,10 +19,14 @@ __all__ = ["TOOLS", "TOOL_NAMES", "register"]
 
 
 class MemorizeOut(BaseModel):
-    atom_id: str | None = Field(None, description="ULID of the atom; the existing one when deduplicated.")
+    atom_id: str | None = Field(None, description="ULID of the atom; the existing one when deduplicated or merged.")
     effect: Literal["applied", "no_op", "rejected"]
-    reason: str | None = Field(None, description="Why it was deduplicated or rejected (absent when applied).")
-    deduped_with: str | None = Field(None, description="The existing atom's id (no_op only).")
+    reason: str | None = Field(
+        None, description="Why it was deduplicated, merged, rejected, or what it replaced (absent when simply applied)."
+    )
+    deduped_with: str | None = Field(None, description="The existing atom's id (no_op only: identical, or merged).")
+    supersedes: str | None = Field(None, description="The memory it replaced, now superseded (applied only).")
+    superseded_by: str | None = Field(None, description="A newer memory that already replaces it (applied only).")
     warning: str | None = Field(
         None, description="Set when the scope input named another repository: where the call went."
     )
@@ -38,6 +42,10 @@ class RecalledAtom(BaseModel):
         None, description="Memories tied to code only: current, or code_changed when that code moved on since."
     )
     code_changes: list[CodeChange] | None = Field(None, description="What changed (code_changed only).")
+    written_at: datetime | None = Field(None, description="When it was written at its source (imported notes).")
+    superseded_by: str | None = Field(
+        None, description="include_superseded only: the newer memory that replaces this one (ranked above it)."
+    )
 
 
 class RecallOut(BaseModel):
@@ -95,6 +103,9 @@ _ANCHORS = Field(
     description="Optional: code it is about beyond what it names: 'path', 'path::Class.method' or 'Symbol'."
 )
 _PATH = Field(description="Optional: only memories anchored to this file or directory of the repository.")
+_REPLACES = Field(
+    description="Optional: the atom id (from memory_recall) of the memory this one replaces; it becomes superseded."
+)
 _SYMBOL = Field(description="Optional: only memories anchored to this symbol, e.g. Table.insert_all or insert_all.")
 
 
@@ -106,8 +117,9 @@ def _given(scope: ScopeInput | None) -> dict[str, object] | None:
     "Memorize",
     "Save one long-term memory: a self-contained sentence worth knowing in a later session "
     "(decision, constraint, preference, fact, warning), in the user's language. No need to recall "
-    "first: identical content is deduplicated. To update a memory you have seen, use memory_correct "
-    "(replace) instead.",
+    "first: identical content is deduplicated, a reworded restatement is merged into the memory it restates "
+    "(no_op with its id), and a change (switched to, no longer, a new version or owner) supersedes the older "
+    "memory. When you know which memory it replaces, pass its id as replaces.",
     idempotent=True,
 )
 def memory_memorize(
@@ -118,14 +130,18 @@ def memory_memorize(
     ] = None,
     scope: Annotated[ScopeInput | None, _SCOPE] = None,
     anchors: Annotated[list[str] | None, _ANCHORS] = None,
+    replaces: Annotated[str | None, _REPLACES] = None,
 ) -> MemorizeOut:
     warning = engine.scope_input_warning(_given(scope))
     try:
-        r = engine.memorize(content, source=source or "agent", gate="admit", anchors=anchors)
+        r = engine.memorize(content, source=source or "agent", gate="admit", anchors=anchors, replaces=replaces)
     except Rejected as exc:
         return MemorizeOut(effect="rejected", reason=exc.message, warning=warning)
+    if r.effect == "merged":  # the seed's vocabulary: a restatement is a duplicate of the memory it restates
+        return MemorizeOut(atom_id=r.atom_id, effect="no_op", reason=f"merged: {r.reason}", deduped_with=r.atom_id,
+                           warning=warning)  # fmt: skip
     return MemorizeOut(atom_id=r.atom_id, effect=r.effect, reason=r.reason, deduped_with=r.deduped_with,
-                       warning=warning)  # fmt: skip
+                       supersedes=r.supersedes, superseded_by=r.superseded_by, warning=warning)  # fmt: skip
 
 
 @tool(
@@ -144,12 +160,15 @@ def memory_recall(
     scope: Annotated[ScopeInput | None, _SCOPE] = None,
     path: Annotated[str | None, _PATH] = None,
     symbol: Annotated[str | None, _SYMBOL] = None,
+    include_superseded: Annotated[
+        bool, Field(description="Also return memories a newer one replaced (each with superseded_by).")
+    ] = False,
 ) -> RecallOut:
     from ..engine import visible_content
 
     warning = engine.scope_input_warning(_given(scope))
     hits = engine.recall(query, max_results=max_results, include_negated=include_negated, path=path,
-                         symbol=symbol).hits  # fmt: skip
+                         symbol=symbol, include_superseded=include_superseded).hits  # fmt: skip
     return RecallOut(
         atoms=[
             RecalledAtom(
@@ -160,6 +179,8 @@ def memory_recall(
                 source=h.atom.source,
                 freshness=h.freshness,
                 code_changes=h.code_changes,
+                written_at=h.atom.written_at,
+                superseded_by=h.atom.superseded_by if h.atom.status == "superseded" else None,
             )  # fmt: skip
             for h in hits
         ],

@@ -9,7 +9,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, Field
 
 from ..shared.errors import Rejected
-from ..shared.models import CodeChange, Freshness
+from ..shared.models import CodeChange, Freshness, MemorizeResult
 from .common import EngineHandle, register_tools, tool
 
 if TYPE_CHECKING:
@@ -22,14 +22,19 @@ MemType = Literal["session", "decision", "preference", "fact", "playbook", "warn
 ScopeArg = Annotated[
     str, Field(description='"auto" = this repository (from the working directory), "global" = all your projects.')
 ]
+_REPLACES = Field(description="Optional: the memory_id of the memory this one replaces; it becomes superseded.")
+_WRITTEN_AT = Field(
+    description="Optional: when it was written at its source, ISO 8601 (2025-03-15 or 2025-03-15T09:30:00Z); "
+    "default now. An older note never replaces a newer one."
+)
 
 
 # -- output models ---------------------------------------------------------------------------
 
 
 class SaveOut(BaseModel):
-    status: Literal["saved", "pending", "rejected", "duplicate"]
-    memory_id: str | None = None
+    status: Literal["saved", "pending", "rejected", "duplicate", "merged"]
+    memory_id: str | None = Field(None, description="The memory; merged: the existing one it restates.")
     path: str | None = Field(None, description="The memory's markdown file.")
     promotion_id: int | None = Field(None, description="For pending saves: approve with mem_promote.")
     deduped_with: str | None = None
@@ -39,6 +44,28 @@ class SaveOut(BaseModel):
     )
     anchors: list[str] | None = Field(None, description="Code it is anchored to: path or path::symbol.")
     anchor_note: str | None = Field(None, description="Why the code it names was not anchored.")
+    supersedes: str | None = Field(None, description="The memory it replaced, now superseded.")
+    superseded_by: str | None = Field(None, description="A newer memory that already replaces it (an older note).")
+    review: str | None = Field(None, description="A memory it may replace: listed for review, not applied.")
+    restatement_id: str | None = Field(None, description="merged: the record keeping this wording and source.")
+    link_reason: str | None = Field(None, description="Why it merged, superseded or was suggested.")
+
+
+def _save_out(r: MemorizeResult, warning: str | None) -> SaveOut:
+    """A stored save's answer (`mem_save`, `mem_capture_passive`): saved, pending, duplicate or merged."""
+    linked = {"supersedes": r.supersedes, "superseded_by": r.superseded_by, "review": r.review,
+              "link_reason": r.reason if r.supersedes or r.superseded_by or r.review else None}  # fmt: skip
+    if r.effect == "no_op":
+        return SaveOut(status="duplicate", memory_id=r.atom_id, path=r.path, deduped_with=r.deduped_with,
+                       warning=warning)  # fmt: skip
+    if r.effect == "merged":
+        return SaveOut(status="merged", memory_id=r.atom_id, path=r.path, restatement_id=r.restatement_id,
+                       link_reason=r.reason, warning=warning)  # fmt: skip
+    code = {"anchors": r.anchors, "anchor_note": r.anchor_note}
+    if r.status == "pending":
+        return SaveOut(status="pending", memory_id=r.atom_id, promotion_id=r.promotion_id, reasoning=r.reason,
+                       warning=warning, **code)  # fmt: skip
+    return SaveOut(status="saved", memory_id=r.atom_id, path=r.path, warning=warning, **code, **linked)
 
 
 class UpdateOut(BaseModel):
@@ -74,6 +101,8 @@ class Preview(BaseModel):
         None, description="Memories tied to code only: current, or code_changed when that code moved on since."
     )
     code_changes: list[CodeChange] | None = Field(None, description="What changed (code_changed only).")
+    written_at: datetime | None = Field(None, description="When it was written at its source (imported notes).")
+    superseded_by: str | None = Field(None, description="Superseded memories only: the newer one that replaces it.")
 
 
 class Result(Preview):
@@ -243,7 +272,9 @@ def _preview(atom: Atom, drift: dict[str, Any] | None = None) -> Preview:
 
     fresh, changes = (drift or {}).get(atom.id, (None, None))
     return Preview(memory_id=atom.id, type=atom.type, title=atom.title, content_preview=visible_content(atom)[:200],
-                   created_at=atom.created_at, freshness=fresh, code_changes=changes or None)  # fmt: skip
+                   created_at=atom.created_at, freshness=fresh, code_changes=changes or None,
+                   written_at=atom.written_at,
+                   superseded_by=atom.superseded_by if atom.status == "superseded" else None)  # fmt: skip
 
 
 def _path(engine: Engine, atom: Atom) -> str | None:
@@ -261,7 +292,9 @@ def _judgment(j: Any) -> JudgmentOut:
 @tool("Save memory",
       "Save one long-term memory (decision, preference, fact, playbook, warning, session note) as a self-"
       "contained sentence. Useful saves are stored; unclear ones wait for review (status pending); junk is "
-      "rejected with reasoning. Returns memory_id and the markdown path.", idempotent=True)  # fmt: skip
+      "rejected with reasoning; a reworded restatement merges into the memory it restates (status merged); a "
+      "change of a memory supersedes it (supersedes). Pass replaces when you know which memory it replaces. "
+      "Returns memory_id and the markdown path.", idempotent=True)  # fmt: skip
 def mem_save(
     e: Engine,
     content: Annotated[str, Field(description="The memory, one self-contained statement.")],
@@ -277,21 +310,16 @@ def mem_save(
             "Files and symbols named in the content are anchored anyway."
         ),
     ] = None,
+    replaces: Annotated[str | None, _REPLACES] = None,
+    written_at: Annotated[str | None, _WRITTEN_AT] = None,
 ) -> SaveOut:
     target, warning = e.resolve_scope_arg(scope)
     try:
         r = e.memorize(content, source="agent", type=type, title=title, tags=tags or [], triggers=triggers or [],
-                       gate="review", scope=target, anchors=anchors)  # fmt: skip
+                       gate="review", scope=target, anchors=anchors, replaces=replaces, written_at=written_at)  # fmt: skip
     except Rejected as exc:  # the seed's answer for junk: a result with the reasoning, not an error
         return SaveOut(status="rejected", reasoning=exc.message, warning=warning)
-    if r.effect == "no_op":
-        return SaveOut(status="duplicate", memory_id=r.atom_id, path=r.path, deduped_with=r.deduped_with,
-                       warning=warning)  # fmt: skip
-    code = {"anchors": r.anchors, "anchor_note": r.anchor_note}
-    if r.status == "pending":
-        return SaveOut(status="pending", memory_id=r.atom_id, promotion_id=r.promotion_id, reasoning=r.reason,
-                       warning=warning, **code)  # fmt: skip
-    return SaveOut(status="saved", memory_id=r.atom_id, path=r.path, warning=warning, **code)
+    return _save_out(r, warning)
 
 
 @tool("Update memory", "Patch a memory in place: its body (content), tags, triggers or title. Pass only what changes.")
@@ -343,10 +371,13 @@ def mem_search(
     symbol: Annotated[
         str | None, Field(description="Only memories anchored to this symbol, e.g. Table.insert_all.")
     ] = None,
+    include_superseded: Annotated[
+        bool, Field(description="Also memories a newer one replaced (with superseded_by, ranked below it).")
+    ] = False,
 ) -> SearchOut:
     target, warning = e.resolve_scope_arg(scope)
     hits = e.search(query, scope=target, top_k=top_k, types=types, entity_ids=entity_ids, path=path,
-                    symbol=symbol).hits  # fmt: skip
+                    symbol=symbol, include_superseded=include_superseded).hits  # fmt: skip
     drift = {h.atom.id: (h.freshness, h.code_changes) for h in hits if h.freshness}
     return SearchOut(results=[
         Result(**_preview(h.atom, drift).model_dump(), score=h.score, tags=h.atom.tags,
@@ -425,16 +456,16 @@ def mem_capture_passive(
     type: Literal["fact", "decision", "preference", "playbook", "warning"] = "fact",
     tags: list[str] | None = None,
     triggers: list[str] | None = None,
+    replaces: Annotated[str | None, _REPLACES] = None,
+    written_at: Annotated[str | None, _WRITTEN_AT] = None,
 ) -> SaveOut:
     target, warning = e.resolve_scope_arg(scope)
     try:
         r = e.capture_passive(content, source=source, scope=target, type=type, tags=tags or [],
-                              triggers=triggers or [])  # fmt: skip
+                              triggers=triggers or [], replaces=replaces, written_at=written_at)  # fmt: skip
     except Rejected as exc:
         return SaveOut(status="rejected", reasoning=exc.message, warning=warning)
-    status: Literal["saved", "duplicate"] = "duplicate" if r.effect == "no_op" else "saved"
-    return SaveOut(status=status, memory_id=r.atom_id, path=r.path, deduped_with=r.deduped_with,
-                   warning=warning)  # fmt: skip
+    return _save_out(r, warning)
 
 
 @tool(

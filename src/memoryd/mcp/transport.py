@@ -20,7 +20,9 @@ from typing import Any, BinaryIO, NamedTuple
 import anyio
 import anyio.to_thread
 
-from ..shared.limits import SURROGATE
+from ..shared.errors import InvalidInput
+from ..shared.http_security import Networks
+from ..shared.limits import SURROGATE, json_loads
 
 __all__ = ["MAX_BODY_BYTES", "Refusal", "check_message", "error_reply", "http_guard", "stdio_streams"]
 
@@ -66,40 +68,58 @@ def check_message(data: bytes) -> tuple[bytes | None, str | None]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         try:
-            rid = _id_of(json.loads(data.decode("utf-8", "replace")))
-        except ValueError:
+            rid = _id_of(json_loads(data.decode("utf-8", "replace")))
+        except (ValueError, InvalidInput):
             rid = None
         return error_reply(rid, PARSE_ERROR, f"Parse error: invalid_input: the message is not valid UTF-8 "
                                              f"(byte {exc.start}); send UTF-8"), None  # fmt: skip
     try:
-        obj = json.loads(text)
+        obj = json_loads(text, field="the message")
+    except InvalidInput as exc:
+        return error_reply(None, INVALID_REQUEST, f"Invalid Request: invalid_input: {exc.message}"), None
     except ValueError as exc:
         where = f"{exc.msg} at character {exc.pos}" if isinstance(exc, json.JSONDecodeError) else str(exc)
         return error_reply(None, PARSE_ERROR, f"Parse error: invalid_input: the message is not JSON ({where})"), None
-    items = obj if isinstance(obj, list) else [obj]
-    if not items or not all(isinstance(o, dict) for o in items):
+    if isinstance(obj, list) and obj and all(isinstance(o, dict) for o in obj):
+        return _batch_refusal(obj), None
+    if not isinstance(obj, dict):
         return error_reply(
             None, INVALID_REQUEST, "Invalid Request: invalid_input: a JSON-RPC message is an object"
         ), None
-    for o in items:
-        hit = _first_surrogate(o)
-        if hit is not None:
-            if "method" in o and "id" not in o:
-                return None, None  # a notification: no reply is allowed
-            where, char = hit
-            return error_reply(_id_of(o), INVALID_PARAMS, f"Invalid params: invalid_input: {where} holds a lone "
-                                                          f"surrogate U+{ord(char):04X}; send valid Unicode"), None  # fmt: skip
-    if not isinstance(obj, list):
-        from mcp_types import jsonrpc_message_adapter
+    hit = _first_surrogate(obj)
+    if hit is not None:
+        if "method" in obj and "id" not in obj:
+            return None, None  # a notification: no reply is allowed
+        where, char = hit
+        return error_reply(_id_of(obj), INVALID_PARAMS, f"Invalid params: invalid_input: {where} holds a lone "
+                                                        f"surrogate U+{ord(char):04X}; send valid Unicode"), None  # fmt: skip
+    from mcp_types import jsonrpc_message_adapter
 
-        try:
-            jsonrpc_message_adapter.validate_python(obj, by_name=False)
-        except Exception:
-            if "method" in obj and "id" not in obj:
-                return None, None
-            return error_reply(_id_of(obj), INVALID_REQUEST, "Invalid Request: invalid_input: not a JSON-RPC 2.0 "
-                                                             "request, notification or response"), None  # fmt: skip
+    try:
+        jsonrpc_message_adapter.validate_python(obj, by_name=False)
+    except Exception:
+        if "method" in obj and "id" not in obj:
+            return None, None
+        return error_reply(_id_of(obj), INVALID_REQUEST, "Invalid Request: invalid_input: not a JSON-RPC 2.0 "
+                                                         "request, notification or response"), None  # fmt: skip
     return None, text
+
+
+BATCH_REFUSED = ("Invalid Request: invalid_input: JSON-RPC batches are not supported (MCP 2025-06-18 removed "
+                 "them); send each message on its own")  # fmt: skip
+
+
+def _batch_refusal(batch: list[dict[str, Any]]) -> bytes | None:
+    """A batch's answer: JSON-RPC 2.0's batch of replies, one error per request in it (a client waiting for any
+    of their ids gets it), or one error with a null id when the batch holds no request; None for notifications
+    only (nothing may answer them)."""
+    ids = [_id_of(o) for o in batch if "method" in o and o.get("id") is not None]
+    if ids:
+        return json.dumps([{"jsonrpc": "2.0", "id": rid, "error": {"code": INVALID_REQUEST, "message": BATCH_REFUSED}}
+                           for rid in ids]).encode() + b"\n"  # fmt: skip
+    if all("method" in o and "id" not in o for o in batch):
+        return None
+    return error_reply(None, INVALID_REQUEST, BATCH_REFUSED)
 
 
 class _Writer:
@@ -194,24 +214,30 @@ SINGLE_HEADERS = (b"authorization", b"memoryd-scope", b"memoryd-client", b"host"
 
 
 def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify: Identify | None = None,
-               post_only: bool = False, fast: FastPath | None = None) -> Any:  # fmt: skip
+               post_only: bool = False, fast: FastPath | None = None, trusted_proxies: Networks = (),
+               body_s: float | None = None) -> Any:  # fmt: skip
     """Wrap an ASGI app: the shared HTTP rules (`memoryd.shared.http_security`) and checked JSON bodies.
 
     - A header of SINGLE_HEADERS sent more than once: 400 (before anything reads it).
     - `post_only` (the stateless servers: the team server, the daemon): anything but POST is 405 with
       `Allow: POST` (no event stream to resume, no session to end), never the SDK's 500.
+    - A GET with `Last-Event-ID` (a stream to resume; nothing is kept to replay): 400, never the SDK's 500.
 
     - Host and Origin must name an allowed host, on every bind address (403 with the reason).
     - With a token, `Authorization: Bearer <token>` (scheme in any case), compared in constant time (401).
     - With `identify` (the team server), every request's identity: its answer is a `Refusal` (sent as JSON
       `{"error", "message"}`, 401 with `WWW-Authenticate`) or the engine the request acts with, left in the
-      ASGI scope as `memoryd.engine` for the MCP handlers (`MemorydServer._bind`).
+      ASGI scope as `memoryd.engine` for the MCP handlers (`MemorydServer._bind`). The client address it gets is
+      the peer's, or, from one of `trusted_proxies`, the one their `X-Forwarded-For` names (`client_address`).
     - A POST body must be at most MAX_BODY_BYTES, UTF-8, JSON, free of lone surrogates; otherwise
       a JSON-RPC error comes back with status 400 (413 when too large).
     - `fast` (the stateless servers): a checked body it answers (a plain `tools/call`, `memoryd.mcp.fast`) is
       answered without the SDK's per-request session; whatever it declines goes to `app`.
+    - A body not whole within `body_s` seconds (default `http_security.BODY_S`): 408.
     """
-    from ..shared.http_security import bearer_ok, read_body, refusal, replay
+    from ..shared.http_security import BODY_S, bearer_ok, client_address, read_body, refusal, replay
+
+    within = BODY_S if body_s is None else body_s
 
     async def send_json(send: Any, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None) -> None:
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(extra or [])]
@@ -247,9 +273,17 @@ def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify
             await send_json(send, 405, json.dumps({"error": "method_not_allowed", "message": message}).encode(),
                             [(b"allow", b"POST")])  # fmt: skip
             return
+        if scope.get("method") == "GET" and b"last-event-id" in headers:
+            # The SDK resumes a stream only from an event store (none here: nothing is kept to replay); without
+            # one it returned without an answer, which uvicorn turned into a 500.
+            message = ("this server keeps no event history, so a stream cannot be resumed: open a new one without "
+                       "Last-Event-ID (or send the request again)")  # fmt: skip
+            await send_json(send, 400, json.dumps({"error": "invalid_input", "message": message}).encode())
+            return
         if identify is not None:
-            client = scope.get("client")
-            who = await identify(headers, str(client[0]) if client else None)
+            peer = scope.get("client")
+            forwarded = [v for k, v in scope.get("headers", []) if k.lower() == b"x-forwarded-for"]
+            who = await identify(headers, client_address(str(peer[0]) if peer else None, forwarded, trusted_proxies))
             if isinstance(who, Refusal):
                 extra = [(b"www-authenticate", b'Bearer realm="memoryd"')] if who.status == 401 else []
                 if who.retry_after is not None:
@@ -267,7 +301,7 @@ def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify
             await send_json(send, 413, error_reply(None, INVALID_REQUEST, f"Invalid Request: invalid_input: the body "
                                                    f"is larger than {MAX_BODY_BYTES} bytes"))  # fmt: skip
             return
-        body, stopped = await read_body(receive, MAX_BODY_BYTES)
+        body, stopped = await read_body(receive, MAX_BODY_BYTES, within)
         if stopped == "disconnect":
             return
         if stopped == "timeout":
@@ -281,6 +315,10 @@ def http_guard(app: Any, *, token: str | None, allowed_hosts: set[str], identify
         reply, text = check_message(body)
         if reply is not None:
             await send_json(send, 400, reply.rstrip(b"\n"))
+            return
+        if text is None:  # notifications only, unusable: accepted, and nothing may answer them
+            await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
             return
         if fast is not None and text is not None and (answer := await fast(headers, scope, text)) is not None:
             await send_json(send, 200, answer)

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from ..shared.errors import InvalidInput
-from ..shared.models import Atom
-from ..storage.base import CandidateFacts
 
 __all__ = ["DECAY_STATES", "HALF_LIFE_DAYS", "decay_state", "parse_since"]
 
@@ -26,7 +25,20 @@ _SINCE = re.compile(r"^\s*(\d{1,4})\s*([dwmy])\s*$")
 _UNIT_DAYS = {"d": 1, "w": 7, "m": 30, "y": 365}
 
 
-def decay_state(atom: Atom | CandidateFacts, now: datetime) -> str:
+class Dated(Protocol):
+    """What decay reads of a memory (an `Atom`, or the store's `CandidateFacts` of one)."""
+
+    @property
+    def updated_at(self) -> datetime: ...
+    @property
+    def last_accessed_at(self) -> datetime | None: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def epistemic(self) -> str: ...
+
+
+def decay_state(atom: Dated, now: datetime) -> str:
     last = max(atom.updated_at, atom.last_accessed_at or atom.updated_at)
     age_days = (now - last).total_seconds() / 86400
     half = HALF_LIFE_DAYS.get(atom.type, 90)

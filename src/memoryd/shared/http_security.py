@@ -11,6 +11,9 @@
   console also checks that a state-changing request comes from its own origin, port included
   (`ui/security.py`, its CSRF rules).
 
+- The client address a team server counts failed tokens by (`client_address`) is the TCP peer's, unless the
+  peer is a configured trusted proxy (`MEMORYD_TRUSTED_PROXIES`); only then is `X-Forwarded-For` read.
+
 The transport answers a refusal with JSON (`mcp/transport.py`), the console with a page
 (`ui/security.py`); the decisions are these functions. Both read a request body whole before they
 check it (a JSON-RPC message, a form's CSRF token) and hand it on (`read_body`, `replay`).
@@ -21,18 +24,73 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import secrets
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 __all__ = [
-    "LOOPBACK_NAMES", "MIN_TOKEN_CHARS", "TokenError", "allowed_names", "bearer_ok", "bearer_token", "host_of", "is_loopback",
-    "new_token", "origins", "read_body", "refusal", "replay", "same", "server_token",
+    "LOOPBACK_NAMES", "MIN_TOKEN_CHARS", "Networks", "TokenError", "allowed_names", "bearer_ok", "bearer_token",
+    "client_address", "host_of", "is_loopback", "new_token", "origins", "parse_networks", "read_body", "refusal", "replay",
+    "same", "server_token",
 ]  # fmt: skip
 
 Receive = Callable[[], Awaitable[Any]]  # an ASGI receive callable
 
 MIN_TOKEN_CHARS = 32
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+
+
+Networks = tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
+MAX_FORWARDED_HOPS = 32  # X-Forwarded-For entries read, from the right: a longer list is someone's invention
+
+
+def parse_networks(text: str | None) -> Networks:
+    """`10.0.0.5, 10.1.0.0/16, ::1` → the networks (an address is a network of one). Raises ValueError naming
+    the entry that is neither."""
+    networks = []
+    for entry in (text or "").split(","):
+        if entry.strip():
+            try:
+                networks.append(ipaddress.ip_network(entry.strip(), strict=False))
+            except ValueError:
+                raise ValueError(f"{entry.strip()!r} is not an IP address or network (CIDR, e.g. 10.0.0.0/8)") from None
+    return tuple(networks)
+
+
+def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """One X-Forwarded-For entry as an address (`[::1]:80`, `10.0.0.1:443` and `::1` accepted), else None."""
+    text = text.strip()
+    if text.startswith("["):
+        text = text[1:].partition("]")[0]
+    elif text.count(":") == 1:
+        text = text.partition(":")[0]
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
+def client_address(peer: str | None, forwarded: Sequence[bytes], trusted: Networks) -> str | None:
+    """The address a request comes from: the TCP peer, unless the peer is a trusted proxy. Then the
+    `X-Forwarded-For` values (all of the request's headers, in order) are read from the right, where each proxy
+    appends the address it saw: the first entry that is not itself a trusted proxy is the client. An entry that
+    is no address, or a list of trusted proxies only, ends the walk at the last proxy reached (whatever a client
+    writes to the left of what our proxies appended is never believed)."""
+    if peer is None or not trusted:
+        return peer
+    current = _address(peer)
+    if current is None or not any(current in n for n in trusted):
+        return peer
+    entries = b",".join(forwarded).decode("latin-1").split(",")[::-1][:MAX_FORWARDED_HOPS]
+    for entry in entries:
+        if not entry.strip():
+            continue
+        hop = _address(entry)
+        if hop is None:
+            break
+        current = hop
+        if not any(hop in n for n in trusted):
+            break
+    return str(current)
 
 
 class TokenError(ValueError):
@@ -129,11 +187,14 @@ def refusal(allowed: set[str], host: str, origin: str | None) -> str | None:
 
 HEADER_S = 10.0  # a request's headers must arrive whole within this (slowloris)
 BODY_S = 30.0  # and its body within this
+# The same for the daemon's Unix socket: its clients are local processes that write a request at once, so a
+# half-sent request (a stopped or hostile client) is cut off sooner.
+LOCAL_S = 5.0
 
 
-def timed_protocol() -> type:
+def timed_protocol(header_s: float = HEADER_S) -> type:
     """uvicorn's HTTP/1.1 protocol with a deadline on each request's headers: a connection whose request
-    headers are not complete `HEADER_S` after their first bytes is closed (half-sent requests held a
+    headers are not complete `header_s` after their first bytes is closed (half-sent requests held a
     connection, and its memory, for as long as the client liked). The deadline ends with the headers: a
     kept-alive connection between requests waits for uvicorn's keep-alive timeout, as before."""
     import asyncio
@@ -146,7 +207,7 @@ def timed_protocol() -> type:
 
         def data_received(self, data: bytes) -> None:
             if self._deadline is None and self.conn.their_state is h11.IDLE:
-                self._deadline = self.loop.call_later(HEADER_S, self._headers_due)
+                self._deadline = self.loop.call_later(header_s, self._headers_due)
             super().data_received(data)
             if self._deadline is not None and self.conn.their_state is not h11.IDLE:
                 # The headers are whole: disarmed, so a kept-alive connection idle between two requests is

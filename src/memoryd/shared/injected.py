@@ -1,9 +1,10 @@
 """What memoryd's hooks already put into one agent session's context, so no memory goes in twice.
 
 Every hook that injects memories (SessionStart's brief, UserPromptSubmit's recall, and any
-PreToolUse handler that adds memories, e.g. the ones anchored to a file) asks `InjectedRecord`
-first: `claim(ids)` returns the ids not injected yet in this session and records them, under a
-file lock, so two hooks racing in one session never both inject the same memory.
+PreToolUse handler that adds memories, e.g. the ones anchored to a file) leaves out what the record
+holds, and records what it adds once the answer is in the hook process's hands (`memoryd.agents.hooks`):
+`claim_all(ids)` records them only if none was recorded before, `claim(ids)` records and returns the new
+ones, both under a file lock, so two hooks racing in one session never both inject the same memory.
 
 The record is a small JSON file per session, `<MEMORYD_HOME>/sessions/<session id>.json`
 (`{"session_id": …, "ids": {"<memory id>": "<hook>", …}}`; a session id with characters outside
@@ -81,14 +82,28 @@ class InjectedRecord:
             new = [i for i in dict.fromkeys(ids) if i not in known]
             if not new:
                 return []
-            if not self.path.exists():
-                self._prune()
-            known.update(dict.fromkeys(new, by))
-            tmp = self.path.with_name(self.path.name + ".tmp")  # one writer at a time: the lock is held
-            with open(tmp, "w", encoding="utf-8") as fh:
-                json.dump({"session_id": self.session_id, "ids": known}, fh)
-            os.replace(tmp, self.path)
+            self._write({**known, **dict.fromkeys(new, by)}, new=not self.path.exists())
         return new
+
+    def claim_all(self, ids: Sequence[str], by: str) -> bool:
+        """Record `ids` as injected by hook `by` if none of them was before (True); else record nothing (False):
+        another hook of the session gave some of them first, and the caller asks for its answer again."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with _exclusive(str(self.path) + ".lock"):
+            known = self._read()
+            if any(i in known for i in ids):
+                return False
+            self._write({**known, **dict.fromkeys(ids, by)}, new=not self.path.exists())
+        return True
+
+    def _write(self, known: dict[str, str], *, new: bool) -> None:
+        """The record as `known` (the lock is held)."""
+        if new:
+            self._prune()
+        tmp = self.path.with_name(self.path.name + ".tmp")  # one writer at a time: the lock is held
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump({"session_id": self.session_id, "ids": known}, fh)
+        os.replace(tmp, self.path)
 
     def _prune(self) -> None:
         cutoff = time.time() - PRUNE_AFTER_DAYS * 86400

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from .errors import InvalidInput
 
+TYPE_CHECKING = False  # not `typing`'s: the hooks read this table, and its import costs a hook ~5 ms
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = [
     "LIMITS", "SURROGATE", "UNSTORABLE", "unstorable", "check_count", "check_id", "check_text", "check_texts",
-    "markdown_table",
+    "json_loads", "markdown_table",
 ]  # fmt: skip
 
 # A lone UTF-16 surrogate cannot be stored as UTF-8 (vault files, PostgreSQL), nor can PostgreSQL
@@ -83,6 +86,13 @@ LIMITS: dict[str, tuple[int, str, str]] = {
         "repositories (and `global`) one team-server token may act in (memoryd token create --scope)",
     ),
     "scope_header": (8192, "characters", "the Memoryd-Scope header of one team-server request"),
+    "given": (10000, "items", "ids a prompt hook says its session already has (the local API's POST /v1/prompt)"),
+    "json_depth": (
+        64,
+        "levels",
+        "nesting of one JSON message or body (MCP over stdio and HTTP, the local API, headers)",
+    ),
+    "written_at": (64, "characters", "when a memory was written at its source: ISO 8601, from 1970 to a day ahead"),
 }
 
 
@@ -145,6 +155,31 @@ def check_id(value: object, *, field: str = "id") -> str:
     text = check_text("id", value, field=field, required=True)
     assert text is not None
     return text
+
+
+def json_loads(text: str | bytes, *, field: str = "the body") -> Any:
+    """JSON text's value, nested at most LIMITS["json_depth"] levels (a 100,000-deep array exhausted the
+    parser's recursion: an unhandled RecursionError, a 500 or a dead stdio server). Raises ValueError (not
+    JSON, as `json.loads`) and InvalidInput naming `field` (nested too deep)."""
+    import json  # here, not at the top: a hook that reads LIMITS pays nothing for it
+
+    top = LIMITS["json_depth"][0]
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise InvalidInput(f"{field} nests JSON deeper than {top} levels") from None
+    level, containers = 1, [value] if type(value) in (dict, list) else []
+    while containers:  # one level at a time, no recursion of our own (exact types: 5x faster than isinstance)
+        if level > top:
+            raise InvalidInput(f"{field} nests JSON deeper than {top} levels")
+        inner: list[Any] = []
+        keep = inner.append
+        for c in containers:
+            for v in c.values() if type(c) is dict else c:
+                if type(v) is dict or type(v) is list:
+                    keep(v)
+        containers, level = inner, level + 1
+    return value
 
 
 if __name__ == "__main__":

@@ -46,7 +46,8 @@ ATOM_TYPES: tuple[str, ...] = AtomType.__args__  # type: ignore[attr-defined]
 Epistemic = Literal["actual", "necessary", "possible"]
 Polarity = Literal["affirmative", "negative", "conditional"]
 Status = Literal["active", "negated", "superseded", "quarantined", "sealed", "tombstoned", "pending"]
-Effect = Literal["applied", "no_op"]  # a refusal is raised (errors.Rejected), not returned
+# merged: a reworded restatement of a memory of the scope, kept as a record of that memory (`atom_id`)
+Effect = Literal["applied", "no_op", "merged"]  # a refusal is raised (errors.Rejected), not returned
 CorrectAction = Literal["negate", "confirm_actual", "confirm_necessary", "demote", "replace"]
 GovernAction = Literal["quarantine", "seal", "tombstone", "derive_lesson"]
 CORRECT_ACTIONS: tuple[str, ...] = CorrectAction.__args__  # type: ignore[attr-defined]
@@ -110,6 +111,14 @@ class Atom(BaseModel):
     entities: list[str] = Field(default_factory=list)
     last_accessed_at: datetime | None = None
     vault_path: str | None = Field(None, description="Markdown file, relative to the vault root.")
+    written_at: datetime | None = Field(
+        None, description="When it was written at its source (an imported note's date); None: when stored here."
+    )
+
+    @property
+    def written(self) -> datetime:
+        """When the memory was written: at its source if known, else when it was stored."""
+        return self.written_at or self.created_at
 
 
 class Event(BaseModel):
@@ -146,6 +155,12 @@ class MemorizeResult(BaseModel):
     anchors: list[str] | None = Field(None, description="Code it was anchored to: path or path::symbol.")
     anchor_note: str | None = Field(None, description="Why named code was not anchored (e.g. outside git).")
     path: str | None = Field(None, description="The memory's markdown file (active memories only).")
+    supersedes: str | None = Field(None, description="The memory it replaced, now superseded (applied only).")
+    superseded_by: str | None = Field(
+        None, description="A newer memory it is already superseded by (an older note stored later)."
+    )
+    restatement_id: str | None = Field(None, description="merged only: the record that keeps the new wording.")
+    review: str | None = Field(None, description="A memory it may supersede, listed for review, not applied.")
 
 
 class CodeChange(BaseModel):

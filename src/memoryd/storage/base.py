@@ -151,7 +151,9 @@ class IndexWrites(Protocol):
 
     # re-index an atom whose content, title, tags or triggers changed in place
     def replace_terms(self, atom_id: str, terms: Sequence[str], vector: Vector | None) -> None: ...
+    def set_model_vector(self, atom_id: str, model: str, vector: Vector) -> None: ...  # the atom's vector of `model`
     def link(self, src: str, dst: str, kind: str) -> None: ...
+    def unlink(self, src: str, dst: str, kind: str) -> None: ...  # one edge between two atoms
     def unlink_entities(self, atom_id: str) -> None: ...
     def set_anchors(self, atom_id: str, anchors: Sequence[Anchor]) -> None: ...  # replace them (none: remove)
 
@@ -227,6 +229,8 @@ class MemoryReads(Protocol):
     # name or its last parts) narrow them to anchors on that code
     def anchored_atoms(self, *, scope_hashes: Sequence[str], statuses: Sequence[str], path: str | None = None,
                        symbol: str | None = None, limit: int = 1000) -> list[str]: ...  # fmt: skip
+    # (src, dst) of the atom-to-atom edges of `kind` whose source is in these scopes, newest first
+    def atom_edges(self, kind: str, *, scope_hashes: Sequence[str] | None, limit: int) -> list[tuple[str, str]]: ...
     # record that atoms were read (feeds decay): no event, no snapshot bump, never waits for a writer
     # (a busy store records the time later, or not at all: access times are a hint)
     def touch(self, atom_ids: Sequence[str]) -> None: ...
@@ -248,6 +252,10 @@ class IndexReads(Protocol):
     def vector_candidates(self, query: Vector, *, scope_hashes: Sequence[str], k: int) -> list[tuple[str, float]]: ...
     # each listed atom's scoring facts; with `query`, each one's `cos` as `cosines` gives it, in the same read
     def candidate_facts(self, atom_ids: Sequence[str], *, query: Vector | None = None) -> dict[str, CandidateFacts]: ...
+    # the cosine of `query` with each listed atom's vector of `model` (atoms without one, or of another size, left out)
+    def model_cosines(self, model: str, query: Vector, atom_ids: Sequence[str]) -> dict[str, float]: ...
+    # up to `limit` atoms with content and no vector of `model`, oldest first: (id, content)
+    def missing_model_vectors(self, model: str, *, limit: int) -> list[tuple[str, str]]: ...
     # for each listed atom, the next atom created in its scope (one of `statuses`) within the window: a
     # conversation saved turn by turn answers a question in the turn after it
     def successors(self, atom_ids: Sequence[str], *, statuses: Sequence[str],

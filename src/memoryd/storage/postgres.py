@@ -59,7 +59,8 @@ _PGVECTOR = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
 _KW = "NULLIF(array_to_tsvector(?::text[]), '')"  # no terms: NULL, not in the keyword index
 _COPY_ORDER = {"atoms": "a.seq", "events": "a.seq", "edges": "a.src, a.dst, a.kind", "event_payloads": "a.event_id",
                "sensitive_scopes": "a.scope_hash", "anchors": "a.atom_id, a.path, a.symbol", "teams": "a.name",
-               "team_members": "a.team, a.tenant_id", "shares": "a.workspace, a.repository"}  # fmt: skip
+               "team_members": "a.team, a.tenant_id", "shares": "a.workspace, a.repository",
+               "model_vectors": "a.atom_id, a.model"}  # fmt: skip
 _ERROR = "database error: {detail}"
 _CONFLICT = "the database gave up a transaction that conflicted with another writer: {detail}"
 # Every exception class of psycopg and psycopg_pool and the memoryd error it becomes (a test checks

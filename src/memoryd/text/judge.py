@@ -37,7 +37,7 @@ import hashlib
 import re
 import unicodedata
 from functools import lru_cache
-from typing import Any, Literal, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 from pydantic import BaseModel, Field
 
@@ -64,14 +64,21 @@ TYPES = get_args(JudgmentType)
 # ---------------------------------------------------------------- cue tables (folded text)
 
 # Traditional forms (換成, 遷移到, 替換, 棄用, 現在用, 從…到 …) fold to these before matching.
+# Strong: the text says that something changed (a tool, a version, an owner, a limit), not only what is.
 REPLACEMENT_CUES = (
-    r"改用|改成|改为|换成|换用|换到|切到|切换到|切换成|迁移到|迁到|不再|取代|替换|替代|弃用|废弃|"
-    r"现在用|现在改|升级到|升到|"
-    r"\b(?:switch(?:ed|ing)? (?:to|from)|mov(?:e|ed|ing) to|migrat(?:e|ed|ing) to|upgraded to|bumped to|"
-    r"no longer|instead of|replac(?:e|ed|es|ing)|deprecated|is gone|now us(?:e|es|ing))\b"
+    r"改用|改成|改为|改由|换成|换用|换到|切到|切换到|切换成|迁移到|迁到|不再|取代|替换|替代|弃用|废弃|"
+    r"现在用|现在改|现在是|升级到|升到|降级到|调整为|调整到|提高到|降低到|接手|已移除|已删除|已下线|已经下线|"
+    r"\b(?:switch(?:ed|ing)? (?:to|from|over)|mov(?:e|ed|ing) (?:to|from|over)|migrat(?:e|ed|ing) (?:to|from|off)|"
+    r"(?:upgrad|downgrad|bump|rais|lower|increas|decreas|reduc|resiz|chang|renam|mov|switch|migrat)e?d\b"
+    r"(?:[^.;:,]|[.:](?=\w)){0,60}?\b(?:to|from)|"
+    r"no longer|(?:is|are) (?:gone|now)|(?:was|were|has been|have been) (?:retired|removed|deleted|dropped|"
+    r"replaced|decommissioned|sunset)|took over|taken over|(?:since|as of) (?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|"
+    r"oct|nov|dec)[a-z]*\.? )?(?:\d{4}|v?\d+\.\d+)|not\b[^.;:,]{0,40}?\bany ?more|replac(?:e|ed|es|ing)|deprecated|"
+    r"now us(?:e|es|ing))\b"
 )
-# Weaker: often a replacement, sometimes just a time ("from 9 to 5", "now also …").
-WEAK_CUES = r"现在|从[^，,。；;]{1,40}?(?:到|换|切|迁|改)|\b(?:now|from [\w.+#-]+ to)\b"
+# Weaker: often a replacement, sometimes just a time ("from 9 to 5", "now also …") or an alternative
+# ("use X instead of Y": a directive, not a change).
+WEAK_CUES = r"现在|从[^，,。；;]{1,40}?(?:到|换|切|迁|改)|\b(?:now|instead of|from [\w.+#-]+ to)\b"
 FILLER = frozenset("use us be has have 用 使用 是 有 的 了 在 也 都 就 和".split())
 # Polarity is judged separately, so negators do not count as topic terms.
 POLARITY_TERMS = re.compile(r"^(?:never|alway|.*[不没].*)$")
@@ -132,6 +139,23 @@ EN_STOP = frozenset(
     don doesn isn aren per instead longer after before follow follows loaded goes lives""".split()
 )
 
+# What a change changes rather than what it is about: numbers, versions, sizes, durations (`_VALUE`), and the
+# stems of month, weekday and time-of-day words (a date in a note is no subject).
+VALUE_WORDS = frozenset(
+    """januari februari march april may june juli august septemb octob novemb decemb jan feb mar apr jun jul aug
+    sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday pm""".split()
+)
+# The write path applies a cue's judgment (auto band) only for the same subject: NEW holds this share of
+# OLD's subject terms with this Jaccard, or a word both name is followed by another number or version
+# and NEW holds this smaller share (bench/supersede.py, leave-one-repository-out).
+SUPERSEDE_JACCARD = 0.2
+SUPERSEDE_COVER = 0.35
+SUPERSEDE_SWAP_COVER = 0.2
+# Below the auto band: a cue about a related subject is a supersession for review, one about a subject that
+# only shares a word is ignored.
+RELATED_COVER = 0.2
+RELATED_JACCARD = 0.15
+
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CUE = re.compile(REPLACEMENT_CUES, re.ASCII)
 _WEAK_CUE = re.compile(WEAK_CUES, re.ASCII)
@@ -140,6 +164,13 @@ _HAS_CJK = re.compile(f"[{_CJK}]")
 _GLOSSARY = re.compile("|".join(sorted(GLOSSARY, key=len, reverse=True)))
 _EN_WORD = re.compile(r"[a-z][a-z0-9]+")
 _KEY = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+){0,4}")
+_QUESTION = re.compile(r"[^.!?。！？\n]*[?？]")
+_VALUE = re.compile(r"v?\d[\d.,:]*[a-z]{0,3}")
+# a word, a few linking words, then a number or version: "kotlin is on 1.9.24", "minsdk stays at 24", "ruby 3.4.1"
+_KEYED = re.compile(
+    r"([a-z][\w.+#-]*[a-z0-9])(?:\s+(?:is|are|was|on|at|to|now|stays|pinned|set|version|v))*"
+    r"\s+v?(\d+(?:\.\d+)*)\b"
+)
 
 
 class Judgment(BaseModel):
@@ -181,14 +212,19 @@ def _canon(text: str) -> str:  # for "same text": no punctuation, no spaces
 
 
 def _terms(text: str) -> set[str]:
-    return {t for t in tokens(_fold(text), query=True) if t not in FILLER and not POLARITY_TERMS.match(t)}
+    return {t for t in _ordered(text) if t not in FILLER and not POLARITY_TERMS.match(t)}
+
+
+@lru_cache(maxsize=4096)
+def _ordered(text: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(tokens(_fold(text), query=True)))
 
 
 def _phrases(text: str, terms: set[str], limit: int = 3) -> str:
     """Some of `terms` in text order, with overlapping Chinese bigrams joined back (连接, 接池 → 连接池)."""
     out: list[str] = []
     prev = ""
-    for t in dict.fromkeys(tokens(_fold(text), query=True)):
+    for t in _ordered(text):
         if t not in terms:
             prev = ""
             continue
@@ -204,6 +240,7 @@ def _entities(text: str) -> dict[str, str]:
     return {e.id.lower(): e.name for e in extract_entities(text)}
 
 
+@lru_cache(maxsize=4096)
 def _polarity(text: str) -> str:
     polarity = classify(text).polarity
     if polarity == "conditional":
@@ -228,6 +265,33 @@ def _names(ids: set[str], names: dict[str, str]) -> str:
 # ---------------------------------------------------------------- judgment
 
 
+class _Side(NamedTuple):
+    """What the rules read of one text (cached: the write path judges one text against several)."""
+
+    terms: frozenset[str]
+    subject: frozenset[str]  # terms that are no value: no number, version, date word
+    entities: dict[str, str]
+    strong: frozenset[str]  # replacement cues
+    weak: frozenset[str]
+    keyed: frozenset[tuple[str, str]]  # (a word, the number or version right after it): "kotlin" → "2.1.10"
+
+
+@lru_cache(maxsize=4096)
+def _side(text: str) -> _Side:
+    terms = _terms(text)
+    folded = _fold(text)
+    keyed = frozenset((m.group(1), m.group(2)) for m in _KEYED.finditer(folded) if m.group(1) not in EN_STOP)
+    said = _QUESTION.sub(" ", text)  # a question announces no change ("any more paintings coming up?")
+    return _Side(frozenset(terms), frozenset(t for t in terms if not _is_value(t)), _entities(text),
+                 frozenset(_cues(said, _CUE)), frozenset(_cues(said, _WEAK_CUE)), keyed)  # fmt: skip
+
+
+def _is_value(term: str) -> bool:
+    """A number, a version, a size or duration ("16", "1.84", "30s", "v2"), a month or time-of-day word: what a
+    change changes, not what it is about."""
+    return bool(_VALUE.fullmatch(term)) or term in VALUE_WORDS
+
+
 def judge_heuristic(new_text: str, old_text: str) -> Judgment:
     """Judge NEW against OLD by the rules in the module docstring."""
 
@@ -238,35 +302,62 @@ def judge_heuristic(new_text: str, old_text: str) -> Judgment:
 
     if _canon(new_text) == _canon(old_text):
         return result("duplicates", 0.97, "Same text once punctuation, spacing, case and script are ignored.")
-    new_t, old_t = _terms(new_text), _terms(old_text)
-    new_e, old_e = _entities(new_text), _entities(old_text)
+    new, old = _side(new_text), _side(old_text)
+    new_t, old_t, new_e, old_e = set(new.terms), set(old.terms), new.entities, old.entities
     shared_t, shared_e = new_t & old_t, set(new_e) & set(old_e)
     jac = len(shared_t) / len(new_t | old_t) if new_t | old_t else 0.0
     cover_old = len(shared_t) / len(old_t) if old_t else 0.0
     cover_new = len(shared_t) / len(new_t) if new_t else 0.0
+    # the subject: the same measures without values (a version or a limit is what changes)
+    shared_s = new.subject & old.subject
+    jac_s = len(shared_s) / len(new.subject | old.subject) if new.subject | old.subject else 0.0
+    cover_s = len(shared_s) / len(old.subject) if old.subject else 0.0
     shared_c = _categories(new_e) & _categories(old_e)
+    # two different technologies of one kind (React here, Solid there): one may have replaced the other
+    swap_c = _categories({k: v for k, v in new_e.items() if k not in old_e}) & _categories(
+        {k: v for k, v in old_e.items() if k not in new_e}
+    )
     overlap = f"Jaccard {jac:.2f}" + (f", shared {_names(shared_e, new_e)}" if shared_e else "")
     overlap += f", both name a {sorted(shared_c)[0]}" if shared_c and not shared_e else ""
     if not shared_t and not shared_e and not shared_c:
         return result("unrelated", 0.9, "No shared entity, kind of technology or topic term.")
 
-    strong_cues = _cues(new_text, _CUE) - _cues(old_text, _CUE)
-    cues = strong_cues or _cues(new_text, _WEAK_CUE) - _cues(old_text, _WEAK_CUE)
+    strong_cues = new.strong - old.strong
+    cues = strong_cues or new.weak - old.weak
     if cues:
-        strong = bool(shared_e) or jac >= 0.3
-        conf = 0.6 + 0.1 * bool(strong_cues) + 0.15 * strong + 0.05 * bool(set(new_e) - set(old_e))
+        # Auto only for a strong cue about the same subject: most of OLD's subject again (a short OLD is
+        # covered whole), or a value of a word both name changed (Kotlin 1.9.24 → Kotlin 2.1.10).
+        swapped = _swapped(new, old, shared_s)
+        same = (jac_s >= SUPERSEDE_JACCARD and cover_s >= SUPERSEDE_COVER) or (
+            bool(swapped) and cover_s >= SUPERSEDE_SWAP_COVER)  # fmt: skip
+        # nothing named in common, and each names other code (get_session() here, retry_with_backoff() there): the
+        # words they share are the generic ones, not the subject
+        same = same and not (not shared_e and _code_swap(new_e, old_e))
+        conf = 0.6 + 0.1 * bool(strong_cues) + 0.15 * same + 0.05 * bool(set(new_e) - set(old_e))
         cue = sorted(cues)[0]
-        return result("supersedes", conf, f"Replacement cue {cue!r} in the new one, same topic ({overlap}).")
+        what = f"same subject ({overlap}, {cover_s:.0%} of the old subject" + (f", {swapped}" if swapped else "")
+        if not same:
+            # a change of something related (review), or of something else that shares a word (ignore)
+            related = cover_s >= RELATED_COVER or jac_s >= RELATED_JACCARD or bool(swap_c)
+            conf = min(conf, 0.75) if related else 0.45
+            what = f"{'related topic' if related else 'hardly the same subject'} ({overlap}, {cover_s:.0%} of the old subject"
+        return result("supersedes", conf, f"Replacement cue {cue!r} in the new one, {what}).")
 
-    pols = {_polarity(new_text), _polarity(old_text)}
     same_topic = jac >= 0.3 or (bool(shared_e) and max(cover_new, cover_old) >= 0.5)
-    if pols == {"affirmative", "negative"} and same_topic:
+    if same_topic and {_polarity(new_text), _polarity(old_text)} == {"affirmative", "negative"}:
         conf = 0.6 + 0.3 * min(1.0, jac / 0.6) + 0.05 * bool(shared_e)
         neg = "new" if _polarity(new_text) == "negative" else "old"
         why = f"Opposite polarity (the {neg} one is negated) on the same topic, no replacement cue"
         return result("contradicts", conf, f"{why} ({overlap}).")
 
-    if jac >= 0.8:
+    # Different values (3 retries vs 5, port 9096 vs 9092) make two statements, however alike the words; so do
+    # two different words in one place (billing vs scheduler, React vs Flutter): a rewording that only adds
+    # or drops words is a restatement (auto), one that swaps a word is one for a person (review).
+    values_differ = bool({t for t in new_t ^ old_t if _is_value(t)})
+    if jac >= 0.8 and not values_differ:
+        if new.subject - old.subject and old.subject - new.subject:
+            swapped = f"{_phrases(new_text, set(new.subject - old.subject), 2)} for {_phrases(old_text, set(old.subject - new.subject), 2)}"
+            return result("duplicates", 0.7, f"Near-identical terms ({overlap}) but {swapped} in one place.")
         return result("duplicates", 0.85 + 0.5 * (jac - 0.8), f"Near-identical terms ({overlap}).")
     if cover_new >= 0.8 and len(new_t) < len(old_t):
         return result("duplicates", 0.6, f"The new memory adds nothing the old one lacks ({overlap}).")
@@ -275,9 +366,34 @@ def judge_heuristic(new_text: str, old_text: str) -> Judgment:
         return result("refines", 0.6 + 0.3 * cover_old, f"{why} ({overlap}).")
 
     swap = _swap(new_t - old_t, old_t - new_t, new_e, old_e)
-    if (jac >= 0.2 or shared_c) and swap:
-        return result("supersedes", 0.55, f"Same topic ({overlap}) with {swap}, but no replacement cue.")
+    if (jac >= 0.2 or swap_c) and swap:
+        # another technology of the same kind is worth a person's look; another number or name alone is as
+        # often a different thing (staging vs production, two workers): below the review band
+        conf = 0.55 if swap_c else 0.45
+        return result("supersedes", conf, f"Same topic ({overlap}) with {swap}, but no replacement cue.")
     return result("unrelated", 0.6, f"Some overlap ({overlap}) but different statements.")
+
+
+def _code_swap(new_e: dict[str, str], old_e: dict[str, str]) -> bool:
+    """Each side names a function or a file the other does not."""
+    for kind in ("function", "file"):
+        mine = {i for i in new_e if i.split(":")[1] == kind}
+        theirs = {i for i in old_e if i.split(":")[1] == kind}
+        if mine and theirs and not mine & theirs:
+            return True
+    return False
+
+
+def _swapped(new: _Side, old: _Side, shared: frozenset[str]) -> str:
+    """'kotlin 1.9.24 → 2.1.10' when a word both name is followed by another number or version in NEW."""
+    old_values: dict[str, set[str]] = {}
+    for word, value in old.keyed:
+        old_values.setdefault(word, set()).add(value)
+    for word, value in sorted(new.keyed):
+        stem = next(iter(tokens(word, query=True)), word)
+        if (word in shared or stem in shared) and word in old_values and value not in old_values[word]:
+            return f"{word} {sorted(old_values[word])[0]} → {value}"
+    return ""
 
 
 def _swap(new_only: set[str], old_only: set[str], new_e: dict[str, str], old_e: dict[str, str]) -> str:
@@ -297,7 +413,9 @@ OLD was saved earlier, NEW just now. Decide how NEW relates to OLD:
 - "contradicts": same subject, NEW says the opposite of OLD, with no sign that anything changed.
 - "duplicates": the same meaning, possibly worded differently or in another language or script.
 - "refines": same subject, NEW adds detail to OLD or narrows it, without replacing it.
-- "unrelated": different subjects (mentioning the same technology is not enough).
+- "unrelated": different subjects (mentioning the same technology is not enough). Two memories worded
+  alike about a different environment (staging / production), service, worker, queue, client, file or
+  owner are unrelated: both stay true.
 Answer with one JSON object only:
 {"type": "<one of the five>", "confidence": <number 0..1>,
  "reason": "<one or two sentences naming the words that decided it>"}"""

@@ -22,7 +22,8 @@ from functools import cache, lru_cache
 
 from ..shared.limits import REDACTED
 from .secret_rules import PREFIX_RULES, PROVIDERS, SECRET_WORDS
-from .secret_values import entropy, generated, plausible, random_looking
+from .secret_structure import FAMILIES
+from .secret_values import SECRET_KEY_QUALIFIERS, entropy, generated, plausible, prose, random_looking, secret_key
 
 __all__ = ["REDACTED", "Redaction", "redact"]
 
@@ -116,6 +117,7 @@ _CONTEXT_KEYWORDS: list[tuple[str, ...]] = [
     ("password", "passwd", "passphrase", "密码", "密碼", "口令"),
     ("密碼", "密码", "口令", "密鑰", "密钥", "秘钥", "秘鑰"),
 ]
+_FAMILY = 1_000_000  # keyword index of the structure families (see `_keyword_index`)
 _ASSIGN_KEYWORDS = ("pass", "pwd", "secret", "token", "key", "auth", "credential")
 
 # key (maybe a --flag), optional closing quote/bracket, separator, then a quoted or bare value.
@@ -125,31 +127,9 @@ _ASSIGN = re.compile(
     r"[\"'\]]*(?P<sep>[ \t]*(?::=|=>|=|:)[ \t]*|[ \t]+|[ \t]*,[ \t]*(?=[\"']))"
     r"(?P<val>\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'|`[^`\n]{0,512}`|(?:(?![\"'`;])(?!,(?:\s|$))[!-~]){1,512})"
 )
+_SWITCH = re.compile(r"-{1,2}(?:enable|disable|with|without|no|skip|use|allow|require)-", re.I)
 _ALNUM = re.compile(r"[A-Za-z0-9]")
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_-]*")
-_SPLIT_KEY = re.compile(r"[_.\-]+|(?<=[a-z0-9])(?=[A-Z])")
-_KEY_QUALIFIERS = frozenset(
-    """
-    api access private secret signing encryption master account auth client service app license
-    """.split()
-)
-# A secret word followed by one of these names metadata about the secret, not the secret.
-_NOT_SECRET_SUFFIX = frozenset(
-    """
-    file path dir url uri endpoint length len min max type name id ids field policy expiry expires expiration
-    ttl timeout count prompt env var header label format regex pattern hint rotation reset location store
-    provider mode method manager cmd command helper hash hashed hashers strength required enabled size limit
-    budget usage kind source ref arn version stdin validators scheme
-    """.split()
-    # a thing named after the secret it handles (`auth-gateway`, `secret-rotator`, `TOKEN_REFRESH_INTERVAL`)
-    + """
-    gateway service svc proxy server rotator worker job handler middleware module plugin controller validator
-    generator parser cache pool factory backend frontend router test tests spec flow check refresh interval
-    leeway lifetime bucket
-    """.split()
-)
-
-
 # Key containers, by their markers: PEM and RFC 4716 (ssh.com) armour whose BEGIN line names a private or
 # secret key (any algorithm: RSA, EC, OPENSSH, ENCRYPTED, PGP … BLOCK, SSH2 ENCRYPTED), to its END line (or,
 # cut off, its last base64 or header line); the whole block is the secret.
@@ -290,31 +270,16 @@ def _context_key(words: frozenset[str]) -> re.Pattern[str]:
     return re.compile(f"(?i)(?<![a-z])(?:{alternation})(?:e?s)?(?![a-z])")
 
 
-# "key" alone names too many things (primary, cache, sort, public keys): it counts only after one of these
-_SECRET_KEY_QUALIFIERS = _KEY_QUALIFIERS | {
-    "deploy",
-    "signing",
-    "webhook",
-    "ssh",
-    "gpg",
-    "pgp",
-    "hmac",
-    "jwt",
-    "session",
-    "admin",
-    "root",
-    "shared",
-    "encryption",
-    "decryption",
-}
-
-
 def _weak_key(text: str, key: re.Match[str]) -> bool:
-    """Whether a bare "key" context word lacks a credential qualifier just before it ("deploy key")."""
+    """Whether a bare "key" context word lacks a credential qualifier or a provider's name just before it ("deploy
+    key", "SendGrid，key 是 …")."""
     if key.group().lower().rstrip("s") != "key":
         return False
     before = re.findall(r"[A-Za-z]+", text[max(0, key.start() - 24) : key.start()])
-    return not before or before[-1].lower() not in _SECRET_KEY_QUALIFIERS
+    return not before or before[-1].lower() not in _KEY_QUALIFIERS
+
+
+_KEY_QUALIFIERS = frozenset(SECRET_KEY_QUALIFIERS) | {p.lower() for p in PROVIDERS if p.isascii() and p.isalpha()}
 
 
 def _contextual(text: str, present: frozenset[str]) -> list[tuple[int, int, str]]:
@@ -348,26 +313,6 @@ def _contextual(text: str, present: frozenset[str]) -> list[tuple[int, int, str]
     return found
 
 
-def _secret_key(key: str) -> str | None:
-    """The kind of secret a key names ("password" or "secret_assignment"), or None."""
-    parts = [p.lower() for p in _SPLIT_KEY.split(key.strip("-")) if p]
-    hit, kind = -1, None
-    for i, part in enumerate(parts):
-        if part in ("pwd", "pass") or part.endswith(("password", "passwd", "passphrase")):
-            hit, kind = i, "password"
-        elif part in ("auth", "credential", "credentials") or part.endswith(
-            ("secret", "token", "apikey", "accesskey", "secretkey", "privatekey")
-        ):
-            hit, kind = i, "secret_assignment"
-        elif part == "key" and i and parts[i - 1] in _SECRET_KEY_QUALIFIERS:
-            hit, kind = i, "secret_assignment"
-    if hit < 0 or any(p in _NOT_SECRET_SUFFIX for p in parts[hit + 1 :]):
-        return None
-    if "aws" in parts and kind == "secret_assignment":
-        return "aws_secret_key"
-    return kind
-
-
 def _clean(text: str, start: int, end: int) -> tuple[int, int]:
     """Trim quotes and sentence punctuation that a greedy value match swallowed."""
     while end > start and text[end - 1] in "\"'`”’.,;:)]}>":
@@ -389,15 +334,18 @@ def _assignments(text: str) -> list[tuple[int, int, str]]:
                 end = text.index("&", start)  # a URL parameter ends at the next one
             start, end = _clean(text, start, end)
         value = text[start:end]
-        kind = _secret_key(key)
+        kind = secret_key(key)
         bare_sep = not sep.strip()
         # `set("widget_token", "…")`: a comma separates only a quoted key from a generated quoted value
         comma = sep.strip() == "," and (not m.start() or text[m.start() - 1] not in "\"'" or not generated(value))
         ok = (
             kind is not None
             and not comma
-            # a space alone separates only CLI flags (--password x) and SQL (PASSWORD 'x')
-            and (not bare_sep or key.startswith("--") or (quoted and kind == "password"))
+            # a space alone separates only CLI flags (--password x, -storepass x) and SQL (PASSWORD 'x'); a flag
+            # takes no other option as its value, and a switch (--enable-…, --no-…) takes none
+            and (not bare_sep or (key.startswith("-") and len(key) > 3) or (quoted and kind == "password"))
+            and not (bare_sep and (value.startswith("-") or _SWITCH.match(key)))
+            and not prose(text, start, end)
             # only a quoted password may hold spaces (a passphrase); `code spans` are commands
             and (not re.search(r"\s", value) or (kind == "password" and val[0] != "`"))
             and plausible(value, strong=kind == "password")
@@ -419,7 +367,8 @@ def _grams(low: str) -> set[str]:
 def _keyword_index() -> tuple[dict[str, list[tuple[str, int]]], list[int]]:
     """(first ≤2 characters of a keyword → [(keyword, rule index)], rules without keywords).
 
-    Index -1 stands for the assignment scan, -2 - n for the n-th context word.
+    Index -1 stands for the assignment scan, -2 - n for the n-th context word, _FAMILY + n for the n-th family of
+    `secret_structure.FAMILIES`.
     """
     index: dict[str, list[tuple[str, int]]] = {}
     always = []
@@ -432,6 +381,9 @@ def _keyword_index() -> tuple[dict[str, list[tuple[str, int]]], list[int]]:
         index.setdefault(k[:2], []).append((k, -1))
     for n, k in enumerate(_CONTEXT_WORDS):
         index.setdefault(k[:2], []).append((k, -2 - n))
+    for n, (_, keywords, _) in enumerate(FAMILIES):
+        for k in keywords:
+            index.setdefault(k[:2], []).append((k, _FAMILY + n))
     return index, always
 
 
@@ -466,7 +418,7 @@ def _spans(text: str) -> list[tuple[int, int, int, str]]:
                 end = covered = tail.end() if tail else end
             else:
                 start, end = _clean(text, start, end)
-                if not plausible(text[start:end], strong=True):
+                if not plausible(text[start:end], strong=True) or prose(text, start, end):
                     continue
             spans.append((start, end, prio, kind))
     if -1 in hits:
@@ -475,6 +427,9 @@ def _spans(text: str) -> list[tuple[int, int, int, str]]:
     words = frozenset(_CONTEXT_WORDS[-2 - i] for i in hits if i <= -2)
     if words:
         spans += [(s, e, len(rules) + 1, kind) for s, e, kind in _contextual(text, words)]
+    for n, (_, _, find) in enumerate(FAMILIES):  # by structure: command lines, markup, cookies, other languages
+        if _FAMILY + n in hits:
+            spans += [(s, e, len(rules), kind) for s, e, kind in find(text, low)]
     return spans
 
 

@@ -13,7 +13,7 @@ is ignored (`task-…` is no `sk-` key).
 
 from __future__ import annotations
 
-__all__ = ["PREFIX_RULES", "PROVIDERS", "SECRET_WORDS"]
+__all__ = ["CLI_CREDENTIALS", "LABELS", "PREFIX_RULES", "PROVIDERS", "SECRET_WORDS", "SESSION_COOKIE"]
 
 _HEX = "[0-9a-fA-F]"
 PREFIX_RULES: list[tuple[str, tuple[str, ...], str]] = [
@@ -301,4 +301,184 @@ SECRET_WORDS = (
     "passcode",
     "creds",
     "key",
+)
+
+# Command-line options whose value is a credential, by command (`secret_structure.command_line`). A command is
+# one or more words (`*` at its end: any command starting so, `mysql*` = mysqldump, mysqladmin …); its options:
+#   -p           the next word (or -p=VALUE)            -p+    attached only (`mysql -pX`: `mysql -p db` prompts)
+#   -p*          attached or the next word               -u=:   a user:password value, the part after ':' (or %, ,)
+#   -passin=pass:  the part after `pass:` (openssl)      /p:    attached after the colon (xfreerdp /p:X)
+#   #N           the N-th word that is no option (0-based, after the command's own words); #-1 the last one
+#   #key         the word after a word that names a secret (`npm config set //host/:_authToken VALUE`)
+CLI_CREDENTIALS: tuple[tuple[str, str], ...] = (
+    ("sshpass", "-p*"),
+    (
+        "docker login|podman login|buildah login|nerdctl login|oras login|helm registry login|crane auth login",
+        "-p --password",
+    ),
+    ("skopeo|podman|buildah", "--creds=: --src-creds=: --dest-creds=:"),
+    ("mysql*|mariadb*", "-p+ --password"),
+    ("redis-cli", "-a --pass"),
+    ("mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|mongostat|mongotop", "-p --password"),
+    ("ldapsearch|ldapmodify|ldapadd|ldapdelete|ldapwhoami|ldappasswd|ldapcompare|ldapmodrdn", "-w"),
+    ("sqlcmd|bcp|osql|isql", "-P*"),
+    ("ipmitool", "-P"),
+    ("mosquitto_pub|mosquitto_sub|mosquitto_rr", "-P --pw"),
+    ("zip|unzip|zipcloak", "-P --password"),
+    ("7z|7za|7zr|rar|unrar", "-p+"),
+    ("influx", "-password --password"),
+    ("keytool|jarsigner", "-storepass -keypass -srcstorepass -deststorepass -srckeypass -destkeypass -new"),
+    ("openssl", "-passin=pass: -passout=pass: -pass=pass: -password=pass: -k"),
+    ("az login|oc login|cf login|cf auth|cqlsh|rdesktop", "-p --password"),
+    ("snmpwalk|snmpget|snmpset|snmpbulkwalk|snmpbulkget|snmptrap|snmptable", "-A -X"),
+    ("curl", "-u=: --user=: --proxy-user=: -U=:"),
+    ("wget", "--password --http-password --ftp-password --proxy-password"),
+    ("smbclient|rpcclient|smbmap|smbget|winexe|net rpc", "-U=% --user=% --password"),
+    ("lftp", "-u=,"),
+    ("xfreerdp|wlfreerdp|sdl-freerdp", "/p: /password:"),
+    ("rabbitmqctl add_user|rabbitmqctl change_password", "#1"),
+    ("mc alias set|mc config host add", "#3"),
+    ("net user", "#1"),
+    ("net use", "#unc"),
+    ("htpasswd", ""),  # -b: `secret_structure._htpasswd`
+    ("vault login", "#0"),
+    ("sqlplus|sqlldr|expdp|impdp|rman", "#0=/"),
+    ("npm config set|yarn config set|pnpm config set|aws configure set|git config|gcloud config set", "#key"),
+    ("az keyvault secret set", "--value"),
+    ("ssh-keygen", "-N -P"),
+    ("http|https", "-a=: --auth=:"),
+    ("psexec|psexec.py|paexec|winexe", "-p"),
+    ("schtasks", "/rp /RP"),
+    ("ConvertTo-SecureString|convertto-securestring", "#0 -String"),
+)
+
+# Cookies that hold a session or a credential, by name (lower-case): sessionid, PHPSESSID, connect.sid,
+# laravel_session, remember_token, .ASPXAUTH, XSRF-TOKEN …; `theme`, `lang`, `_ga` are not.
+SESSION_COOKIE = r"sess|sid|token|auth|login|remember|csrf|xsrf|jwt|secret|key|cred|identity|oauth|\.aspnetcore"
+
+# Credential labels in other languages (English and Chinese are in SECRET_WORDS): (label, kind). A label, a few
+# words qualifying it, then `:`/`=`/a dash and any plausible value, or a copula ("ist", "est", "は" …) and a value
+# that mixes letters and digits (`secret_structure.labels`).
+LABELS: tuple[tuple[str, str], ...] = tuple(
+    (label, "password")
+    for label in (
+        # Japanese, Korean
+        "パスワード",
+        "暗証番号",
+        "パスフレーズ",
+        "合言葉",
+        "비밀번호",
+        "패스워드",
+        "암호",
+        "비번",
+        # German, French, Spanish, Portuguese, Italian, Russian
+        "passwort",
+        "kennwort",
+        "mot de passe",
+        "mdp",
+        "phrase secrète",
+        "phrase de passe",
+        "contraseña",
+        "senha",
+        "parola d'ordine",
+        "пароль",
+        "паролем",
+        # Dutch, Polish, Turkish, Swedish, Norwegian, Danish, Finnish, Czech, Vietnamese, Indonesian, Malay,
+        # Arabic, Hebrew, Hindi, Thai, Greek; Spanish "clave" (the Wi-Fi's)
+        "wachtwoord",
+        "hasło",
+        "haslo",
+        "şifre",
+        "sifre",
+        "lösenord",
+        "lösenordet",
+        "passord",
+        "passordet",
+        "adgangskode",
+        "salasana",
+        "heslo",
+        "mật khẩu",
+        "mat khau",
+        "kata sandi",
+        "kata laluan",
+        "كلمة المرور",
+        "كلمة السر",
+        "סיסמה",
+        "סיסמא",
+        "पासवर्ड",
+        "รหัสผ่าน",
+        "κωδικός πρόσβασης",
+        "κωδικός",
+        "clave",
+        # English and Italian use the English word; with a copula and a few words between ("the password for
+        # the staging db is …", "la password del database è …")
+        "password",
+        "passphrase",
+        "passcode",
+    )
+) + tuple(
+    (label, "secret_assignment")
+    for label in (
+        "apiキー",
+        "api キー",
+        "アクセスキー",
+        "シークレットキー",
+        "シークレット",
+        "秘密鍵",
+        "アクセストークン",
+        "認証トークン",
+        "トークン",
+        "認証情報",
+        "api 키",
+        "api키",
+        "액세스 키",
+        "비밀 키",
+        "비밀키",
+        "시크릿 키",
+        "시크릿",
+        "인증 키",
+        "인증키",
+        "토큰",
+        "액세스 토큰",
+        "인증 토큰",
+        "인증 정보",
+        "api-schlüssel",
+        "api schlüssel",
+        "geheimer schlüssel",
+        "geheimschlüssel",
+        "privater schlüssel",
+        "zugangstoken",
+        "zugriffstoken",
+        "zugangsdaten",
+        "anmeldedaten",
+        "clé api",
+        "clé d'api",
+        "clé secrète",
+        "clé privée",
+        "clé d'accès",
+        "jeton d'accès",
+        "jeton",
+        "identifiants",
+        "clave de api",
+        "clave api",
+        "clave secreta",
+        "clave privada",
+        "clave de acceso",
+        "token de acceso",
+        "credenciales",
+        "chave de api",
+        "chave secreta",
+        "token de acesso",
+        "chiave api",
+        "chiave segreta",
+        "token di accesso",
+        "api-ключ",
+        "api ключ",
+        "секретный ключ",
+        "ключ доступа",
+        "токен доступа",
+        "токен",
+        "учётные данные",
+        "учетные данные",
+    )
 )

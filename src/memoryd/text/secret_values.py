@@ -14,8 +14,8 @@ import re
 from collections import Counter
 
 __all__ = [
-    "NESTED_ASSIGNMENT", "REFERENCE", "STOPWORDS", "entropy", "generated", "identifier", "not_a_value", "plausible",
-    "random_looking",
+    "METADATA_WORDS", "NESTED_ASSIGNMENT", "NOT_SECRET_SUFFIX", "REFERENCE", "SECRET_KEY_QUALIFIERS", "STOPWORDS", "entropy", "generated",
+    "identifier", "not_a_value", "plausible", "prose", "random_looking", "secret_key",
 ]  # fmt: skip
 
 STOPWORDS = frozenset(
@@ -24,7 +24,7 @@ STOPWORDS = frozenset(
     redacted hidden masked empty undefined unset missing example placeholder dummy bearer basic oauth oauth2
     include omit same-origin environment vault keychain keyring sops the see use via from stored rotated expired
     expires must should will never always enabled disabled your here flag option argument parameter field
-    variable value prompt
+    variable value prompt changeme changeit replaceme todo tbd
     """.split()
 )
 REFERENCE = re.compile(
@@ -35,6 +35,7 @@ REFERENCE = re.compile(
     r"|(?:[~.]{0,2}/(?=[\w.-]*[/.])|[~.]{1,2}/|[A-Za-z]:\\)"  # file path (a bare /x1Y… is base64, not a path)
     r"|.*\.(?:pem|key|pub|crt|json|ya?ml|txt|env|toml|ini|cfg|conf|py|js|ts)$"
     r"|(?i:x{3,}|\*+|\.+)$"  # masked
+    r"|![A-Za-z_]+(?:[:.][A-Za-z_]+)*$"  # a YAML tag: `password: !vault |`, `!Ref DbPassword`
 )
 
 
@@ -106,6 +107,35 @@ def random_looking(value: str) -> bool:
     return bool(re.search(r"\d", core)) and classes >= 2 and entropy(core) >= 3.0
 
 
+# Words that start or continue a phrase; after a plain word they mark prose: "Authorization: Token followed by the
+# user's token", "password: whatever the user typed", "Passwort: wie im Wiki beschrieben".
+FUNCTION_WORDS = frozenset(
+    """
+    the a an by of to for with from in on at as is are was were be been and or but that which when where if then
+    than instead every each any all its their your our his her this these those it not no only after before until
+    via per so into onto over under about like same other such
+    der die das den dem des ein eine einen und oder für mit von zu im ist sind wird nicht wie auf aus bei
+    le la les un une des de du et ou pour avec dans est sont sur par au aux
+    el los las del y para con en es son por al
+    il lo gli della dei nel è e o per con
+    o os as um uma do da dos das é em no na
+    и в на с по для от не это как из
+    """.split()
+)
+_PLAIN = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
+_NEXT_WORD = re.compile(r"[ \t]+([^\W_]+)")
+
+
+def prose(text: str, start: int, end: int, *, any_word: bool = False) -> bool:
+    """Whether the value at text[start:end] is a plain word that begins a phrase: the look-alike rule, "a
+    credential word followed by ordinary prose is not a secret". The word must be followed on its line by a
+    function word (`FUNCTION_WORDS`), or, with `any_word`, by any word or number."""
+    if not _PLAIN.fullmatch(text[start:end]):
+        return False
+    m = _NEXT_WORD.match(text, end)
+    return m is not None and (any_word or m.group(1).lower() in FUNCTION_WORDS)
+
+
 def plausible(value: str, strong: bool) -> bool:
     """Whether an assigned value looks like a real secret rather than a placeholder or reference."""
     if len(value) < 4 or value[0] in "$<{[(%#@" or value.lower() in STOPWORDS:
@@ -117,3 +147,71 @@ def plausible(value: str, strong: bool) -> bool:
     if not_a_value(value):
         return False
     return len(value) >= 16 or (len(value) >= 8 and bool(re.search(r"[\d\W_]", value)))
+
+
+# -- does a key (a variable, flag, tag, header or cookie name) name a secret? ---------------------------
+
+_SPLIT_KEY = re.compile(r"[_.\-]+|(?<=[a-z0-9])(?=[A-Z])")
+_KEY_QUALIFIERS = frozenset(
+    """
+    api access private secret signing encryption master account auth client service app license
+    """.split()
+)
+# A secret word followed by one of these names metadata about the secret, not the secret.
+METADATA_WORDS = frozenset(
+    """
+    file path dir url uri endpoint length len min max type name id ids field policy expiry expires expiration
+    ttl timeout count prompt env var header label format regex pattern hint rotation reset location store
+    provider mode method manager cmd command helper hash hashed hashers strength required enabled size limit
+    budget usage kind source ref arn version stdin validators scheme hasher hashing encoder encoding requirements
+    complexity rules
+    """.split()
+)
+NOT_SECRET_SUFFIX = METADATA_WORDS | frozenset(
+    # a thing named after the secret it handles (`auth-gateway`, `secret-rotator`, `TOKEN_REFRESH_INTERVAL`)
+    """
+    gateway service svc proxy server rotator worker job handler middleware module plugin controller validator
+    generator parser cache pool factory backend frontend router test tests spec flow check refresh interval
+    leeway lifetime bucket
+    """.split()
+)
+
+
+# "key" alone names too many things (primary, cache, sort, public keys): it counts only after one of these
+SECRET_KEY_QUALIFIERS = _KEY_QUALIFIERS | {
+    "deploy",
+    "signing",
+    "webhook",
+    "ssh",
+    "gpg",
+    "pgp",
+    "hmac",
+    "jwt",
+    "storage",
+    "session",
+    "admin",
+    "root",
+    "shared",
+    "encryption",
+    "decryption",
+}
+
+
+def secret_key(key: str) -> str | None:
+    """The kind of secret a key names ("password" or "secret_assignment"), or None."""
+    parts = [p.lower() for p in _SPLIT_KEY.split(key.strip("-")) if p]
+    hit, kind = -1, None
+    for i, part in enumerate(parts):
+        if part in ("pwd", "pass") or part.endswith(("password", "passwd", "passphrase")):
+            hit, kind = i, "password"
+        elif part in ("auth", "credential", "credentials") or part.endswith(
+            ("secret", "token", "apikey", "accesskey", "secretkey", "privatekey")
+        ):
+            hit, kind = i, "secret_assignment"
+        elif part == "key" and i and parts[i - 1] in SECRET_KEY_QUALIFIERS:
+            hit, kind = i, "secret_assignment"
+    if hit < 0 or any(p in NOT_SECRET_SUFFIX for p in parts[hit + 1 :]):
+        return None
+    if "aws" in parts and kind == "secret_assignment":
+        return "aws_secret_key"
+    return kind

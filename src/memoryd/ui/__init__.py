@@ -22,7 +22,13 @@ __all__ = ["create_app"]
 
 
 def create_app(
-    engine: Engine | Callable[[], Engine], *, token: str, hosts: Iterable[str], cookie_name: str = "memoryd_ui"
+    engine: Engine | Callable[[], Engine],
+    *,
+    token: str,
+    hosts: Iterable[str],
+    cookie_name: str = "memoryd_ui",
+    path: str = "",
 ) -> ASGIApp:
-    """The console over `engine`, answering only to `hosts` (Host header values) and to `token`."""
-    return ConsoleGuard(build_app(engine), token=token, hosts=hosts, cookie_name=cookie_name)
+    """The console over `engine`, answering only to `hosts` (Host header values) and to `token`, under the
+    capability path `path` (`security.console_path()`; "" for none)."""
+    return ConsoleGuard(build_app(engine), token=token, hosts=hosts, cookie_name=cookie_name, path=path)

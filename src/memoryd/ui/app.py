@@ -45,7 +45,7 @@ CORRECT_LABELS = [
 ]
 GOVERN_LABELS = [
     ("quarantine", "Hide it from agents while someone checks it (quarantine; restore undoes it)"),
-    ("restore", "Bring a quarantined memory back (restore)"),
+    ("restore", "Bring a quarantined memory back, or undo a supersession or merge (restore)"),
     ("seal", "Keep it but never show it to agents again (seal)"),
     ("derive_lesson", "Keep a lesson learned from it (lesson text below)"),
 ]

@@ -4,9 +4,13 @@ The rules it shares with the MCP HTTP transport are `memoryd.shared.http_securit
 loopback by default; binding any other address needs `MEMORYD_TOKEN` (at least 32 characters);
 constant-time token checks, `Authorization: Bearer` in any case; Host and Origin against the same
 allow-list (bind address, loopback names, `--allowed-host`). On top of them, what a browser page needs:
+- the console answers only under its capability path (`console_path`: a random first path segment per run,
+  printed with the address); anything else is 404, whatever credential it carries;
 - every request carries the token: `?token=` once (answered with an HttpOnly, SameSite=Strict
-  cookie and a redirect that drops it from the address bar), then the cookie, or an
-  `Authorization: Bearer` header (scripts, benchmarks);
+  cookie scoped to the capability path, and a redirect that drops the token from the address bar), then the
+  cookie, or an `Authorization: Bearer` header (scripts, benchmarks). Cookies ignore ports, but not paths: a
+  page another local program serves on the console's own address (another port) is never sent the cookie,
+  since it cannot name the path, and a cookie replayed outside the path is refused;
 - a state-changing request (anything but GET/HEAD/OPTIONS) must come from the console's own
   origin, port included (Origin, else Referer; `Sec-Fetch-Site` must not say cross-site) and carry
   the CSRF token (url-encoded form field `_csrf`, or header `X-CSRF-Token`), checked here for every
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
 from collections.abc import Iterable
 from http.cookies import CookieError, SimpleCookie
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -44,7 +49,7 @@ from ..shared.http_security import (
 
 __all__ = [
     "BIDI_CONTROLS", "CSP", "CSRF_FIELD", "CSRF_HEADER", "MIN_TOKEN_CHARS", "ConsoleGuard", "TokenError",
-    "allowed_hosts", "bidi_visible", "derive", "resolve_token", "same_site_path",
+    "allowed_hosts", "bidi_visible", "console_path", "derive", "resolve_token", "same_site_path",
 ]  # fmt: skip
 
 CSRF_FIELD = "_csrf"
@@ -105,6 +110,13 @@ def derive(token: str, purpose: str) -> str:
     return hmac.new(token.encode(), f"memoryd-ui:{purpose}".encode(), hashlib.sha256).hexdigest()
 
 
+def console_path() -> str:
+    """A new capability path for one console run (`/` and 22 URL-safe characters, 128 random bits): the console
+    answers only under it and scopes its cookie to it. /proc/net/tcp shows every local program the console's
+    address and port; the path is only in the address printed (with the token) for its person."""
+    return "/" + secrets.token_urlsafe(16)
+
+
 def allowed_hosts(host: str, port: int, extra: Iterable[str] = ()) -> set[str]:
     """The console's own addresses (`host:port`): the allowed names of `http_security` on its port."""
     return origins(allowed_names(host, extra), port)
@@ -113,14 +125,20 @@ def allowed_hosts(host: str, port: int, extra: Iterable[str] = ()) -> set[str]:
 class ConsoleGuard:
     """ASGI middleware in front of the console app (see the module docstring for the rules)."""
 
-    def __init__(self, app: ASGIApp, *, token: str, hosts: Iterable[str], cookie_name: str = "memoryd_ui") -> None:
-        """`hosts`: the console's own addresses, `host:port` (`allowed_hosts`); their names are the Host allow-list."""
+    def __init__(self, app: ASGIApp, *, token: str, hosts: Iterable[str], cookie_name: str = "memoryd_ui",
+                 path: str = "") -> None:  # fmt: skip
+        """`hosts`: the console's own addresses, `host:port` (`allowed_hosts`); their names are the Host allow-list.
+        `path`: the capability path (`console_path()`) it answers under, below the ASGI root path; "" for none
+        (an app mounted by a caller that checks the path itself, or tests)."""
+        if path and (not path.startswith("/") or "/" in path[1:]):
+            raise ValueError(f"a console path is one segment starting with '/', got {path!r}")
         self.app = app
         self.token = token
         self.hosts = frozenset(h.lower() for h in hosts)
         self.names = {host_of(h) for h in self.hosts}
         self.cookie_name = cookie_name
-        self.cookie_value = derive(token, "cookie")
+        self.path = path
+        self.cookie_value = derive(token, f"cookie{path}")
         self.csrf = derive(token, "csrf")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -135,7 +153,9 @@ class ConsoleGuard:
                                       *[(k, v) for k, v in SECURITY_HEADERS if k not in present]]  # fmt: skip
             await send(message)
 
-        response = self._check(scope)
+        response, scope = self._capability(scope)
+        if response is None:
+            response = self._check(scope)
         if response is None and scope["method"] not in SAFE_METHODS:
             response, receive = await self._check_csrf(scope, receive)
         if response is not None:
@@ -162,11 +182,30 @@ class ConsoleGuard:
             return _refuse(403, "missing or wrong CSRF token: reload the console page and send the form again"), receive
         return None, replay(body, receive)
 
-    def _check(self, scope: Scope) -> Response | None:
+    def _capability(self, scope: Scope) -> tuple[Response | None, Scope]:
+        """(a refusal, or None and the scope the console sees: its root path ending with the capability path).
+
+        Host and Origin first (403), then the path: outside the capability path 404, whatever the request
+        carries; the path itself redirects to its `/` form."""
         headers = Headers(scope=scope)
         problem = refusal(self.names, headers.get("host", ""), headers.get("origin"))
         if problem is not None:
-            return _refuse(403, f"{problem}, or open the address memoryd ui printed")
+            return _refuse(403, f"{problem}, or open the address memoryd ui printed"), scope
+        if not self.path:
+            return None, scope
+        root = scope.get("root_path", "")
+        rest = scope["path"][len(root) :] if scope["path"].startswith(root) else ""
+        segment, slash, _ = rest[1:].partition("/")
+        if not rest.startswith("/") or not same(f"/{segment}", self.path):
+            return _refuse(404, "not found: open the address memoryd ui printed"), scope
+        base = root + self.path
+        if not slash:  # `/<path>` itself: to `/<path>/`, the query (a token) kept
+            query = scope.get("query_string", b"").decode("latin-1")
+            return RedirectResponse(base + "/" + (f"?{query}" if query else ""), status_code=307), scope
+        return None, {**scope, "root_path": base}
+
+    def _check(self, scope: Scope) -> Response | None:
+        headers = Headers(scope=scope)
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
         if "token" in query:
             if not same(query["token"], self.token):

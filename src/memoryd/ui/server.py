@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import create_app
-from .security import allowed_hosts, resolve_token
+from .security import allowed_hosts, console_path, resolve_token
 
 if TYPE_CHECKING:
     from ..engine import Embedder, Engine
     from ..shared.config import Settings
 
-__all__ = ["DEFAULT_PORT", "loopback_address", "open_console_engine", "open_in_browser", "serve", "serve_by_daemon"]
+__all__ = ["DEFAULT_PORT", "bind_loopback", "loopback_address", "open_console_engine", "open_in_browser", "serve"]
 
 DEFAULT_PORT = 8767
 
@@ -42,7 +42,7 @@ def loopback_address() -> str:
             return f"127.{a}.{b}.{c}"
 
 
-def _bind_loopback(port: int) -> tuple[str, socket.socket]:
+def bind_loopback(port: int) -> tuple[str, socket.socket]:
     """Bind a per-run loopback address; where only 127.0.0.1 exists (macOS), that one, with a warning."""
     try:
         address = loopback_address()
@@ -117,7 +117,7 @@ def serve(*, host: str | None = None, port: int = DEFAULT_PORT, open_browser: bo
         return 2
     try:
         if host is None:
-            host, sock = _bind_loopback(port)
+            host, sock = bind_loopback(port)
         else:
             sock = _bind(host, port)
     except OSError as exc:
@@ -128,9 +128,10 @@ def serve(*, host: str | None = None, port: int = DEFAULT_PORT, open_browser: bo
     engine = open_console_engine(cwd)
     threading.Thread(target=engine.warm, name="memoryd-ui-warm", daemon=True).start()
     url_host = f"[{host}]" if ":" in host else host
-    url = f"http://{url_host}:{bound}/?token={token}"
+    path = console_path()
+    url = f"http://{url_host}:{bound}{path}/?token={token}"
     app = create_app(engine, token=token, hosts=allowed_hosts(host, bound, allowed_host),
-                     cookie_name=f"memoryd_ui_{bound}")  # fmt: skip
+                     cookie_name=f"memoryd_ui_{bound}", path=path)  # fmt: skip
     print(f"memoryd ui: {url}", flush=True)
     if open_browser:
         open_in_browser(url)
@@ -139,61 +140,4 @@ def serve(*, host: str | None = None, port: int = DEFAULT_PORT, open_browser: bo
         server.run(sockets=[sock])
     finally:
         engine.close()
-    return 0
-
-
-def serve_by_daemon(*, port: int = DEFAULT_PORT, open_browser: bool = True, cwd: Path | None = None,
-                    allowed_host: Sequence[str] = ()) -> int | None:  # fmt: skip
-    """The console served by the running daemon of this home (its warm engine), on its own per-run loopback
-    address and token; this process prints the address, opens the browser, and holds the console until
-    interrupted. None when no daemon of this home (version, settings) runs: the caller serves in-process."""
-    import signal
-    import time
-
-    from ..daemon.client import DaemonError, DaemonUnavailable
-    from ..daemon.console import KEEP
-    from ..daemon.operator import proxy_for
-    from ..shared.errors import InvalidInput
-
-    proxy = proxy_for(cwd)
-    if proxy is None:
-        return None
-    client, scope = proxy.client, proxy.scope_header
-    try:
-        console = client.call("/v1/console", {"port": port, "allowed_host": list(allowed_host)}, scope=scope)
-    except DaemonUnavailable:  # it exited since it answered its health: this process serves
-        return None
-    except DaemonError as exc:
-        print(f"memoryd ui: {exc.message}" if exc.code == InvalidInput.code else
-              f"memoryd ui: the daemon answered {exc.code}: {exc.message}", file=sys.stderr)  # fmt: skip
-        return 2 if exc.code == InvalidInput.code else 1
-    print(f"memoryd ui: {console['url']}", flush=True)
-    print(f"memoryd ui: served by the memoryd daemon (pid {console['pid']}); Ctrl-C closes this console",
-          file=sys.stderr, flush=True)  # fmt: skip
-    if open_browser:
-        open_in_browser(console["url"])
-
-    def stop(*_: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, stop)
-    try:
-        while True:
-            time.sleep(KEEP)
-            try:
-                client.call("/v1/console/keep", {"id": console["id"]}, scope=scope, timeout=KEEP)
-            except DaemonError as exc:
-                print(f"memoryd ui: the console is gone ({exc.code}: {exc.message})", file=sys.stderr)
-                return 1
-            except DaemonUnavailable as exc:
-                print(f"memoryd ui: the console is gone (the daemon stopped: {exc})", file=sys.stderr)
-                return 1
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    try:
-        client.call("/v1/console/stop", {"id": console["id"]}, scope=scope, timeout=15.0)
-    except (DaemonError, DaemonUnavailable):
-        pass
     return 0

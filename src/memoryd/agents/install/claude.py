@@ -194,8 +194,13 @@ def _remove_server(path: Path, data: dict[str, Any], original: dict[str, Any] | 
     return [f"mcpServers.{name}"]
 
 
-def _approval_notes(name: str, scope: str, home: Path, project_dir: Path) -> list[str]:
-    """For project servers: is it approved already? If not, say how (never flip it silently).
+def _local_settings(project_dir: Path) -> Path:
+    return project_dir / ".claude" / "settings.local.json"
+
+
+def _approval(name: str, home: Path, project_dir: Path) -> tuple[str, str]:
+    """Whether Claude Code starts the project server `name` without asking: ("approved" | "disabled" | "pending",
+    the note that says so and what to do). Never flips anything itself (`--approve` does, `_approve`).
 
     What the real CLI (2.1.x) honours, checked by tests/clients/test_claude_code.py: a
     `disabledMcpjsonServers` entry in any settings file hides the server; `~/.claude/settings.json`
@@ -203,46 +208,103 @@ def _approval_notes(name: str, scope: str, home: Path, project_dir: Path) -> lis
     it only once the folder is trusted (`hasTrustDialogAccepted`, set by accepting the trust
     dialog in `claude`), so a cloned repository cannot approve its own servers.
     """
-    if scope != "project":
-        return []
     user_settings = home / ".claude" / "settings.json"
+    local = _local_settings(project_dir)
     places: list[tuple[Path, dict[str, Any], bool]] = []  # (file, settings, honoured while untrusted)
-    for path, untrusted_ok in ((user_settings, True), (project_dir / ".claude" / "settings.local.json", False),
+    for path, untrusted_ok in ((user_settings, True), (local, False),
                                (project_dir / ".claude" / "settings.json", False)):  # fmt: skip
         try:
             places.append((path, _load_json(path, _read(path)), untrusted_ok))
         except InstallError:
             continue
-    trusted = False
+    trusted = _trusted(home, project_dir)
     try:
-        state = _load_json(home / ".claude.json", _read(home / ".claude.json"))
-        projects = state.get("projects")
-        entry = projects.get(str(project_dir.resolve())) if isinstance(projects, dict) else None
-        if isinstance(entry, dict):
-            trusted = entry.get("hasTrustDialogAccepted") is True
+        entry = _project_state(home, project_dir)
+        if entry is not None:
             places.append((home / ".claude.json", entry, False))
     except InstallError:
         pass
     for path, d, _ in places:
         if name in (d.get("disabledMcpjsonServers") or []):
-            return [(f"{path} lists {name!r} in disabledMcpjsonServers, so Claude Code will not start it; "
-                     "take it out of that list to use memoryd in this project")]  # fmt: skip
+            return "disabled", (f"{path} lists {name!r} in disabledMcpjsonServers, so Claude Code will not start it; "
+                                "take it out of that list to use memoryd in this project")  # fmt: skip
     for path, d, untrusted_ok in places:
         if not (untrusted_ok or trusted):
             continue
         if d.get("enableAllProjectMcpServers") is True or name in (d.get("enabledMcpjsonServers") or []):
-            return [f"the project server {name!r} is already approved ({path})"]
-    local = project_dir / ".claude" / "settings.local.json"
-    return [
-        (
-            f"Claude Code asks before starting servers from {project_dir / '.mcp.json'} (`claude mcp list` shows "
-            f"'Pending approval'): run `claude` in {project_dir} and approve {name!r} at the prompt (or in /mcp), "
-            f'or add "enabledMcpjsonServers": ["{name}"] to {user_settings} (it then counts in every project; '
-            f'"enableAllProjectMcpServers": true there approves every project\'s servers). The same setting in '
-            f"{local} counts only once you have trusted the folder (accepted the trust dialog of `claude` there). "
-            "memoryd does not change that setting for you."
-        )
-    ]
+            return "approved", f"the project server {name!r} is already approved ({path})"
+    if any(path == local and name in (d.get("enabledMcpjsonServers") or []) for path, d, _ in places):
+        return "pending", (f"the project server {name!r} is approved in {local}, which Claude Code honours once you "
+                           f"trust the folder: run `claude` in {project_dir} and accept its trust prompt (no MCP "
+                           "prompt follows)")  # fmt: skip
+    return "pending", (
+        f"Claude Code asks before starting servers from {project_dir / '.mcp.json'} (`claude mcp list` shows "
+        f"'Pending approval'). To approve {name!r}: `memoryd install claude --approve` adds it to "
+        f'"enabledMcpjsonServers" in {local} (this project only; your own file, not the team\'s), or run `claude` '
+        f"in {project_dir} and approve {name!r} at the prompt (or in /mcp), "
+        f'or add "enabledMcpjsonServers": ["{name}"] to {user_settings} (it then counts in every project; '
+        f'"enableAllProjectMcpServers": true there approves every project\'s servers). The setting in '
+        f"{local} counts only once you have trusted the folder (accepted the trust dialog of `claude` there)."
+    )
+
+
+def _project_state(home: Path, project_dir: Path) -> dict[str, Any] | None:
+    """This project's entry in `~/.claude.json` (Claude Code's own state), or None."""
+    state = _load_json(home / ".claude.json", _read(home / ".claude.json"))
+    projects = state.get("projects")
+    entry = projects.get(str(project_dir.resolve())) if isinstance(projects, dict) else None
+    return entry if isinstance(entry, dict) else None
+
+
+def _trusted(home: Path, project_dir: Path) -> bool:
+    """Has the person accepted Claude Code's trust dialog for this folder?"""
+    try:
+        entry = _project_state(home, project_dir)
+    except InstallError:
+        return False
+    return entry is not None and entry.get("hasTrustDialogAccepted") is True
+
+
+def _approval_notes(name: str, scope: str, home: Path, project_dir: Path) -> list[str]:
+    """For project servers: is it approved already? If not, say exactly how (never flip it silently)."""
+    return [] if scope != "project" else [_approval(name, home, project_dir)[1]]
+
+
+def _approve(path: Path, data: dict[str, Any], name: str) -> list[str]:
+    """`--approve`: `name` in the project's own `enabledMcpjsonServers` (settings.local.json)."""
+    servers = data.get("enabledMcpjsonServers", [])
+    if not isinstance(servers, list):
+        raise InstallError(f"{path}: 'enabledMcpjsonServers' is a {type(servers).__name__}, expected a list; "
+                           "left untouched")  # fmt: skip
+    if name in servers:
+        return []
+    data["enabledMcpjsonServers"] = [*servers, name]
+    return [f"enabledMcpjsonServers[{name}]"]
+
+
+def _unapprove(path: Path, data: dict[str, Any], original: dict[str, Any] | None, name: str) -> list[str]:
+    """Take out the approval `--approve` added: only from a file memoryd changed (it has a backup), and not when the
+    file listed `name` before memoryd's first change."""
+    servers = data.get("enabledMcpjsonServers")
+    if original is None or not isinstance(servers, list) or name not in servers:
+        return []
+    before = original.get("enabledMcpjsonServers")
+    if isinstance(before, list) and name in before:
+        return []
+    kept = [s for s in servers if s != name]
+    if kept or "enabledMcpjsonServers" in original:
+        data["enabledMcpjsonServers"] = kept
+    else:
+        del data["enabledMcpjsonServers"]
+    return [f"enabledMcpjsonServers[{name}]"]
+
+
+def _approval_plans(profile: str, scope: str, approve: bool, home: Path, project_dir: Path) -> list[Any]:
+    """With `--approve` on a project install that is not approved (nor disabled) yet: the settings.local.json edit."""
+    if not approve or scope != "project" or _approval(profile, home, project_dir)[0] != "pending":
+        return []
+    local = _local_settings(project_dir)
+    return [_plan_install_json(local, lambda d: _approve(local, d, profile))]
 
 
 def install_claude(
@@ -255,12 +317,18 @@ def install_claude(
     hook_command: str | None = None,
     remote: list[str] | None = None,
     token_env: str | None = None,
+    approve: bool = False,
     dry_run: bool = False,
 ) -> InstallReport:
     """Register the MCP server and the four hooks with Claude Code (see the module docstring).
 
     `remote` (team server URLs, replicas in order) with `token_env`: register `memoryd connect` instead
     (`command` is then the memoryd CLI), and no hooks.
+
+    `approve` (the person's consent, `--approve`): a project server Claude Code would wait to have approved is
+    approved for this project, in its `.claude/settings.local.json` (the person's own file; Claude Code honours it
+    once the folder is trusted). Never in `~/.claude/settings.json`, where an approval by name would let any
+    repository's `.mcp.json` start a server of that name unasked.
 
     `command` is the memoryd-mcp executable, `hook_command` the memoryd CLI the hooks run. User
     scope: by default the ones next to this interpreter, as absolute paths (the files are this
@@ -274,7 +342,8 @@ def install_claude(
     mcp_path, settings_path = _claude_paths(scope, home, project_dir)
     explicit = command is not None
     if remote:
-        return _install_claude_remote(scope, profile, home, project_dir, command, remote, token_env, dry_run=dry_run)
+        return _install_claude_remote(scope, profile, home, project_dir, command, remote, token_env, approve=approve,
+                                      dry_run=dry_run)  # fmt: skip
     path_notes: list[str] = []
     if scope == "project":
         command = command or "memoryd-mcp"
@@ -291,9 +360,12 @@ def install_claude(
     plans = [
         _plan_install_json(mcp_path, lambda d: _add_server(mcp_path, d, profile, entry)),
         _plan_install_json(settings_path, lambda d: _add_hooks(settings_path, d, exe, profile)),
+        *_approval_plans(profile, scope, approve, home, project_dir),
     ]
     report = InstallReport("claude", "install", profile, scope, profile, dry_run=dry_run)
     report.changes = [_apply(p, dry_run=dry_run, notes=report.notes) for p in plans]
+    if approve and scope == "user":
+        report.notes.append("--approve: servers of the user scope need no approval")
     if scope == "project":
         report.notes += path_notes
     else:
@@ -361,16 +433,18 @@ def _scoped_command(scope: str, command: str | None, name: str, path: Path, what
 
 
 def _install_claude_remote(scope: str, profile: str, home: Path, project_dir: Path, command: str | None,
-                           remote: list[str], token_env: str | None, *, dry_run: bool) -> InstallReport:  # fmt: skip
+                           remote: list[str], token_env: str | None, *, approve: bool,
+                           dry_run: bool) -> InstallReport:  # fmt: skip
     """The server entry `memoryd connect URL… --token-env VAR`; the hooks' file is left alone."""
     args = _remote_args(remote, token_env)
     assert token_env is not None
     mcp_path, settings_path = _claude_paths(scope, home, project_dir)
     command, notes = _scoped_command(scope, command, "memoryd", mcp_path, "the memoryd executable", on_path=True)
     entry = {"type": "stdio", "command": command, "args": args}
-    plan = _plan_install_json(mcp_path, lambda d: _add_server(mcp_path, d, profile, entry))
+    plans = [_plan_install_json(mcp_path, lambda d: _add_server(mcp_path, d, profile, entry)),
+             *_approval_plans(profile, scope, approve, home, project_dir)]  # fmt: skip
     report = InstallReport("claude", "install", profile, scope, profile, dry_run=dry_run)
-    report.changes = [_apply(plan, dry_run=dry_run, notes=report.notes)]
+    report.changes = [_apply(p, dry_run=dry_run, notes=report.notes) for p in plans]
     report.notes += notes + _remote_notes(token_env, "Claude Code")
     try:
         hooks = _hooks_table(settings_path, _load_json(settings_path, _read(settings_path)), create=False) or {}
@@ -401,6 +475,10 @@ def uninstall_claude(
         _plan_uninstall_json(mcp_path, lambda d, o: _remove_server(mcp_path, d, o, profile)),
         _plan_uninstall_json(settings_path, lambda d, o: _remove_hooks(settings_path, d, o, profile)),
     ]
+    if scope == "project":  # the approval `--approve` added, when it did (listed only then)
+        local = _local_settings(project_dir)
+        plans += [p for p in [_plan_uninstall_json(local, lambda d, o: _unapprove(local, d, o, profile))]
+                  if p.action != "unchanged"]  # fmt: skip
     report = InstallReport("claude", "uninstall", profile, scope, profile, dry_run=dry_run)
     report.changes = [_apply(p, dry_run=dry_run, notes=report.notes) for p in plans]
     if not report.changed:

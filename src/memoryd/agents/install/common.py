@@ -11,7 +11,6 @@ import re
 import shlex
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -248,30 +247,18 @@ def _read(path: Path) -> bytes | None:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` in one rename, keeping the old file's permissions."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else None
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Replace `path` with `data` in one rename, keeping the old file's permissions (a new one is 0600)."""
+    from ...shared.files import atomic_bytes
+
+    atomic_bytes(path, data, new_mode=0o600)
 
 
 def backup_dir() -> Path:
     """Where install keeps the files as they were: `<MEMORYD_HOME or the platform data dir>/install-backups`,
     never next to the file (a project's files are committed and shared)."""
-    env = os.environ.get("MEMORYD_HOME")
-    import platformdirs
+    from ...shared.home import data_home
 
-    return (Path(env) if env else Path(platformdirs.user_data_dir("memoryd", appauthor=False))) / "install-backups"
+    return data_home() / "install-backups"
 
 
 def _backup_path(path: Path) -> Path:

@@ -24,10 +24,9 @@ _OPENCLAW_PATHS = ("plugins.slots.memory", "plugins.entries.memoryd", "plugins.e
 
 
 def openclaw_plugin_dir() -> Path:
-    """The plugin in this checkout (integrations/openclaw), built (`make openclaw-plugin`)."""
-    import memoryd
-
-    return Path(memoryd.__file__).resolve().parents[2] / "integrations" / "openclaw"  # <checkout>/src/memoryd
+    """The plugin built into this memoryd (package data: `make wheel` builds integrations/openclaw into it, a checkout
+    has it after `make openclaw-plugin`), wherever memoryd is installed."""
+    return Path(__file__).resolve().parent / "openclaw_plugin"
 
 
 def _openclaw_record() -> Path:
@@ -93,6 +92,9 @@ def install_openclaw(openclaw: str = "openclaw", *, plugin_dir: Path | None = No
     would otherwise stay offered next to memoryd's tools). The values found before are kept for uninstall.
     """
     plugin = (plugin_dir or openclaw_plugin_dir()).resolve()
+    if plugin_dir is None and not (plugin / "dist" / "index.js").is_file():
+        raise InstallError(f"this memoryd has no OpenClaw plugin built in ({plugin} is missing): in a checkout, run "
+                           "`make openclaw-plugin` (a wheel made by `make wheel` carries it)")  # fmt: skip
     if not (plugin / "openclaw.plugin.json").is_file():
         raise InstallError(f"no OpenClaw plugin at {plugin} (openclaw.plugin.json is missing)")
     if not (plugin / "dist" / "index.js").is_file():

@@ -121,7 +121,7 @@ class Dialect(Protocol):
 _ATOM_COLUMNS = (
     "a.id, a.content, a.type, a.source, a.tenant_id, a.workspace, a.repository, a.branch, a.scope_root,"
     " a.scope_hash, a.epistemic, a.polarity, a.status, a.prior_status, a.title, a.tags, a.triggers, a.supersedes,"
-    " a.superseded_by, a.created_at, a.updated_at, a.last_accessed_at, a.vault_path"
+    " a.superseded_by, a.created_at, a.updated_at, a.last_accessed_at, a.vault_path, a.written_at"
 )
 _PROMOTIONS = (
     "SELECT p.id, p.atom_id, p.scope_hash, p.origin, p.durability, p.utility, p.relevance, p.accuracy, p.average,"
@@ -140,7 +140,8 @@ COPY_TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("atoms", ("seq", "id", "content", "norm_hash", "type", "source", "tenant_id", "workspace", "repository",
                "branch", "scope_root", "scope_hash", "epistemic", "polarity", "status", "prior_status", "title",
                "tags", "triggers", "supersedes", "superseded_by", "created_at", "updated_at", "last_accessed_at",
-               "vault_path", "vault_digest", "embedding")),
+               "vault_path", "vault_digest", "embedding", "written_at")),
+    ("model_vectors", ("atom_id", "model", "embedding")),
     ("entities", ("id", "kind", "name")),
     ("edges", ("src", "dst", "kind", "created_at")),
     ("events", ("seq", "id", "atom_id", "actor", "action", "reason", "at", "content_hash", "prev_hash", "hash")),
@@ -161,7 +162,7 @@ COPY_TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("shares", ("workspace", "repository", "team", "shared_at")),
 )  # fmt: skip
 # `vault_outbox` is not copied on purpose: it names files of the source's vault (docs/DECISIONS.md).
-_TIME_COLUMNS = frozenset({"created_at", "updated_at", "last_accessed_at", "started_at", "ended_at", "decided_at",
+_TIME_COLUMNS = frozenset({"written_at", "created_at", "updated_at", "last_accessed_at", "started_at", "ended_at", "decided_at",
                            "marked_at", "granted_at", "expires_at", "requested_at", "recalls.at", "revoked_at",
                            "added_at", "shared_at"})  # fmt: skip
 _JSON_COLUMNS = frozenset({"tags", "triggers", "hits", "scopes"})
@@ -286,7 +287,7 @@ class SqlCore(ABC, Generic[C]):
             scope_hash=r[9], epistemic=r[10], polarity=r[11], status=r[12], prior_status=r[13], title=r[14],
             tags=d.read_json(r[15]), triggers=d.read_json(r[16]), supersedes=r[17], superseded_by=r[18],
             created_at=d.read_time(r[19]), updated_at=d.read_time(r[20]), last_accessed_at=self._time(r[21]),
-            vault_path=r[22], entities=d.read_list(r[23])) for r in rows]  # fmt: skip
+            vault_path=r[22], written_at=self._time(r[23]), entities=d.read_list(r[24])) for r in rows]  # fmt: skip
 
     _TOKEN = ("SELECT id, tenant_id, label, salt, digest, read_only, scopes, created_at, expires_at, revoked_at"
               " FROM tokens")  # fmt: skip

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..base import (
     CandidateFacts,
     Vector,
@@ -32,6 +34,28 @@ class IndexSql(SqlCore[C]):
                                      entities=tuple(d.read_list(r[8])), polarity=r[9],
                                      cos=cosines.get(r[0]) if cos_sql is None else self._read_cosine(r[10]))
                 for r in rows}  # fmt: skip
+
+    def model_cosines(self, model: str, query: Vector, atom_ids: Sequence[str]) -> dict[str, float]:
+        ids, d = list(dict.fromkeys(atom_ids)), self.dialect
+        if not ids:
+            return {}
+        cond, params = d.any_of("a.atom_id", ids)
+        # a few hundred vectors of 384 floats: read and multiplied here, the same on both backends
+        rows = self._rows(f"SELECT a.atom_id, {d.vector_sql} FROM model_vectors a WHERE a.model = ? AND {cond}",
+                          [model, *params])  # fmt: skip
+        q = np.asarray(query, dtype=np.float32).ravel()
+        out = {}
+        for atom_id, value in rows:
+            v = d.read_vector(value)
+            if v is not None and v.shape == q.shape:
+                out[atom_id] = float(v @ q)
+        return out
+
+    def missing_model_vectors(self, model: str, *, limit: int) -> list[tuple[str, str]]:
+        rows = self._rows("SELECT a.id, a.content FROM atoms a WHERE a.content <> '' AND NOT EXISTS"
+                          " (SELECT 1 FROM model_vectors v WHERE v.atom_id = a.id AND v.model = ?)"
+                          " ORDER BY a.seq LIMIT ?", [model, int(limit)])  # fmt: skip
+        return [(r[0], r[1]) for r in rows]
 
     def _cosine_column(self, query: Vector) -> tuple[str | None, list[Any]]:
         """An SQL expression for the cosine of `query` with `atoms a`'s vector, and its parameters; (None, [])

@@ -30,6 +30,12 @@ class MemoriesSql(SqlCore[C]):
         params.append(limit if limit >= 0 else self.dialect.limit_all)
         return self._atoms(f"1 = 1{where}", params, f"ORDER BY a.seq {'DESC' if newest_first else 'ASC'} LIMIT ?")
 
+    def atom_edges(self, kind: str, *, scope_hashes: Sequence[str] | None, limit: int) -> list[tuple[str, str]]:
+        where, params = self._filters(("scope_hash", scope_hashes))
+        return [(r[0], r[1]) for r in self._rows(
+            f"SELECT src, dst FROM edges WHERE kind = ? AND kind <> 'mentions'{where} ORDER BY created_at DESC LIMIT ?",
+            (kind, *params, limit))]  # fmt: skip
+
     def neighbors(self, atom_id: str, *, scope_hash: str, n: int) -> tuple[list[Atom], list[Atom]]:
         row = self._one("SELECT seq FROM atoms WHERE id = ?", (atom_id,))
         if row is None:

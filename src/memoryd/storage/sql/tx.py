@@ -69,6 +69,7 @@ class SqlTx(ABC, Generic[C]):
             "tags": d.json(atom.tags), "triggers": d.json(atom.triggers), "supersedes": atom.supersedes,
             "superseded_by": atom.superseded_by, "created_at": d.time(atom.created_at),
             "updated_at": d.time(atom.updated_at), "embedding": d.vector(vector),
+            "written_at": None if atom.written_at is None else d.time(atom.written_at),
         }  # fmt: skip
         own = self._index_columns(terms, vector)
         marks = ["?"] * len(row) + [m for m, _ in own.values()]
@@ -88,6 +89,13 @@ class SqlTx(ABC, Generic[C]):
             values.update(self._scope_moved(atom_id, str(fields["scope_hash"])))
         self.run(f"UPDATE atoms SET {', '.join(f'{k} = ?' for k in values)} WHERE id = ?", (*values.values(), atom_id))
 
+    def set_model_vector(self, atom_id: str, model: str, vector: Vector) -> None:
+        value = self._d.vector(vector)
+        if value is not None:  # a vector the database cannot hold (see `vector`) is left out, like `embedding`
+            self.run("INSERT INTO model_vectors (atom_id, model, embedding) VALUES (?, ?, ?)"
+                     " ON CONFLICT (atom_id, model) DO UPDATE SET embedding = excluded.embedding",
+                     (atom_id, model, value))  # fmt: skip
+
     def link(self, src: str, dst: str, kind: str) -> None:
         if dst.startswith("entity:"):
             _, ekind, name = dst.split(":", 2)
@@ -96,6 +104,9 @@ class SqlTx(ABC, Generic[C]):
             )
         self.run("INSERT INTO edges (src, dst, kind, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
                  (src, dst, kind, self._d.time(utc_now())))  # fmt: skip
+
+    def unlink(self, src: str, dst: str, kind: str) -> None:
+        self.run("DELETE FROM edges WHERE src = ? AND dst = ? AND kind = ?", (src, dst, kind))
 
     def unlink_entities(self, atom_id: str) -> None:
         self.run("DELETE FROM edges WHERE src = ? AND kind = 'mentions'", (atom_id,))
@@ -124,6 +135,7 @@ class SqlTx(ABC, Generic[C]):
         empty = self._d.json([])
         self.run("UPDATE atoms SET content = '', norm_hash = NULL, title = NULL, tags = ?, triggers = ?,"
                  f" embedding = NULL{sets} WHERE id = ?", (empty, empty, *params, atom_id))  # fmt: skip
+        self.run("DELETE FROM model_vectors WHERE atom_id = ?", (atom_id,))
         self.run("UPDATE event_payloads SET content = NULL WHERE event_id IN (SELECT id FROM events WHERE atom_id = ?)"
                  " AND content IS NOT NULL", (atom_id,))  # fmt: skip
         with self._store.translating():
