@@ -1,4 +1,4 @@
-"""Every limit is documented: the README's Limits table is `memoryd.shared.limits.markdown_table()` verbatim
+"""Every limit is documented: docs/SECURITY.md's Limits table is `memoryd.shared.limits.markdown_table()` verbatim
 (regenerate it with `python -m memoryd.shared.limits`), and the engine enforces each."""
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ from memoryd.engine import Engine
 from memoryd.shared.errors import InvalidInput, Rejected
 from memoryd.shared.limits import LIMITS, markdown_table
 
-README = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+SECURITY = (Path(__file__).parents[2] / "docs" / "SECURITY.md").read_text(encoding="utf-8")
 
 
-def test_readme_limits_table_matches_the_code() -> None:
-    section = README.split("### Limits", 1)[1].split("###", 1)[0]
+def test_documented_limits_table_matches_the_code() -> None:
+    section = SECURITY.split("### Limits", 1)[1].split("###", 1)[0]
     rows = re.findall(r"^\| `(\w+)` \| (\d+) (\w+) \| (.+) \|$", section, re.M)
     assert {name: (int(n), unit, what) for name, n, unit, what in rows} == LIMITS
-    assert markdown_table() in section, "README's Limits table is not generated: python -m memoryd.shared.limits"
-    assert "Security model" in README and "--allowed-host" in README
+    assert markdown_table() in section, "docs/SECURITY.md's Limits table is not generated: python -m memoryd.shared.limits"
+    assert "## Security model" in SECURITY and "--allowed-host" in SECURITY
 
 
 @pytest.mark.parametrize("call", [
