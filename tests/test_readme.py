@@ -15,7 +15,7 @@ from .mcp.clients import ok, open_session
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]  # wherever the examples live
-BLOCKS = [b for doc in DOCS for b in re.findall(r"```mcp-example\n(.*?)```", doc.read_text(encoding="utf-8"), flags=re.S)]
+BLOCKS = [b for doc in DOCS for b in re.findall(r"```mcp-example\n(.*?)```", doc.read_text(encoding="utf-8"), re.S)]
 
 
 @pytest.fixture
