@@ -1,4 +1,4 @@
-"""The README's examples are run, call by call, against a real server over stdio."""
+"""The tool examples of docs/TOOLS.md are run, call by call, against a real server over stdio."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from .conftest import make_repo
 from .mcp.clients import ok, open_session
 
 pytestmark = pytest.mark.anyio
-README = Path(__file__).parents[1] / "README.md"
-BLOCKS = re.findall(r"```mcp-example\n(.*?)```", README.read_text(), flags=re.S)
+ROOT = Path(__file__).parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]  # wherever the examples live
+BLOCKS = [b for doc in DOCS for b in re.findall(r"```mcp-example\n(.*?)```", doc.read_text(encoding="utf-8"), re.S)]
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 `memoryd ui` runs as a subprocess on a seeded store; the tests click through every page and
 action, check the audit events they cause through the engine, try XSS payloads in every field
 and a cross-site POST, and save a screenshot of each page into MEMORYD_UI_SCREENSHOTS (default:
-a temporary folder; `MEMORYD_UI_SCREENSHOTS=docs/screenshots` regenerates the README's).
+a temporary folder; `MEMORYD_UI_SCREENSHOTS=docs/screenshots` regenerates docs/CONSOLE.md's).
 """
 
 from __future__ import annotations

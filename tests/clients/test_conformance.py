@@ -1,7 +1,7 @@
 """The MCP conformance suite (npm @modelcontextprotocol/conformance, node 22) against `memoryd-mcp --transport http`.
 
 Only the scenarios that need no fixture of the suite's own (tools such as `test_simple_text`,
-resources under `test://`, prompts such as `test_simple_prompt`) are run; README.md lists the rest
+resources under `test://`, prompts such as `test_simple_prompt`) are run; docs/TESTING.md lists the rest
 and why they are skipped. Two scenarios call methods of capabilities memoryd does not declare, so
 the spec's answer, -32601, is the expected result there.
 """

@@ -3,7 +3,7 @@
 Every text field and every list or count an agent, a hook or a person can send has a limit
 here; the engine checks them before any work that grows with the input (tokenising,
 embedding, redaction, a database read), so an oversized request costs microseconds and is
-answered `invalid_input: …`. The README's "Limits" table is `markdown_table()` verbatim (a test
+answered `invalid_input: …`. The "Limits" table of docs/SECURITY.md is `markdown_table()` verbatim (a test
 compares them; `python -m memoryd.shared.limits` prints it).
 `content` is configurable (`MEMORYD_MAX_CONTENT_CHARS`); the rest are fixed.
 """
@@ -97,7 +97,7 @@ LIMITS: dict[str, tuple[int, str, str]] = {
 
 
 def markdown_table() -> str:
-    """The README's Limits table, generated from `LIMITS` (one row per limit, in its order)."""
+    """docs/SECURITY.md's Limits table, generated from `LIMITS` (one row per limit, in its order)."""
     rows = [f"| `{name}` | {n} {unit} | {what} |" for name, (n, unit, what) in LIMITS.items()]
     return "\n".join(["| field | maximum | what it bounds |", "|---|---|---|", *rows]) + "\n"
 
