@@ -170,3 +170,37 @@ def test_a_folder_written_whole_or_not_at_all(tmp_path: Path) -> None:
         fh.write("new, half")
         raise RuntimeError
     assert file.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["out", "x.jsonl"]
+
+
+def _main_output(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *argv: str,
+                 whole: bool = False) -> tuple[int, str]:  # fmt: skip
+    """What `memoryd ARGV` answers through `main` (or, `whole`, through the full app)."""
+    from memoryd.cli import main
+
+    monkeypatch.setattr("sys.argv", ["memoryd", *argv])
+    with pytest.raises(SystemExit) as exited:
+        app() if whole else main()
+    out = capsys.readouterr()
+    return int(exited.value.code or 0), out.out + out.err
+
+
+def test_main_builds_only_the_named_command_and_answers_as_the_whole_tree(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`main` builds just the command (or group) named first; its help, its usage errors and the whole tree's
+    answers (no command, an unknown one, `--version`) are the same as the full app's, for every command."""
+    from typer.main import get_command_name
+
+    names = [c.name or get_command_name(c.callback.__name__) for c in app.registered_commands if c.callback]
+    names += [g.name for g in app.registered_groups if g.name]
+    assert {"recall", "memorize", "supersede", "vault", "daemon", "install"} <= set(names)
+    for argv in [*([n, "--help"] for n in names), ["recall", "--no-such-option"], ["vault", "no-such"]]:
+        assert _main_output(monkeypatch, capsys, *argv) == _main_output(monkeypatch, capsys, *argv, whole=True), argv
+    code, out = _main_output(monkeypatch, capsys, "recall", "--no-such-option")
+    assert code == 2 and "No such option" in out
+    code, out = _main_output(monkeypatch, capsys, "no-such-command")
+    assert code == 2 and "No such command 'no-such-command'" in out
+    code, out = _main_output(monkeypatch, capsys, "--version")
+    assert code == 0 and out.startswith("memoryd ")
+    code, out = _main_output(monkeypatch, capsys)
+    assert "memorize" in out and "recall" in out and "supersede" in out  # no command: the whole list
