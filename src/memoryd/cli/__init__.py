@@ -22,9 +22,14 @@ def main() -> None:
     import sys
 
     from typer.main import get_command_name
+    from typer.models import CommandInfo
 
     name = sys.argv[1] if len(sys.argv) > 1 else ""
-    commands = [c for c in app.registered_commands if (c.name or get_command_name(c.callback.__name__)) == name]
+
+    def named(c: CommandInfo) -> str | None:
+        return c.name or (get_command_name(c.callback.__name__) if c.callback else None)
+
+    commands = [c for c in app.registered_commands if named(c) == name]
     subgroups = [g for g in app.registered_groups if g.name == name]
     if name.startswith("-") or not (commands or subgroups):
         app()
