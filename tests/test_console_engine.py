@@ -111,7 +111,7 @@ def test_search_shows_score_and_signals_and_keeps_filters(engine: Engine) -> Non
     top = page.hits[0]
     # the ranking's signals (search/rank.py), the English one when the term embedder is loaded
     assert 0 < top.score <= 1 and {"keyword", "semantic", "entity"} <= set(top.signals) <= {
-        "keyword", "semantic", "entity", "semantic_en", "reply", "cues", "drift"}  # fmt: skip
+        "keyword", "semantic", "entity", "semantic_en", "english", "reply", "cues", "drift"}  # fmt: skip
     assert {h.atom.id for h in engine.browse(BrowseQuery(q="PostgreSQL", tag="db")).hits or []} == {a}
     assert engine.browse(BrowseQuery(q="PostgreSQL", source="nobody")).hits == []
     # the console's own searches are not recorded as agent recalls
