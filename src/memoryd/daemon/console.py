@@ -72,7 +72,8 @@ class Consoles:
         path = console_path()
         app = create_app(engine, token=token, hosts=allowed_hosts(host, bound, allowed_host),
                          cookie_name=f"memoryd_ui_{bound}", path=path)  # fmt: skip
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        # Ctrl-C in `memoryd ui` stops it: a browser's open keep-alive connections get 2 s, not until they close
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2))
         console_id = secrets.token_hex(8)
         thread = threading.Thread(target=self._run, args=(server, sock, console_id), name=f"memoryd-ui-{console_id}",
                                   daemon=True)  # fmt: skip
