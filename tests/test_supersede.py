@@ -95,6 +95,18 @@ def test_look_alikes_and_unrelated_changes_stay_apart(engine: Engine) -> None:
     gw = engine.memorize("Run `go test ./...` before pushing changes to gateway; the CI pipeline takes about 34 minutes.",
                          source="user")  # fmt: skip
     assert (gw.effect, gw.restatement_id) == ("applied", None)
+    # the swapped word used elsewhere in both (a path), or two named things in the other order: not merged either
+    auth = engine.memorize("The auth service reads its settings from auth/login.py; the request timeout is 52 seconds.",
+                           source="user").atom_id  # fmt: skip
+    search = engine.memorize("The search service reads its settings from auth/login.py; the request timeout is 52 "
+                             "seconds.", source="user")  # fmt: skip
+    assert (search.effect, search.restatement_id, search.supersedes) == ("applied", None, None), search.reason
+    prom = engine.memorize("In scheduler, we decided to use Prometheus instead of Kafka because on-call load was "
+                           "too high.", source="user").atom_id  # fmt: skip
+    kafka = engine.memorize("In scheduler, we decided to use Kafka instead of Prometheus because on-call load was "
+                            "too high.", source="user")  # fmt: skip
+    assert (kafka.effect, kafka.restatement_id, kafka.supersedes) == ("applied", None, None), kafka.reason
+    assert statuses(engine, auth, prom) == ["active", "active"]
     # a change cue about other code, sharing only generic words, changes nothing
     retry = engine.memorize("注意：retry_with_backoff() 在 docker-compose.yml 里处理超时，最多重试 28 次，间隔 2768 毫秒。",
                             source="user").atom_id  # fmt: skip

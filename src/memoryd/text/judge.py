@@ -36,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections import Counter
 from functools import lru_cache
 from typing import Any, Literal, NamedTuple, get_args
 
@@ -358,6 +359,9 @@ def judge_heuristic(new_text: str, old_text: str) -> Judgment:
         if new.subject - old.subject and old.subject - new.subject:
             swapped = f"{_phrases(new_text, set(new.subject - old.subject), 2)} for {_phrases(old_text, set(old.subject - new.subject), 2)}"
             return result("duplicates", 0.7, f"Near-identical terms ({overlap}) but {swapped} in one place.")
+        moved = _moved(new_text, old_text)
+        if moved:
+            return result("duplicates", 0.7, f"Near-identical terms ({overlap}) but {moved}.")
         return result("duplicates", 0.85 + 0.5 * (jac - 0.8), f"Near-identical terms ({overlap}).")
     if cover_new >= 0.8 and len(new_t) < len(old_t):
         return result("duplicates", 0.6, f"The new memory adds nothing the old one lacks ({overlap}).")
@@ -372,6 +376,27 @@ def judge_heuristic(new_text: str, old_text: str) -> Judgment:
         conf = 0.55 if swap_c else 0.45
         return result("supersedes", conf, f"Same topic ({overlap}) with {swap}, but no replacement cue.")
     return result("unrelated", 0.6, f"Some overlap ({overlap}) but different statements.")
+
+
+def _moved(new_text: str, old_text: str) -> str | None:
+    """What two texts of the same words changed all the same: a word said in one place where the other says
+    another that both use elsewhere ("the search service reads auth/login.py" for "the auth service reads
+    auth/login.py": the sets of words hide it), or two named things in the other order ("Kafka instead of
+    Prometheus" for "Prometheus instead of Kafka"). None for a plain rewording."""
+    new_c = Counter(t for t in tokens(_fold(new_text), query=True) if t not in FILLER and not _is_value(t))
+    old_c = Counter(t for t in tokens(_fold(old_text), query=True) if t not in FILLER and not _is_value(t))
+    more, fewer = new_c - old_c, old_c - new_c
+    if more and fewer:
+        return f"{_phrases(new_text, set(more), 2)} for {_phrases(old_text, set(fewer), 2)} in one place"
+    new_e, old_e = _entities(new_text), _entities(old_text)
+    both = [k for k in new_e if k in old_e]
+    if len(both) >= 2:
+        new_f, old_f = _fold(new_text), _fold(old_text)
+        order_new = sorted(both, key=lambda k: new_f.find(new_e[k].casefold()))
+        order_old = sorted(both, key=lambda k: old_f.find(old_e[k].casefold()))
+        if order_new != order_old:
+            return f"{', '.join(new_e[k] for k in order_new)} named in another order"
+    return None
 
 
 def _code_swap(new_e: dict[str, str], old_e: dict[str, str]) -> bool:
