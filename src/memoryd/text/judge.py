@@ -356,9 +356,6 @@ def judge_heuristic(new_text: str, old_text: str) -> Judgment:
     # or drops words is a restatement (auto), one that swaps a word is one for a person (review).
     values_differ = bool({t for t in new_t ^ old_t if _is_value(t)})
     if jac >= 0.8 and not values_differ:
-        if new.subject - old.subject and old.subject - new.subject:
-            swapped = f"{_phrases(new_text, set(new.subject - old.subject), 2)} for {_phrases(old_text, set(old.subject - new.subject), 2)}"
-            return result("duplicates", 0.7, f"Near-identical terms ({overlap}) but {swapped} in one place.")
         moved = _moved(new_text, old_text)
         if moved:
             return result("duplicates", 0.7, f"Near-identical terms ({overlap}) but {moved}.")
@@ -379,24 +376,30 @@ def judge_heuristic(new_text: str, old_text: str) -> Judgment:
 
 
 def _moved(new_text: str, old_text: str) -> str | None:
-    """What two texts of the same words changed all the same: a word said in one place where the other says
-    another that both use elsewhere ("the search service reads auth/login.py" for "the auth service reads
-    auth/login.py": the sets of words hide it), or two named things in the other order ("Kafka instead of
-    Prometheus" for "Prometheus instead of Kafka"). None for a plain rewording."""
-    new_c = Counter(t for t in tokens(_fold(new_text), query=True) if t not in FILLER and not _is_value(t))
-    old_c = Counter(t for t in tokens(_fold(old_text), query=True) if t not in FILLER and not _is_value(t))
+    """What two texts of the same words changed all the same: a word of the subject said in one place where
+    the other says another (billing vs scheduler; counted, so a word both also use elsewhere does not hide the
+    swap: "the search service reads auth/login.py" for "the auth service reads auth/login.py"), or two named
+    things in the other order ("Kafka instead of Prometheus" for "Prometheus instead of Kafka"). None for a
+    plain rewording."""
+    new_f, old_f = _fold(new_text), _fold(old_text)
+    new_c, old_c = _subject_counts(new_f), _subject_counts(old_f)
     more, fewer = new_c - old_c, old_c - new_c
     if more and fewer:
         return f"{_phrases(new_text, set(more), 2)} for {_phrases(old_text, set(fewer), 2)} in one place"
     new_e, old_e = _entities(new_text), _entities(old_text)
     both = [k for k in new_e if k in old_e]
     if len(both) >= 2:
-        new_f, old_f = _fold(new_text), _fold(old_text)
         order_new = sorted(both, key=lambda k: new_f.find(new_e[k].casefold()))
         order_old = sorted(both, key=lambda k: old_f.find(old_e[k].casefold()))
         if order_new != order_old:
             return f"{', '.join(new_e[k] for k in order_new)} named in another order"
     return None
+
+
+def _subject_counts(folded: str) -> Counter[str]:
+    """`_Side.subject` with how often each word is said (of a folded text)."""
+    return Counter(t for t in tokens(folded, query=True)
+                   if t not in FILLER and not POLARITY_TERMS.match(t) and not _is_value(t))  # fmt: skip
 
 
 def _code_swap(new_e: dict[str, str], old_e: dict[str, str]) -> bool:
