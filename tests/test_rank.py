@@ -245,6 +245,11 @@ def test_term_embedder_names() -> None:
     assert term_embedder("none") is None
     with pytest.raises(ValueError, match="unknown term embedder 'glove'"):
         term_embedder("glove")
+    from memoryd.search.embed import english_embedder
+
+    assert english_embedder("none") is None and english_embedder("minilm") is english_embedder("minilm")
+    with pytest.raises(ValueError, match="unknown English embedder 'bert'; expected minilm or none"):
+        english_embedder("bert")
 
 
 # -- the engine, on both backends ------------------------------------------------------------------

@@ -371,15 +371,21 @@ _TERM_LOCK = threading.Lock()
 
 def term_embedder(kind: str) -> TermEmbedder | None:
     """The process-wide second (term) embedder, loading in the background; None for "none"."""
+    cls = WordLlamaTerms
+    return _process_wide(_TERM_EMBEDDERS, kind, "wordllama", "term embedder",
+                         lambda: _BackgroundTerms(cls, cls.name, cls.cosine_floor, cls.cosine_ceil))  # fmt: skip
+
+
+def _process_wide(models: dict[str, _M], kind: str, known: str, what: str, make: Callable[[], _M]) -> _M | None:
+    """The one `kind` model of this process in `models`, made on first ask; None for "none"."""
     if kind == "none":
         return None
-    if kind != "wordllama":
-        raise ValueError(f"unknown term embedder {kind!r}; expected wordllama or none")
+    if kind != known:
+        raise ValueError(f"unknown {what} {kind!r}; expected {known} or none")
     with _TERM_LOCK:
-        if kind not in _TERM_EMBEDDERS:
-            cls = WordLlamaTerms
-            _TERM_EMBEDDERS[kind] = _BackgroundTerms(cls, cls.name, cls.cosine_floor, cls.cosine_ceil)
-        return _TERM_EMBEDDERS[kind]
+        if kind not in models:
+            models[kind] = make()
+        return models[kind]
 
 
 class BackgroundEmbedder(_Loaded[Embedder]):
@@ -443,15 +449,9 @@ _ENGLISH: dict[str, LazyEnglish] = {}
 
 def english_embedder(kind: str) -> LazyEnglish | None:
     """The process-wide English sentence model (loaded on first use, or ahead by `start`); None for "none"."""
-    if kind == "none":
-        return None
-    if kind != "minilm":
-        raise ValueError(f"unknown English embedder {kind!r}; expected minilm or none")
-    with _TERM_LOCK:
-        if kind not in _ENGLISH:
-            cls = MiniLMEnglish
-            _ENGLISH[kind] = LazyEnglish(cls, cls.name, cls.dim, cls.cosine_floor, cls.cosine_ceil)
-        return _ENGLISH[kind]
+    cls = MiniLMEnglish
+    return _process_wide(_ENGLISH, kind, "minilm", "English embedder",
+                         lambda: LazyEnglish(cls, cls.name, cls.dim, cls.cosine_floor, cls.cosine_ceil))  # fmt: skip
 
 
 def make_embedder(kind: str) -> Embedder:
